@@ -1,0 +1,223 @@
+"""Invariants, evaluated as events arrive.
+
+The checks see nothing but the trace: they rebuild what each side believes
+(client refcounts and future states, the scheduler's task states and
+``who_wants``) from events, so they work the same on the kernel-side cluster
+and on a traced dask cluster.
+
+``dangling_future``
+    A client holds a finished future (refcount > 0) for a key the scheduler
+    has forgotten.  Fires on the event that makes it true: the forget, or the
+    future finishing after the forget.
+``refcount_mismatch``
+    Once the channels are drained, a client holds a key (refcount > 0) but is
+    not in that key's ``who_wants``.  Judged only at ``network.drained``,
+    because in between a desire may legitimately still be on its way.
+
+Each violation is recorded in the trace (kind ``violation``) and kept in
+:attr:`Checks.violations`, naming the first event that broke the invariant
+and explaining, in words a student can follow, what each side believed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .trace import ACTOR, EXTRA, KEY, KIND, MSG_ID, OP, Batch, Trace
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    name: str
+    key: str
+    client: str | None
+    first_seq: int
+    seq: int
+    explanation: str
+
+    def __str__(self) -> str:
+        return f"{self.name} on {self.key} (event {self.first_seq}): {self.explanation}"
+
+
+_CLOSED_STATES = {"cancelled", "lost", "error"}
+
+
+class Checks:
+    """Subscribes to a trace and records a ``violation`` event for each broken invariant."""
+
+    def __init__(self, trace: Trace):
+        self.trace = trace
+        self.violations: list[Violation] = []
+        self._refcount: dict[tuple[str, str], int] = {}
+        self._fstate: dict[tuple[str, str], str] = {}
+        self._holders: dict[str, set[str]] = {}  # key -> clients with refcount > 0
+        self._sched: dict[str, str] = {}
+        self._forgotten: set[str] = set()
+        self._who_wants: dict[str, tuple[str, ...]] = {}
+        self._open: set[tuple[str, str, str]] = set()
+        self._suspects: dict[tuple[str, str], int] = {}
+        self._sent: dict[int, tuple[int, str, str]] = {}  # msg_id -> (seq, op, sender)
+        self._receiving: tuple[int, str, int] | None = None  # (msg_id, op, sent seq)
+        self._desired_by: dict[tuple[str, str], tuple[int, int]] = {}  # -> (msg_id, sent seq)
+        self._removed_at: dict[tuple[str, str], int] = {}  # seq of the release.applied
+        self._handlers = {
+            "future.created": self._future_created,
+            "refcount.inc": self._refcount_changed,
+            "refcount.dec": self._refcount_changed,
+            "future.state": self._future_state,
+            "transition": self._transition,
+            "scatter.registered": self._who_wants_changed,
+            "desire.applied": self._who_wants_changed,
+            "release.applied": self._release_applied,
+            "msg.sent": self._msg_sent,
+            "msg.received": self._msg_received,
+            "network.drained": self._drained,
+        }
+        self.unsubscribe = trace.subscribe(self._on_batch, from_start=True)
+
+    def _on_batch(self, batch: Batch) -> None:
+        handlers = self._handlers
+        for seq, row in enumerate(batch.rows, batch.start):
+            handler = handlers.get(row[KIND])
+            if handler is not None:
+                handler(seq, row)
+
+    # -- client side ---------------------------------------------------------------
+
+    def _future_created(self, seq: int, row: tuple) -> None:
+        if row[EXTRA][2] == 1:
+            self._fstate[(row[ACTOR], row[KEY])] = "pending"
+
+    def _refcount_changed(self, seq: int, row: tuple) -> None:
+        client, key, after = row[ACTOR], row[KEY], row[EXTRA][1]
+        pair = (client, key)
+        if after:
+            self._refcount[pair] = after
+            self._holders.setdefault(key, set()).add(client)
+            self._update_suspect(pair, seq)
+            return
+        self._refcount.pop(pair, None)
+        self._fstate.pop(pair, None)
+        self._suspects.pop(pair, None)
+        self._removed_at.pop(pair, None)
+        holders = self._holders.get(key)
+        if holders is not None:
+            holders.discard(client)
+        self._open = {o for o in self._open if o[1:] != pair}
+
+    def _future_state(self, seq: int, row: tuple) -> None:
+        client, key = row[ACTOR], row[KEY]
+        to = row[EXTRA][1]
+        self._fstate[(client, key)] = to
+        if to in _CLOSED_STATES:
+            self._open.discard(("dangling_future", client, key))
+        elif to == "finished" and key in self._forgotten and self._refcount.get((client, key)):
+            self._report(
+                "dangling_future", key, client, seq,
+                f"{client}'s future for {key} has just been marked finished, but the scheduler "
+                f"had already forgotten {key}. The client believes the data exists; the next "
+                "computation that uses it will be cancelled as lost data.")
+
+    # -- scheduler side -------------------------------------------------------------
+
+    def _transition(self, seq: int, row: tuple) -> None:
+        key, finish = row[KEY], row[EXTRA][1]
+        if finish != "forgotten":
+            self._sched[key] = finish
+            self._forgotten.discard(key)
+            return
+        self._sched.pop(key, None)
+        self._forgotten.add(key)
+        wanted = self._who_wants.pop(key, ())
+        for client in sorted(self._holders.get(key, ())):
+            pair = (client, key)
+            self._update_suspect(pair, seq)
+            if self._fstate.get(pair) == "finished":
+                first, why = self._why_forgotten(client, key, seq, told=client in wanted)
+                self._report("dangling_future", key, client, first, why)
+
+    def _who_wants_changed(self, seq: int, row: tuple) -> None:
+        key = row[KEY]
+        if row[KIND] == "scatter.registered":
+            self._sched[key] = "memory"
+            self._forgotten.discard(key)
+            self._who_wants[key] = row[EXTRA][1]
+        else:
+            self._who_wants[key] = row[EXTRA][2]
+        for client in self._holders.get(key, ()):
+            self._update_suspect((client, key), seq)
+
+    def _release_applied(self, seq: int, row: tuple) -> None:
+        client = row[EXTRA][0]
+        if self._refcount.get((client, row[KEY])):
+            # The scheduler drops a client that still holds the key: remember where.
+            self._removed_at[(client, row[KEY])] = seq
+        self._who_wants_changed(seq, row)
+
+    # -- network --------------------------------------------------------------------
+
+    def _msg_sent(self, seq: int, row: tuple) -> None:
+        msg_id, op, sender = row[MSG_ID], row[OP], row[ACTOR]
+        self._sent[msg_id] = (seq, op, sender)
+        if op in ("scatter", "update-graph") and sender.startswith("client"):
+            for key in row[EXTRA][0]:
+                self._desired_by[(sender, key)] = (msg_id, seq)
+
+    def _msg_received(self, seq: int, row: tuple) -> None:
+        sent = self._sent.pop(row[MSG_ID], None)
+        self._receiving = (row[MSG_ID], row[OP], sent[0] if sent else -1)
+
+    def _drained(self, seq: int, row: tuple) -> None:
+        for (client, key), first in sorted(self._suspects.items(), key=lambda kv: kv[1]):
+            self._report(
+                "refcount_mismatch", key, client, first,
+                f"with every channel drained, {client} still holds {key} "
+                f"(refcount {self._refcount.get((client, key))}) but the scheduler does not "
+                f"count {client} among those who want it (who_wants = "
+                f"{set(self._who_wants.get(key, ())) or '{}'}). The two sides disagree for "
+                "good: no message in flight will reconcile them.")
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def _update_suspect(self, pair: tuple[str, str], seq: int) -> None:
+        client, key = pair
+        if self._refcount.get(pair) and client not in self._who_wants.get(key, ()):
+            self._suspects.setdefault(pair, seq)
+        else:
+            self._suspects.pop(pair, None)
+            self._open.discard(("refcount_mismatch", client, key))
+
+    def _why_forgotten(self, client: str, key: str, seq: int, told: bool) -> tuple[int, str]:
+        """The first event that broke the invariant and a paragraph saying why."""
+        if told:
+            return seq, (
+                f"the scheduler forgot {key} while {client} held a finished future for it: the "
+                "last worker copy of the data was freed (a free-keys meant for the key's "
+                "previous life deleted the data a scatter had just put there). The client will "
+                "hear lost-data then cancelled-keys: its future ends cancelled, with refcount "
+                f"{self._refcount.get((client, key))}.")
+        removed = self._removed_at.get((client, key))
+        first = removed if removed is not None else seq
+        desire = self._desired_by.get((client, key))
+        recv = self._receiving
+        if recv and recv[1] == "client-releases-keys" and desire and recv[2] < desire[1]:
+            return first, (
+                f"{client} sent client-releases-keys for {key} (msg #{recv[0]}) before it "
+                f"scattered {key} again (msg #{desire[0]}), but the release travelled on the "
+                "batched stream and the scatter on an RPC, so the scatter arrived first. The "
+                f"scheduler's who_wants is a set: the second desire changed nothing, and the "
+                f"late release then emptied it and forgot {key}. Nothing tells the client: its "
+                "future still says finished.")
+        return first, (
+            f"the scheduler forgot {key} while {client} held a finished future for it and "
+            f"was not in who_wants; the client was not told.")
+
+    def _report(self, name: str, key: str, client: str | None, first_seq: int,
+                explanation: str) -> None:
+        episode = (name, client or "", key)
+        if episode in self._open:
+            return
+        self._open.add(episode)
+        seq = self.trace.next_seq
+        self.trace.record("checks", "violation", key, name, first_seq, client, explanation)
+        self.violations.append(Violation(name, key, client, first_seq, seq, explanation))

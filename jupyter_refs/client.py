@@ -1,0 +1,307 @@
+"""The user-facing ``Client`` and ``Future``, shaped like dask's.
+
+Every ``Future`` object adds one to its key's refcount on the client; dropping
+it (``del``, rebinding a name, ``release()``) takes one away, and at zero the
+client queues ``client-releases-keys``.  A dropped future is not released
+inside ``__del__`` — the garbage collector may run that in any thread, in the
+middle of any step — but queued, and the cluster applies the queue at its next
+safe point, as dask's ``Future.__del__`` defers to the event loop.
+
+Everything sent is serialized here, before any state changes, so data that
+cannot be pickled is refused with the cluster untouched.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from .errors import (
+    FutureCancelledError,
+    FutureLostError,
+    FutureReleasedError,
+    HeldMessagesError,
+    ResultSerializationError,
+)
+from .protocol.client import CANCELLED, ERROR, FINISHED, ClientState, FutureState
+from .protocol.serialize import Dep, dumps, loads, tokenize
+
+if TYPE_CHECKING:
+    from .cluster import Cluster
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _user_cell() -> str | None:
+    """``file:line`` of the first frame outside this package: the user's line."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame = frame.f_back
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame is not None else None
+
+
+def _key_prefix(obj: Any) -> str:
+    name = getattr(obj, "__name__", None) or type(obj).__name__
+    return name.strip("<>") or "task"
+
+
+class Future:
+    """A reference to a key held by one client.  Drop it and the refcount drops."""
+
+    __slots__ = ("key", "client", "id", "_fs", "_released", "__weakref__")
+
+    def __init__(self, client: Client, key: str, fs: FutureState, future_id: int):
+        self.key = key
+        self.client = client
+        self.id = future_id
+        self._fs = fs
+        self._released = False
+
+    @property
+    def status(self) -> str:
+        """``pending``, ``finished``, ``lost``, ``cancelled``, ``error`` or ``released``."""
+        return "released" if self._released else self._fs.state
+
+    def done(self) -> bool:
+        return self.status in (FINISHED, CANCELLED, ERROR)
+
+    def cancelled(self) -> bool:
+        return self.status == CANCELLED
+
+    def result(self, timeout: float | None = None) -> Any:
+        """The value, fetched from the worker.  Raises what the task raised, or why it is gone."""
+        return self.client.gather(self, timeout=timeout)
+
+    def release(self) -> None:
+        """Drop this reference now (as ``del`` would, without waiting for the GC)."""
+        if self._released:
+            return
+        self._released = True
+        cluster = self.client.cluster
+        with cluster._lock:
+            if not cluster.closed:
+                cluster._process_drops()
+                cluster._send(self.client._state.release(self.key))
+                cluster._end_call()
+
+    def __del__(self) -> None:
+        try:
+            if not self._released:
+                self._released = True
+                self.client.cluster._drop(self.client._state, self.key)
+        except Exception:  # noqa: BLE001 - interpreter shutdown; nothing to tell
+            pass
+
+    def __repr__(self) -> str:
+        return f"<Future: {self.status}, key: {self.key}>"
+
+
+def _pack(obj: Any, deps: dict[str, Future]) -> Any:
+    """Replace futures inside task arguments by :class:`Dep` placeholders."""
+    kind = type(obj)
+    if kind is Future:
+        deps[obj.key] = obj
+        return Dep(obj.key)
+    if kind in (list, tuple):
+        return kind(_pack(o, deps) for o in obj)
+    if kind is dict:
+        return {k: _pack(v, deps) for k, v in obj.items()}
+    return obj
+
+
+class Client:
+    """One client of a :class:`~jupyter_refs.cluster.Cluster`: ``cluster.client()``."""
+
+    def __init__(self, cluster: Cluster, state: ClientState):
+        self.cluster = cluster
+        self._state = state
+        self._future_ids = 0
+
+    @property
+    def name(self) -> str:
+        return self._state.name
+
+    def __repr__(self) -> str:
+        return f"<Client {self.name} holding {len(self._state.refcount)} keys>"
+
+    def refcount(self, key: str) -> int:
+        return self._state.refcount.get(key, 0)
+
+    def _future(self, key: str, origin: str) -> tuple[Future, bool]:
+        self._future_ids += 1
+        fs, new = self._state.acquire(key, origin, self._future_ids)
+        return Future(self, key, fs, self._future_ids), new
+
+    # -- scatter -------------------------------------------------------------------
+
+    def scatter(self, data: Any, hash: bool = True, workers: list[str] | None = None) -> Any:
+        """Send data to the workers; returns a future (or a list / dict of them).
+
+        With ``hash=True`` (the default, as in dask) the key is derived from the
+        value, ``int-<token>``, so scattering the same value twice gives the same
+        key — the precondition of race #8576.  On a manual network the scatter
+        RPC is left in flight and the future is ``pending`` until it is delivered.
+        """
+        cell = _user_cell()
+        if isinstance(data, dict):
+            items = [(str(k), v) for k, v in data.items()]
+        else:
+            values = list(data) if isinstance(data, list | tuple) else [data]
+            items = [(None, v) for v in values]
+        blobs: dict[str, bytes] = {}
+        for key, value in items:
+            blob = dumps(value)
+            if key is None:
+                key = (f"{_key_prefix(type(value))}-{tokenize(blob)}" if hash
+                       else f"{_key_prefix(type(value))}-{self.cluster._ids()}")
+            blobs[key] = blob
+        keys = list(blobs)
+        if workers is not None:
+            unknown = [w for w in workers if w not in self.cluster.workers]
+            if unknown:
+                raise ValueError(f"unknown workers {unknown}; the cluster has {list(self.cluster.workers)}")
+        cluster = self.cluster
+        with cluster._lock:
+            cluster._begin_call(cell)
+            try:
+                futures, new = {}, {}
+                for key in keys:
+                    futures[key], is_new = self._future(key, "scatter")
+                    if is_new:
+                        new[key] = futures[key]._fs
+                call, msgs = self._state.scatter(blobs, new, workers)
+                cluster._send(msgs)
+                if cluster.policy.autonomous:
+                    states = [f._fs for f in futures.values()]
+                    cluster._wait(lambda: all(fs.scatter_call != call for fs in states),
+                                  f"scatter of {', '.join(keys)}", None)
+            finally:
+                cluster._end_call()
+        if isinstance(data, dict):
+            return {k: futures[str(k)] for k in data}
+        out = [futures[k] for k in keys]
+        return out if isinstance(data, list | tuple) else out[0]
+
+    # -- submit / map ------------------------------------------------------------------
+
+    def submit(self, func: Callable[..., Any], *args: Any, key: str | None = None,
+               pure: bool = True, **kwargs: Any) -> Future:
+        """Run ``func(*args, **kwargs)`` on a worker; futures in the arguments are dependencies."""
+        if not callable(func):
+            raise TypeError(f"submit needs a callable, not {type(func).__name__}")
+        fblob = dumps(func)
+        return self._submit_many(func, fblob, [(key, args, kwargs)], pure, "submit", _user_cell())[0]
+
+    def map(self, func: Callable[..., Any], *iterables: Iterable[Any], key: str | list[str] | None = None,
+            pure: bool = True, **kwargs: Any) -> list[Future]:
+        """``submit`` once per element, sent to the scheduler as one graph."""
+        if not callable(func):
+            raise TypeError(f"map needs a callable, not {type(func).__name__}")
+        calls = list(zip(*iterables))
+        keys = key if isinstance(key, list) else [None] * len(calls)
+        if len(keys) != len(calls):
+            raise ValueError(f"map got {len(keys)} keys for {len(calls)} calls")
+        fblob = dumps(func)
+        return self._submit_many(func, fblob, [(k, a, kwargs) for k, a in zip(keys, calls)],
+                                 pure, "map", _user_cell())
+
+    def _submit_many(self, func: Callable[..., Any], fblob: bytes,
+                     calls: list[tuple[str | None, tuple, dict]], pure: bool, origin: str,
+                     cell: str | None) -> list[Future]:
+        prefix = _key_prefix(func)
+        tasks: dict[str, dict[str, Any]] = {}
+        dep_futures: dict[str, Future] = {}
+        keys = []
+        for key, args, kwargs in calls:
+            deps: dict[str, Future] = {}
+            packed = (_pack(args, deps), _pack(kwargs, deps)) if args or kwargs else ((), {})
+            ablob = dumps(packed)
+            if key is None:
+                key = (f"{prefix}-{tokenize(fblob, ablob)}" if pure
+                       else f"{prefix}-{self.cluster._ids()}")
+            tasks[key] = {"func": fblob, "args": ablob, "deps": tuple(deps)}
+            dep_futures.update(deps)
+            keys.append(key)
+        for dep in dep_futures.values():
+            if dep._released:
+                raise FutureReleasedError(f"cannot compute on {dep.key}: that future was released")
+            if dep.client is not self:
+                raise ValueError(f"{dep.key} belongs to {dep.client.name}, not {self.name}")
+        cluster = self.cluster
+        with cluster._lock:
+            cluster._begin_call(cell)
+            try:
+                held = [d._fs.scatter_call for d in dep_futures.values() if d._fs.scatter_call]
+                if held:
+                    raise HeldMessagesError(
+                        f"{origin} on {', '.join(dep_futures)}",
+                        [m for m in cluster.network.in_flight.values() if m.channel in held])
+                futures = [self._future(key, origin)[0] for key in keys]
+                cluster._send(self._state.update_graph(tasks, keys, dep_futures))
+            finally:
+                cluster._end_call()
+        return futures
+
+    # -- gather --------------------------------------------------------------------------
+
+    def gather(self, futures: Any, timeout: float | None = None) -> Any:
+        """The values of ``futures`` (a future, or a list / dict of them)."""
+        cell = _user_cell()
+        if isinstance(futures, Future):
+            flat = [futures]
+        elif isinstance(futures, dict):
+            flat = list(futures.values())
+        else:
+            flat = list(futures)
+        for f in flat:
+            if not isinstance(f, Future):
+                raise TypeError(f"gather takes futures, not {type(f).__name__}")
+            if f._released:
+                raise FutureReleasedError(
+                    f"{f.key}: this future was released; its result is no longer available")
+            if f.client is not self:
+                raise ValueError(f"{f.key} belongs to {f.client.name}, not {self.name}")
+        cluster = self.cluster
+        keys = tuple(dict.fromkeys(f.key for f in flat))
+        states = [f._fs for f in flat]
+        with cluster._lock:
+            cluster._begin_call(cell)
+            try:
+                cluster._wait(lambda: all(fs.state in (FINISHED, CANCELLED, ERROR) for fs in states),
+                              f"result of {', '.join(keys)}", timeout, lambda: self._held_for(keys))
+                for f in flat:
+                    self._raise_if_failed(f)
+                call, msgs = self._state.gather(keys)
+                cluster._send(msgs)
+                gathered = self._state.gathers[call]
+                try:
+                    cluster._wait(lambda: gathered.done, f"gather of {', '.join(keys)}", timeout)
+                finally:
+                    del self._state.gathers[call]
+            finally:
+                cluster._end_call()
+        if gathered.errors:
+            key, text = next(iter(gathered.errors.items()))
+            raise ResultSerializationError(f"the result of {key} cannot be sent back: {text}")
+        if gathered.missing:
+            raise FutureLostError(gathered.missing[0])
+        values = {k: loads(v) for k, v in gathered.data.items()}
+        if isinstance(futures, Future):
+            return values[futures.key]
+        if isinstance(futures, dict):
+            return {k: values[f.key] for k, f in futures.items()}
+        return [values[f.key] for f in flat]
+
+    def _raise_if_failed(self, f: Future) -> None:
+        fs = f._fs
+        if fs.state == CANCELLED:
+            raise FutureCancelledError(f.key, fs.reason or "cancelled")
+        if fs.state == ERROR:
+            raise loads(fs.error)
+
+    def _held_for(self, keys: tuple[str, ...]) -> list[Any]:
+        wanted = set(keys)
+        in_flight = sorted(self.cluster.network.in_flight.values(), key=lambda m: m.msg_id)
+        return [m for m in in_flight if wanted.intersection(m.keys)] or in_flight

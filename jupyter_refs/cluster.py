@@ -1,0 +1,303 @@
+"""The driver: actors + network + trace, and the only place with clocks and threads.
+
+Two ways to drive the same sans-IO actors:
+
+* **stepped** (immediate, random, manual, chooser): everything happens in the
+  calling thread under a simulated clock.  A blocking call delivers messages
+  in the policy's order until what it waits for has happened; if the policy
+  holds everything (manual), it raises :class:`HeldMessagesError` naming the
+  held messages instead of waiting forever.
+* **live**: a background thread delivers each message when its latency has
+  elapsed on the real clock, so races happen at random as they do on dask.
+
+Every delivery is one step: record ``msg.received``, hand the message to its
+actor, accept what the actor sends back, then flush the trace so the checks
+see the step's events at once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from .checks import Checks, Violation
+from .errors import ClusterClosedError, HeldMessagesError, ProtocolError
+from .network import Network, Policy, RandomLatency, make_policy
+from .protocol.client import ClientState
+from .protocol.messages import SCHEDULER, Message
+from .protocol.scheduler import SchedulerState
+from .protocol.variants import ProtocolVariant, get_variant
+from .protocol.worker import WorkerState
+from .trace import Trace
+
+if TYPE_CHECKING:
+    from .client import Client
+
+_LIVE_POLL_S = 0.002  # how often the live thread looks for futures dropped by the GC
+
+
+class Cluster:
+    """A scheduler, workers and clients running inside this process.
+
+    >>> with Cluster(protocol="legacy", workers=1, network="manual") as cluster:
+    ...     client = cluster.client()
+    """
+
+    def __init__(
+        self,
+        protocol: str | ProtocolVariant = "legacy",
+        workers: int | list[str] = 1,
+        network: str | Policy = "live",
+        seed: int | None = None,
+        trace_capacity: int = 1_000_000,
+        checks: bool = True,
+    ):
+        self.variant = get_variant(protocol)
+        names = [f"worker:{i}" for i in range(workers)] if isinstance(workers, int) else list(workers)
+        if not names:
+            raise ProtocolError("a cluster needs at least one worker")
+        self.live = network == "live"
+        self.policy = make_policy(network, seed)
+        self.network_name = network if isinstance(network, str) else self.policy.name
+        self.seed = seed
+        self._now = 0
+        self._t0 = time.perf_counter_ns()
+        self.trace = Trace(trace_capacity, clock=self._live_clock if self.live else self._sim_clock)
+        self.network = Network()
+        self.scheduler = SchedulerState(self.variant, names, self.trace.record)
+        self.workers = {n: WorkerState(n, self.variant, self.trace.record) for n in names}
+        self._actors: dict[str, Any] = {SCHEDULER: self.scheduler, **self.workers}
+        self.clients: dict[str, Client] = {}
+        self._lock = threading.RLock()
+        self._cond = threading.Condition(self._lock)
+        self._drops: deque[tuple[ClientState, str]] = deque()
+        self._ids = _Counter()
+        self.closed = False
+        self.checks = Checks(self.trace) if checks else None
+        self._thread: threading.Thread | None = None
+        if self.live:
+            self._thread = threading.Thread(target=self._run_live, name="jupyter-refs-network",
+                                            daemon=True)
+            self._thread.start()
+
+    # -- clocks ----------------------------------------------------------------------
+
+    def _sim_clock(self) -> int:
+        return self._now
+
+    def _live_clock(self) -> int:
+        return time.perf_counter_ns() - self._t0
+
+    def now_ns(self) -> int:
+        return self.trace.clock()
+
+    # -- public surface ----------------------------------------------------------------
+
+    def client(self, name: str | None = None) -> Client:
+        from .client import Client
+
+        with self._lock:
+            self._check_open()
+            name = name or f"client:{len(self.clients) + 1}"
+            if name in self._actors:
+                raise ValueError(f"an actor named {name!r} already exists")
+            client = Client(self, ClientState(name, self.variant, self.trace.record))
+            self.clients[name] = client
+            self._actors[name] = client._state
+            return client
+
+    @property
+    def in_flight(self) -> list[Message]:
+        """Messages sent and not yet delivered, oldest first."""
+        with self._lock:
+            self._process_drops()
+            return sorted(self.network.in_flight.values(), key=lambda m: m.msg_id)
+
+    @property
+    def violations(self) -> list[Violation]:
+        with self._lock:
+            self._process_drops()
+            self.trace.flush()
+            return list(self.checks.violations) if self.checks else []
+
+    def deliver(self, msg_id: int) -> Message:
+        """Deliver one in-flight message now (it must be first on its channel)."""
+        with self._lock:
+            self._check_open()
+            self._process_drops()
+            msg = self.network.get(msg_id)
+            self._deliver(msg)
+            return msg
+
+    def step(self, n: int = 1) -> list[Message]:
+        """Deliver the next ``n`` messages in the policy's order (oldest first if it holds)."""
+        delivered = []
+        with self._lock:
+            self._check_open()
+            self._process_drops()
+            for _ in range(n):
+                msg = self._next(force=True)
+                if msg is None:
+                    break
+                self._deliver(msg)
+                delivered.append(msg)
+        return delivered
+
+    def run_until_idle(self, timeout: float = 10.0) -> int:
+        """Deliver until nothing is in flight (manual networks too).  Returns how many."""
+        if self.live:
+            with self._cond:
+                self._check_open()
+                self._cond.notify_all()
+                if not self._cond.wait_for(lambda: not self._drops and not self.network.in_flight,
+                                           timeout):
+                    raise HeldMessagesError("run_until_idle", self.network.in_flight.values())
+                return 0
+        return len(self.step(1 << 62))
+
+    def close(self) -> None:
+        """Stop the network thread (if any).  Futures stay readable; nothing more is sent."""
+        with self._cond:
+            if self.closed:
+                return
+            self.closed = True
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        self.trace.flush()
+
+    def __enter__(self) -> Cluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"{len(self.network)} in flight"
+        return (f"<Cluster protocol={self.variant.name} network={self.network_name} "
+                f"workers={len(self.workers)} clients={len(self.clients)} {state}>")
+
+    def scheduler_state(self, key: str) -> str:
+        """The scheduler's state for ``key`` ("forgotten" if it has no task)."""
+        with self._lock:
+            ts = self.scheduler.tasks.get(key)
+            return ts.state if ts is not None else "forgotten"
+
+    # -- used by Client -------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise ClusterClosedError("the cluster is closed; start a new one with Cluster(...)")
+
+    def _begin_call(self, cell: str | None) -> None:
+        """Entering a user call: under the lock, before any of its messages."""
+        self._check_open()
+        if not self.live:
+            self._now += self.policy.user_delay_ns()
+        self._process_drops()
+        self.trace.cell = cell
+
+    def _end_call(self) -> None:
+        self.trace.cell = None
+        self.trace.flush()
+        if self.live:
+            self._cond.notify_all()
+
+    def _send(self, messages: list[Message]) -> None:
+        now = self.trace.clock()
+        record = self.trace.record_msg
+        for msg in messages:
+            self.network.accept(msg, now)
+            self.policy.on_send(msg, now)
+            record(msg.sender, "msg.sent", msg)
+
+    def _drop(self, state: ClientState, key: str) -> None:
+        """A Future was garbage collected.  Safe from any thread and from ``__del__``."""
+        self._drops.append((state, key))
+
+    def _process_drops(self) -> None:
+        drops = self._drops
+        while drops:
+            state, key = drops.popleft()
+            self._send(state.release(key))
+
+    def _wait(self, done: Callable[[], bool], what: str, timeout: float | None,
+              needs: Callable[[], list[Message]] | None = None) -> None:
+        """Block until ``done()``, delivering messages as the policy allows (call under the lock).
+
+        The call's source line stops being stamped here: what the network does
+        while we wait is not the user's line.
+        """
+        self.trace.cell = None
+        if self.live:
+            self._cond.notify_all()
+            if not self._cond.wait_for(lambda: done() or self.closed, timeout):
+                raise TimeoutError(f"{what} did not complete within {timeout} s "
+                                   f"({len(self.network)} messages in flight)")
+            self._check_open()
+            return
+        while not done():
+            self._check_open()
+            self._process_drops()
+            msg = self._next(force=False)
+            if msg is None:
+                held = needs() if needs is not None else []
+                raise HeldMessagesError(what, held or sorted(self.network.in_flight.values(),
+                                                             key=lambda m: m.msg_id))
+            self._deliver(msg)
+
+    # -- delivery ----------------------------------------------------------------------
+
+    def _next(self, force: bool) -> Message | None:
+        choice = self.policy.next(self.network, self._now)
+        if choice is None:
+            return self.network.oldest() if force else None
+        msg, at = choice
+        if not self.live and at > self._now:
+            self._now = at
+        return msg
+
+    def _deliver(self, msg: Message) -> None:
+        network = self.network
+        network.take(msg)
+        self.trace.record_msg(msg.receiver, "msg.received", msg)
+        out = self._actors[msg.receiver].handle(msg)
+        if out:
+            self._send(out)
+        if not network.in_flight:
+            self.trace.record(SCHEDULER, "network.drained", None)
+        self.trace.flush()
+
+    def _run_live(self) -> None:
+        policy = self.policy
+        assert isinstance(policy, RandomLatency)
+        cond = self._cond
+        with cond:
+            while not self.closed:
+                self._process_drops()
+                due = policy.due_ns(self.network)
+                now = self._live_clock()
+                if due is None or due > now:
+                    wait = _LIVE_POLL_S if due is None else min(_LIVE_POLL_S, (due - now) / 1e9)
+                    cond.wait(wait)
+                    continue
+                choice = policy.next(self.network, now)
+                if choice is not None:
+                    self._deliver(choice[0])
+                    cond.notify_all()
+
+
+class _Counter:
+    """Ids for non-hashed keys.  ``next`` on ``itertools.count`` is atomic in CPython."""
+
+    def __init__(self) -> None:
+        from itertools import count
+
+        self._count = count(1)
+
+    def __call__(self) -> int:
+        return next(self._count)

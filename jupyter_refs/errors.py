@@ -1,0 +1,84 @@
+"""Exceptions raised by jupyter_refs.
+
+Each one names the thing that went wrong, so a notebook user can act on the
+message without reading a traceback.  They all derive from ``JupyterRefsError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+class JupyterRefsError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class SerializationError(JupyterRefsError, TypeError):
+    """Data or a task could not be pickled, so it never left the client."""
+
+    def __init__(self, obj: object, cause: BaseException):
+        self.type_name = f"{type(obj).__module__}.{type(obj).__qualname__}"
+        super().__init__(
+            f"cannot send an object of type {self.type_name} to the cluster: "
+            f"it cannot be pickled ({type(cause).__name__}: {cause})"
+        )
+
+
+class ResultSerializationError(JupyterRefsError, TypeError):
+    """A task's result cannot be pickled, so it cannot travel back to the client."""
+
+
+class ClusterClosedError(JupyterRefsError, RuntimeError):
+    """The cluster (or the client) was closed; nothing can be sent any more."""
+
+
+class UnknownMessageError(JupyterRefsError, KeyError):
+    """``deliver(msg_id)`` named a message that is not in flight."""
+
+    def __str__(self) -> str:  # KeyError would quote the whole message
+        return str(self.args[0])
+
+
+class NotDeliverableError(JupyterRefsError, ValueError):
+    """The message is in flight but queued behind another on a FIFO channel."""
+
+
+class HeldMessagesError(JupyterRefsError, TimeoutError):
+    """A blocking call needs messages that a manual network is holding.
+
+    Raised instead of waiting forever: nothing will deliver them until the
+    user calls ``cluster.deliver`` / ``cluster.step``.
+    """
+
+    def __init__(self, what: str, held: Iterable[object]):
+        self.held = list(held)
+        listing = ", ".join(str(m) for m in self.held) or "none"
+        super().__init__(
+            f"{what} cannot complete: the messages it needs are held by the manual "
+            f"network ({listing}); deliver them with cluster.step() or cluster.deliver(msg_id)"
+        )
+
+
+class FutureReleasedError(JupyterRefsError, RuntimeError):
+    """The future was released; it no longer refers to anything."""
+
+
+class FutureCancelledError(JupyterRefsError):
+    """The scheduler cancelled the future's key (the key was lost or forgotten)."""
+
+    def __init__(self, key: str, reason: str):
+        self.key = key
+        self.reason = reason
+        super().__init__(f"{key} was cancelled: {reason}")
+
+
+class FutureLostError(JupyterRefsError):
+    """The data behind a finished future is gone from every worker."""
+
+    def __init__(self, key: str):
+        self.key = key
+        super().__init__(f"{key}: the scheduler reported its data lost")
+
+
+class ProtocolError(JupyterRefsError, ValueError):
+    """An unknown protocol variant or network policy was asked for."""

@@ -1,0 +1,236 @@
+"""Channels with dask's ordering rules, and the policies that pick delivery order.
+
+Two kinds of channel exist, as in dask:
+
+* a **batched stream** per sender→receiver pair: FIFO, flushed on an interval
+  (dask's ``BatchedSend``: 10 ms client→scheduler, 5 ms scheduler→worker,
+  2 ms scheduler→client and worker→scheduler);
+* an **RPC call**: its own channel, so ordered with nothing else.
+
+:class:`Network` holds the messages in flight and enforces FIFO per channel:
+only the head of a channel can be delivered.  *Which* head goes next is the
+policy's choice:
+
+* :class:`Immediate` — the oldest message first; no message ever overtakes
+  another, so no race can happen;
+* :class:`RandomLatency` — simulated latencies from a seeded RNG (batched
+  streams wait for their flush, RPCs take a fraction of a millisecond), so the
+  same seed replays the same order; also the timing model of the live network;
+* :class:`Manual` — nothing moves until ``deliver(msg_id)`` / ``step()``;
+* :class:`Chooser` — a callback picks among the deliverable heads (the hook
+  the explorer uses).
+
+Policies decide order only; clocks and threads belong to the cluster driver.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from itertools import count
+
+from .errors import NotDeliverableError, ProtocolError, UnknownMessageError
+from .protocol.messages import Message
+
+MS = 1_000_000  # nanoseconds
+
+#: dask's BatchedSend intervals, by (sender kind, receiver kind).
+BATCH_INTERVAL_NS = {
+    ("client", "scheduler"): 10 * MS,
+    ("scheduler", "worker"): 5 * MS,
+    ("scheduler", "client"): 2 * MS,
+    ("worker", "scheduler"): 2 * MS,
+}
+
+
+def _kind(actor: str) -> str:
+    return actor.split(":", 1)[0]
+
+
+def batch_interval_ns(msg: Message) -> int:
+    return BATCH_INTERVAL_NS.get((_kind(msg.sender), _kind(msg.receiver)), 2 * MS)
+
+
+class Network:
+    """Messages in flight, FIFO per channel.  It never decides order: policies do."""
+
+    def __init__(self) -> None:
+        self.in_flight: dict[int, Message] = {}
+        self._channels: dict[str, deque[Message]] = {}
+        self._ids = count(1)
+
+    def accept(self, msg: Message, now_ns: int) -> None:
+        msg.msg_id = next(self._ids)
+        msg.sent_ns = now_ns
+        self.in_flight[msg.msg_id] = msg
+        queue = self._channels.get(msg.channel)
+        if queue is None:
+            queue = self._channels[msg.channel] = deque()
+        queue.append(msg)
+
+    def heads(self) -> list[Message]:
+        """The deliverable messages: the first of each non-empty channel."""
+        return [q[0] for q in self._channels.values() if q]
+
+    def oldest(self) -> Message | None:
+        heads = self.heads()
+        return min(heads, key=_msg_id) if heads else None
+
+    def get(self, msg_id: int) -> Message:
+        msg = self.in_flight.get(msg_id)
+        if msg is None:
+            raise UnknownMessageError(
+                f"message {msg_id!r} is not in flight"
+                + (f" (in flight: {', '.join(map(str, self.in_flight))})" if self.in_flight
+                   else " (nothing is in flight)"))
+        head = self._channels[msg.channel][0]
+        if head is not msg:
+            raise NotDeliverableError(
+                f"message {msg_id} waits behind #{head.msg_id} on FIFO channel "
+                f"{msg.channel}; deliver #{head.msg_id} first")
+        return msg
+
+    def take(self, msg: Message) -> None:
+        queue = self._channels[msg.channel]
+        queue.popleft()
+        if not queue and not msg.batched:
+            del self._channels[msg.channel]  # RPC channels are used once
+        del self.in_flight[msg.msg_id]
+
+    def __len__(self) -> int:
+        return len(self.in_flight)
+
+
+def _msg_id(msg: Message) -> int:
+    return msg.msg_id
+
+
+class Policy:
+    """Chooses the next message to deliver.  ``None`` means: hold everything."""
+
+    name = "policy"
+    #: Whether a blocking call may wait for this policy to deliver on its own.
+    autonomous = True
+
+    def on_send(self, msg: Message, now_ns: int) -> None:
+        """Called as the network accepts ``msg``: stamp whatever timing it needs."""
+
+    def next(self, network: Network, now_ns: int) -> tuple[Message, int] | None:
+        """The next message and the time it arrives, or ``None`` to hold."""
+        raise NotImplementedError
+
+    def user_delay_ns(self) -> int:
+        """Simulated time a user's own code takes between two calls."""
+        return 0
+
+
+class Immediate(Policy):
+    name = "immediate"
+
+    def next(self, network: Network, now_ns: int) -> tuple[Message, int] | None:
+        msg = network.oldest()
+        return None if msg is None else (msg, now_ns)
+
+
+class Manual(Policy):
+    name = "manual"
+    autonomous = False
+
+    def next(self, network: Network, now_ns: int) -> tuple[Message, int] | None:
+        return None
+
+
+class Chooser(Policy):
+    """Delegates the choice among deliverable heads to ``choose`` (the explorer's hook)."""
+
+    name = "chooser"
+
+    def __init__(self, choose: Callable[[Sequence[Message]], Message]):
+        self.choose = choose
+
+    def next(self, network: Network, now_ns: int) -> tuple[Message, int] | None:
+        heads = network.heads()
+        if not heads:
+            return None
+        heads.sort(key=_msg_id)
+        return self.choose(heads), now_ns
+
+
+@dataclass(slots=True)
+class _Stream:
+    flush_at: int = -1  # when the batch being filled goes out
+    transit: int = 0
+    last_ready: int = 0
+
+
+class RandomLatency(Policy):
+    """Seeded latencies with dask's batching: reproducible races.
+
+    A batched stream sends its first message at once, then at most one batch
+    per interval (as ``BatchedSend`` does); every batch takes a random transit
+    time, and FIFO is kept.  An RPC takes ``rpc_ns`` ± jitter.  User code
+    between two client calls takes ``user_ns`` ± jitter of simulated time, so
+    a loop of calls lets the batch deadline pass now and then, as on a real
+    machine.
+    """
+
+    name = "random"
+
+    def __init__(self, seed: int | None = 0, rpc_ns: tuple[int, int] = (100_000, 600_000),
+                 transit_ns: tuple[int, int] = (50_000, 300_000),
+                 user_ns: tuple[int, int] = (50_000, 1_500_000)):
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.rpc_ns = rpc_ns
+        self.transit_ns = transit_ns
+        self.user_ns = user_ns
+        self._streams: dict[str, _Stream] = {}
+        self.ready: dict[int, int] = {}
+
+    def on_send(self, msg: Message, now_ns: int) -> None:
+        if msg.batched:
+            st = self._streams.get(msg.channel)
+            if st is None:
+                st = self._streams[msg.channel] = _Stream()
+            if now_ns > st.flush_at:  # the previous batch is gone: start a new one
+                interval = batch_interval_ns(msg)
+                st.flush_at = max(now_ns, st.flush_at + interval) if st.flush_at >= 0 else now_ns
+                st.transit = self.rng.randint(*self.transit_ns)
+            ready = max(st.flush_at + st.transit, st.last_ready)
+            st.last_ready = ready
+        else:
+            ready = now_ns + self.rng.randint(*self.rpc_ns)
+        self.ready[msg.msg_id] = ready
+
+    def next(self, network: Network, now_ns: int) -> tuple[Message, int] | None:
+        heads = network.heads()
+        if not heads:
+            return None
+        ready = self.ready
+        msg = min(heads, key=lambda h: (ready[h.msg_id], h.msg_id))
+        return msg, max(now_ns, ready.pop(msg.msg_id))
+
+    def due_ns(self, network: Network) -> int | None:
+        """When the earliest deliverable message arrives (for the live driver's sleep)."""
+        heads = network.heads()
+        return min(self.ready[h.msg_id] for h in heads) if heads else None
+
+    def user_delay_ns(self) -> int:
+        return self.rng.randint(*self.user_ns)
+
+
+POLICIES = ("immediate", "random", "manual", "live")
+
+
+def make_policy(network: str | Policy, seed: int | None) -> Policy:
+    if isinstance(network, Policy):
+        return network
+    if network == "immediate":
+        return Immediate()
+    if network == "manual":
+        return Manual()
+    if network in ("random", "live"):
+        return RandomLatency(seed)
+    raise ProtocolError(f"unknown network {network!r}; choose one of {', '.join(POLICIES)}")

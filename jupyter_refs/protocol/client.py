@@ -1,0 +1,209 @@
+"""The client's side of the protocol: refcounts and future states.
+
+Like dask's ``Client``, the state is kept per *key*, not per ``Future``
+object: every live ``Future`` for a key adds one to that key's refcount, and
+the key's :class:`FutureState` exists exactly while the refcount is above
+zero.  When it drops to zero the client forgets the key and queues
+``client-releases-keys`` on its batched stream — the message whose lateness
+is race #8576.
+
+Sans-IO: methods take a user action or a message and return the messages to
+send.  Events go to the recorder passed in; nothing here blocks or sleeps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import messages as m
+from .messages import Message
+from .variants import ProtocolVariant
+
+PENDING, FINISHED, LOST, CANCELLED, ERROR = "pending", "finished", "lost", "cancelled", "error"
+
+
+@dataclass(slots=True)
+class FutureState:
+    """What the client believes about one key it holds."""
+
+    state: str
+    gen: int
+    reason: str | None = None
+    error: bytes | None = None
+    #: Scatter calls not yet answered; a blocking call on this key must wait for them.
+    scatter_call: str | None = None
+
+
+@dataclass(slots=True)
+class GatherCall:
+    keys: tuple[str, ...]
+    done: bool = False
+    data: dict[str, bytes] = field(default_factory=dict)
+    missing: tuple[str, ...] = ()
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+Recorder = Callable[..., None]
+
+
+class ClientState:
+    """Refcount and future state per key, for one client."""
+
+    def __init__(self, name: str, variant: ProtocolVariant, record: Recorder):
+        self.name = name
+        self.variant = variant
+        self.record = record
+        self.refcount: dict[str, int] = {}
+        self.futures: dict[str, FutureState] = {}
+        self._gens: dict[str, int] = {}
+        self._calls = 0
+        self.gathers: dict[str, GatherCall] = {}
+        self._stream = m.stream_channel(name, m.SCHEDULER)
+
+    # -- helpers ---------------------------------------------------------------
+
+    def _new_call(self) -> str:
+        self._calls += 1
+        return f"rpc:{self.name}#{self._calls}"
+
+    def _set_state(self, key: str, fs: FutureState, to: str, cause: int | None,
+                   reason: str | None = None) -> None:
+        if fs.state == to:
+            return
+        self.record(self.name, "future.state", key, fs.state, to, cause, reason)
+        fs.state = to
+        fs.reason = reason
+
+    # -- user actions ------------------------------------------------------------
+
+    def acquire(self, key: str, origin: str, future_id: int) -> tuple[FutureState, bool]:
+        """A new ``Future`` for ``key``: refcount +1.  Returns the state and whether it is new."""
+        before = self.refcount.get(key, 0)
+        self.refcount[key] = before + 1
+        self.record(self.name, "future.created", key, future_id, origin, before + 1)
+        self.record(self.name, "refcount.inc", key, before, before + 1)
+        if before:
+            return self.futures[key], False
+        # The refcount left zero: this is a new hold of the key, with a new generation.
+        gen = self._gens.get(key, 0) + 1
+        self._gens[key] = gen
+        fs = self.futures[key] = FutureState(PENDING, gen)
+        return fs, True
+
+    def release(self, key: str) -> list[Message]:
+        """A ``Future`` for ``key`` was dropped: refcount -1, release the key at zero."""
+        before = self.refcount.get(key, 0)
+        if before <= 0:
+            return []
+        after = before - 1
+        self.record(self.name, "refcount.dec", key, before, after)
+        if after:
+            self.refcount[key] = after
+            return []
+        del self.refcount[key]
+        fs = self.futures.pop(key)
+        return [Message(self.name, m.SCHEDULER, m.CLIENT_RELEASES_KEYS, self._stream, True,
+                        (key,), {"client": self.name, "gens": {key: fs.gen}})]
+
+    def scatter(self, data: dict[str, bytes], new: dict[str, FutureState],
+                workers: list[str] | None = None) -> tuple[str, list[Message]]:
+        """Send already-serialized ``data`` to the scheduler.  ``new`` are the holds it starts."""
+        call = self._new_call()
+        for key, fs in new.items():
+            fs.scatter_call = call
+            self.record(self.name, "scatter.begin", key, fs.gen)
+        gens = {k: self.futures[k].gen for k in data if k in self.futures}
+        msg = Message(self.name, m.SCHEDULER, m.SCATTER, call, False, tuple(data),
+                      {"client": self.name, "data": data, "gens": gens, "workers": workers})
+        return call, [msg]
+
+    def update_graph(self, tasks: dict[str, Any], wanted: list[str],
+                     deps: Iterable[str] = ()) -> list[Message]:
+        """Submit ``tasks`` (key -> run spec); the client holds ``wanted`` and uses ``deps``."""
+        futures = self.futures
+        gens = {k: futures[k].gen for k in (*wanted, *deps) if k in futures}
+        return [Message(self.name, m.SCHEDULER, m.UPDATE_GRAPH, self._stream, True,
+                        tuple(wanted), {"client": self.name, "tasks": tasks, "gens": gens})]
+
+    def gather(self, keys: tuple[str, ...]) -> tuple[str, list[Message]]:
+        call = self._new_call()
+        self.gathers[call] = GatherCall(keys)
+        return call, [Message(self.name, m.SCHEDULER, m.GATHER, call, False, keys,
+                              {"client": self.name})]
+
+    # -- messages from the scheduler ---------------------------------------------
+
+    def handle(self, msg: Message) -> list[Message]:
+        handler = self._handlers.get(msg.op)
+        if handler is None:
+            raise ValueError(f"{self.name} cannot handle {msg.op!r}")
+        handler(self, msg)
+        return []
+
+    def _held(self, msg: Message, key: str) -> FutureState | None:
+        """The state a report about ``key`` applies to, or None if it is about an older hold."""
+        fs = self.futures.get(key)
+        if fs is None:
+            return None
+        gens = msg.payload.get("gens")
+        gen = gens.get(key, 0) if gens is not None else msg.payload.get("gen", 0)
+        if self.variant.generations and gen < fs.gen:
+            self.record(self.name, "report.stale", key, msg.op, gen, fs.gen)
+            return None
+        return fs
+
+    def _on_scatter_reply(self, msg: Message) -> None:
+        # Only the call that started a hold finishes it, as dask creates a
+        # scatter's futures when its RPC returns.
+        for key in msg.keys:
+            fs = self.futures.get(key)
+            if fs is not None and fs.scatter_call == msg.channel:
+                fs.scatter_call = None
+                if fs.state == PENDING:
+                    self._set_state(key, fs, FINISHED, msg.msg_id)
+
+    def _on_key_in_memory(self, msg: Message) -> None:
+        for key in msg.keys:
+            fs = self._held(msg, key)
+            if fs is not None and fs.scatter_call is None and fs.state in (PENDING, LOST):
+                self._set_state(key, fs, FINISHED, msg.msg_id)
+
+    def _on_lost_data(self, msg: Message) -> None:
+        for key in msg.keys:
+            fs = self._held(msg, key)
+            if fs is not None and fs.state == FINISHED:
+                self._set_state(key, fs, LOST, msg.msg_id, "the scheduler reported the data lost")
+
+    def _on_cancelled_keys(self, msg: Message) -> None:
+        reason = msg.payload.get("reason", "cancelled by the scheduler")
+        for key in msg.keys:
+            fs = self._held(msg, key)
+            if fs is not None and fs.state != CANCELLED:
+                fs.scatter_call = None
+                self._set_state(key, fs, CANCELLED, msg.msg_id, reason)
+
+    def _on_task_erred(self, msg: Message) -> None:
+        for key in msg.keys:
+            fs = self._held(msg, key)
+            if fs is not None:
+                fs.error = msg.payload["exception"]
+                self._set_state(key, fs, ERROR, msg.msg_id, msg.payload.get("text"))
+
+    def _on_gather_reply(self, msg: Message) -> None:
+        call = self.gathers.get(msg.channel)
+        if call is not None:
+            call.data = msg.payload["data"]
+            call.missing = tuple(msg.payload["missing"])
+            call.errors = msg.payload["errors"]
+            call.done = True
+
+    _handlers = {
+        m.SCATTER_REPLY: _on_scatter_reply,
+        m.KEY_IN_MEMORY: _on_key_in_memory,
+        m.LOST_DATA: _on_lost_data,
+        m.CANCELLED_KEYS: _on_cancelled_keys,
+        m.TASK_ERRED_REPORT: _on_task_erred,
+        m.GATHER_REPLY: _on_gather_reply,
+    }

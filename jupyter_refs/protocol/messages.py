@@ -1,0 +1,75 @@
+"""Messages exchanged by the actors.
+
+Operation names are dask's own (``update-graph``, ``client-releases-keys``,
+``free-keys`` …) so that what a student reads on a timeline reads the same in
+dask's source and logs.
+
+A message travels either on a *batched stream* (one FIFO per sender→receiver
+pair, flushed on an interval, like dask's ``BatchedSend``) or on an *RPC call*
+(its own channel, ordered with nothing else).  That distinction is the whole
+reason the races exist, so it is a field of the message, set by the actor that
+sends it; the network turns it into delivery order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEDULER = "scheduler"
+
+# client -> scheduler, batched stream
+UPDATE_GRAPH = "update-graph"
+CLIENT_RELEASES_KEYS = "client-releases-keys"
+CLIENT_DESIRES_KEYS = "client-desires-keys"
+# client -> scheduler, RPC
+SCATTER = "scatter"
+SCATTER_REPLY = "scatter-reply"
+GATHER = "gather"
+GATHER_REPLY = "gather-reply"
+# scheduler -> worker
+UPDATE_DATA = "update-data"  # RPC: the worker put of a scatter
+UPDATE_DATA_REPLY = "update-data-reply"
+GET_DATA = "get-data"  # RPC: gather
+GET_DATA_REPLY = "get-data-reply"
+COMPUTE_TASK = "compute-task"  # batched
+FREE_KEYS = "free-keys"  # batched
+# worker -> scheduler, batched
+TASK_FINISHED = "task-finished"
+TASK_ERRED = "task-erred"
+RELEASE_WORKER_DATA = "release-worker-data"
+# scheduler -> client reports, batched
+KEY_IN_MEMORY = "key-in-memory"
+LOST_DATA = "lost-data"
+CANCELLED_KEYS = "cancelled-keys"
+TASK_ERRED_REPORT = "task-erred"
+
+
+def stream_channel(sender: str, receiver: str) -> str:
+    """Name of the batched FIFO stream from ``sender`` to ``receiver``."""
+    return f"{sender}->{receiver}"
+
+
+@dataclass(slots=True, eq=False)
+class Message:
+    """One message in flight.
+
+    ``msg_id`` and ``sent_ns`` are filled in by the network when it accepts
+    the message; the protocol never reads them except to quote a cause.
+    ``keys`` is what the message is about, kept apart from the payload so the
+    tracer and the checks can index it without knowing every operation.
+    """
+
+    sender: str
+    receiver: str
+    op: str
+    channel: str
+    batched: bool
+    keys: tuple[str, ...] = ()
+    payload: dict[str, Any] = field(default_factory=dict)
+    msg_id: int = -1
+    sent_ns: int = 0
+
+    def __str__(self) -> str:
+        keys = ",".join(self.keys[:3]) + ("…" if len(self.keys) > 3 else "")
+        return f"#{self.msg_id} {self.op}[{keys}] {self.sender}->{self.receiver}"

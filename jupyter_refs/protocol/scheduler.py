@@ -1,0 +1,482 @@
+"""The scheduler's side of the protocol: tasks, who wants them, who has them.
+
+Modelled on dask's ``Scheduler`` closely enough that its races happen for the
+same reasons: ``who_wants`` is a *set* of clients (a second desire is a
+no-op, so a single release empties it), ``client-releases-keys`` forgets a key
+nobody else wants, and a scatter is registered by ``update_data`` after the
+worker put — with no transition, exactly as dask does it.
+
+Sans-IO: :meth:`SchedulerState.handle` takes one message and returns the
+messages to send.  State changes go through :meth:`_transitions`, a
+recommendations loop like dask's, whose steps are declared in ``_TRANSITIONS``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from itertools import count
+from typing import Any
+
+from . import messages as m
+from .messages import SCHEDULER, Message
+from .variants import ProtocolVariant
+
+RELEASED, WAITING, PROCESSING, MEMORY, ERRED, FORGOTTEN = (
+    "released", "waiting", "processing", "memory", "erred", "forgotten",
+)
+
+LOST_DATA_REASON = "User asked for computation on lost data"
+
+
+@dataclass(slots=True, eq=False)
+class TaskState:
+    key: str
+    state: str
+    run_spec: dict[str, Any] | None
+    incarnation: int
+    dependencies: set[str] = field(default_factory=set)
+    dependents: set[str] = field(default_factory=set)
+    who_wants: set[str] = field(default_factory=set)
+    who_has: set[str] = field(default_factory=set)
+    waiting_on: set[str] = field(default_factory=set)
+    processing_on: str | None = None
+    exception: bytes | None = None
+    exception_text: str | None = None
+
+
+@dataclass(slots=True)
+class _ScatterCall:
+    """A client's scatter RPC, waiting for the worker puts it started."""
+
+    client_msg: Message
+    waiting: set[str]
+    who_has: dict[str, list[str]] = field(default_factory=dict)
+    incarnations: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _GatherCall:
+    client_msg: Message
+    waiting: set[str]
+    data: dict[str, bytes] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+class _Out:
+    """Messages produced while handling one stimulus, grouped like dask's worker/client msgs."""
+
+    __slots__ = ("messages",)
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+
+
+class SchedulerState:
+    def __init__(self, variant: ProtocolVariant, workers: list[str], record: Callable[..., None]):
+        self.variant = variant
+        self.record = record
+        self.workers = list(workers)
+        self.tasks: dict[str, TaskState] = {}
+        #: Per client, the keys it wants and the newest generation it asked for.
+        self.wants: dict[str, dict[str, int]] = {}
+        self._incarnations = count(1)
+        self._calls = count(1)
+        self._next_worker = 0
+        self._load = dict.fromkeys(self.workers, 0)
+        self._scatters: dict[str, _ScatterCall] = {}
+        self._gathers: dict[str, _GatherCall] = {}
+
+    # -- plumbing ----------------------------------------------------------------
+
+    def handle(self, msg: Message) -> list[Message]:
+        out = _Out()
+        self._handlers[msg.op](self, msg, out, f"{msg.op}-{msg.msg_id}")
+        return out.messages
+
+    def _send(self, out: _Out, receiver: str, op: str, keys: tuple[str, ...],
+              **payload: Any) -> None:
+        out.messages.append(Message(SCHEDULER, receiver, op, m.stream_channel(SCHEDULER, receiver),
+                                    True, keys, payload))
+
+    def _rpc(self, out: _Out, receiver: str, op: str, keys: tuple[str, ...], **payload: Any) -> str:
+        call = f"rpc:{SCHEDULER}#{next(self._calls)}"
+        out.messages.append(Message(SCHEDULER, receiver, op, call, False, keys, payload))
+        return call
+
+    def _report(self, out: _Out, ts: TaskState, op: str, **payload: Any) -> None:
+        """Tell every client that wants ``ts``; the report names the hold it is about."""
+        for client in sorted(ts.who_wants):
+            gen = self.wants.get(client, {}).get(ts.key, 0)
+            self._send(out, client, op, (ts.key,), gen=gen, **payload)
+
+    def _pick_worker(self, ts: TaskState | None = None) -> str:
+        if ts is not None and ts.dependencies:
+            # Where most of the inputs already are, as dask's decide_worker prefers.
+            counts: dict[str, int] = {}
+            for dep in ts.dependencies:
+                for w in self.tasks[dep].who_has:
+                    counts[w] = counts.get(w, 0) + 1
+            if counts:
+                return max(sorted(counts), key=lambda w: (counts[w], -self._load[w]))
+        worker = self.workers[self._next_worker % len(self.workers)]
+        self._next_worker += 1
+        return worker
+
+    def _new_task(self, key: str, state: str, run_spec: dict[str, Any] | None,
+                  incarnation: int | None = None) -> TaskState:
+        ts = TaskState(key, state, run_spec, incarnation or next(self._incarnations))
+        # Desires may have arrived before the task (a fixed-protocol scatter).
+        ts.who_wants = {c for c, keys in self.wants.items() if key in keys}
+        self.tasks[key] = ts
+        return ts
+
+    # -- desires and releases ---------------------------------------------------------
+
+    def _desire(self, client: str, key: str, gen: int) -> None:
+        keys = self.wants.setdefault(client, {})
+        keys[key] = max(gen, keys.get(key, gen))
+        ts = self.tasks.get(key)
+        if ts is not None:
+            ts.who_wants.add(client)
+        self.record(SCHEDULER, "desire.applied", key, client, gen,
+                    tuple(sorted(ts.who_wants)) if ts else (), False)
+
+    def _release(self, client: str, key: str, gen: int, recs: dict[str, str]) -> None:
+        keys = self.wants.get(client, {})
+        current = keys.get(key)
+        if current is None:
+            return
+        if self.variant.generations and gen < current:
+            # A release from a hold the client has since renewed: not for us.
+            self.record(SCHEDULER, "release.stale", key, client, gen, current)
+            return
+        del keys[key]
+        ts = self.tasks.get(key)
+        if ts is None:
+            return
+        ts.who_wants.discard(client)
+        self.record(SCHEDULER, "release.applied", key, client, gen, tuple(sorted(ts.who_wants)))
+        if not ts.who_wants and not self._needed_by_dependents(ts):
+            recs[key] = FORGOTTEN
+
+    def _needed_by_dependents(self, ts: TaskState) -> bool:
+        return any(self.tasks[d].state in (WAITING, PROCESSING) for d in ts.dependents
+                   if d in self.tasks)
+
+    def _on_client_releases_keys(self, msg: Message, out: _Out, stimulus: str) -> None:
+        client, gens = msg.payload["client"], msg.payload["gens"]
+        recs: dict[str, str] = {}
+        for key in msg.keys:
+            self._release(client, key, gens.get(key, 0), recs)
+        self._transitions(recs, stimulus, out)
+
+    # -- scatter ----------------------------------------------------------------------------
+
+    def _on_scatter(self, msg: Message, out: _Out, stimulus: str) -> None:
+        p = msg.payload
+        client = p["client"]
+        if self.variant.generations:
+            # The desire takes effect now, before the worker put, so that a release
+            # of an older hold arriving during the put is recognised as stale.
+            for key in msg.keys:
+                self._desire(client, key, p["gens"].get(key, 0))
+        by_worker: dict[str, dict[str, bytes]] = {}
+        targets = p.get("workers") or None
+        for i, (key, blob) in enumerate(p["data"].items()):
+            worker = targets[i % len(targets)] if targets else self._pick_worker()
+            by_worker.setdefault(worker, {})[key] = blob
+        call = _ScatterCall(msg, set())
+        for worker, data in by_worker.items():
+            for key in data:
+                ts = self.tasks.get(key)
+                call.incarnations[key] = ts.incarnation if ts else next(self._incarnations)
+                call.who_has.setdefault(key, []).append(worker)
+            rpc = self._rpc(out, worker, m.UPDATE_DATA, tuple(data), data=data,
+                            incarnations={k: call.incarnations[k] for k in data})
+            call.waiting.add(rpc)
+            self._scatters[rpc] = call
+
+    def _on_update_data_reply(self, msg: Message, out: _Out, stimulus: str) -> None:
+        call = self._scatters.pop(msg.channel)
+        call.waiting.discard(msg.channel)
+        if call.waiting:
+            return
+        self._update_data(call, out, stimulus)
+        request = call.client_msg
+        out.messages.append(Message(SCHEDULER, request.sender, m.SCATTER_REPLY, request.channel,
+                                    False, request.keys, {}))
+
+    def _update_data(self, call: _ScatterCall, out: _Out, stimulus: str) -> None:
+        """Learn that data entered the workers from outside: dask's ``Scheduler.update_data``.
+
+        Like dask, this sets the task to memory directly — no transition fires.
+        """
+        p = call.client_msg.payload
+        client = p["client"]
+        recs: dict[str, str] = {}
+        for key in call.client_msg.keys:
+            ts = self.tasks.get(key)
+            if ts is None:
+                ts = self._new_task(key, MEMORY, None, call.incarnations[key])
+            ts.state = MEMORY
+            ts.incarnation = max(ts.incarnation, call.incarnations[key])
+            ts.who_has.update(call.who_has[key])
+            self.record(SCHEDULER, "scatter.registered", key, tuple(sorted(ts.who_has)),
+                        tuple(sorted(ts.who_wants)))
+            self._report(out, ts, m.KEY_IN_MEMORY)
+            if self.variant.generations:
+                if not ts.who_wants:  # every hold was released while the put was in flight
+                    recs[key] = FORGOTTEN
+            else:
+                self._desire(client, key, p["gens"].get(key, 0))
+        self._transitions(recs, stimulus, out)
+
+    # -- graphs -------------------------------------------------------------------------
+
+    def _on_update_graph(self, msg: Message, out: _Out, stimulus: str) -> None:
+        p = msg.payload
+        client, tasks = p["client"], p["tasks"]
+        lost = self._lost_keys(tasks)
+        if lost:
+            self._send(out, client, m.CANCELLED_KEYS, tuple(sorted(lost)),
+                       gens={k: p["gens"].get(k, 0) for k in lost},
+                       reason=f"{LOST_DATA_REASON}: " + ", ".join(
+                           f"{k} needs {d}" for k, d in sorted(lost.items()) if d))
+        recs: dict[str, str] = {}
+        new = [self._new_task(key, RELEASED, spec) for key, spec in tasks.items()
+               if key not in lost and key not in self.tasks]
+        for ts in new:
+            ts.dependencies = set(ts.run_spec["deps"])
+            for dep in ts.dependencies:
+                self.tasks[dep].dependents.add(ts.key)
+            recs[ts.key] = WAITING
+        for key in msg.keys:
+            if key not in lost:
+                self._desire(client, key, p["gens"].get(key, 0))
+        if lost:
+            for key in lost:
+                self._release(client, key, p["gens"].get(key, 0), recs)
+        self._transitions(recs, stimulus, out)
+
+    def _lost_keys(self, tasks: dict[str, Any]) -> dict[str, str | None]:
+        """Keys whose dependencies the scheduler no longer has (dask's _find_lost_dependencies)."""
+        lost: dict[str, str | None] = {}
+        for key, spec in tasks.items():
+            for dep in spec["deps"]:
+                if dep not in tasks and dep not in self.tasks:
+                    self.record(SCHEDULER, "graph.lost_data", key, dep)
+                    lost[key] = dep
+                    lost.setdefault(dep, None)
+        return lost
+
+    def _on_task_finished(self, msg: Message, out: _Out, stimulus: str) -> None:
+        key, worker = msg.keys[0], msg.payload["worker"]
+        ts = self.tasks.get(key)
+        if ts is None or ts.state != PROCESSING or ts.processing_on != worker:
+            # Nobody needs this result any more: tell the worker to drop it.
+            self._send(out, worker, m.FREE_KEYS, (key,),
+                       incarnations={key: msg.payload["incarnation"]}, stimulus_id=stimulus)
+            return
+        ts.who_has.add(worker)
+        self._transitions({key: MEMORY}, stimulus, out)
+
+    def _on_task_erred(self, msg: Message, out: _Out, stimulus: str) -> None:
+        ts = self.tasks.get(msg.keys[0])
+        if ts is None or ts.state != PROCESSING:
+            return
+        ts.exception = msg.payload["exception"]
+        ts.exception_text = msg.payload["text"]
+        self._transitions({ts.key: ERRED}, stimulus, out)
+
+    def _on_release_worker_data(self, msg: Message, out: _Out, stimulus: str) -> None:
+        ts = self.tasks.get(msg.keys[0])
+        worker = msg.payload["worker"]
+        if ts is None or worker not in ts.who_has:
+            return
+        if self.variant.incarnations and msg.payload["incarnation"] < ts.incarnation:
+            return  # the worker dropped an earlier life of the key; this one is intact
+        ts.who_has.discard(worker)
+        if not ts.who_has and ts.state == MEMORY:
+            self._transitions({ts.key: RELEASED}, stimulus, out)
+
+    # -- gather ----------------------------------------------------------------------
+
+    def _on_gather(self, msg: Message, out: _Out, stimulus: str) -> None:
+        call = _GatherCall(msg, set())
+        by_worker: dict[str, list[str]] = {}
+        for key in msg.keys:
+            ts = self.tasks.get(key)
+            if ts is None or not ts.who_has:
+                call.missing.append(key)
+            else:
+                by_worker.setdefault(min(ts.who_has), []).append(key)
+        for worker, keys in by_worker.items():
+            rpc = self._rpc(out, worker, m.GET_DATA, tuple(keys))
+            call.waiting.add(rpc)
+            self._gathers[rpc] = call
+        if not call.waiting:
+            self._gather_done(call, out)
+
+    def _on_get_data_reply(self, msg: Message, out: _Out, stimulus: str) -> None:
+        call = self._gathers.pop(msg.channel)
+        call.waiting.discard(msg.channel)
+        call.data.update(msg.payload["data"])
+        call.missing.extend(msg.payload["missing"])
+        call.errors.update(msg.payload["errors"])
+        if not call.waiting:
+            self._gather_done(call, out)
+
+    def _gather_done(self, call: _GatherCall, out: _Out) -> None:
+        request = call.client_msg
+        out.messages.append(Message(SCHEDULER, request.sender, m.GATHER_REPLY, request.channel,
+                                    False, request.keys,
+                                    {"data": call.data, "missing": call.missing,
+                                     "errors": call.errors}))
+
+    # -- transitions ----------------------------------------------------------------------
+
+    def _transitions(self, recs: dict[str, str], stimulus: str, out: _Out) -> None:
+        while recs:
+            key, finish = recs.popitem()
+            ts = self.tasks.get(key)
+            if ts is None or ts.state == finish:
+                continue
+            start = ts.state
+            step = self._TRANSITIONS.get((start, finish))
+            if step is None:
+                # Go through "released" as dask does for pairs it has no direct path for.
+                step = self._TRANSITIONS[(start, RELEASED)]
+                recs[key] = finish
+                finish = RELEASED
+            self.record(SCHEDULER, "transition", key, start, finish, stimulus)
+            ts.state = finish
+            step(self, ts, recs, out, stimulus)
+
+    def _released_waiting(self, ts, recs, out, stimulus) -> None:
+        ts.waiting_on = set()
+        for dep in ts.dependencies:
+            dts = self.tasks[dep]
+            if dts.state == ERRED:
+                ts.exception, ts.exception_text = dts.exception, dts.exception_text
+                recs[ts.key] = ERRED
+                return
+            if dts.state != MEMORY:
+                ts.waiting_on.add(dep)
+                if dts.state == RELEASED and dts.run_spec is not None:
+                    recs[dep] = WAITING
+        if not ts.waiting_on:
+            recs[ts.key] = PROCESSING
+
+    def _waiting_processing(self, ts, recs, out, stimulus) -> None:
+        worker = self._pick_worker(ts)
+        ts.processing_on = worker
+        self._load[worker] += 1
+        spec = ts.run_spec
+        who_has = {dep: sorted(self.tasks[dep].who_has) for dep in ts.dependencies}
+        self._send(out, worker, m.COMPUTE_TASK, (ts.key,), key=ts.key, func=spec["func"],
+                   args=spec["args"], who_has=who_has, incarnation=ts.incarnation,
+                   stimulus_id=stimulus)
+
+    def _processing_memory(self, ts, recs, out, stimulus) -> None:
+        self._load[ts.processing_on] -= 1
+        ts.processing_on = None
+        self._report(out, ts, m.KEY_IN_MEMORY)
+        for key in ts.dependents:
+            dts = self.tasks.get(key)
+            if dts is not None and dts.state == WAITING:
+                dts.waiting_on.discard(ts.key)
+                if not dts.waiting_on:
+                    recs[key] = PROCESSING
+        self._forget_unneeded_dependencies(ts, recs)
+        if not ts.who_wants and not self._needed_by_dependents(ts):
+            recs[ts.key] = FORGOTTEN
+
+    def _processing_erred(self, ts, recs, out, stimulus) -> None:
+        self._load[ts.processing_on] -= 1
+        ts.processing_on = None
+        self._erred(ts, recs, out)
+
+    def _waiting_erred(self, ts, recs, out, stimulus) -> None:
+        self._erred(ts, recs, out)
+
+    def _erred(self, ts, recs, out) -> None:
+        self._report(out, ts, m.TASK_ERRED_REPORT, exception=ts.exception, text=ts.exception_text)
+        for key in ts.dependents:
+            dts = self.tasks.get(key)
+            if dts is not None and dts.state in (WAITING, RELEASED):
+                dts.exception, dts.exception_text = ts.exception, ts.exception_text
+                recs[key] = ERRED
+
+    def _memory_released(self, ts, recs, out, stimulus) -> None:
+        """The last copy of the data is gone: tell the clients, forget pure data."""
+        self._free_on_workers(ts, out, stimulus)
+        self._report(out, ts, m.LOST_DATA)
+        if ts.run_spec is None:
+            recs[ts.key] = FORGOTTEN
+        elif ts.who_wants or self._needed_by_dependents(ts):
+            recs[ts.key] = WAITING
+
+    def _to_released(self, ts, recs, out, stimulus) -> None:
+        if ts.processing_on is not None:
+            self._load[ts.processing_on] -= 1
+            ts.processing_on = None
+        ts.waiting_on = set()
+
+    def _to_forgotten(self, ts, recs, out, stimulus) -> None:
+        self._free_on_workers(ts, out, stimulus)
+        if ts.who_wants:
+            self._report(out, ts, m.CANCELLED_KEYS, reason=f"{ts.key} was forgotten by the scheduler")
+        for client in ts.who_wants:
+            self.wants.get(client, {}).pop(ts.key, None)
+        del self.tasks[ts.key]
+        for dep in ts.dependents:
+            dts = self.tasks.get(dep)
+            if dts is not None:
+                dts.dependencies.discard(ts.key)
+        self._forget_unneeded_dependencies(ts, recs)
+
+    def _forget_unneeded_dependencies(self, ts: TaskState, recs: dict[str, str]) -> None:
+        for dep in ts.dependencies:
+            dts = self.tasks.get(dep)
+            if dts is None:
+                continue
+            if ts.state == FORGOTTEN:
+                dts.dependents.discard(ts.key)
+            if not dts.who_wants and not self._needed_by_dependents(dts):
+                recs[dep] = FORGOTTEN
+
+    def _free_on_workers(self, ts: TaskState, out: _Out, stimulus: str) -> None:
+        for worker in sorted(ts.who_has):
+            self._send(out, worker, m.FREE_KEYS, (ts.key,),
+                       incarnations={ts.key: ts.incarnation}, stimulus_id=stimulus)
+        ts.who_has = set()
+
+    _TRANSITIONS = {
+        (RELEASED, WAITING): _released_waiting,
+        (WAITING, PROCESSING): _waiting_processing,
+        (PROCESSING, MEMORY): _processing_memory,
+        (PROCESSING, ERRED): _processing_erred,
+        (WAITING, ERRED): _waiting_erred,
+        (RELEASED, ERRED): _waiting_erred,
+        (MEMORY, RELEASED): _memory_released,
+        (WAITING, RELEASED): _to_released,
+        (PROCESSING, RELEASED): _to_released,
+        (ERRED, RELEASED): _to_released,
+        (RELEASED, FORGOTTEN): _to_forgotten,
+        (MEMORY, FORGOTTEN): _to_forgotten,
+        (ERRED, FORGOTTEN): _to_forgotten,
+    }
+
+    _handlers = {
+        m.CLIENT_RELEASES_KEYS: _on_client_releases_keys,
+        m.SCATTER: _on_scatter,
+        m.UPDATE_DATA_REPLY: _on_update_data_reply,
+        m.UPDATE_GRAPH: _on_update_graph,
+        m.TASK_FINISHED: _on_task_finished,
+        m.TASK_ERRED: _on_task_erred,
+        m.RELEASE_WORKER_DATA: _on_release_worker_data,
+        m.GATHER: _on_gather,
+        m.GET_DATA_REPLY: _on_get_data_reply,
+    }

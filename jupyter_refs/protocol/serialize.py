@@ -1,0 +1,97 @@
+"""Serialization at actor boundaries, and deterministic keys.
+
+Everything that crosses from one actor to another as data (scattered values,
+task functions and arguments, results) travels as bytes, as it would on a
+real network.  The C pickler is tried first because it is about seven times
+faster than cloudpickle on plain data; cloudpickle takes over for what it
+cannot do (lambdas, functions defined in a notebook).  Either way, an object
+that cannot be pickled raises :class:`SerializationError` naming its type,
+before anything is sent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+from collections.abc import Mapping
+from typing import Any
+
+import cloudpickle
+
+from ..errors import SerializationError
+
+
+def dumps(obj: Any) -> bytes:
+    try:
+        return pickle.dumps(obj, protocol=5)
+    except Exception:  # noqa: BLE001 - plain pickle refuses more than cloudpickle
+        pass
+    try:
+        return cloudpickle.dumps(obj, protocol=5)
+    except Exception as exc:  # noqa: BLE001 - any failure means "cannot send this"
+        raise SerializationError(_culprit(obj), exc) from exc
+
+
+def _culprit(obj: Any) -> Any:
+    """The innermost value that cannot be pickled, so the error names its type."""
+    items: Any = ()
+    if isinstance(obj, Mapping):
+        items = obj.values()
+    elif isinstance(obj, list | tuple | set | frozenset):
+        items = obj
+    for item in items:
+        try:
+            cloudpickle.dumps(item)
+        except Exception:  # noqa: BLE001
+            return _culprit(item)
+    return obj
+
+
+loads = pickle.loads
+
+_functions: dict[bytes, Any] = {}
+
+
+def load_function(blob: bytes) -> Any:
+    """Unpickle a task function once per distinct function, as dask's worker caches them."""
+    func = _functions.get(blob)
+    if func is None:
+        if len(_functions) > 512:
+            _functions.clear()
+        func = _functions[blob] = loads(blob)
+    return func
+
+
+def tokenize(*parts: bytes) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    for part in parts:
+        h.update(part)
+    return h.hexdigest()
+
+
+class Dep:
+    """Placeholder for a dependency's value inside task arguments."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: str):
+        self.key = key
+
+    def __reduce__(self) -> tuple:
+        return (Dep, (self.key,))
+
+    def __repr__(self) -> str:
+        return f"Dep({self.key!r})"
+
+
+def substitute(obj: Any, values: Mapping[str, Any]) -> Any:
+    """Replace every :class:`Dep` in ``obj`` (lists, tuples, dicts) with its value."""
+    if type(obj) is Dep:
+        return values[obj.key]
+    if type(obj) in (tuple, list):
+        if not any(type(o) is Dep or type(o) in (tuple, list, dict) for o in obj):
+            return obj
+        return type(obj)(substitute(o, values) for o in obj)
+    if type(obj) is dict:
+        return {k: substitute(v, values) for k, v in obj.items()}
+    return obj

@@ -1,0 +1,66 @@
+"""Protocol variants as data.
+
+The legacy and fixed protocols use the *same* channels (scatter is an RPC,
+releases ride the batched client stream, frees ride the batched worker stream),
+so any delivery order that can happen under one can happen under the other.
+They differ only in what the messages carry and how a receiver treats a
+message that arrives late:
+
+``generations``
+    The client numbers each *hold* of a key: the refcount going 0→1 starts a
+    new generation.  Desires (scatter, update-graph) and releases carry it.
+    The scheduler applies a scatter's desire when the request arrives, before
+    the worker put, and drops a release whose generation is older than the
+    newest desire it has seen from that client: such a release belongs to a
+    hold that has already been superseded.  This closes #8576 variant A (the
+    late release) and variant B (the release landing inside the scatter RPC).
+
+``incarnations``
+    Every time the scheduler creates a task for a key it gives it a fresh,
+    increasing incarnation number; worker puts and ``free-keys`` carry it and
+    a worker frees only data at or below the incarnation named.  A
+    ``free-keys`` for the previous life of a key can no longer delete the data
+    of its next life, whatever order the batched free and the put RPC take.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import ProtocolError
+
+
+@dataclass(frozen=True, slots=True)
+class ProtocolVariant:
+    name: str
+    generations: bool
+    incarnations: bool
+    summary: str
+
+
+LEGACY = ProtocolVariant(
+    name="legacy",
+    generations=False,
+    incarnations=False,
+    summary="dask's behaviour: a late client-releases-keys can forget a re-scattered key",
+)
+FIXED = ProtocolVariant(
+    name="fixed",
+    generations=True,
+    incarnations=True,
+    summary="releases carry the hold's generation and frees the key's incarnation; "
+    "stale ones are ignored",
+)
+
+VARIANTS = {v.name: v for v in (LEGACY, FIXED)}
+
+
+def get_variant(protocol: str | ProtocolVariant) -> ProtocolVariant:
+    if isinstance(protocol, ProtocolVariant):
+        return protocol
+    try:
+        return VARIANTS[protocol]
+    except KeyError:
+        raise ProtocolError(
+            f"unknown protocol {protocol!r}; choose one of {', '.join(VARIANTS)}"
+        ) from None

@@ -1,0 +1,154 @@
+"""The worker's side of the protocol: it stores data and runs tasks.
+
+A worker obeys the scheduler: ``update-data`` (the put of a scatter) stores,
+``free-keys`` deletes, ``compute-task`` runs a task and reports back.  Under
+the legacy protocol a ``free-keys`` deletes whatever is stored under the key —
+which is how variant B of #8576 destroys the data of a scatter that landed a
+moment earlier.  With incarnations, a free names the life of the key it
+means, and a worker holding a younger life keeps it.
+
+Tasks run inline when ``compute-task`` is handled: the kernel-side cluster
+has no thread pool, so a task's result is reported in the same step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from . import messages as m
+from .messages import Message
+from .serialize import dumps, load_function, loads, substitute
+from .variants import ProtocolVariant
+
+
+class WorkerState:
+    def __init__(self, name: str, variant: ProtocolVariant, record: Callable[..., None]):
+        self.name = name
+        self.variant = variant
+        self.record = record
+        self.data: dict[str, Any] = {}
+        self.incarnation: dict[str, int] = {}
+        self._stream = m.stream_channel(name, m.SCHEDULER)
+        self._calls = 0
+        #: Tasks waiting for dependencies held by other workers: call -> compute-task payload.
+        self._fetching: dict[str, dict[str, Any]] = {}
+
+    def handle(self, msg: Message) -> list[Message]:
+        return self._handlers[msg.op](self, msg)
+
+    def _to_scheduler(self, op: str, keys: tuple[str, ...], **payload: Any) -> Message:
+        return Message(self.name, m.SCHEDULER, op, self._stream, True, keys, payload)
+
+    def _store(self, key: str, value: Any, incarnation: int) -> None:
+        self.data[key] = value
+        self.incarnation[key] = incarnation
+        self.record(self.name, "worker.put", key, incarnation)
+
+    # -- scatter -------------------------------------------------------------------
+
+    def _on_update_data(self, msg: Message) -> list[Message]:
+        incarnations = msg.payload["incarnations"]
+        nbytes = {}
+        for key, blob in msg.payload["data"].items():
+            self.record(self.name, "scatter.worker_put", key, incarnations[key])
+            self._store(key, loads(blob), incarnations[key])
+            nbytes[key] = len(blob)
+        return [Message(self.name, msg.sender, m.UPDATE_DATA_REPLY, msg.channel, False,
+                        msg.keys, {"nbytes": nbytes})]
+
+    def _on_free_keys(self, msg: Message) -> list[Message]:
+        freed = []
+        for key, incarnation in msg.payload["incarnations"].items():
+            if key not in self.data:
+                continue
+            held = self.incarnation[key]
+            if self.variant.incarnations and held > incarnation:
+                # The free is about an earlier life of the key: keep the new data.
+                self.record(self.name, "worker.free_stale", key, incarnation, held)
+                continue
+            del self.data[key]
+            del self.incarnation[key]
+            self.record(self.name, "worker.free", key, held)
+            freed.append((key, held))
+        # Like dask's worker, every key released from memory is reported back.
+        return [self._to_scheduler(m.RELEASE_WORKER_DATA, (key,), worker=self.name,
+                                   incarnation=held)
+                for key, held in freed]
+
+    # -- compute -------------------------------------------------------------------
+
+    def _on_compute_task(self, msg: Message) -> list[Message]:
+        p = msg.payload
+        remote = {dep: ws for dep, ws in p["who_has"].items() if dep not in self.data}
+        if not remote:
+            return [self._execute(p)]
+        # Fetch what another worker holds, then run (one RPC per peer).
+        out = []
+        by_peer: dict[str, list[str]] = {}
+        for dep, holders in remote.items():
+            by_peer.setdefault(holders[0], []).append(dep)
+        fetch = {"task": p, "waiting": set(by_peer), "data": {}, "missing": []}
+        for peer, deps in by_peer.items():
+            self._calls += 1
+            call = f"rpc:{self.name}#{self._calls}"
+            self._fetching[call] = fetch
+            out.append(Message(self.name, peer, m.GET_DATA, call, False, tuple(deps), {}))
+        return out
+
+    def _on_get_data_reply(self, msg: Message) -> list[Message]:
+        fetch = self._fetching.pop(msg.channel)
+        fetch["waiting"].discard(msg.sender)
+        fetch["data"].update((k, loads(v)) for k, v in msg.payload["data"].items())
+        fetch["missing"].extend(msg.payload["missing"])
+        if fetch["waiting"]:
+            return []
+        return [self._execute(fetch["task"], fetch["data"], fetch["missing"])]
+
+    def _execute(self, p: dict[str, Any], fetched: dict[str, Any] | None = None,
+                 missing: list[str] | None = None) -> Message:
+        key = p["key"]
+        try:
+            if missing:
+                raise LookupError(f"dependencies {missing} were gone from their workers")
+            func = load_function(p["func"])
+            args, kwargs = loads(p["args"])
+            values = self.data if not fetched else {**self.data, **fetched}
+            result = func(*substitute(args, values), **substitute(kwargs, values))
+        except Exception as exc:  # noqa: BLE001 - the user's task failed: report it
+            return self._to_scheduler(m.TASK_ERRED, (key,), worker=self.name,
+                                      exception=_dump_exception(exc), text=f"{type(exc).__name__}: {exc}",
+                                      incarnation=p["incarnation"])
+        self._store(key, result, p["incarnation"])
+        return self._to_scheduler(m.TASK_FINISHED, (key,), worker=self.name,
+                                  incarnation=p["incarnation"])
+
+    # -- gather ----------------------------------------------------------------------
+
+    def _on_get_data(self, msg: Message) -> list[Message]:
+        data, missing, errors = {}, [], {}
+        for key in msg.keys:
+            if key not in self.data:
+                missing.append(key)
+                continue
+            try:
+                data[key] = dumps(self.data[key])
+            except TypeError as exc:
+                errors[key] = str(exc)
+        return [Message(self.name, msg.sender, m.GET_DATA_REPLY, msg.channel, False, msg.keys,
+                        {"data": data, "missing": missing, "errors": errors})]
+
+    _handlers = {
+        m.UPDATE_DATA: _on_update_data,
+        m.FREE_KEYS: _on_free_keys,
+        m.COMPUTE_TASK: _on_compute_task,
+        m.GET_DATA: _on_get_data,
+        m.GET_DATA_REPLY: _on_get_data_reply,
+    }
+
+
+def _dump_exception(exc: BaseException) -> bytes:
+    try:
+        return dumps(exc)
+    except TypeError:
+        return dumps(RuntimeError(f"{type(exc).__name__}: {exc}"))

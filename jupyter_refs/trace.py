@@ -1,0 +1,349 @@
+"""The event log: every lifecycle event of every future, cheap to record.
+
+Recording sits on the hot path of every message, so a recorded event is one
+tuple appended to a deque — no object construction, no dict, no lock:
+
+    (t_ns, actor, thread, kind, key, msg_id, channel, op, cell, extra)
+
+``extra`` is the positional tail of the ``record`` call; its field names come
+from :data:`FIELDS` so the tuple never carries them.  ``seq`` is not stored
+either: it is the event's position in the log plus the number of events
+dropped before it, which is stable because events never move.
+
+The log is bounded.  When it overflows, the oldest events go and
+:attr:`Trace.dropped` counts them — the count appears in every export and in
+``repr``, so a loss is never silent.
+
+Consumers (the checks, the views) subscribe and receive batches when the
+driver calls :meth:`Trace.flush`, so a slow consumer never slows a record.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import warnings
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
+from typing import Any, NamedTuple
+
+from .protocol.messages import Message
+
+#: Field names of each kind's extra values, in the order ``record`` takes them.
+FIELDS: dict[str, tuple[str, ...]] = {
+    # client
+    "future.created": ("future_id", "origin", "refcount_after"),
+    "refcount.inc": ("before", "after"),
+    "refcount.dec": ("before", "after"),
+    "future.state": ("from", "to", "cause_msg_id", "reason"),
+    "scatter.begin": ("gen",),
+    "report.stale": ("op", "gen", "current_gen"),
+    "id.alloc": ("value", "atomic"),
+    # network (recorded for the sender / the receiver)
+    "msg.sent": ("keys",),
+    "msg.received": ("keys",),
+    "network.drained": (),
+    # scheduler
+    "scatter.registered": ("who_has", "who_wants_after"),
+    "desire.applied": ("client", "gen", "who_wants_after", "created_task"),
+    "release.applied": ("client", "gen", "who_wants_after"),
+    "release.stale": ("client", "gen", "current_gen"),
+    "transition": ("start", "finish", "stimulus_id"),
+    "graph.lost_data": ("dependency",),
+    # worker
+    "scatter.worker_put": ("incarnation",),
+    "worker.put": ("incarnation",),
+    "worker.free": ("incarnation",),
+    "worker.free_stale": ("incarnation", "held_incarnation"),
+    "future.put": (),
+    "future.put_rejected": ("reason",),
+    # checks
+    "violation": ("name", "first_seq", "client", "explanation"),
+}
+
+# Positions in a stored row.
+T, ACTOR, THREAD, KIND, KEY, MSG_ID, CHANNEL, OP, CELL, EXTRA = range(10)
+
+Row = tuple  # (t_ns, actor, thread, kind, key, msg_id, channel, op, cell, extra)
+
+
+class Event(NamedTuple):
+    """One event, as consumers see it (built on read, never stored)."""
+
+    seq: int
+    t_ns: int
+    actor: str
+    thread: str
+    kind: str
+    key: str | None
+    msg_id: int | None
+    channel: str | None
+    op: str | None
+    cell: str | None
+    data: tuple
+
+    @property
+    def fields(self) -> dict[str, Any]:
+        return dict(zip(FIELDS.get(self.kind, ()), self.data))
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.fields.get(name, default)
+
+    def as_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "seq": self.seq,
+            "t_ns": self.t_ns,
+            "actor": self.actor,
+            "thread": self.thread,
+            "kind": self.kind,
+            "key": self.key,
+        }
+        for name in ("msg_id", "channel", "op", "cell"):
+            value = getattr(self, name)
+            if value is not None:
+                d[name] = value
+        d.update(self.fields)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Event:
+        kind = d["kind"]
+        data = tuple(_tuplify(d.get(name)) for name in FIELDS.get(kind, ()))
+        return cls(
+            d["seq"], d["t_ns"], d["actor"], d["thread"], kind, d.get("key"),
+            d.get("msg_id"), d.get("channel"), d.get("op"), d.get("cell"), data,
+        )
+
+
+def _tuplify(value: Any) -> Any:
+    """JSON turns tuples into lists; the log stores tuples."""
+    if isinstance(value, list):
+        return tuple(_tuplify(v) for v in value)
+    return value
+
+
+class Batch(NamedTuple):
+    """What a subscriber receives: rows ``start, start+1, …`` and how many it missed."""
+
+    start: int
+    rows: list
+    missed: int
+
+    def events(self) -> Iterator[Event]:
+        for i, row in enumerate(self.rows, self.start):
+            yield _event(i, row)
+
+
+def _event(seq: int, row: Row) -> Event:
+    return Event(seq, *row[:EXTRA], row[EXTRA])
+
+
+Subscriber = Callable[[Batch], None]
+
+
+class Trace:
+    """Bounded, append-only event log with batched subscribers."""
+
+    def __init__(self, capacity: int = 1_000_000, clock: Callable[[], int] | None = None):
+        if capacity < 1:
+            raise ValueError(f"trace capacity must be at least 1, not {capacity}")
+        self.capacity = capacity
+        self._rows: deque[Row] = deque()
+        self._slack = max(1, capacity // 64)
+        self._dropped = 0
+        self._trim_lock = threading.Lock()
+        self.clock: Callable[[], int] = clock or time.perf_counter_ns
+        #: Source location of the user call being served, stamped on its events.
+        self.cell: str | None = None
+        self._threads: dict[int, str] = {}
+        self._subscribers: list[list] = []  # [callback, next_seq]
+
+    # -- recording (hot path) ------------------------------------------------
+
+    def record(self, actor: str, kind: str, key: str | None, *extra: Any) -> None:
+        rows = self._rows
+        rows.append(
+            (self.clock(), actor, self._threads.get(threading.get_ident()) or self._thread(),
+             kind, key, None, None, None, self.cell, extra)
+        )
+        if len(rows) > self.capacity + self._slack:
+            self._trim()
+
+    def record_msg(self, actor: str, kind: str, msg: Message) -> None:
+        rows = self._rows
+        rows.append(
+            (self.clock(), actor, self._threads.get(threading.get_ident()) or self._thread(),
+             kind, msg.keys[0] if len(msg.keys) == 1 else None, msg.msg_id, msg.channel,
+             msg.op, self.cell, (msg.keys,))
+        )
+        if len(rows) > self.capacity + self._slack:
+            self._trim()
+
+    def _thread(self) -> str:
+        name = threading.current_thread().name
+        self._threads[threading.get_ident()] = name
+        return name
+
+    def _trim(self) -> None:
+        with self._trim_lock:
+            rows = self._rows
+            excess = len(rows) - self.capacity
+            for _ in range(max(0, excess)):
+                rows.popleft()
+            self._dropped += max(0, excess)
+
+    # -- reading ---------------------------------------------------------------
+
+    @property
+    def dropped(self) -> int:
+        """How many of the oldest events were discarded because the log was full."""
+        return self._dropped
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @property
+    def next_seq(self) -> int:
+        return self._dropped + len(self._rows)
+
+    def _snapshot(self) -> tuple[int, list[Row]]:
+        with self._trim_lock:
+            return self._dropped, list(self._rows)
+
+    def events(
+        self,
+        key: str | None = None,
+        kind: str | Iterable[str] | None = None,
+        actor: str | None = None,
+        since: int = 0,
+    ) -> list[Event]:
+        """Events in seq order, optionally only those about ``key``, of ``kind``, by ``actor``."""
+        start, rows = self._snapshot()
+        kinds = {kind} if isinstance(kind, str) else set(kind) if kind is not None else None
+        out = []
+        for seq, row in enumerate(rows, start):
+            if seq < since:
+                continue
+            if kinds is not None and row[KIND] not in kinds:
+                continue
+            if actor is not None and row[ACTOR] != actor:
+                continue
+            if key is not None and not _about(row, key):
+                continue
+            out.append(_event(seq, row))
+        return out
+
+    filter = events
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter(self.events())
+
+    def __getitem__(self, seq: int) -> Event:
+        start, rows = self._snapshot()
+        if not start <= seq < start + len(rows):
+            raise IndexError(f"event {seq} is not in the log (it holds {start}..{start + len(rows) - 1})")
+        return _event(seq, rows[seq - start])
+
+    def __repr__(self) -> str:
+        return f"<Trace {len(self)} events, {self.dropped} dropped, capacity {self.capacity}>"
+
+    # -- subscribers -----------------------------------------------------------
+
+    def subscribe(self, callback: Subscriber, from_start: bool = False) -> Callable[[], None]:
+        """Call ``callback(batch)`` with new events at every :meth:`flush`.
+
+        A callback that raises is removed and the failure reported once as a
+        warning: a broken view must never break the cluster.
+        """
+        entry = [callback, 0 if from_start else self.next_seq]
+        self._subscribers.append(entry)
+
+        def unsubscribe() -> None:
+            if entry in self._subscribers:
+                self._subscribers.remove(entry)
+
+        return unsubscribe
+
+    def flush(self) -> None:
+        """Hand every subscriber the events recorded since its last batch.
+
+        Only the new tail of the log is copied, so a flush costs what it
+        delivers, not what the log holds.
+        """
+        subscribers = self._subscribers
+        # A subscriber (the checks) may record while being flushed; loop so it
+        # and everyone else also see those events before flush returns.
+        while subscribers:
+            first, end, tail = self._tail(min(entry[1] for entry in subscribers))
+            if first == end:
+                return
+            for entry in list(subscribers):
+                callback, cursor = entry
+                if cursor >= end:
+                    continue
+                start = max(cursor, first)
+                entry[1] = end
+                try:
+                    callback(Batch(start, tail[start - first:], start - cursor))
+                except Exception as exc:  # noqa: BLE001 - reported, not swallowed
+                    subscribers.remove(entry)
+                    warnings.warn(
+                        f"jupyter_refs: trace subscriber {callback!r} raised {exc!r} "
+                        "and was removed", RuntimeWarning, stacklevel=2,
+                    )
+
+    def _tail(self, since: int) -> tuple[int, int, list[Row]]:
+        """``(first, end, rows)``: the retained rows with seq in ``[max(since, dropped), end)``."""
+        while True:
+            with self._trim_lock:
+                end = self._dropped + len(self._rows)
+                first = max(since, self._dropped)
+                try:
+                    tail = list(islice(reversed(self._rows), max(0, end - first)))
+                except RuntimeError:  # appended to by another thread mid-copy
+                    continue
+                if self._dropped + len(self._rows) != end:
+                    continue  # a record landed while copying: the tail shifted
+            tail.reverse()
+            return first, first + len(tail), tail
+
+    # -- JSON Lines --------------------------------------------------------------
+
+    def to_jsonl(self, path: str | None = None) -> str:
+        text = "".join(json.dumps(e.as_dict(), separators=(",", ":")) + "\n" for e in self.events())
+        if path is not None:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+        return text
+
+    @classmethod
+    def from_jsonl(cls, source: str | Iterable[str], capacity: int | None = None) -> Trace:
+        """Load a log written by :meth:`to_jsonl` (text, or an iterable of lines)."""
+        lines = source.splitlines() if isinstance(source, str) else source
+        events = [Event.from_dict(json.loads(line)) for line in lines if line.strip()]
+        trace = cls(capacity=capacity or max(1, len(events)))
+        trace._dropped = events[0].seq if events else 0
+        for i, e in enumerate(events):
+            if e.seq != trace._dropped + i:
+                raise ValueError(f"line {i + 1}: seq {e.seq} breaks the sequence")
+            trace._rows.append((*e[1:10], e.data))
+        return trace
+
+    def to_chrome_trace(self, path: str | None = None) -> dict[str, Any]:
+        from .views.chrome import chrome_trace
+
+        doc = chrome_trace(self.events(), dropped=self.dropped)
+        if path is not None:
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(doc, f)
+        return doc
+
+
+def _about(row: Row, key: str) -> bool:
+    if row[KEY] == key:
+        return True
+    if row[MSG_ID] is not None:
+        return key in row[EXTRA][0]
+    return False
