@@ -7,8 +7,13 @@ and on a traced dask cluster.
 
 ``dangling_future``
     A client holds a finished future (refcount > 0) for a key the scheduler
-    has forgotten.  Fires on the event that makes it true: the forget, or the
-    future finishing after the forget.
+    has forgotten — or has registered in memory on workers that no longer hold
+    the data.  Fires on the event that makes it true: the forget, the
+    registration, or the future finishing after either.
+``spurious_cancel``
+    Once the channels are drained, a client's future is cancelled although the
+    scheduler holds the key in memory for that very client: the cancellation
+    was about an earlier life of the key, and the client could not tell.
 ``refcount_mismatch``
     Once the channels are drained, a client holds a key (refcount > 0) but is
     not in that key's ``who_wants``.  Judged only at ``network.drained``,
@@ -53,9 +58,12 @@ class Checks:
         self._holders: dict[str, set[str]] = {}  # key -> clients with refcount > 0
         self._sched: dict[str, str] = {}
         self._forgotten: set[str] = set()
+        self._on_workers: dict[str, set[str]] = {}  # key -> workers holding its data
+        self._vanished: dict[str, str] = {}  # key in memory on workers without the data -> why
         self._who_wants: dict[str, tuple[str, ...]] = {}
         self._open: set[tuple[str, str, str]] = set()
         self._suspects: dict[tuple[str, str], int] = {}
+        self._cancelled: dict[tuple[str, str], int] = {}  # held and cancelled -> seq
         self._sent: dict[int, tuple[int, str, str]] = {}  # msg_id -> (seq, op, sender)
         self._receiving: tuple[int, str, int] | None = None  # (msg_id, op, sent seq)
         self._desired_by: dict[tuple[str, str], tuple[int, int]] = {}  # -> (msg_id, sent seq)
@@ -66,7 +74,9 @@ class Checks:
             "refcount.dec": self._refcount_changed,
             "future.state": self._future_state,
             "transition": self._transition,
-            "scatter.registered": self._who_wants_changed,
+            "scatter.registered": self._registered,
+            "worker.put": self._worker_put,
+            "worker.free": self._worker_free,
             "desire.applied": self._who_wants_changed,
             "release.applied": self._release_applied,
             "msg.sent": self._msg_sent,
@@ -98,6 +108,7 @@ class Checks:
             return
         self._refcount.pop(pair, None)
         self._fstate.pop(pair, None)
+        self._cancelled.pop(pair, None)
         self._suspects.pop(pair, None)
         self._removed_at.pop(pair, None)
         holders = self._holders.get(key)
@@ -109,19 +120,29 @@ class Checks:
         client, key = row[ACTOR], row[KEY]
         to = row[EXTRA][1]
         self._fstate[(client, key)] = to
+        if to == "cancelled":
+            self._cancelled[(client, key)] = seq
+        else:
+            self._cancelled.pop((client, key), None)
         if to in _CLOSED_STATES:
             self._open.discard(("dangling_future", client, key))
-        elif to == "finished" and key in self._forgotten and self._refcount.get((client, key)):
-            self._report(
-                "dangling_future", key, client, seq,
-                f"{client}'s future for {key} has just been marked finished, but the scheduler "
-                f"had already forgotten {key}. The client believes the data exists; the next "
-                "computation that uses it will be cancelled as lost data.")
+        elif to == "finished" and self._refcount.get((client, key)):
+            if key in self._forgotten:
+                self._report(
+                    "dangling_future", key, client, seq,
+                    f"{client}'s future for {key} has just been marked finished, but the scheduler "
+                    f"had already forgotten {key}. The client believes the data exists; the next "
+                    "computation that uses it will be cancelled as lost data.")
+            elif key in self._vanished:
+                self._report("dangling_future", key, client, seq,
+                             f"{client}'s future for {key} has just been marked finished, but "
+                             + self._vanished[key])
 
     # -- scheduler side -------------------------------------------------------------
 
     def _transition(self, seq: int, row: tuple) -> None:
         key, finish = row[KEY], row[EXTRA][1]
+        self._vanished.pop(key, None)
         if finish != "forgotten":
             self._sched[key] = finish
             self._forgotten.discard(key)
@@ -138,14 +159,40 @@ class Checks:
 
     def _who_wants_changed(self, seq: int, row: tuple) -> None:
         key = row[KEY]
-        if row[KIND] == "scatter.registered":
-            self._sched[key] = "memory"
-            self._forgotten.discard(key)
-            self._who_wants[key] = row[EXTRA][1]
-        else:
-            self._who_wants[key] = row[EXTRA][2]
+        self._who_wants[key] = row[EXTRA][2]
         for client in self._holders.get(key, ()):
             self._update_suspect((client, key), seq)
+
+    def _registered(self, seq: int, row: tuple) -> None:
+        key, (who_has, who_wants) = row[KEY], row[EXTRA]
+        self._sched[key] = "memory"
+        self._forgotten.discard(key)
+        self._who_wants[key] = who_wants
+        for client in self._holders.get(key, ()):
+            self._update_suspect((client, key), seq)
+        if self._on_workers.get(key, set()).intersection(who_has):
+            self._vanished.pop(key, None)
+            return
+        why = self._vanished[key] = (
+            f"the scheduler registered {key} in memory on {', '.join(who_has)}, which no longer "
+            "hold it: a free-keys meant for the key's previous life deleted the data this "
+            "scatter had just put, and the worker's release-worker-data reached the scheduler "
+            "before the registration, so it was ignored. Both the scheduler and the client "
+            "believe the data exists.")
+        for client in sorted(self._holders.get(key, ())):
+            if self._fstate.get((client, key)) == "finished":
+                self._report("dangling_future", key, client, seq, f"for {client}: {why}")
+
+    def _worker_put(self, seq: int, row: tuple) -> None:
+        self._on_workers.setdefault(row[KEY], set()).add(row[ACTOR])
+        self._vanished.pop(row[KEY], None)
+
+    def _worker_free(self, seq: int, row: tuple) -> None:
+        workers = self._on_workers.get(row[KEY])
+        if workers is not None:
+            workers.discard(row[ACTOR])
+            if not workers:
+                del self._on_workers[row[KEY]]
 
     def _release_applied(self, seq: int, row: tuple) -> None:
         client = row[EXTRA][0]
@@ -168,6 +215,14 @@ class Checks:
         self._receiving = (row[MSG_ID], row[OP], sent[0] if sent else -1)
 
     def _drained(self, seq: int, row: tuple) -> None:
+        for (client, key), first in list(self._cancelled.items()):
+            if self._sched.get(key) == "memory" and client in self._who_wants.get(key, ()):
+                self._report(
+                    "spurious_cancel", key, client, first,
+                    f"{client}'s future for {key} is cancelled, yet the scheduler holds {key} in "
+                    f"memory and counts {client} among those who want it. The cancelled-keys "
+                    "the client obeyed was about an earlier life of the key, and nothing in it "
+                    "said so: the user gets CancelledError for data that exists.")
         for (client, key), first in sorted(self._suspects.items(), key=lambda kv: kv[1]):
             self._report(
                 "refcount_mismatch", key, client, first,

@@ -155,14 +155,13 @@ class ClientState:
         return fs
 
     def _on_scatter_reply(self, msg: Message) -> None:
-        # Only the call that started a hold finishes it, as dask creates a
-        # scatter's futures when its RPC returns.
+        # The call that started a hold finishes it, whatever was reported
+        # meanwhile: dask creates a scatter's futures, finished, when its RPC returns.
         for key in msg.keys:
             fs = self.futures.get(key)
             if fs is not None and fs.scatter_call == msg.channel:
                 fs.scatter_call = None
-                if fs.state == PENDING:
-                    self._set_state(key, fs, FINISHED, msg.msg_id)
+                self._set_state(key, fs, FINISHED, msg.msg_id)
 
     def _on_key_in_memory(self, msg: Message) -> None:
         for key in msg.keys:
@@ -181,7 +180,6 @@ class ClientState:
         for key in msg.keys:
             fs = self._held(msg, key)
             if fs is not None and fs.state != CANCELLED:
-                fs.scatter_call = None
                 self._set_state(key, fs, CANCELLED, msg.msg_id, reason)
 
     def _on_task_erred(self, msg: Message) -> None:

@@ -34,11 +34,11 @@ class TaskState:
     key: str
     state: str
     run_spec: dict[str, Any] | None
-    incarnation: int
     dependencies: set[str] = field(default_factory=set)
     dependents: set[str] = field(default_factory=set)
     who_wants: set[str] = field(default_factory=set)
-    who_has: set[str] = field(default_factory=set)
+    #: Worker -> incarnation of the copy it holds (see ``ProtocolVariant.incarnations``).
+    who_has: dict[str, int] = field(default_factory=dict)
     waiting_on: set[str] = field(default_factory=set)
     processing_on: str | None = None
     exception: bytes | None = None
@@ -51,8 +51,8 @@ class _ScatterCall:
 
     client_msg: Message
     waiting: set[str]
-    who_has: dict[str, list[str]] = field(default_factory=dict)
-    incarnations: dict[str, int] = field(default_factory=dict)
+    #: key -> {worker: incarnation of the copy being put there}
+    puts: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -124,9 +124,8 @@ class SchedulerState:
         self._next_worker += 1
         return worker
 
-    def _new_task(self, key: str, state: str, run_spec: dict[str, Any] | None,
-                  incarnation: int | None = None) -> TaskState:
-        ts = TaskState(key, state, run_spec, incarnation or next(self._incarnations))
+    def _new_task(self, key: str, state: str, run_spec: dict[str, Any] | None) -> TaskState:
+        ts = TaskState(key, state, run_spec)
         # Desires may have arrived before the task (a fixed-protocol scatter).
         ts.who_wants = {c for c, keys in self.wants.items() if key in keys}
         self.tasks[key] = ts
@@ -189,12 +188,12 @@ class SchedulerState:
             by_worker.setdefault(worker, {})[key] = blob
         call = _ScatterCall(msg, set())
         for worker, data in by_worker.items():
-            for key in data:
-                ts = self.tasks.get(key)
-                call.incarnations[key] = ts.incarnation if ts else next(self._incarnations)
-                call.who_has.setdefault(key, []).append(worker)
+            # Every copy put on a worker is a new incarnation of the key there.
+            incarnations = {key: next(self._incarnations) for key in data}
+            for key, incarnation in incarnations.items():
+                call.puts.setdefault(key, {})[worker] = incarnation
             rpc = self._rpc(out, worker, m.UPDATE_DATA, tuple(data), data=data,
-                            incarnations={k: call.incarnations[k] for k in data})
+                            incarnations=incarnations)
             call.waiting.add(rpc)
             self._scatters[rpc] = call
 
@@ -219,10 +218,9 @@ class SchedulerState:
         for key in call.client_msg.keys:
             ts = self.tasks.get(key)
             if ts is None:
-                ts = self._new_task(key, MEMORY, None, call.incarnations[key])
+                ts = self._new_task(key, MEMORY, None)
             ts.state = MEMORY
-            ts.incarnation = max(ts.incarnation, call.incarnations[key])
-            ts.who_has.update(call.who_has[key])
+            ts.who_has.update(call.puts[key])
             self.record(SCHEDULER, "scatter.registered", key, tuple(sorted(ts.who_has)),
                         tuple(sorted(ts.who_wants)))
             self._report(out, ts, m.KEY_IN_MEMORY)
@@ -279,7 +277,7 @@ class SchedulerState:
             self._send(out, worker, m.FREE_KEYS, (key,),
                        incarnations={key: msg.payload["incarnation"]}, stimulus_id=stimulus)
             return
-        ts.who_has.add(worker)
+        ts.who_has[worker] = msg.payload["incarnation"]
         self._transitions({key: MEMORY}, stimulus, out)
 
     def _on_task_erred(self, msg: Message, out: _Out, stimulus: str) -> None:
@@ -295,9 +293,9 @@ class SchedulerState:
         worker = msg.payload["worker"]
         if ts is None or worker not in ts.who_has:
             return
-        if self.variant.incarnations and msg.payload["incarnation"] < ts.incarnation:
-            return  # the worker dropped an earlier life of the key; this one is intact
-        ts.who_has.discard(worker)
+        if self.variant.incarnations and msg.payload["incarnation"] < ts.who_has[worker]:
+            return  # the worker dropped an earlier copy of the key; the current one is intact
+        del ts.who_has[worker]
         if not ts.who_has and ts.state == MEMORY:
             self._transitions({ts.key: RELEASED}, stimulus, out)
 
@@ -376,7 +374,7 @@ class SchedulerState:
         spec = ts.run_spec
         who_has = {dep: sorted(self.tasks[dep].who_has) for dep in ts.dependencies}
         self._send(out, worker, m.COMPUTE_TASK, (ts.key,), key=ts.key, func=spec["func"],
-                   args=spec["args"], who_has=who_has, incarnation=ts.incarnation,
+                   args=spec["args"], who_has=who_has, incarnation=next(self._incarnations),
                    stimulus_id=stimulus)
 
     def _processing_memory(self, ts, recs, out, stimulus) -> None:
@@ -448,10 +446,10 @@ class SchedulerState:
                 recs[dep] = FORGOTTEN
 
     def _free_on_workers(self, ts: TaskState, out: _Out, stimulus: str) -> None:
-        for worker in sorted(ts.who_has):
+        for worker, incarnation in sorted(ts.who_has.items()):
             self._send(out, worker, m.FREE_KEYS, (ts.key,),
-                       incarnations={ts.key: ts.incarnation}, stimulus_id=stimulus)
-        ts.who_has = set()
+                       incarnations={ts.key: incarnation}, stimulus_id=stimulus)
+        ts.who_has = {}
 
     _TRANSITIONS = {
         (RELEASED, WAITING): _released_waiting,

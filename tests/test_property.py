@@ -1,0 +1,137 @@
+"""Random interleavings of scatter / drop / re-scatter / submit, two clients, two workers.
+
+Hypothesis chooses both the operations and the delivery order (a manual
+network, one deliverable message at a time).  Under ``fixed`` no future is
+ever lost and no check fires; under ``legacy`` every lost future is flagged —
+the checks never miss a loss.
+"""
+
+from __future__ import annotations
+
+import pytest
+from conftest import inc
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from jupyter_refs import Cluster, HeldMessagesError
+
+VALUES = [123, 456]
+
+ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("scatter"), st.integers(0, 1), st.integers(0, 1),
+                  st.sampled_from([0, 0, 0, 1])),
+        st.tuples(st.just("drop"), st.integers(0, 1), st.integers(0, 1)),
+        # ``del x; x = scatter(v)``: the drop's release and the new scatter race.
+        st.tuples(st.just("rescatter"), st.integers(0, 1), st.integers(0, 1),
+                  st.sampled_from([0, 0, 0, 1])),
+        st.tuples(st.just("submit"), st.integers(0, 1), st.integers(0, 1)),
+        st.tuples(st.just("deliver"), st.integers(0, 7)),
+        st.tuples(st.just("deliver"), st.integers(0, 7)),
+        st.tuples(st.just("settle")),  # deliver everything in flight, oldest first
+    ),
+    max_size=40,
+)
+
+
+def play(protocol: str, program: list[tuple], rnd=None) -> tuple[Cluster, list, list]:
+    cluster = Cluster(protocol=protocol, workers=2, network="manual")
+    clients = [cluster.client(), cluster.client()]
+    # The first client starts holding both values, already registered.
+    slots: list[dict[int, object]] = [{s: clients[0].scatter(VALUES[s]) for s in (0, 1)}, {}]
+    cluster.run_until_idle()
+    submitted = []
+    for op in program:
+        if op[0] == "scatter":
+            _, c, slot, v = op
+            slots[c][slot] = clients[c].scatter(VALUES[v])  # rebinding drops the old future
+        elif op[0] == "drop":
+            _, c, slot = op
+            slots[c].pop(slot, None)
+        elif op[0] == "rescatter":
+            _, c, slot, v = op
+            slots[c].pop(slot, None)
+            slots[c][slot] = clients[c].scatter(VALUES[v])
+        elif op[0] == "submit":
+            _, c, slot = op
+            fut = slots[c].get(slot)
+            if fut is not None:
+                before = (len(cluster.in_flight), len(cluster.trace))  # in_flight applies drops
+                try:
+                    submitted.append((clients[c], clients[c].submit(inc, fut, pure=False), fut))
+                except HeldMessagesError:
+                    # Its scatter is still in flight: refused, and nothing changed.
+                    assert (len(cluster.in_flight), len(cluster.trace)) == before
+        elif op[0] == "settle":
+            cluster.run_until_idle()
+        else:
+            heads = cluster.network.heads()
+            if heads:
+                heads.sort(key=lambda m: m.msg_id)
+                cluster.deliver(heads[op[1] % len(heads)].msg_id)
+    while rnd is not None and cluster.network.in_flight:  # drain in a random order
+        heads = sorted(cluster.network.heads(), key=lambda m: m.msg_id)
+        cluster.deliver(rnd.choice(heads).msg_id)
+    cluster.run_until_idle()
+    held = [(clients[c], f) for c in (0, 1) for f in slots[c].values()]
+    return cluster, held, submitted
+
+
+def lost(cluster: Cluster, client, future) -> bool:
+    """The client holds the future but the cluster cannot give its value back."""
+    ts = cluster.scheduler.tasks.get(future.key)
+    return (
+        future.status != "finished"
+        or ts is None
+        or ts.state != "memory"
+        or client.name not in ts.who_wants
+        or not any(future.key in cluster.workers[w].data for w in ts.who_has)
+    )
+
+
+def value(cluster: Cluster, key: str) -> object:
+    """The value the workers hold for ``key`` (the network is manual, so no gather)."""
+    ts = cluster.scheduler.tasks[key]
+    return cluster.workers[min(ts.who_has)].data[key]
+
+
+SETTINGS = settings(max_examples=500, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(ops, st.randoms(use_true_random=False))
+def test_fixed_never_loses_a_future(program, rnd):
+    cluster, held, submitted = play("fixed", program, rnd)
+    assert cluster.violations == []
+    for client, future in held:
+        assert not lost(cluster, client, future), future
+        assert value(cluster, future.key) in VALUES
+    for client, future, dep in submitted:
+        assert future.status == "finished"
+        assert value(cluster, future.key) == value(cluster, dep.key) + 1
+    cluster.close()
+
+
+@SETTINGS
+@given(ops, st.randoms(use_true_random=False))
+def test_legacy_never_loses_a_future_silently(program, rnd):
+    cluster, held, submitted = play("legacy", program, rnd)
+    flagged = {(v.client, v.key) for v in cluster.violations}
+    for client, future in held:
+        if lost(cluster, client, future):
+            event("a held future was lost")
+            assert (client.name, future.key) in flagged, (future, cluster.violations)
+    for client, future, dep in submitted:
+        if future.status == "cancelled":
+            # Computation on lost data: its input was lost first, and that was flagged.
+            assert (client.name, dep.key) in flagged
+    cluster.close()
+
+
+@pytest.mark.parametrize("protocol", ["legacy", "fixed"])
+def test_quiet_program_has_no_violation(protocol):
+    cluster, held, _ = play(protocol, [("scatter", 0, 0, 0), ("scatter", 1, 0, 1),
+                                       ("submit", 0, 0), ("drop", 1, 0)])
+    assert cluster.violations == []
+    assert len(held) == 2
