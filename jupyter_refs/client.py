@@ -174,9 +174,8 @@ class Client:
                 call, msgs = self._state.scatter(blobs, new, workers)
                 cluster._send(msgs)
                 if cluster.policy.autonomous:
-                    states = [f._fs for f in futures.values()]
-                    cluster._wait(lambda: all(fs.scatter_call != call for fs in states),
-                                  f"scatter of {', '.join(keys)}", None)
+                    pending = self._state.scatters
+                    cluster._wait(lambda: call not in pending, f"scatter of {', '.join(keys)}", None)
             finally:
                 cluster._end_call()
         if isinstance(data, dict):

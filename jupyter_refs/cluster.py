@@ -11,8 +11,9 @@ Two ways to drive the same sans-IO actors:
   elapsed on the real clock, so races happen at random as they do on dask.
 
 Every delivery is one step: record ``msg.received``, hand the message to its
-actor, accept what the actor sends back, then flush the trace so the checks
-see the step's events at once.
+actor, accept what the actor sends back.  The trace is flushed to its
+subscribers (the checks first) when a public call returns and after every
+live delivery; the checks read events in order, so batching loses nothing.
 """
 
 from __future__ import annotations
@@ -130,6 +131,7 @@ class Cluster:
             self._process_drops()
             msg = self.network.get(msg_id)
             self._deliver(msg)
+            self.trace.flush()
             return msg
 
     def step(self, n: int = 1) -> list[Message]:
@@ -144,6 +146,7 @@ class Cluster:
                     break
                 self._deliver(msg)
                 delivered.append(msg)
+            self.trace.flush()
         return delivered
 
     def run_until_idle(self, timeout: float = 10.0) -> int:
@@ -270,7 +273,6 @@ class Cluster:
             self._send(out)
         if not network.in_flight:
             self.trace.record(SCHEDULER, "network.drained", None)
-        self.trace.flush()
 
     def _run_live(self) -> None:
         policy = self.policy
@@ -288,6 +290,7 @@ class Cluster:
                 choice = policy.next(self.network, now)
                 if choice is not None:
                     self._deliver(choice[0])
+                    self.trace.flush()
                     cond.notify_all()
 
 

@@ -59,12 +59,14 @@ class Network:
     def __init__(self) -> None:
         self.in_flight: dict[int, Message] = {}
         self._channels: dict[str, deque[Message]] = {}
+        self._by_age: deque[Message] = deque()  # sending order, delivered ones dropped lazily
         self._ids = count(1)
 
     def accept(self, msg: Message, now_ns: int) -> None:
         msg.msg_id = next(self._ids)
         msg.sent_ns = now_ns
         self.in_flight[msg.msg_id] = msg
+        self._by_age.append(msg)
         queue = self._channels.get(msg.channel)
         if queue is None:
             queue = self._channels[msg.channel] = deque()
@@ -75,8 +77,12 @@ class Network:
         return [q[0] for q in self._channels.values() if q]
 
     def oldest(self) -> Message | None:
-        heads = self.heads()
-        return min(heads, key=_msg_id) if heads else None
+        # Ids grow with sending and each channel is FIFO, so the oldest message
+        # in flight is always the head of its channel.
+        by_age, in_flight = self._by_age, self.in_flight
+        while by_age and by_age[0].msg_id not in in_flight:
+            by_age.popleft()
+        return by_age[0] if by_age else None
 
     def get(self, msg_id: int) -> Message:
         msg = self.in_flight.get(msg_id)

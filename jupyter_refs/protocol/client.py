@@ -60,6 +60,8 @@ class ClientState:
         self._gens: dict[str, int] = {}
         self._calls = 0
         self.gathers: dict[str, GatherCall] = {}
+        #: Scatter calls sent and not yet answered.
+        self.scatters: set[str] = set()
         self._stream = m.stream_channel(name, m.SCHEDULER)
 
     # -- helpers ---------------------------------------------------------------
@@ -111,6 +113,7 @@ class ClientState:
                 workers: list[str] | None = None) -> tuple[str, list[Message]]:
         """Send already-serialized ``data`` to the scheduler.  ``new`` are the holds it starts."""
         call = self._new_call()
+        self.scatters.add(call)
         for key, fs in new.items():
             fs.scatter_call = call
             self.record(self.name, "scatter.begin", key, fs.gen)
@@ -157,6 +160,7 @@ class ClientState:
     def _on_scatter_reply(self, msg: Message) -> None:
         # The call that started a hold finishes it, whatever was reported
         # meanwhile: dask creates a scatter's futures, finished, when its RPC returns.
+        self.scatters.discard(msg.channel)
         for key in msg.keys:
             fs = self.futures.get(key)
             if fs is not None and fs.scatter_call == msg.channel:

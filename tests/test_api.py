@@ -1,0 +1,210 @@
+"""The dask-like API on the kernel-side cluster: results, keys, refcounts, errors."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+from conftest import inc
+
+from jupyter_refs import (
+    Cluster,
+    ClusterClosedError,
+    FutureReleasedError,
+    HeldMessagesError,
+    NotDeliverableError,
+    SerializationError,
+    UnknownMessageError,
+)
+from jupyter_refs.errors import ProtocolError
+
+
+@pytest.fixture
+def cluster():
+    with Cluster(protocol="legacy", workers=2, network="immediate") as c:
+        yield c
+
+
+def test_scatter_keys_are_deterministic(cluster):
+    client = cluster.client()
+    a, b = client.scatter(123), client.scatter(123)
+    assert a.key == b.key and a.key.startswith("int-")
+    assert client.refcount(a.key) == 2
+    c = client.scatter(123, hash=False)
+    assert c.key != a.key and c.key.startswith("int-")
+    assert client.scatter({"x": 1})["x"].key == "x"
+    assert [f.result() for f in client.scatter([1, 2, 3])] == [1, 2, 3]
+
+
+def test_submit_pure_and_non_pure_keys(cluster):
+    client = cluster.client()
+    assert client.submit(inc, 1).key == client.submit(inc, 1).key
+    assert client.submit(inc, 1, pure=False).key != client.submit(inc, 1, pure=False).key
+    assert client.submit(inc, 1, key="mine").key == "mine"
+
+
+def test_submit_map_gather(cluster):
+    client = cluster.client()
+    x = client.scatter(10)
+    y = client.submit(inc, x)
+    z = client.submit(lambda a, b: a * b, y, x)
+    assert z.result() == 110
+    futures = client.map(inc, range(100))
+    assert client.gather(futures) == list(range(1, 101))
+    assert client.gather({"a": x, "b": y}) == {"a": 10, "b": 11}
+    assert cluster.violations == []
+
+
+def test_dependencies_across_workers(cluster):
+    client = cluster.client()
+    a = client.scatter(1, workers=["worker:0"])
+    b = client.scatter(2, workers=["worker:1"])
+    assert client.submit(lambda p, q: p + q, a, b).result() == 3
+
+
+def test_task_error_is_raised(cluster):
+    client = cluster.client()
+
+    def boom(x):
+        raise ValueError(f"bad {x}")
+
+    f = client.submit(boom, 1)
+    with pytest.raises(ValueError, match="bad 1"):
+        f.result()
+    assert f.status == "error"
+    g = client.submit(inc, f)  # a dependent of a failed task fails too
+    with pytest.raises(ValueError, match="bad 1"):
+        g.result()
+
+
+def test_release_and_garbage_collection_drop_the_refcount(cluster):
+    client = cluster.client()
+    x = client.scatter(5)
+    key = x.key
+    y = client.scatter(5)
+    assert client.refcount(key) == 2
+    x.release()
+    assert client.refcount(key) == 1 and x.status == "released"
+    del y
+    gc.collect()
+    cluster.run_until_idle()
+    assert client.refcount(key) == 0
+    assert cluster.scheduler_state(key) == "forgotten"
+    decs = [e for e in cluster.trace.events(key=key, kind="refcount.dec")]
+    assert [(e.get("before"), e.get("after")) for e in decs] == [(2, 1), (1, 0)]
+
+
+def test_events_carry_the_users_source_line(cluster):
+    client = cluster.client()
+    x = client.scatter(7)  # this line
+    created = cluster.trace.events(key=x.key, kind="future.created")[0]
+    assert created.cell.endswith(f"test_api.py:{created.cell.rsplit(':', 1)[1]}")
+    assert "test_api.py" in created.cell
+    received = cluster.trace.events(key=x.key, kind="msg.received")[0]
+    assert received.cell is None  # what the network did was not the user's line
+
+
+# -- bad input: a clear error, and the cluster and trace stay usable ------------------
+
+
+def test_unpicklable_data_is_refused_and_nothing_changes(cluster):
+    import threading
+
+    client = cluster.client()
+    before = (len(cluster.trace), len(cluster.in_flight), dict(client._state.refcount))
+    with pytest.raises(SerializationError, match="_thread.lock"):
+        client.scatter(threading.Lock())
+    with pytest.raises(SerializationError, match="_thread.lock"):
+        client.scatter([1, threading.Lock()])
+    with pytest.raises(SerializationError, match="lock"):
+        client.submit(inc, threading.Lock())
+    assert (len(cluster.trace), len(cluster.in_flight), dict(client._state.refcount)) == before
+    assert client.scatter(1).result() == 1
+
+
+def test_unknown_and_queued_msg_ids():
+    with Cluster(network="manual") as cluster:
+        client = cluster.client()
+        x = client.scatter(1)
+        with pytest.raises(UnknownMessageError, match="999 is not in flight"):
+            cluster.deliver(999)
+        cluster.run_until_idle()
+        del x
+        f = client.submit(inc, 1)
+        stream = [m for m in cluster.in_flight if m.batched]
+        assert len(stream) == 2  # release, then update-graph, on one FIFO stream
+        with pytest.raises(NotDeliverableError, match=f"behind #{stream[0].msg_id}"):
+            cluster.deliver(stream[1].msg_id)
+        n = len(cluster.trace)
+        cluster.deliver(stream[0].msg_id)
+        assert len(cluster.trace) > n
+        cluster.run_until_idle()
+        assert f.status == "finished"
+
+
+def test_result_on_a_held_message_names_it():
+    with Cluster(network="manual") as cluster:
+        client = cluster.client()
+        x = client.scatter(1)
+        assert x.status == "pending"
+        with pytest.raises(HeldMessagesError, match=r"#1 scatter"):
+            x.result()
+        with pytest.raises(HeldMessagesError, match="scatter"):
+            client.submit(inc, x)
+        cluster.run_until_idle()
+        assert x.status == "finished"
+
+
+def test_result_on_a_released_future(cluster):
+    client = cluster.client()
+    x = client.scatter(1)
+    x.release()
+    with pytest.raises(FutureReleasedError, match="released"):
+        x.result()
+    with pytest.raises(FutureReleasedError):
+        client.submit(inc, x)
+    assert client.scatter(2).result() == 2
+
+
+def test_calls_after_close():
+    cluster = Cluster(network="immediate")
+    client = cluster.client()
+    x = client.scatter(1)
+    cluster.close()
+    cluster.close()  # twice is harmless
+    for call in (lambda: client.scatter(2), lambda: x.result(), lambda: cluster.step(),
+                 lambda: cluster.client(), lambda: client.submit(inc, 1)):
+        with pytest.raises(ClusterClosedError, match="closed"):
+            call()
+    x.release()  # dropping a future after close is silent
+    assert len(cluster.trace) > 0 and cluster.trace.to_jsonl()
+
+
+def test_unknown_protocol_and_network():
+    with pytest.raises(ProtocolError, match="unknown protocol 'nope'"):
+        Cluster(protocol="nope")
+    with pytest.raises(ProtocolError, match="unknown network 'nope'"):
+        Cluster(network="nope")
+
+
+def test_gather_takes_futures(cluster):
+    client = cluster.client()
+    with pytest.raises(TypeError, match="gather takes futures"):
+        client.gather([1])
+    other = cluster.client()
+    with pytest.raises(ValueError, match="belongs to client:1"):
+        other.gather(client.scatter(1))
+
+
+def test_random_network_is_reproducible_from_its_seed():
+    def order(seed):
+        with Cluster(network="random", seed=seed) as cluster:
+            client = cluster.client()
+            for _ in range(20):
+                x = client.scatter(123)
+                del x
+            cluster.run_until_idle()
+            return [(e.kind, e.msg_id, e.t_ns) for e in cluster.trace.events()]
+
+    assert order(3) == order(3)
+    assert order(3) != order(4)
