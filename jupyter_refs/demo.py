@@ -33,7 +33,8 @@ def scatter_race(protocol: str = "legacy", seed: int | None = 0, iterations: int
     client = cluster.client()
     x = None
     done = 0
-    for done in range(1, iterations + 1):
+    while done < iterations:
+        done += 1
         x = client.scatter(123)
         if cluster.violations:
             break

@@ -107,7 +107,7 @@ def test_fixed_never_loses_a_future(program, rnd):
     for client, future in held:
         assert not lost(cluster, client, future), future
         assert value(cluster, future.key) in VALUES
-    for client, future, dep in submitted:
+    for _client, future, dep in submitted:
         assert future.status == "finished"
         assert value(cluster, future.key) == value(cluster, dep.key) + 1
     cluster.close()

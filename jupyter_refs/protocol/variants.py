@@ -12,15 +12,23 @@ message that arrives late:
     The scheduler applies a scatter's desire when the request arrives, before
     the worker put, and drops a release whose generation is older than the
     newest desire it has seen from that client: such a release belongs to a
-    hold that has already been superseded.  This closes #8576 variant A (the
-    late release) and variant B (the release landing inside the scatter RPC).
+    hold that has already been superseded.  Reports to the client
+    (key-in-memory, lost-data, cancelled-keys) carry the generation they are
+    about, so the client ignores those meant for an earlier hold.  This closes
+    #8576 variant A (the late release) and variant B (the release landing
+    inside the scatter RPC).
 
 ``incarnations``
-    Every time the scheduler creates a task for a key it gives it a fresh,
-    increasing incarnation number; worker puts and ``free-keys`` carry it and
-    a worker frees only data at or below the incarnation named.  A
-    ``free-keys`` for the previous life of a key can no longer delete the data
-    of its next life, whatever order the batched free and the put RPC take.
+    Every copy of a key that the scheduler puts on a worker (a scatter put or a
+    computed result) gets a fresh, increasing incarnation number, and the
+    scheduler remembers which incarnation each worker holds.  ``free-keys``
+    names the incarnation it means and a worker keeps a younger copy;
+    ``release-worker-data`` names the copy the worker dropped and the scheduler
+    ignores it if it has since registered a younger one.  A free for the
+    previous life of a key can no longer delete the data of its next life,
+    whatever order the batched free and the put RPC take.
+
+Both are needed: the property tests find lost futures with either one alone.
 """
 
 from __future__ import annotations

@@ -50,7 +50,8 @@ def format_events(events: Iterable[Event], key_width: int = 14) -> str:
         if e.kind in _SKIP:
             continue
         t_ms = e.t_ns / 1e6
-        lines.append(f"{e.seq:>6} {t_ms:>9.3f}ms  {e.actor:<10} {short_key(e.key, key_width):<{key_width}}  {describe(e)}")
+        key = short_key(e.key, key_width)
+        lines.append(f"{e.seq:>6} {t_ms:>9.3f}ms  {e.actor:<10} {key:<{key_width}}  {describe(e)}")
     return "\n".join(lines)
 
 
