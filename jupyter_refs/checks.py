@@ -58,7 +58,7 @@ class Checks:
         self._holders: dict[str, set[str]] = {}  # key -> clients with refcount > 0
         self._sched: dict[str, str] = {}
         self._forgotten: set[str] = set()
-        self._on_workers: dict[str, set[str]] = {}  # key -> workers holding its data
+        self._copies: dict[str, dict[str, set[int]]] = {}  # key -> worker -> incarnations held
         self._vanished: dict[str, str] = {}  # key in memory on workers without the data -> why
         self._who_wants: dict[str, tuple[str, ...]] = {}
         self._open: set[tuple[str, str, str]] = set()
@@ -170,7 +170,7 @@ class Checks:
         self._who_wants[key] = who_wants
         for client in self._holders.get(key, ()):
             self._update_suspect((client, key), seq)
-        if self._on_workers.get(key, set()).intersection(who_has):
+        if self._copies.get(key, {}).keys() & set(who_has):
             self._vanished.pop(key, None)
             return
         why = self._vanished[key] = (
@@ -184,15 +184,22 @@ class Checks:
                 self._report("dangling_future", key, client, seq, f"for {client}: {why}")
 
     def _worker_put(self, seq: int, row: tuple) -> None:
-        self._on_workers.setdefault(row[KEY], set()).add(row[ACTOR])
-        self._vanished.pop(row[KEY], None)
+        key, (incarnation, replaced) = row[KEY], row[EXTRA]
+        held = self._copies.setdefault(key, {}).setdefault(row[ACTOR], set())
+        held.difference_update(replaced)
+        held.add(incarnation)
+        self._vanished.pop(key, None)
 
     def _worker_free(self, seq: int, row: tuple) -> None:
-        workers = self._on_workers.get(row[KEY])
-        if workers is not None:
-            workers.discard(row[ACTOR])
-            if not workers:
-                del self._on_workers[row[KEY]]
+        key, worker = row[KEY], row[ACTOR]
+        by_worker = self._copies.get(key, {})
+        held = by_worker.get(worker)
+        if held is not None:
+            held.discard(row[EXTRA][0])
+            if not held:
+                del by_worker[worker]
+            if not by_worker:
+                del self._copies[key]
 
     def _release_applied(self, seq: int, row: tuple) -> None:
         client = row[EXTRA][0]

@@ -50,11 +50,12 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "desire.applied": ("client", "gen", "who_wants_after", "created_task"),
     "release.applied": ("client", "gen", "who_wants_after"),
     "release.stale": ("client", "gen", "current_gen"),
+    "scatter.stale": ("client", "gen", "current_gen"),
     "transition": ("start", "finish", "stimulus_id"),
     "graph.lost_data": ("dependency",),
     # worker
     "scatter.worker_put": ("incarnation",),
-    "worker.put": ("incarnation",),
+    "worker.put": ("incarnation", "replaced"),
     "worker.free": ("incarnation",),
     "worker.free_stale": ("incarnation", "held_incarnation"),
     "future.put": (),

@@ -53,6 +53,8 @@ class _ScatterCall:
     waiting: set[str]
     #: key -> {worker: incarnation of the copy being put there}
     puts: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: key -> {worker: incarnation the worker says it holds after the put}
+    held: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -160,6 +162,15 @@ class SchedulerState:
         if not ts.who_wants and not self._needed_by_dependents(ts):
             recs[key] = FORGOTTEN
 
+    def _add_replica(self, ts: TaskState, worker: str, incarnation: int, out: _Out,
+                     stimulus: str) -> None:
+        replaced = ts.who_has.get(worker)
+        ts.who_has[worker] = incarnation
+        if self.variant.incarnations and replaced is not None and replaced != incarnation:
+            # The worker now holds two copies; only the newer is registered, free the other.
+            self._send(out, worker, m.FREE_KEYS, (ts.key,), incarnations={ts.key: replaced},
+                       stimulus_id=stimulus)
+
     def _needed_by_dependents(self, ts: TaskState) -> bool:
         return any(self.tasks[d].state in (WAITING, PROCESSING) for d in ts.dependents
                    if d in self.tasks)
@@ -200,6 +211,8 @@ class SchedulerState:
     def _on_update_data_reply(self, msg: Message, out: _Out, stimulus: str) -> None:
         call = self._scatters.pop(msg.channel)
         call.waiting.discard(msg.channel)
+        for key, held in msg.payload["incarnations"].items():
+            call.held.setdefault(key, {})[msg.sender] = held
         if call.waiting:
             return
         self._update_data(call, out, stimulus)
@@ -216,11 +229,23 @@ class SchedulerState:
         client = p["client"]
         recs: dict[str, str] = {}
         for key in call.client_msg.keys:
+            gen = p["gens"].get(key, 0)
+            current = self.wants.get(client, {}).get(key)
+            if self.variant.generations and current != gen:
+                # The hold this scatter served was released while its put travelled:
+                # its copy belongs to nobody.  Free it rather than resurrect the key.
+                self.record(SCHEDULER, "scatter.stale", key, client, gen, current)
+                for worker, held in sorted(call.held[key].items()):
+                    if held == call.puts[key][worker]:
+                        self._send(out, worker, m.FREE_KEYS, (key,), incarnations={key: held},
+                                   stimulus_id=stimulus)
+                continue
             ts = self.tasks.get(key)
             if ts is None:
                 ts = self._new_task(key, MEMORY, None)
             ts.state = MEMORY
-            ts.who_has.update(call.puts[key])
+            for worker, incarnation in sorted(call.held[key].items()):
+                self._add_replica(ts, worker, incarnation, out, stimulus)
             self.record(SCHEDULER, "scatter.registered", key, tuple(sorted(ts.who_has)),
                         tuple(sorted(ts.who_wants)))
             self._report(out, ts, m.KEY_IN_MEMORY)
@@ -277,7 +302,7 @@ class SchedulerState:
             self._send(out, worker, m.FREE_KEYS, (key,),
                        incarnations={key: msg.payload["incarnation"]}, stimulus_id=stimulus)
             return
-        ts.who_has[worker] = msg.payload["incarnation"]
+        self._add_replica(ts, worker, msg.payload["incarnation"], out, stimulus)
         self._transitions({key: MEMORY}, stimulus, out)
 
     def _on_task_erred(self, msg: Message, out: _Out, stimulus: str) -> None:
@@ -293,8 +318,8 @@ class SchedulerState:
         worker = msg.payload["worker"]
         if ts is None or worker not in ts.who_has:
             return
-        if self.variant.incarnations and msg.payload["incarnation"] < ts.who_has[worker]:
-            return  # the worker dropped an earlier copy of the key; the current one is intact
+        if self.variant.incarnations and msg.payload["incarnation"] != ts.who_has[worker]:
+            return  # the worker dropped another copy of the key; the registered one is intact
         del ts.who_has[worker]
         if not ts.who_has and ts.state == MEMORY:
             self._transitions({ts.key: RELEASED}, stimulus, out)

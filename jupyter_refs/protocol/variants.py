@@ -20,13 +20,13 @@ message that arrives late:
 
 ``incarnations``
     Every copy of a key that the scheduler puts on a worker (a scatter put or a
-    computed result) gets a fresh, increasing incarnation number, and the
-    scheduler remembers which incarnation each worker holds.  ``free-keys``
-    names the incarnation it means and a worker keeps a younger copy;
-    ``release-worker-data`` names the copy the worker dropped and the scheduler
-    ignores it if it has since registered a younger one.  A free for the
-    previous life of a key can no longer delete the data of its next life,
-    whatever order the batched free and the put RPC take.
+    computed result) gets a fresh, increasing incarnation number.  A worker
+    keeps each copy apart and ``free-keys`` deletes exactly the copy it names;
+    the scheduler remembers which copy each worker holds, and ignores a
+    ``release-worker-data`` about any other copy.  A scatter whose hold was
+    released while its put travelled is not registered: its copy is freed.  A
+    free for the previous life of a key can no longer delete the data of its
+    next life, whatever order the batched free and the put RPC take.
 
 Both are needed: the property tests find lost futures with either one alone.
 """

@@ -2,10 +2,11 @@
 
 A worker obeys the scheduler: ``update-data`` (the put of a scatter) stores,
 ``free-keys`` deletes, ``compute-task`` runs a task and reports back.  Under
-the legacy protocol a ``free-keys`` deletes whatever is stored under the key —
-which is how variant B of #8576 destroys the data of a scatter that landed a
-moment earlier.  With incarnations, a free names the life of the key it
-means, and a worker holding a younger life keeps it.
+the legacy protocol a key has one slot: a put overwrites it and a
+``free-keys`` deletes whatever is in it — which is how variant B of #8576
+destroys the data of a scatter that landed a moment earlier.  With
+incarnations, each put is a separate copy, a free deletes exactly the copy it
+names, and ``data[key]`` is the newest copy.
 
 Tasks run inline when ``compute-task`` is handled: the kernel-side cluster
 has no thread pool, so a task's result is reported in the same step.
@@ -27,8 +28,10 @@ class WorkerState:
         self.name = name
         self.variant = variant
         self.record = record
+        #: The newest copy of each key: what tasks and gathers read.
         self.data: dict[str, Any] = {}
-        self.incarnation: dict[str, int] = {}
+        #: Every copy held, by key and incarnation.
+        self.copies: dict[str, dict[int, Any]] = {}
         self._stream = m.stream_channel(name, m.SCHEDULER)
         self._calls = 0
         #: Tasks waiting for dependencies held by other workers: call -> compute-task payload.
@@ -41,9 +44,36 @@ class WorkerState:
         return Message(self.name, m.SCHEDULER, op, self._stream, True, keys, payload)
 
     def _store(self, key: str, value: Any, incarnation: int) -> None:
-        self.data[key] = value
-        self.incarnation[key] = incarnation
-        self.record(self.name, "worker.put", key, incarnation)
+        copies = self.copies.get(key)
+        replaced: tuple[int, ...] = ()
+        if copies is None or not self.variant.incarnations:
+            replaced = tuple(copies or ())  # one slot per key: the put overwrites it
+            copies = self.copies[key] = {}
+        copies[incarnation] = value
+        self.data[key] = copies[max(copies)]
+        self.record(self.name, "worker.put", key, incarnation, replaced)
+
+    def _free(self, key: str, incarnation: int) -> list[int]:
+        """Delete the copy named (legacy: every copy).  Returns the incarnations deleted."""
+        copies = self.copies.get(key)
+        if not copies:
+            return []
+        if not self.variant.incarnations:
+            freed = list(copies)
+        elif incarnation in copies:
+            freed = [incarnation]
+        else:
+            # The free is about another copy of the key: keep the ones held.
+            self.record(self.name, "worker.free_stale", key, incarnation, max(copies))
+            return []
+        for inc in freed:
+            del copies[inc]
+            self.record(self.name, "worker.free", key, inc)
+        if copies:
+            self.data[key] = copies[max(copies)]
+        else:
+            del self.copies[key], self.data[key]
+        return freed
 
     # -- scatter -------------------------------------------------------------------
 
@@ -55,26 +85,13 @@ class WorkerState:
             self._store(key, loads(blob), incarnations[key])
             nbytes[key] = len(blob)
         return [Message(self.name, msg.sender, m.UPDATE_DATA_REPLY, msg.channel, False,
-                        msg.keys, {"nbytes": nbytes})]
+                        msg.keys, {"nbytes": nbytes, "incarnations": incarnations})]
 
     def _on_free_keys(self, msg: Message) -> list[Message]:
-        freed = []
-        for key, incarnation in msg.payload["incarnations"].items():
-            if key not in self.data:
-                continue
-            held = self.incarnation[key]
-            if self.variant.incarnations and held > incarnation:
-                # The free is about an earlier life of the key: keep the new data.
-                self.record(self.name, "worker.free_stale", key, incarnation, held)
-                continue
-            del self.data[key]
-            del self.incarnation[key]
-            self.record(self.name, "worker.free", key, held)
-            freed.append((key, held))
-        # Like dask's worker, every key released from memory is reported back.
-        return [self._to_scheduler(m.RELEASE_WORKER_DATA, (key,), worker=self.name,
-                                   incarnation=held)
-                for key, held in freed]
+        # Like dask's worker, every copy released from memory is reported back.
+        return [self._to_scheduler(m.RELEASE_WORKER_DATA, (key,), worker=self.name, incarnation=inc)
+                for key, incarnation in msg.payload["incarnations"].items()
+                for inc in self._free(key, incarnation)]
 
     # -- compute -------------------------------------------------------------------
 
