@@ -56,7 +56,11 @@ def main(argv: list[str] | None = None) -> int:
     race.add_argument("--out", help="write the trace: .json (Chrome trace) or .jsonl")
     race.set_defaults(func=demo_scatter_race)
     args = parser.parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except BrokenPipeError:  # piped into head: stop quietly
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

@@ -37,7 +37,10 @@ from .trace import Trace
 if TYPE_CHECKING:
     from .client import Client
 
-_LIVE_POLL_S = 0.002  # how often the live thread looks for futures dropped by the GC
+# How often the live thread looks for futures dropped by the GC: often while
+# messages are in flight (a drop's release must not lag behind them), rarely when idle.
+_LIVE_POLL_BUSY_S = 0.002
+_LIVE_POLL_IDLE_S = 0.02
 
 
 class Cluster:
@@ -284,7 +287,8 @@ class Cluster:
                 due = policy.due_ns(self.network)
                 now = self._live_clock()
                 if due is None or due > now:
-                    wait = _LIVE_POLL_S if due is None else min(_LIVE_POLL_S, (due - now) / 1e9)
+                    wait = (_LIVE_POLL_IDLE_S if due is None
+                            else min(_LIVE_POLL_BUSY_S, (due - now) / 1e9))
                     cond.wait(wait)
                     continue
                 choice = policy.next(self.network, now)

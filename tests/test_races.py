@@ -16,6 +16,22 @@ SCHEDULE_A = ["scatter", "update-data", "update-data-reply", "scatter-reply", "c
 # Variant B: the release lands inside the scatter RPC, after the worker put.
 SCHEDULE_B = ["scatter", "update-data", "client-releases-keys"]
 
+# Both variants begin alike: the drop queues a release, the re-scatter's RPC reaches the worker.
+DROP_THEN_SCATTER = [
+    "client:1 refcount.dec 1->0",
+    "client:1 msg.sent client-releases-keys",
+    "client:1 future.created",
+    "client:1 refcount.inc 0->1",
+    "client:1 scatter.begin",
+    "client:1 msg.sent scatter",
+    "scheduler msg.received scatter",
+    "scheduler msg.sent update-data",
+    "worker:0 msg.received update-data",
+    "worker:0 scatter.worker_put",
+    "worker:0 worker.put",
+    "worker:0 msg.sent update-data-reply",
+]
+
 
 def run(make, protocol, schedule):
     cluster = make(protocol)
@@ -35,18 +51,7 @@ def run(make, protocol, schedule):
 def test_variant_a_legacy_exact_order(manual_cluster):
     cluster, client, y, events = run(manual_cluster, "legacy", SCHEDULE_A)
     assert [summary(e) for e in events] == [
-        "client:1 refcount.dec 1->0",
-        "client:1 msg.sent client-releases-keys",
-        "client:1 future.created",
-        "client:1 refcount.inc 0->1",
-        "client:1 scatter.begin",
-        "client:1 msg.sent scatter",
-        "scheduler msg.received scatter",
-        "scheduler msg.sent update-data",
-        "worker:0 msg.received update-data",
-        "worker:0 scatter.worker_put",
-        "worker:0 worker.put",
-        "worker:0 msg.sent update-data-reply",
+        *DROP_THEN_SCATTER,
         "scheduler msg.received update-data-reply",
         "scheduler scatter.registered",
         "scheduler desire.applied",
@@ -88,18 +93,7 @@ def test_variant_a_legacy_exact_order(manual_cluster):
 def test_variant_b_legacy_exact_order(manual_cluster):
     cluster, client, y, events = run(manual_cluster, "legacy", SCHEDULE_B)
     assert [summary(e) for e in events] == [
-        "client:1 refcount.dec 1->0",
-        "client:1 msg.sent client-releases-keys",
-        "client:1 future.created",
-        "client:1 refcount.inc 0->1",
-        "client:1 scatter.begin",
-        "client:1 msg.sent scatter",
-        "scheduler msg.received scatter",
-        "scheduler msg.sent update-data",
-        "worker:0 msg.received update-data",
-        "worker:0 scatter.worker_put",
-        "worker:0 worker.put",
-        "worker:0 msg.sent update-data-reply",
+        *DROP_THEN_SCATTER,
         "scheduler msg.received client-releases-keys",
         "scheduler release.applied",
         "scheduler transition memory->forgotten",
