@@ -35,3 +35,8 @@ __all__ = [
     "UnknownMessageError",
     "Violation",
 ]
+
+
+def _jupyter_server_extension_points() -> list[dict[str, str]]:
+    """The server extension that serves BokehJS offline (enabled by ``pip install``)."""
+    return [{"module": "jupyter_refs.server"}]

@@ -26,6 +26,7 @@ and explaining, in words a student can follow, what each side believed.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 from .trace import ACTOR, EXTRA, KEY, KIND, MSG_ID, OP, Batch, Trace
@@ -42,6 +43,18 @@ class Violation:
 
     def __str__(self) -> str:
         return f"{self.name} on {self.key} (event {self.first_seq}): {self.explanation}"
+
+
+@dataclass(frozen=True, slots=True)
+class KeyRefs:
+    """What each side believes about one key, as the refs table shows it."""
+
+    key: str
+    clients: dict[str, tuple[int, str]]  # client -> (refcount, future state)
+    scheduler: str  # task state, or "forgotten"
+    who_wants: tuple[str, ...]
+    on_workers: tuple[str, ...]  # workers that really hold a copy
+    violations: tuple[str, ...]
 
 
 _CLOSED_STATES = {"cancelled", "lost", "error"}
@@ -83,14 +96,44 @@ class Checks:
             "msg.received": self._msg_received,
             "network.drained": self._drained,
         }
+        self._lock = threading.Lock()
         self.unsubscribe = trace.subscribe(self._on_batch, from_start=True)
 
     def _on_batch(self, batch: Batch) -> None:
         handlers = self._handlers
-        for seq, row in enumerate(batch.rows, batch.start):
-            handler = handlers.get(row[KIND])
-            if handler is not None:
-                handler(seq, row)
+        with self._lock:
+            for seq, row in enumerate(batch.rows, batch.start):
+                handler = handlers.get(row[KIND])
+                if handler is not None:
+                    handler(seq, row)
+
+    def snapshot(self, keys: list[str] | None = None) -> list[KeyRefs]:
+        """Per key: every client's refcount and future state, the scheduler's view, the verdict.
+
+        Without ``keys``: the keys some client holds or the scheduler knows, and
+        every key with a violation, in order of first appearance.
+        """
+        with self._lock:
+            if keys is None:
+                wanted = dict.fromkeys(k for (_c, k) in self._refcount)
+                wanted.update(dict.fromkeys(self._sched))
+                wanted.update(dict.fromkeys(v.key for v in self.violations))
+                keys = list(wanted)
+            verdicts: dict[str, list[str]] = {}
+            for v in self.violations:
+                verdicts.setdefault(v.key, []).append(v.name)
+            return [
+                KeyRefs(
+                    key,
+                    {c: (self._refcount[(c, key)], self._fstate.get((c, key), "?"))
+                     for c in sorted(self._holders.get(key, ()))},
+                    self._sched.get(key, "forgotten"),
+                    tuple(sorted(self._who_wants.get(key, ()))),
+                    tuple(sorted(self._copies.get(key, {}))),
+                    tuple(dict.fromkeys(verdicts.get(key, ()))),
+                )
+                for key in keys
+            ]
 
     # -- client side ---------------------------------------------------------------
 

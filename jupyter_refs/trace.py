@@ -160,6 +160,7 @@ class Trace:
         self.cell: str | None = None
         self._threads: dict[int, str] = {}
         self._subscribers: list[list] = []  # [callback, next_seq]
+        self._flush_lock = threading.RLock()  # any thread may flush; batches stay in order
 
     # -- recording (hot path) ------------------------------------------------
 
@@ -242,10 +243,11 @@ class Trace:
         return iter(self.events())
 
     def __getitem__(self, seq: int) -> Event:
-        start, rows = self._snapshot()
-        if not start <= seq < start + len(rows):
-            raise IndexError(f"event {seq} is not in the log (it holds {start}..{start + len(rows) - 1})")
-        return _event(seq, rows[seq - start])
+        with self._trim_lock:
+            start, n = self._dropped, len(self._rows)
+            if not start <= seq < start + n:
+                raise IndexError(f"event {seq} is not in the log (it holds {start}..{start + n - 1})")
+            return _event(seq, self._rows[seq - start])
 
     def __repr__(self) -> str:
         return f"<Trace {len(self)} events, {self.dropped} dropped, capacity {self.capacity}>"
@@ -273,6 +275,10 @@ class Trace:
         Only the new tail of the log is copied, so a flush costs what it
         delivers, not what the log holds.
         """
+        with self._flush_lock:
+            self._flush()
+
+    def _flush(self) -> None:
         subscribers = self._subscribers
         # A subscriber (the checks) may record while being flushed; loop so it
         # and everyone else also see those events before flush returns.

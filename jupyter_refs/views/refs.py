@@ -1,0 +1,126 @@
+"""The refs table: per key, what every client and the scheduler believe, and the verdict.
+
+It reads the checks' model of the cluster (rebuilt from the trace), never the
+actors, so the same table works for a traced dask cluster or a saved trace.
+"""
+
+from __future__ import annotations
+
+import html
+import threading
+import weakref
+from typing import TYPE_CHECKING, Any
+
+import ipywidgets as w
+
+from ..checks import Checks, KeyRefs
+from ..trace import Batch, Trace
+
+if TYPE_CHECKING:
+    from ..cluster import Cluster
+
+_STATE_STYLE = {
+    "finished": "#1a7f37", "pending": "#6e7781", "lost": "#bc4c00", "cancelled": "#cf222e",
+    "error": "#cf222e", "memory": "#1a7f37", "forgotten": "#cf222e",
+}
+
+
+def _badge(text: str) -> str:
+    color = _STATE_STYLE.get(text, "#24292f")
+    return f"<span style='color:{color};font-weight:600'>{html.escape(text)}</span>"
+
+
+def refs_html(rows: list[KeyRefs]) -> str:
+    if not rows:
+        return "<i>no keys yet</i>"
+    head = ("<tr><th>key</th><th>clients (refcount, future)</th><th>scheduler</th>"
+            "<th>who_wants</th><th>on workers</th><th>checks</th></tr>")
+    body = []
+    for r in rows:
+        clients = "<br>".join(f"{html.escape(c)}: {n} {_badge(s)}" for c, (n, s) in r.clients.items())
+        verdict = ("<span style='color:#cf222e;font-weight:700'>✗ " + ", ".join(r.violations)
+                   + "</span>") if r.violations else "<span style='color:#1a7f37'>✓</span>"
+        body.append(
+            f"<tr><td><code>{html.escape(r.key)}</code></td><td>{clients or '–'}</td>"
+            f"<td>{_badge(r.scheduler)}</td><td>{html.escape(', '.join(r.who_wants)) or '∅'}</td>"
+            f"<td>{html.escape(', '.join(r.on_workers)) or '–'}</td><td>{verdict}</td></tr>")
+    return ("<table class='jupyter-refs-table' style='border-collapse:collapse;font-size:12px'>"
+            f"{head}{''.join(body)}</table>")
+
+
+def refs_text(rows: list[KeyRefs]) -> str:
+    lines = [f"{'key':<44} {'clients':<32} {'scheduler':<10} {'who_wants':<20} {'workers':<18} checks"]
+    for r in rows:
+        clients = " ".join(f"{c}={n}/{s}" for c, (n, s) in r.clients.items()) or "-"
+        lines.append(f"{r.key:<44} {clients:<32} {r.scheduler:<10} "
+                     f"{','.join(r.who_wants) or '{}':<20} {','.join(r.on_workers) or '-':<18} "
+                     f"{'VIOLATION ' + ','.join(r.violations) if r.violations else 'ok'}")
+    return "\n".join(lines)
+
+
+class RefsTable:
+    """A live table of every key's references."""
+
+    def __init__(self, source: Cluster | Trace, keys: list[str] | None = None, live: bool = True,
+                 rate: float = 4.0):
+        if isinstance(source, Trace):
+            self.trace, self.checks = source, Checks(source)
+        else:
+            self.trace = source.trace
+            self.checks = source.checks or Checks(source.trace)
+        self.keys = list(keys) if keys else None
+        self.widget = w.HTML()
+        self._interval = 1.0 / rate
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self.updates = 0
+        self.trace.flush()
+        self.refresh()
+        self._unsubscribe = self.trace.subscribe(self._on_batch)
+        self._thread = None
+        if live:
+            self._thread = threading.Thread(target=_run, args=(weakref.ref(self),),
+                                            name="jupyter-refs-table", daemon=True)
+            self._thread.start()
+
+    def rows(self) -> list[KeyRefs]:
+        return self.checks.snapshot(self.keys)
+
+    def refresh(self) -> None:
+        self.widget.value = refs_html(self.rows())
+        self.updates += 1
+
+    def to_text(self) -> str:
+        return refs_text(self.rows())
+
+    def _on_batch(self, batch: Batch) -> None:
+        self._wake.set()
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        return self.widget._repr_mimebundle_(**kwargs)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        self._unsubscribe()
+        self.widget.close()
+
+
+def _run(ref: weakref.ref) -> None:
+    while True:
+        table = ref()
+        if table is None:
+            return
+        wake, stop, interval = table._wake, table._stop, table._interval
+        del table
+        wake.wait()
+        wake.clear()
+        if stop.is_set():
+            return
+        table = ref()
+        if table is None:
+            return
+        table.refresh()
+        del table
+        if stop.wait(interval):
+            return

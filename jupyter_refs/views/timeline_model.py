@@ -1,0 +1,320 @@
+"""The timeline as columns: what to draw, computed from events, with no drawing library.
+
+:class:`TimelineModel` consumes trace rows incrementally and keeps, for each
+kind of glyph, plain column lists that the bokeh widget turns into
+``ColumnDataSource`` data (``data()``) or appends (``take_new()``):
+
+* ``events``   — a marker per event on its actor's lane;
+* ``messages`` — an arrow per delivered message, sender lane → receiver lane,
+  and a bar on its channel's lane while it was in flight;
+* ``pending``  — messages still in flight (rebuilt on every update);
+* ``states``   — each shown key's scheduler state as bars on the key's lane;
+* ``refcounts``— each shown key's client refcount as a step line on its lane;
+* ``violations`` — a marker on the event that broke an invariant.
+
+Lanes are stored as ids; their y positions are assigned when drawing, so a
+lane that appears late (a new worker, a new key) only shifts numbers, not rows.
+x is the event's seq in the logical view and its time in ms in the wall view.
+"""
+
+from __future__ import annotations
+
+import linecache
+from array import array
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..trace import ACTOR, CELL, CHANNEL, EXTRA, KEY, KIND, MSG_ID, OP, T, Event
+from .text import describe
+
+OP_COLORS = {
+    "scatter": "#1f77b4",
+    "scatter-reply": "#6baed6",
+    "update-data": "#2ca02c",
+    "update-data-reply": "#74c476",
+    "client-releases-keys": "#d62728",
+    "client-desires-keys": "#ff9896",
+    "update-graph": "#9467bd",
+    "free-keys": "#8c564b",
+    "release-worker-data": "#c49c94",
+    "key-in-memory": "#17becf",
+    "lost-data": "#ff7f0e",
+    "cancelled-keys": "#e377c2",
+    "task-erred": "#7f0000",
+    "compute-task": "#bcbd22",
+    "task-finished": "#dbdb8d",
+    "gather": "#7f7f7f",
+    "gather-reply": "#a0a0a0",
+    "get-data": "#7f7f7f",
+    "get-data-reply": "#a0a0a0",
+}
+STATE_COLORS = {
+    "released": "#d9d9d9",
+    "waiting": "#fdd49e",
+    "processing": "#fdae6b",
+    "memory": "#74c476",
+    "erred": "#de2d26",
+}
+KIND_COLORS = {
+    "refcount.inc": "#3182bd",
+    "refcount.dec": "#e6550d",
+    "future.state": "#756bb1",
+    "transition": "#31a354",
+    "release.applied": "#d62728",
+    "desire.applied": "#1f77b4",
+}
+_DEFAULT_COLOR = "#969696"
+_HIDDEN = {"msg.sent", "msg.received", "network.drained", "violation"}
+
+
+def lane_of_channel(channel: str, sender: str, receiver: str) -> str:
+    """One lane per batched stream; RPC calls grouped per pair of actors."""
+    if channel.startswith("rpc:"):
+        a, b = sorted((sender, receiver))
+        return f"rpc {a}<->{b}"
+    return channel
+
+
+def source_line(cell: str | None) -> str:
+    if not cell:
+        return ""
+    filename, _, line = cell.rpartition(":")
+    try:
+        return linecache.getline(filename, int(line)).strip()
+    except (ValueError, OSError):
+        return ""
+
+
+@dataclass
+class Columns:
+    """Column lists for one glyph kind, plus how many rows were already handed out."""
+
+    names: tuple[str, ...]
+    cols: dict[str, list[Any]] = field(default_factory=dict)
+    taken: int = 0
+
+    def __post_init__(self) -> None:
+        self.cols = {n: [] for n in self.names}
+
+    def add(self, *values: Any) -> None:
+        for name, value in zip(self.names, values):
+            self.cols[name].append(value)
+
+    def __len__(self) -> int:
+        return len(self.cols[self.names[0]])
+
+    def clear(self) -> None:
+        for col in self.cols.values():
+            col.clear()
+        self.taken = 0
+
+
+EVENT_COLS = ("x", "lane", "kind", "color", "seq", "key", "actor", "desc", "cell")
+MESSAGE_COLS = ("x0", "x1", "lane0", "lane1", "chan", "op", "color", "msg_id", "keys", "desc",
+                "seq0", "seq1")
+STATE_COLS = ("left", "right", "lane", "state", "color", "key")
+REFCOUNT_COLS = ("x0", "x1", "lane", "off0", "off1", "client", "color")
+VIOLATION_COLS = ("x", "lane", "name", "key", "explanation", "first_seq", "seq")
+CLIENT_COLORS = ["#08519c", "#a63603", "#006d2c", "#54278f", "#7f2704"]
+
+
+class TimelineModel:
+    """Incremental timeline data from trace rows."""
+
+    def __init__(self, keys: Iterable[str] | None = None, view: str = "logical",
+                 max_key_lanes: int = 8):
+        if view not in ("logical", "wall"):
+            raise ValueError(f"view must be 'logical' or 'wall', not {view!r}")
+        self.keys = set(keys) if keys is not None else None
+        self.view = view
+        self.max_key_lanes = max_key_lanes
+        self.lanes: list[str] = []
+        self._lane_ids: dict[str, int] = {}
+        self._lane_group: list[int] = []  # 0 actors, 1 channels, 2 keys
+        self.lanes_changed = False
+        self.events = Columns(EVENT_COLS)
+        self.messages = Columns(MESSAGE_COLS)
+        self.states = Columns(STATE_COLS)
+        self.refcounts = Columns(REFCOUNT_COLS)
+        self.violations = Columns(VIOLATION_COLS)
+        self._sent: dict[int, tuple] = {}  # msg_id -> (x, sender lane, chan lane, op, keys, seq)
+        self._open_state: dict[str, tuple[float, str]] = {}
+        self._open_refcount: dict[tuple[str, str], tuple[float, int]] = {}
+        self._key_lanes: dict[str, int] = {}
+        self._clients: dict[str, int] = {}
+        self._first_seq = -1
+        self._x = array("d")  # x of every seq seen, to place violations on their first event
+        self._lane_by_seq = array("l")
+        self.seen_keys: dict[str, None] = {}  # every key, in order of appearance
+        self.last_x = 0.0
+
+    # -- lanes ------------------------------------------------------------------------
+
+    def lane(self, name: str, group: int) -> int:
+        lane = self._lane_ids.get(name)
+        if lane is None:
+            lane = self._lane_ids[name] = len(self.lanes)
+            self.lanes.append(name)
+            self._lane_group.append(group)
+            self.lanes_changed = True
+        return lane
+
+    def lane_order(self) -> list[int]:
+        """Lane ids top to bottom: clients, scheduler, workers, channels, keys."""
+        def rank(i: int) -> tuple:
+            name, group = self.lanes[i], self._lane_group[i]
+            kind = name.split(":", 1)[0]
+            order = {"client": 0, "scheduler": 1, "worker": 2, "checks": 3}.get(kind, 4)
+            return (group, order if group == 0 else 0, i)
+
+        return sorted(range(len(self.lanes)), key=rank)
+
+    def lane_y(self) -> list[float]:
+        """y of each lane id (top lane highest)."""
+        order = self.lane_order()
+        y = [0.0] * len(order)
+        for pos, lane in enumerate(order):
+            y[lane] = float(len(order) - pos)
+        return y
+
+    def _key_lane(self, key: str) -> int | None:
+        lane = self._key_lanes.get(key)
+        if lane is None:
+            if self.keys is None and len(self._key_lanes) >= self.max_key_lanes:
+                return None
+            lane = self._key_lanes[key] = self.lane(f"key {key}", 2)
+        return lane
+
+    def _shown(self, key: str | None, keys: tuple = ()) -> bool:
+        if self.keys is None:
+            return True
+        return (key is not None and key in self.keys) or any(k in self.keys for k in keys)
+
+    # -- consuming rows ----------------------------------------------------------------------
+
+    def add_events(self, events: Iterable[Event]) -> None:
+        for e in events:
+            self.add_row(e.seq, (*e[1:10], e.data))
+
+    def add_rows(self, start: int, rows: list[tuple]) -> None:
+        for seq, row in enumerate(rows, start):
+            self.add_row(seq, row)
+
+    def add_row(self, seq: int, row: tuple) -> None:
+        if self._first_seq < 0:
+            self._first_seq = seq
+        x = float(seq) if self.view == "logical" else row[T] / 1e6
+        self.last_x = x
+        kind, key, actor = row[KIND], row[KEY], row[ACTOR]
+        extra = row[EXTRA]
+        self._x.append(x)
+        if key is not None:
+            self.seen_keys.setdefault(key, None)
+        if kind == "msg.sent":
+            keys = extra[0]
+            for k in keys:
+                self.seen_keys.setdefault(k, None)
+            self._lane_by_seq.append(self.lane(actor, 0))
+            if self._shown(key, keys):
+                self._sent[row[MSG_ID]] = (x, self.lane(actor, 0), row[CHANNEL], row[OP], keys, seq)
+            return
+        if kind == "msg.received":
+            lane = self.lane(actor, 0)
+            self._lane_by_seq.append(lane)
+            sent = self._sent.pop(row[MSG_ID], None)
+            if sent is not None:
+                x0, lane0, channel, op, keys, seq0 = sent
+                sender = self.lanes[lane0]
+                chan = self.lane(lane_of_channel(channel, sender, actor), 1)
+                self.messages.add(x0, x, lane0, lane, chan, op, OP_COLORS.get(op, _DEFAULT_COLOR),
+                                  row[MSG_ID], ",".join(keys[:4]),
+                                  f"#{row[MSG_ID]} {op} {sender} → {actor} on {channel}", seq0, seq)
+            return
+        if kind == "violation":
+            # Drawn on the event that broke the invariant, not on a lane of its own.
+            self._lane_by_seq.append(-1)
+            name, first_seq, client, explanation = extra
+            if not self._shown(key):
+                return
+            i = first_seq - self._first_seq
+            if 0 <= i < len(self._lane_by_seq) and self._lane_by_seq[i] >= 0:
+                fx, flane = self._x[i], self._lane_by_seq[i]
+            else:  # the first event was dropped from the log: mark it on the client's lane
+                fx, flane = x, self.lane(client or "scheduler", 0)
+            self.violations.add(fx, flane, name, key, explanation, first_seq, seq)
+            return
+        lane = self.lane(actor, 0) if kind != "network.drained" else -1
+        self._lane_by_seq.append(lane)
+        if kind in _HIDDEN or not self._shown(key):
+            return
+        e = Event(seq, *row[:EXTRA], extra)
+        self.events.add(x, lane, kind, KIND_COLORS.get(kind, _DEFAULT_COLOR), seq, key, actor,
+                        describe(e), row[CELL] or "")
+        if key is None:
+            return
+        if kind in ("transition", "scatter.registered"):
+            self._state_change(key, x, "memory" if kind == "scatter.registered" else extra[1])
+        elif kind in ("refcount.inc", "refcount.dec"):
+            self._refcount_change(key, actor, x, extra[1])
+
+    def _state_change(self, key: str, x: float, state: str) -> None:
+        lane = self._key_lane(key)
+        if lane is None:
+            return
+        prev = self._open_state.pop(key, None)
+        if prev is not None:
+            self.states.add(prev[0], x, lane, prev[1], STATE_COLORS.get(prev[1], _DEFAULT_COLOR), key)
+        if state != "forgotten":
+            self._open_state[key] = (x, state)
+
+    def _refcount_change(self, key: str, client: str, x: float, after: int) -> None:
+        lane = self._key_lane(key)
+        if lane is None:
+            return
+        color = CLIENT_COLORS[self._clients.setdefault(client, len(self._clients)) % len(CLIENT_COLORS)]
+        prev = self._open_refcount.pop((key, client), None)
+        before_off = _offset(prev[1]) if prev else _offset(0)
+        if prev is not None:
+            self.refcounts.add(prev[0], x, lane, before_off, before_off, client, color)
+        self.refcounts.add(x, x, lane, before_off, _offset(after), client, color)
+        self._open_refcount[(key, client)] = (x, after)
+
+    # -- what is still open, drawn up to the latest event ---------------------------------------
+
+    def pending(self) -> dict[str, list[Any]]:
+        cols: dict[str, list[Any]] = {"x0": [], "x1": [], "lane": [], "op": [], "color": [], "desc": []}
+        for msg_id, (x0, lane0, channel, op, keys, _seq) in self._sent.items():
+            cols["x0"].append(x0)
+            cols["x1"].append(self.last_x)
+            cols["lane"].append(lane0)
+            cols["op"].append(op)
+            cols["color"].append(OP_COLORS.get(op, _DEFAULT_COLOR))
+            cols["desc"].append(f"#{msg_id} {op} in flight on {channel} ({','.join(keys[:4])})")
+        return cols
+
+    def open_states(self) -> dict[str, list[Any]]:
+        cols: dict[str, list[Any]] = {n: [] for n in STATE_COLS}
+        for key, (left, state) in self._open_state.items():
+            lane = self._key_lanes.get(key)
+            if lane is None:
+                continue
+            for name, value in zip(STATE_COLS, (left, self.last_x, lane, state,
+                                                 STATE_COLORS.get(state, _DEFAULT_COLOR), key)):
+                cols[name].append(value)
+        return cols
+
+    def open_refcounts(self) -> dict[str, list[Any]]:
+        cols: dict[str, list[Any]] = {n: [] for n in REFCOUNT_COLS}
+        for (key, client), (x0, count) in self._open_refcount.items():
+            lane = self._key_lanes[key]
+            color = CLIENT_COLORS[self._clients[client] % len(CLIENT_COLORS)]
+            for name, value in zip(REFCOUNT_COLS, (x0, self.last_x, lane, _offset(count),
+                                                    _offset(count), client, color)):
+                cols[name].append(value)
+        return cols
+
+
+def _offset(refcount: int) -> float:
+    """Where a refcount sits inside its key's lane: 0 at the bottom, 3+ near the top."""
+    return -0.35 + 0.2 * min(refcount, 3)

@@ -1,0 +1,107 @@
+"""Real JupyterLab in real headless Chromium, for the browser tests and benchmarks.
+
+JupyterLab is started on 127.0.0.1 with a fresh root directory and killed by
+PID; Chromium is Debian's, driven by Playwright with ``executable_path`` so
+nothing is ever downloaded.  Every wait has a hard timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+CHROMIUM = os.environ.get("JUPYTER_REFS_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def have_browser() -> bool:
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        return False
+    return shutil.which(CHROMIUM) is not None or Path(CHROMIUM).exists()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def jupyter_lab(root: Path, timeout: float = 60):
+    """A JupyterLab server on 127.0.0.1 serving ``root``; yields its base URL."""
+    port = free_port()
+    log = open(root / "jupyter.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root", "--ip", "127.0.0.1",
+         "--port", str(port), "--ServerApp.token=", "--ServerApp.password=",
+         "--LabApp.expose_app_in_browser=True", f"--ServerApp.root_dir={root}",
+         "--ServerApp.disable_check_xsrf=True"],
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        env={**os.environ, "JUPYTER_CONFIG_DIR": str(root / ".jupyter-config")},
+    )
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with urllib.request.urlopen(url + "api/status", timeout=2) as r:
+                    json.load(r)
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("JupyterLab did not start:\n" + (root / "jupyter.log").read_text())
+                time.sleep(0.2)
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+        log.close()
+
+
+@contextmanager
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def write_notebook(path: Path, cells: list[str]) -> None:
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, str(path))
+
+
+def run_notebook_in_lab(page, base_url: str, name: str, timeout_ms: int = 90_000) -> None:
+    """Open ``name`` in JupyterLab, wait for its kernel, run all cells."""
+    page.set_default_timeout(timeout_ms)
+    page.goto(f"{base_url}lab/tree/{name}?reset")
+    page.wait_for_function("window.jupyterapp && window.jupyterapp.shell.currentWidget "
+                           "&& window.jupyterapp.shell.currentWidget.sessionContext "
+                           "&& window.jupyterapp.shell.currentWidget.sessionContext.session "
+                           "&& window.jupyterapp.shell.currentWidget.sessionContext.session.kernel "
+                           "&& window.jupyterapp.shell.currentWidget.sessionContext.session.kernel"
+                           ".connectionStatus === 'connected'")
+    page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
