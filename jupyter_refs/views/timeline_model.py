@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..trace import ACTOR, CELL, CHANNEL, EXTRA, KEY, KIND, MSG_ID, OP, T, Event
+from ..trace import ACTOR, CELL, CHANNEL, EXTRA, KEY, KIND, MSG_ID, OP, Event, T
 from .text import describe
 
 OP_COLORS = {

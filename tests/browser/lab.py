@@ -61,7 +61,8 @@ def jupyter_lab(root: Path, timeout: float = 60):
                 break
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("JupyterLab did not start:\n" + (root / "jupyter.log").read_text())
+                    log_text = (root / "jupyter.log").read_text()
+                    raise RuntimeError("JupyterLab did not start:\n" + log_text) from None
                 time.sleep(0.2)
         yield url
     finally:
