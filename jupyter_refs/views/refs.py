@@ -69,13 +69,12 @@ class RefsTable:
             self.trace = source.trace
             self.checks = source.checks or Checks(source.trace)
         self.keys = list(keys) if keys else None
-        self.widget = w.HTML()
         self._interval = 1.0 / rate
         self._wake = threading.Event()
         self._stop = threading.Event()
         self.updates = 0
         self.trace.flush()
-        self.refresh()
+        self.widget = w.HTML(refs_html(self.rows()))
         self._unsubscribe = self.trace.subscribe(self._on_batch)
         self._thread = None
         if live:

@@ -1,0 +1,124 @@
+"""Views in a real IPython kernel, read from the wire (jupyter_client, no browser).
+
+What a front end would receive is what is asserted: widget messages on iopub
+while a cell is still running, and the effect of a button click sent as a
+comm message.
+"""
+
+from __future__ import annotations
+
+import time
+from queue import Empty
+
+import pytest
+
+jupyter_client = pytest.importorskip("jupyter_client")
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    from jupyter_client.manager import start_new_kernel
+
+    km, kc = start_new_kernel(kernel_name="python3")
+    try:
+        yield kc
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+def run(kc, code: str, timeout: float = 60) -> list[dict]:
+    """Execute ``code``; every iopub message of that execution, in arrival order."""
+    msg_id = kc.execute(code)
+    out = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            msg = kc.get_iopub_msg(timeout=1)
+        except Empty:
+            continue
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        out.append(msg)
+        if msg["msg_type"] == "error":
+            raise AssertionError("\n".join(msg["content"]["traceback"]))
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            return out
+    raise TimeoutError(f"cell did not finish in {timeout} s")
+
+
+def collect(kc, seconds: float) -> list[dict]:
+    out, deadline = [], time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            out.append(kc.get_iopub_msg(timeout=0.1))
+        except Empty:
+            pass
+    return out
+
+
+def comm_models(msgs: list[dict]) -> dict[str, dict]:
+    return {m["content"]["comm_id"]: m["content"]["data"]["state"] for m in msgs
+            if m["msg_type"] == "comm_open"}
+
+
+def test_timeline_updates_reach_iopub_while_the_cell_runs(kernel):
+    msgs = run(kernel, """
+import time
+from jupyter_refs import Cluster
+from jupyter_refs.views.timeline import Timeline
+cluster = Cluster(network="live")
+client = cluster.client()
+tl = Timeline(cluster, rate=10)
+display(tl)
+deadline = time.monotonic() + 2
+n = 0
+while time.monotonic() < deadline:
+    x = client.scatter(123)
+    del x
+    n += 1
+print("loop done", n)
+""")
+    bokeh = [cid for cid, state in comm_models(msgs).items() if state.get("_model_name") == "BokehModel"]
+    assert len(bokeh) == 1
+    done = next(i for i, m in enumerate(msgs) if m["msg_type"] == "stream"
+                and "loop done" in m["content"]["text"])
+    patches = [i for i, m in enumerate(msgs[:done]) if m["msg_type"] == "comm_msg"
+               and m["content"]["comm_id"] == bokeh[0]
+               and "PATCH-DOC" in str(m["content"]["data"].get("content", {}).get("payload", ""))]
+    # Live: patches arrive on iopub before the loop (and so the cell) has finished.
+    assert len(patches) >= 5, f"{len(patches)} patches before the loop ended"
+    run(kernel, "tl.close(); cluster.close()")
+
+
+def test_step_controls_driven_through_comm_messages(kernel):
+    msgs = run(kernel, """
+from jupyter_refs import Cluster
+from jupyter_refs.views.timeline import Timeline
+from jupyter_refs.views.refs import RefsTable
+mc = Cluster(network="manual")
+mclient = mc.client()
+fut = mclient.scatter(42)
+step_tl = Timeline(mc, rate=20)
+table = RefsTable(mc, rate=20)
+display(step_tl, table)
+""")
+    models = comm_models(msgs)
+    buttons = {s["description"]: cid for cid, s in models.items() if s.get("_model_name") == "ButtonModel"}
+    table_id = next(cid for cid, s in models.items()
+                    if s.get("_model_name") == "HTMLModel" and "jupyter-refs-table" in s.get("value", ""))
+    assert "pending" in models[table_id]["value"]
+    # The user clicks "deliver all" in the browser: the front end sends this comm message.
+    click = kernel.session.msg("comm_msg", {"comm_id": buttons["deliver all"],
+                                            "data": {"method": "custom", "content": {"event": "click"}}})
+    kernel.shell_channel.send(click)
+    later = collect(kernel, 3.0)
+    values = [m["content"]["data"]["state"]["value"] for m in later
+              if m["msg_type"] == "comm_msg" and m["content"]["comm_id"] == table_id
+              and "value" in m["content"]["data"].get("state", {})]
+    assert values and "finished" in values[-1] and "memory" in values[-1]
+    flight = [m["content"]["data"]["state"] for m in later if m["msg_type"] == "comm_msg"
+              and "_options_labels" in m["content"]["data"].get("state", {})]
+    assert flight and flight[-1]["_options_labels"] == []
+    msgs = run(kernel, "print(fut.status, len(mc.in_flight))")
+    assert any("finished 0" in m["content"].get("text", "") for m in msgs)

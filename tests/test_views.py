@@ -1,0 +1,165 @@
+"""Views in the kernel process: the timeline's data, the refs table, step controls, exports."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from conftest import deliver_op, inc
+
+from jupyter_refs import Cluster, Trace
+from jupyter_refs.views.export import export, timeline_html
+from jupyter_refs.views.refs import RefsTable
+from jupyter_refs.views.timeline import Timeline
+from jupyter_refs.views.timeline_model import TimelineModel
+
+SCHEDULE_A = ["scatter", "update-data", "update-data-reply", "scatter-reply", "client-releases-keys"]
+
+
+def variant_a(protocol: str = "legacy") -> tuple[Cluster, object]:
+    cluster = Cluster(protocol=protocol, network="manual")
+    client = cluster.client()
+    x = client.scatter(123)
+    cluster.run_until_idle()
+    del x
+    y = client.scatter(123)
+    for op in SCHEDULE_A:
+        deliver_op(cluster, op)
+    cluster.run_until_idle()
+    return cluster, y
+
+
+def test_model_draws_the_race():
+    cluster, y = variant_a()
+    model = TimelineModel()
+    model.add_events(cluster.trace.events())
+    lanes = set(model.lanes)
+    assert {"client:1", "scheduler", "worker:0", "client:1->scheduler",
+            "rpc client:1<->scheduler", f"key {y.key}"} <= lanes
+    assert "checks" not in lanes
+    # every delivered message is one arrow, coloured by its operation
+    received = cluster.trace.events(kind="msg.received")
+    assert len(model.messages) == len(received)
+    release = model.messages.cols["op"].index("client-releases-keys")
+    scatter = [i for i, op in enumerate(model.messages.cols["op"]) if op == "scatter"][-1]
+    # logical order: the release was sent before the re-scatter and received after it
+    assert model.messages.cols["x0"][release] < model.messages.cols["x0"][scatter]
+    assert model.messages.cols["x1"][release] > model.messages.cols["x1"][scatter]
+    # the violation marker sits on the event that broke the invariant
+    v = cluster.violations[0]
+    i = model.violations.cols["first_seq"].index(v.first_seq)
+    assert model.violations.cols["x"][i] == v.first_seq
+    assert model.lanes[model.violations.cols["lane"][i]] == "scheduler"
+    # the key's lifeline: memory, then nothing after forgotten
+    assert "memory" in model.states.cols["state"]
+    assert model.open_states()["key"] == []
+
+
+def test_fixed_has_no_violation_marker():
+    cluster, _ = variant_a("fixed")
+    model = TimelineModel()
+    model.add_events(cluster.trace.events())
+    assert len(model.violations) == 0 and len(model.messages) > 0
+
+
+def test_key_filter_and_wall_view():
+    cluster, y = variant_a()
+    model = TimelineModel(keys=[y.key], view="wall")
+    model.add_events(cluster.trace.events())
+    assert all(k == y.key for k in model.events.cols["key"])
+    with pytest.raises(ValueError, match="logical"):
+        TimelineModel(view="sideways")
+
+
+def test_timeline_widget_and_step_controls():
+    cluster = Cluster(network="manual")
+    client = cluster.client()
+    x = client.scatter(1)
+    timeline = Timeline(cluster, live=False)
+    table = RefsTable(cluster, live=False)
+    try:
+        assert [m for _, m in timeline._in_flight.options] == [m.msg_id for m in cluster.in_flight]
+        assert "pending" in table.widget.value
+        timeline._deliver_next_button.click()  # what a click in the browser does
+        assert timeline._in_flight.options[0][0].startswith("#2 update-data")
+        timeline._deliver_all_button.click()
+        assert timeline._in_flight.options == () and x.status == "finished"
+        table.refresh()
+        assert "finished" in table.widget.value and "memory" in table.widget.value
+        src = timeline.figure.sources["messages"]
+        assert len(src.data["x0"]) == 4  # the scatter RPC, there and back, two hops
+        # two messages queued on one FIFO stream: the second cannot overtake the first
+        del x
+        f = client.submit(inc, 1)
+        timeline.update()
+        first, second = [m for _, m in timeline._in_flight.options]
+        timeline._in_flight.value = second
+        timeline._deliver_selected_button.click()
+        assert f"deliver #{first} first" in timeline._step_status.value  # shown, not raised
+        assert len(timeline._in_flight.options) == 2  # nothing changed
+        timeline._in_flight.value = first
+        timeline._deliver_selected_button.click()
+        left = [m for _, m in timeline._in_flight.options]
+        assert first not in left and second in left  # the release went; free-keys followed it
+        table.refresh()
+        assert "forgotten" in table.widget.value
+        assert f.status == "pending"
+    finally:
+        timeline.close()
+        table.close()
+        cluster.close()
+
+
+def test_live_timeline_updates_while_a_loop_runs():
+    with Cluster(network="live") as cluster:
+        client = cluster.client()
+        timeline = Timeline(cluster, rate=20)
+        table = RefsTable(cluster, rate=20)
+        start = timeline.updates_sent
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            x = client.scatter(123)
+            del x
+        cluster.run_until_idle()
+        time.sleep(0.3)
+        assert timeline.updates_sent - start >= 5
+        assert table.updates >= 2
+        shown = len(timeline.figure.sources["messages"].data["x0"])
+        assert shown > 20
+        timeline.close()
+        table.close()
+
+
+def test_refs_table_text_and_verdict():
+    cluster, y = variant_a()
+    table = RefsTable(cluster, live=False)
+    text = table.to_text()
+    assert y.key in text and "VIOLATION dangling_future" in text and "forgotten" in text
+    assert "✗ dangling_future" in table.widget.value
+    table.close()
+
+
+def test_exports_by_suffix(tmp_path):
+    cluster, y = variant_a()
+    assert "JSON Lines" in export(cluster, str(tmp_path / "t.jsonl"))
+    assert len(Trace.from_jsonl((tmp_path / "t.jsonl").read_text())) == len(cluster.trace)
+    assert "Chrome" in export(cluster, str(tmp_path / "t.json"))
+    assert "traceEvents" in json.loads((tmp_path / "t.json").read_text())
+    export(cluster, str(tmp_path / "t.html"))
+    page = (tmp_path / "t.html").read_text()
+    assert "<script" in page and "Bokeh" in page and "cdn.bokeh.org" not in page
+    with pytest.raises(ValueError, match="must end in"):
+        export(cluster, str(tmp_path / "t.txt"))
+    assert "timeline" in timeline_html(cluster.trace)
+
+
+def test_a_saved_trace_has_a_timeline_too(tmp_path):
+    cluster, _ = variant_a()
+    trace = Trace.from_jsonl(cluster.trace.to_jsonl())
+    timeline = Timeline(trace, live=False)
+    assert len(timeline.model.violations) == len(cluster.violations)
+    table = RefsTable(trace, live=False)
+    assert "dangling_future" in table.to_text()
+    timeline.close()
+    table.close()
