@@ -85,22 +85,22 @@ class TimelineFigure:
         f, s = self.fig, self.sources
         for src in ("states", "open_states"):
             f.quad(left="left", right="right", bottom="y0", top="y1", fill_color="color",
-                   line_color=None, fill_alpha=0.55, source=s[src], name=src)
+                   line_color=None, fill_alpha=0.55, source=s[src], name=f"{src}_glyph")
         for src in ("refcounts", "open_refcounts"):
             f.segment(x0="x0", x1="x1", y0="ya", y1="yb", line_color="color", line_width=2,
-                      source=s[src], name=src)
+                      source=s[src], name=f"{src}_glyph")
         chan = f.segment(x0="x0", x1="x1", y0="yc", y1="yc", line_color="color", line_width=6,
-                         line_alpha=0.6, source=s["messages"], name="channel_bars")
+                         line_alpha=0.6, source=s["messages"], name="channel_bars_glyph")
         body = f.segment(x0="x0", x1="x1", y0="y0", y1="y1", line_color="color", line_width=1.5,
-                         source=s["messages"], name="messages")
+                         source=s["messages"], name="messages_glyph")
         f.add_layout(Arrow(source=s["messages"], x_start="x0", y_start="y0", x_end="x1", y_end="y1",
                            line_color="color", line_width=1.5,
                            end=VeeHead(size=7, fill_color="color", line_color="color")))
         pend = f.segment(x0="x0", x1="x1", y0="y", y1="y", line_color="color", line_width=2,
-                         line_dash="dashed", source=s["pending"], name="pending")
-        marks = f.scatter(x="x", y="y", color="color", size=6, source=s["events"], name="events")
+                         line_dash="dashed", source=s["pending"], name="pending_glyph")
+        marks = f.scatter(x="x", y="y", color="color", size=6, source=s["events"], name="events_glyph")
         viol = f.scatter(x="x", y="y", marker="x", size=22, line_width=4, color="#e31a1c",
-                         source=s["violations"], name="violations")
+                         source=s["violations"], name="violations_glyph")
         f.add_tools(
             HoverTool(renderers=[marks], tooltips=[("event", "@seq @actor"), ("", "@desc"),
                                                    ("key", "@key"), ("line", "@cell")]),

@@ -1,0 +1,112 @@
+"""The timeline in real JupyterLab, in real headless Chromium.
+
+JupyterLab is started by the test on 127.0.0.1 and killed by PID; the
+notebook runs the scatter race under each protocol; what the page shows is
+read back from BokehJS's own document (canvas pixels carry no text).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from lab import browser, jupyter_lab, run_notebook_in_lab, write_notebook
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+RACE = """\
+from jupyter_refs.demo import scatter_race
+from jupyter_refs.views.timeline import Timeline
+result = scatter_race({protocol!r}, seed=1, iterations=40)
+Timeline(result.cluster, live=False)
+"""
+
+# Read the plot back from BokehJS: lane labels and how many violation markers it draws.
+READ_PLOT = """() => {
+  const docs = window.Bokeh.documents;
+  for (const doc of docs) {
+    const fig = doc.roots().find(r => r.name === "timeline");
+    if (!fig) continue;
+    const viol = doc.get_model_by_name("violations");
+    const msgs = doc.get_model_by_name("messages");
+    const labels = Object.values(fig.left[0].major_label_overrides.entries
+      ? Object.fromEntries(fig.left[0].major_label_overrides.entries())
+      : fig.left[0].major_label_overrides);
+    return {labels, violations: viol.data.x.length, messages: msgs.data.x0.length};
+  }
+  return null;
+}"""
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    with browser() as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory, chromium):
+    root = tmp_path_factory.mktemp("lab")
+    for protocol in ("legacy", "fixed"):
+        write_notebook(root / f"{protocol}.ipynb", [RACE.format(protocol=protocol)])
+    with jupyter_lab(root) as url:
+        yield url, chromium, root
+
+
+@pytest.mark.parametrize("protocol", ["legacy", "fixed"])
+def test_timeline_renders_with_labelled_lanes(lab, protocol):
+    url, b, _ = lab
+    page = b.new_page(viewport={"width": 1400, "height": 900})
+    try:
+        run_notebook_in_lab(page, url, f"{protocol}.ipynb")
+        page.wait_for_selector(".jp-OutputArea canvas", timeout=60_000)
+        page.wait_for_function("window.Bokeh && window.Bokeh.documents.length > 0", timeout=30_000)
+        plot = page.evaluate(READ_PLOT)
+        assert plot is not None
+        assert {"client:1", "scheduler", "worker:0", "client:1->scheduler"} <= set(plot["labels"])
+        assert any(label.startswith("key int-") for label in plot["labels"])
+        assert plot["messages"] > 50
+        if protocol == "legacy":
+            assert plot["violations"] >= 1
+        else:
+            assert plot["violations"] == 0
+        page.wait_for_timeout(500)
+        shot = DOCS / f"timeline-{protocol}.png"
+        out = page.locator(".jp-Cell-outputArea").first
+        out.screenshot(path=str(shot))
+        assert shot.stat().st_size > 10_000
+    finally:
+        page.close()
+
+
+def test_standalone_html_renders_offline(tmp_path, chromium):
+    from jupyter_refs.demo import scatter_race
+    from jupyter_refs.views.export import export
+
+    result = scatter_race("legacy", seed=1, iterations=40)
+    path = tmp_path / "timeline.html"
+    export(result.cluster, str(path))
+    context = chromium.new_context(offline=True)
+    try:
+        page = context.new_page()
+        page.set_default_timeout(30_000)
+        requests = []
+        page.on("request", lambda r: requests.append(r.url))
+        page.goto(path.as_uri())
+        page.wait_for_function("window.Bokeh && window.Bokeh.documents.length > 0 "
+                               "&& document.querySelector('.bk-Figure, .bk-Canvas, div.bk-root') !== null")
+        plot = page.evaluate(READ_PLOT)
+        assert plot and plot["violations"] >= 1
+        assert all(u.startswith(("file:", "data:", "blob:")) for u in requests), requests
+    finally:
+        context.close()
+
+
+def test_bokeh_is_served_by_the_server_extension(lab):
+    import urllib.request
+
+    url, _, _ = lab
+    with urllib.request.urlopen(url + "jupyter-refs/bokeh/static/js/bokeh.min.js", timeout=10) as r:
+        assert r.status == 200 and b"Bokeh" in r.read(200_000)
+    assert shutil.which("jupyter")
