@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 
 import pytest
-from conftest import inc
+from helpers import inc
 
 from jupyter_refs import (
     Cluster,

@@ -9,7 +9,7 @@ the checks never miss a loss.
 from __future__ import annotations
 
 import pytest
-from conftest import inc
+from helpers import inc
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 

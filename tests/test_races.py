@@ -7,7 +7,7 @@ future in exactly dask's way, fixed must not.
 from __future__ import annotations
 
 import pytest
-from conftest import deliver_op, inc, summary
+from helpers import deliver_op, inc, summary
 
 from jupyter_refs import FutureCancelledError
 

@@ -6,7 +6,7 @@ import json
 import warnings
 
 import pytest
-from conftest import deliver_op
+from helpers import deliver_op
 
 from jupyter_refs import Cluster, Trace
 from jupyter_refs.trace import FIELDS

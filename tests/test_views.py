@@ -6,7 +6,7 @@ import json
 import time
 
 import pytest
-from conftest import deliver_op, inc
+from helpers import deliver_op, inc
 
 from jupyter_refs import Cluster, Trace
 from jupyter_refs.views.export import export, timeline_html
