@@ -127,6 +127,8 @@ def test_live_timeline_updates_while_a_loop_runs():
         assert table.updates >= 2
         shown = len(timeline.figure.sources["messages"].data["x0"])
         assert shown > 20
+        for name, source in timeline.figure.sources.items():  # streamed columns stay aligned
+            assert len({len(v) for v in source.data.values()}) <= 1, name
         timeline.close()
         table.close()
 
@@ -163,3 +165,19 @@ def test_a_saved_trace_has_a_timeline_too(tmp_path):
     assert "dangling_future" in table.to_text()
     timeline.close()
     table.close()
+
+
+def test_live_window_keeps_the_latest_rows_and_update_redraws_all():
+    with Cluster(network="live") as cluster:
+        client = cluster.client()
+        timeline = Timeline(cluster, rate=20, live_window=50)
+        for _ in range(60):
+            x = client.scatter(123)
+            del x
+        cluster.run_until_idle()
+        time.sleep(0.5)
+        drawn = timeline.figure.sources["messages"].data
+        assert len(drawn["x0"]) == 50 and drawn["x0"][-1] == timeline.model.messages.cols["x0"][-1]
+        timeline.update()
+        assert len(timeline.figure.sources["messages"].data["x0"]) == len(timeline.model.messages)
+        timeline.close()

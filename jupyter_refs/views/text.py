@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..trace import Event
+from ..trace import FIELDS, Event
 
 _SKIP = {"network.drained"}
 
@@ -17,25 +17,31 @@ def short_key(key: str | None, width: int = 14) -> str:
 
 def describe(e: Event) -> str:
     """The event's own words: what happened, without the common columns."""
-    f = e.fields
-    k = e.kind
-    if k in ("msg.sent", "msg.received"):
-        arrow = "→ sent" if k == "msg.sent" else "← recv"
+    if e.kind in ("msg.sent", "msg.received"):
+        arrow = "→ sent" if e.kind == "msg.sent" else "← recv"
         return f"{arrow} #{e.msg_id} {e.op} on {e.channel}"
-    if k in ("refcount.inc", "refcount.dec"):
-        return f"refcount {f['before']} → {f['after']}"
-    if k == "future.state":
-        reason = f" ({f['reason']})" if f.get("reason") else ""
-        return f"future {f['from']} → {f['to']}{reason}"
-    if k == "transition":
-        return f"transition {f['start']} → {f['finish']}  [{f['stimulus_id']}]"
-    if k == "violation":
-        return f"!! VIOLATION {f['name']} (first broken at event {f['first_seq']})"
-    if k == "future.created":
-        return f"future #{f['future_id']} created by {f['origin']}"
-    if f:
-        return k + " " + " ".join(f"{n}={_fmt(v)}" for n, v in f.items())
-    return k
+    return describe_fields(e.kind, e.data)
+
+
+def describe_fields(kind: str, data: tuple) -> str:
+    """``describe`` for a non-message event, from its kind and positional fields.
+
+    Positional, because the live timeline describes every event it draws.
+    """
+    if kind in ("refcount.inc", "refcount.dec"):
+        return f"refcount {data[0]} → {data[1]}"
+    if kind == "future.state":
+        reason = f" ({data[3]})" if data[3] else ""
+        return f"future {data[0]} → {data[1]}{reason}"
+    if kind == "transition":
+        return f"transition {data[0]} → {data[1]}  [{data[2]}]"
+    if kind == "violation":
+        return f"!! VIOLATION {data[0]} (first broken at event {data[1]})"
+    if kind == "future.created":
+        return f"future #{data[0]} created by {data[1]}"
+    if data:
+        return kind + " " + " ".join(f"{n}={_fmt(v)}" for n, v in zip(FIELDS.get(kind, ()), data))
+    return kind
 
 
 def _fmt(value: object) -> str:

@@ -15,42 +15,60 @@ view calls into the cluster, and only through its public driver API.
 from __future__ import annotations
 
 import threading
+import time
+import warnings
 import weakref
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 import numpy as np
-from bokeh.models import (
-    Arrow,
-    ColumnDataSource,
-    FixedTicker,
-    HoverTool,
-    Range1d,
-    VeeHead,
-)
+from bokeh.models import ColumnDataSource, FixedTicker, HoverTool, Range1d
 from bokeh.plotting import figure
+from bokeh.transform import linear_cmap
 
 from ..trace import Batch, Trace
-from .timeline_model import TimelineModel
+from .timeline_model import _DEFAULT_COLOR, KIND_COLORS, OP_COLORS, TimelineModel
 
 if TYPE_CHECKING:
     from ..cluster import Cluster
 
 _TOOLS = "xpan,xwheel_zoom,xbox_zoom,reset,save"
+_SLICE_S = 0.001  # how long the pump works before letting other threads run
 
 
 def _with_y(cols: dict[str, list[Any]], y: np.ndarray, lanes: dict[str, str]) -> dict[str, Any]:
-    """Column data for bokeh: lists as arrays, each lane column joined by its y."""
+    """Column data for bokeh: numbers as arrays (sent as binary), lane ids replaced by y.
+
+    Every string column costs per row to serialize, so only what a glyph or a
+    hover uses is sent.
+    """
     data: dict[str, Any] = {}
     for name, values in cols.items():
-        data[name] = np.asarray(values, dtype=float) if name.startswith(("x", "left", "right", "off")) \
-            else list(values)
-    for lane_col, y_col in lanes.items():
-        ids = np.asarray(cols[lane_col], dtype=np.int64)
-        data[y_col] = y[ids] if len(ids) else np.zeros(0)
+        coded = _CODED.get(name)
+        if coded is not None:  # colour by a number: sent as binary, not as a string per row
+            column, codes = coded
+            data[column] = np.fromiter((codes.get(v, 0) for v in values), dtype=float,
+                                       count=len(values))
+        elif name in lanes:
+            ids = np.asarray(values, dtype=np.int64)
+            data[lanes[name]] = y[ids] if len(ids) else np.zeros(0)
+        elif name in _TEXT:
+            data[name] = list(values)  # a copy: bokeh's stream() extends list columns in place
+        else:
+            data[name] = np.asarray(values, dtype=float)
     return data
 
+
+_TEXT = {"key", "desc", "cell", "keys", "state", "client", "color", "name", "explanation"}
+_KIND_PALETTE = [_DEFAULT_COLOR, *KIND_COLORS.values()]
+_OP_PALETTE = [_DEFAULT_COLOR, *OP_COLORS.values()]
+_CODED = {
+    "kind": ("kind_id", {k: i for i, k in enumerate(KIND_COLORS, 1)}),
+    "op": ("op_id", {k: i for i, k in enumerate(OP_COLORS, 1)}),
+}
 
 _Y = {
     "events": {"lane": "y"},
@@ -66,15 +84,16 @@ class TimelineFigure:
     """The bokeh figure and its sources, kept in step with a :class:`TimelineModel`."""
 
     def __init__(self, model: TimelineModel, width: int = 960, height: int | None = None,
-                 title: str = ""):
+                 title: str = "", output_backend: str = "canvas"):
         self.model = model
         self.sources = {name: ColumnDataSource(name=name) for name in _Y}
         self.sources["open_states"] = ColumnDataSource(name="open_states")
         self.sources["open_refcounts"] = ColumnDataSource(name="open_refcounts")
+        self._last_open: dict[str, dict[str, list[Any]]] = {}
         x_label = "event seq (logical order)" if model.view == "logical" else "time (ms)"
         self.fig = figure(width=width, height=height or 420, tools=_TOOLS, title=title,
                           x_axis_label=x_label, y_range=Range1d(0, 1), name="timeline",
-                          sizing_mode="stretch_width", output_backend="canvas")
+                          sizing_mode="stretch_width", output_backend=output_backend)
         self.fig.toolbar.logo = None
         self.fig.yaxis.ticker = FixedTicker(ticks=[])
         self.fig.ygrid.grid_line_alpha = 0.3
@@ -83,26 +102,31 @@ class TimelineFigure:
 
     def _draw(self) -> None:
         f, s = self.fig, self.sources
+        # Bins centred on the integer codes: code i gets palette[i].
+        op_color = linear_cmap("op_id", _OP_PALETTE, -0.5, len(_OP_PALETTE) - 0.5)
+        kind_color = linear_cmap("kind_id", _KIND_PALETTE, -0.5, len(_KIND_PALETTE) - 0.5)
         for src in ("states", "open_states"):
             f.quad(left="left", right="right", bottom="y0", top="y1", fill_color="color",
                    line_color=None, fill_alpha=0.55, source=s[src], name=f"{src}_glyph")
         for src in ("refcounts", "open_refcounts"):
             f.segment(x0="x0", x1="x1", y0="ya", y1="yb", line_color="color", line_width=2,
                       source=s[src], name=f"{src}_glyph")
-        chan = f.segment(x0="x0", x1="x1", y0="yc", y1="yc", line_color="color", line_width=6,
+        chan = f.segment(x0="x0", x1="x1", y0="yc", y1="yc", line_color=op_color, line_width=6,
                          line_alpha=0.6, source=s["messages"], name="channel_bars_glyph")
-        body = f.segment(x0="x0", x1="x1", y0="y0", y1="y1", line_color="color", line_width=1.5,
+        body = f.segment(x0="x0", x1="x1", y0="y0", y1="y1", line_color=op_color, line_width=1.5,
                          source=s["messages"], name="messages_glyph")
-        f.add_layout(Arrow(source=s["messages"], x_start="x0", y_start="y0", x_end="x1", y_end="y1",
-                           line_color="color", line_width=1.5,
-                           end=VeeHead(size=7, fill_color="color", line_color="color")))
-        pend = f.segment(x0="x0", x1="x1", y0="y", y1="y", line_color="color", line_width=2,
+        # Arrowheads as markers at the receiving end (up, down, or along the lane): an
+        # Arrow annotation per message makes the browser three times slower to draw.
+        f.scatter(x="x1", y="y1", marker="triangle", angle="angle", size=7, color=op_color,
+                  source=s["messages"], name="heads_glyph")
+        pend = f.segment(x0="x0", x1="x1", y0="y", y1="y", line_color=op_color, line_width=2,
                          line_dash="dashed", source=s["pending"], name="pending_glyph")
-        marks = f.scatter(x="x", y="y", color="color", size=6, source=s["events"], name="events_glyph")
+        marks = f.scatter(x="x", y="y", color=kind_color, size=6, source=s["events"],
+                          name="events_glyph")
         viol = f.scatter(x="x", y="y", marker="x", size=22, line_width=4, color="#e31a1c",
                          source=s["violations"], name="violations_glyph")
         f.add_tools(
-            HoverTool(renderers=[marks], tooltips=[("event", "@seq @actor"), ("", "@desc"),
+            HoverTool(renderers=[marks], tooltips=[("event", "@seq"), ("", "@desc"),
                                                    ("key", "@key"), ("line", "@cell")]),
             HoverTool(renderers=[body, chan], tooltips=[("message", "@desc"), ("keys", "@keys"),
                                                         ("sent/recv", "@seq0 → @seq1")]),
@@ -128,6 +152,9 @@ class TimelineFigure:
             data["y0"], data["y1"] = data["y"] - 0.42, data["y"] + 0.42
         if name in ("refcounts", "open_refcounts"):
             data["ya"], data["yb"] = data["y"] + data["off0"], data["y"] + data["off1"]
+        if name == "messages":
+            dy = data["y1"] - data["y0"]
+            data["angle"] = np.where(dy > 0, 0.0, np.where(dy < 0, np.pi, -np.pi / 2))
         return data
 
     def refresh(self) -> None:
@@ -138,10 +165,15 @@ class TimelineFigure:
             cols = getattr(m, name)
             self.sources[name].data = self._data(name, cols.cols, y)
             cols.taken = len(cols)
-        self._open(y)
+        self._open(y, force=True)
 
-    def update(self) -> None:
-        """Stream the rows added since the last update; redraw what is still open."""
+    def update(self, pause: Any = None, chunk: int = 1000, window: int | None = None) -> None:
+        """Stream the rows added since the last update; redraw what is still open.
+
+        ``pause()`` is called after every ``chunk`` rows, so a live caller can let
+        other threads run before going on.  ``window`` keeps only the latest rows
+        of each glyph kind on screen (violations are never dropped).
+        """
         if self.model.lanes_changed:
             self.refresh()
             return
@@ -149,17 +181,77 @@ class TimelineFigure:
         m = self.model
         for name in ("events", "messages", "states", "refcounts", "violations"):
             cols = getattr(m, name)
-            if cols.taken < len(cols):
-                new = {k: v[cols.taken:] for k, v in cols.cols.items()}
-                self.sources[name].stream(self._data(name, new, y))
-                cols.taken = len(cols)
+            while cols.taken < len(cols):
+                end = min(len(cols), cols.taken + chunk)
+                new = {k: v[cols.taken:end] for k, v in cols.cols.items()}
+                self.sources[name].stream(self._data(name, new, y),
+                                          rollover=None if name == "violations" else window)
+                cols.taken = end
+                if pause is not None:
+                    pause()
         self._open(y)
 
-    def _open(self, y: np.ndarray) -> None:
+    def _open(self, y: np.ndarray, force: bool = False) -> None:
+        """Redraw what is still open (in flight, current state, current refcount) if it changed."""
         m = self.model
-        self.sources["pending"].data = self._data("pending", m.pending(), y)
-        self.sources["open_states"].data = self._data("open_states", m.open_states(), y)
-        self.sources["open_refcounts"].data = self._data("open_refcounts", m.open_refcounts(), y)
+        for name, cols in (("pending", m.pending()), ("open_states", m.open_states()),
+                           ("open_refcounts", m.open_refcounts())):
+            if force or cols != self._last_open.get(name):
+                self._last_open[name] = cols
+                self.sources[name].data = self._data(name, cols, y)
+
+
+def _batched_bokeh_model(fig: Any) -> Any:
+    """jupyter_bokeh's BokehModel, sending one PATCH-DOC per update instead of one per change.
+
+    An update streams rows into several sources; unbatched, each change is its
+    own patch (three or four comm messages each), and their serialization is
+    what a live timeline costs the kernel.
+    """
+    from bokeh.core.serialization import Serializer
+    from bokeh.protocol.messages.patch_doc import patch_doc
+    from jupyter_bokeh import BokehModel
+
+    class BatchedBokehModel(BokehModel):
+        _held: list | None = None
+
+        @contextmanager
+        def batched(self) -> Iterator[None]:
+            self._held = []
+            try:
+                yield
+            finally:
+                self.send_held()
+                self._held = None
+
+        def send_held(self) -> None:
+            """Send what was batched so far as one patch (and keep batching)."""
+            if self._held:
+                events, self._held = self._held, []
+                self._send_patch(events)
+
+        def _document_patched(self, event: Any) -> None:
+            if event.setter is self:
+                return
+            if self._held is not None:
+                self._held.append(event)
+            else:
+                self._send_patch([event])
+
+        def _send_patch(self, events: list) -> None:
+            # Arrays inline (base64) rather than as binary buffers: jupyter_bokeh
+            # sends every buffer as two more comm messages, and a live update
+            # carries a dozen arrays — three messages beat thirty.
+            doc = events[0].document
+            serializer = Serializer(references=doc.models.synced_references, deferred=False)
+            content = {"events": serializer.encode(events)}
+            doc.models.flush_synced(lambda model: not serializer.has_ref(model))
+            msg = patch_doc(patch_doc.create_header(), {}, content)
+            self.send({"msg": "patch", "payload": msg.header_json})
+            self.send({"msg": "patch", "payload": msg.metadata_json})
+            self.send({"msg": "patch", "payload": msg.content_json})
+
+    return BatchedBokehModel(fig)
 
 
 class _Pump:
@@ -183,10 +275,16 @@ class _Pump:
             owner = self.owner()
             if owner is None:
                 return
-            owner._apply_pending()
+            started = time.perf_counter()
+            try:
+                owner._apply_pending()
+            except Exception as exc:  # noqa: BLE001 - reported once; the cluster goes on
+                owner._failed(exc)
+                return
             self.updates += 1
             del owner
-            if self.stop_event.wait(self.interval):  # throttle: at most `rate` updates a second
+            # Throttle: at most `rate` updates a second, counting the update's own time.
+            if self.stop_event.wait(max(0.0, self.interval - (time.perf_counter() - started))):
                 return
 
     def stop(self) -> None:
@@ -202,11 +300,14 @@ class Timeline:
     """
 
     def __init__(self, source: Cluster | Trace, keys: list[str] | None = None,
-                 view: str = "logical", live: bool = True, rate: float = 8.0,
-                 max_key_lanes: int = 8, title: str | None = None):
+                 view: str = "logical", live: bool = True, rate: float = 6.0,
+                 max_key_lanes: int = 8, title: str | None = None, live_window: int = 10_000):
         self.trace: Trace = source if isinstance(source, Trace) else source.trace
         self.cluster = None if isinstance(source, Trace) else source
         self.rate = rate
+        #: While live, only the latest rows of each kind stay drawn, so the page keeps up
+        #: with a fast loop; ``update()`` or a filter change redraws the whole trace.
+        self.live_window = live_window
         self._keys = list(keys) if keys else None
         self._max_key_lanes = max_key_lanes
         self._title = title if title is not None else self._default_title()
@@ -241,39 +342,52 @@ class Timeline:
     def _drain(self) -> bool:
         got = False
         queue = self._queue
+        live = self._pump is not None
+        slice_end = time.perf_counter() + _SLICE_S
         while queue:
             batch = queue.popleft()
             self.model.add_rows(batch.start, batch.rows)
             got = True
+            if live and time.perf_counter() > slice_end:
+                # Let the cluster's threads in: a live network is latency-bound, and a
+                # view holding the GIL for a whole switch interval delays its deliveries.
+                time.sleep(0)
+                slice_end = time.perf_counter() + _SLICE_S
         return got
 
     def _apply_pending(self) -> None:
-        with self._lock:
-            changed = self._drain()
-            doc = self.figure.fig.document
-            if doc is not None:
-                doc.hold("combine")
-            try:
-                if changed:
-                    self.figure.update()
-                    self._refresh_keys()
-                if self._step is not None:
-                    self._refresh_in_flight()
-            finally:
-                if doc is not None:
-                    doc.unhold()
+        with self._lock, self._bokeh.batched():
+            if self._drain():
+                self.figure.update(pause=self._pause, window=self.live_window)
+                self._refresh_keys()
+            if self._step is not None:
+                self._refresh_in_flight()
+
+    def _pause(self) -> None:
+        """Between chunks of a live update: let the cluster's threads run."""
+        time.sleep(0)
+
+    def _failed(self, exc: Exception) -> None:
+        """The pump broke: say so once, stop following the trace, leave the cluster alone."""
+        self._unsubscribe()
+        self._status.value = (f"<span style='color:#b00'>live updates stopped: "
+                              f"{type(exc).__name__}: {exc}</span>")
+        warnings.warn(f"jupyter_refs: the live timeline stopped updating: {exc!r}", RuntimeWarning,
+                      stacklevel=1)
 
     def update(self) -> None:
-        """Bring the figure up to date now (the pump does this by itself when live)."""
+        """Bring the figure up to date now, redrawing the whole trace if a live window cut it."""
         self.trace.flush()
         self._apply_pending()
+        if any(len(self.figure.sources[n].data.get("x", self.figure.sources[n].data.get("x0", [])))
+               < len(getattr(self.model, n)) for n in ("events", "messages")):
+            with self._lock, self._bokeh.batched():
+                self.figure.refresh()
 
     # -- widget ------------------------------------------------------------------------
 
     def _build_widget(self) -> w.VBox:
-        from jupyter_bokeh import BokehModel
-
-        self._bokeh = BokehModel(self.figure.fig)
+        self._bokeh = _batched_bokeh_model(self.figure.fig)
         self._key_filter = w.Combobox(placeholder="all keys", description="key",
                                       ensure_option=False, layout=w.Layout(width="360px"))
         self._key_filter.observe(self._on_key, names="value")
@@ -299,7 +413,7 @@ class Timeline:
                               f"events, {self.trace.dropped} dropped</small>")
 
     def _rebuild(self, keys: list[str] | None, view: str) -> None:
-        with self._lock:
+        with self._lock, self._bokeh.batched():
             self._queue.clear()
             self.model = TimelineModel(keys, view, self._max_key_lanes)
             self.model.add_events(self.trace.events())

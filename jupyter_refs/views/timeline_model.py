@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..trace import ACTOR, CELL, CHANNEL, EXTRA, KEY, KIND, MSG_ID, OP, Event, T
-from .text import describe
+from .text import describe_fields
 
 OP_COLORS = {
     "scatter": "#1f77b4",
@@ -110,8 +110,10 @@ class Columns:
         self.taken = 0
 
 
-EVENT_COLS = ("x", "lane", "kind", "color", "seq", "key", "actor", "desc", "cell")
-MESSAGE_COLS = ("x0", "x1", "lane0", "lane1", "chan", "op", "color", "msg_id", "keys", "desc",
+# Colours come from the kind / op column through a colour mapper in the figure, so no
+# per-row colour string is sent: string columns are what a live update costs to serialize.
+EVENT_COLS = ("x", "lane", "kind", "seq", "key", "desc", "cell")
+MESSAGE_COLS = ("x0", "x1", "lane0", "lane1", "chan", "op", "msg_id", "keys", "desc",
                 "seq0", "seq1")
 STATE_COLS = ("left", "right", "lane", "state", "color", "key")
 REFCOUNT_COLS = ("x0", "x1", "lane", "off0", "off1", "client", "color")
@@ -227,8 +229,7 @@ class TimelineModel:
                 x0, lane0, channel, op, keys, seq0 = sent
                 sender = self.lanes[lane0]
                 chan = self.lane(lane_of_channel(channel, sender, actor), 1)
-                self.messages.add(x0, x, lane0, lane, chan, op, OP_COLORS.get(op, _DEFAULT_COLOR),
-                                  row[MSG_ID], ",".join(keys[:4]),
+                self.messages.add(x0, x, lane0, lane, chan, op, row[MSG_ID], ",".join(keys[:4]),
                                   f"#{row[MSG_ID]} {op} {sender} → {actor} on {channel}", seq0, seq)
             return
         if kind == "violation":
@@ -248,9 +249,7 @@ class TimelineModel:
         self._lane_by_seq.append(lane)
         if kind in _HIDDEN or not self._shown(key):
             return
-        e = Event(seq, *row[:EXTRA], extra)
-        self.events.add(x, lane, kind, KIND_COLORS.get(kind, _DEFAULT_COLOR), seq, key, actor,
-                        describe(e), row[CELL] or "")
+        self.events.add(x, lane, kind, seq, key, describe_fields(kind, extra), row[CELL] or "")
         if key is None:
             return
         if kind in ("transition", "scatter.registered"):
@@ -283,13 +282,12 @@ class TimelineModel:
     # -- what is still open, drawn up to the latest event ---------------------------------------
 
     def pending(self) -> dict[str, list[Any]]:
-        cols: dict[str, list[Any]] = {"x0": [], "x1": [], "lane": [], "op": [], "color": [], "desc": []}
+        cols: dict[str, list[Any]] = {"x0": [], "x1": [], "lane": [], "op": [], "desc": []}
         for msg_id, (x0, lane0, channel, op, keys, _seq) in self._sent.items():
             cols["x0"].append(x0)
             cols["x1"].append(self.last_x)
             cols["lane"].append(lane0)
             cols["op"].append(op)
-            cols["color"].append(OP_COLORS.get(op, _DEFAULT_COLOR))
             cols["desc"].append(f"#{msg_id} {op} in flight on {channel} ({','.join(keys[:4])})")
         return cols
 

@@ -105,4 +105,5 @@ def run_notebook_in_lab(page, base_url: str, name: str, timeout_ms: int = 90_000
                            "&& window.jupyterapp.shell.currentWidget.sessionContext.session.kernel "
                            "&& window.jupyterapp.shell.currentWidget.sessionContext.session.kernel"
                            ".connectionStatus === 'connected'")
-    page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    # Start the run; do not await it (the command's promise settles when every cell is done).
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")

@@ -45,11 +45,34 @@ def chromium():
         yield b
 
 
+LIVE = """\
+import time
+from jupyter_refs import Cluster
+from jupyter_refs.views.timeline import Timeline
+cluster = Cluster(network="live")
+client = cluster.client()
+display(Timeline(cluster))
+deadline = time.monotonic() + 6
+while time.monotonic() < deadline:
+    x = client.scatter(123)
+    del x
+"""
+
+MESSAGES_DRAWN = """() => {
+  for (const doc of window.Bokeh.documents) {
+    const msgs = doc.get_model_by_name("messages");
+    if (msgs) return msgs.data.x0.length;
+  }
+  return -1;
+}"""
+
+
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory, chromium):
     root = tmp_path_factory.mktemp("lab")
     for protocol in ("legacy", "fixed"):
         write_notebook(root / f"{protocol}.ipynb", [RACE.format(protocol=protocol)])
+    write_notebook(root / "live.ipynb", [LIVE])
     with jupyter_lab(root) as url:
         yield url, chromium, root
 
@@ -110,3 +133,23 @@ def test_bokeh_is_served_by_the_server_extension(lab):
     with urllib.request.urlopen(url + "jupyter-refs/bokeh/static/js/bokeh.min.js", timeout=10) as r:
         assert r.status == 200 and b"Bokeh" in r.read(200_000)
     assert shutil.which("jupyter")
+
+
+def test_live_timeline_grows_while_the_cell_runs(lab):
+    url, b, _ = lab
+    page = b.new_page(viewport={"width": 1400, "height": 900})
+    try:
+        run_notebook_in_lab(page, url, "live.ipynb")
+        page.wait_for_function("window.Bokeh && window.Bokeh.documents.length > 0", timeout=60_000)
+        # The cell's prompt reads [*] while it runs.
+        status = "document.querySelector('.jp-Cell .jp-InputPrompt').textContent.includes('*') " \
+                 "? 'busy' : 'done'"
+        seen = []
+        for _ in range(12):
+            seen.append((page.evaluate(MESSAGES_DRAWN), page.evaluate(status)))
+            page.wait_for_timeout(300)
+        # New messages are drawn while the kernel is still busy in the loop: live.
+        grew_while_busy = [b for (a, _), (b, st) in zip(seen, seen[1:]) if b > a and st == "busy"]
+        assert len(grew_while_busy) >= 3, seen
+    finally:
+        page.close()
