@@ -18,11 +18,24 @@ from .trace import Event, Trace
 
 __version__ = "0.1.0"
 
+# The views import bokeh and ipywidgets; load them only when asked for.
+_VIEWS = {"Timeline": "jupyter_refs.views.timeline", "RefsTable": "jupyter_refs.views.refs",
+          "export": "jupyter_refs.views.export"}
+
+
+def __getattr__(name: str):
+    if name in _VIEWS:
+        import importlib
+
+        return getattr(importlib.import_module(_VIEWS[name]), name)
+    raise AttributeError(f"module 'jupyter_refs' has no attribute {name!r}")
+
 __all__ = [
     "Client",
     "Cluster",
     "ClusterClosedError",
     "Event",
+    "export",
     "Future",
     "FutureCancelledError",
     "FutureLostError",
@@ -30,7 +43,9 @@ __all__ = [
     "HeldMessagesError",
     "JupyterRefsError",
     "NotDeliverableError",
+    "RefsTable",
     "SerializationError",
+    "Timeline",
     "Trace",
     "UnknownMessageError",
     "Violation",

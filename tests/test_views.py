@@ -56,6 +56,14 @@ def test_model_draws_the_race():
     assert model.open_states()["key"] == []
 
 
+def test_hover_text_carries_the_users_source_line():
+    cluster, y = variant_a()
+    model = TimelineModel()
+    model.add_events(cluster.trace.events())
+    cells = [c for c in model.events.cols["cell"] if c]
+    assert any("test_views.py" in c and "client.scatter(123)" in c for c in cells)
+
+
 def test_fixed_has_no_violation_marker():
     cluster, _ = variant_a("fixed")
     model = TimelineModel()

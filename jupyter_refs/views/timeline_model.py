@@ -149,6 +149,7 @@ class TimelineModel:
         self._x = array("d")  # x of every seq seen, to place violations on their first event
         self._lane_by_seq = array("l")
         self.seen_keys: dict[str, None] = {}  # every key, in order of appearance
+        self._cells: dict[str, str] = {}
         self.last_x = 0.0
 
     # -- lanes ------------------------------------------------------------------------
@@ -249,7 +250,9 @@ class TimelineModel:
         self._lane_by_seq.append(lane)
         if kind in _HIDDEN or not self._shown(key):
             return
-        self.events.add(x, lane, kind, seq, key, describe_fields(kind, extra), row[CELL] or "")
+        cell = row[CELL]
+        self.events.add(x, lane, kind, seq, key, describe_fields(kind, extra),
+                        self._cell_text(cell) if cell else "")
         if key is None:
             return
         if kind in ("transition", "scatter.registered"):
@@ -278,6 +281,14 @@ class TimelineModel:
             self.refcounts.add(prev[0], x, lane, before_off, before_off, client, color)
         self.refcounts.add(x, x, lane, before_off, _offset(after), client, color)
         self._open_refcount[(key, client)] = (x, after)
+
+    def _cell_text(self, cell: str) -> str:
+        """``file:line  source`` — where the user's call was, and what it said."""
+        text = self._cells.get(cell)
+        if text is None:
+            line = source_line(cell)
+            text = self._cells[cell] = f"{cell}  {line}" if line else cell
+        return text
 
     # -- what is still open, drawn up to the latest event ---------------------------------------
 
