@@ -21,11 +21,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from queue import Empty
 
 from jupyter_refs import Cluster
 from jupyter_refs.views.export import export
 from jupyter_refs.views.timeline import Timeline
+
+TESTS = Path(__file__).resolve().parents[1] / "tests"
 
 
 def trace_of(n_events: int) -> Cluster:
@@ -45,7 +46,7 @@ def build_seconds(cluster: Cluster) -> float:
 
 
 def first_render_ms(html_path: Path) -> list[float]:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "browser"))
+    sys.path.insert(0, str(TESTS / "browser"))
     from lab import browser
 
     times = []
@@ -86,23 +87,14 @@ print("iterations", n / {seconds})
 def live_rates(seconds: float) -> tuple[list[float], list[float], list[float]]:
     from jupyter_client.manager import start_new_kernel
 
+    sys.path.insert(0, str(TESTS))
+    from helpers import is_patch
+    from helpers import run as run_cell
+
     km, kc = start_new_kernel(kernel_name="python3")
 
     def run(code: str) -> list[dict]:
-        msg_id = kc.execute(code)
-        out = []
-        while True:
-            try:
-                msg = kc.get_iopub_msg(timeout=120)
-            except Empty as exc:
-                raise TimeoutError(code) from exc
-            if msg["parent_header"].get("msg_id") != msg_id:
-                continue
-            out.append(msg)
-            if msg["msg_type"] == "error":
-                raise RuntimeError("\n".join(msg["content"]["traceback"]))
-            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-                return out
+        return run_cell(kc, code, timeout=300)
 
     def rate(msgs: list[dict]) -> float:
         text = "".join(m["content"].get("text", "") for m in msgs if m["msg_type"] == "stream")
@@ -116,8 +108,7 @@ def live_rates(seconds: float) -> tuple[list[float], list[float], list[float]]:
             plain.append(rate(run(LOOP.format(seconds=seconds))))
             msgs = run("tl = Timeline(cluster)\ndisplay(tl)\n" + LOOP.format(seconds=seconds))
             traced.append(rate(msgs))
-            n = sum(1 for m in msgs if m["msg_type"] == "comm_msg"
-                    and "PATCH-DOC" in str(m["content"]["data"].get("content", {}).get("payload", "")))
+            n = sum(1 for m in msgs if is_patch(m))
             patches.append(n / seconds)
             run("tl.close()")
     finally:

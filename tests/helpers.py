@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+from queue import Empty
+
 from jupyter_refs import Cluster
 from jupyter_refs.trace import Event
 
@@ -31,3 +34,47 @@ def deliver_op(cluster: Cluster, op: str) -> None:
 
 def inc(x: int) -> int:
     return x + 1
+
+
+# -- a real kernel, read from the wire (jupyter_client) ---------------------------------
+
+
+def run(kc, code: str, timeout: float = 60) -> list[dict]:
+    """Execute ``code``; every iopub message of that execution, in arrival order."""
+    msg_id = kc.execute(code)
+    out = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            msg = kc.get_iopub_msg(timeout=1)
+        except Empty:
+            continue
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        out.append(msg)
+        if msg["msg_type"] == "error":
+            raise AssertionError("\n".join(msg["content"]["traceback"]))
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            return out
+    raise TimeoutError(f"cell did not finish in {timeout} s")
+
+
+def collect(kc, seconds: float) -> list[dict]:
+    out, deadline = [], time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            out.append(kc.get_iopub_msg(timeout=0.1))
+        except Empty:
+            pass
+    return out
+
+
+def comm_models(msgs: list[dict]) -> dict[str, dict]:
+    return {m["content"]["comm_id"]: m["content"]["data"]["state"] for m in msgs
+            if m["msg_type"] == "comm_open"}
+
+
+def is_patch(msg: dict) -> bool:
+    """A bokeh document patch (one timeline update) sent over a widget comm."""
+    return msg["msg_type"] == "comm_msg" and "PATCH-DOC" in str(
+        msg["content"]["data"].get("content", {}).get("payload", ""))

@@ -7,10 +7,8 @@ comm message.
 
 from __future__ import annotations
 
-import time
-from queue import Empty
-
 import pytest
+from helpers import collect, comm_models, is_patch, run
 
 jupyter_client = pytest.importorskip("jupyter_client")
 
@@ -25,41 +23,6 @@ def kernel():
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
-
-
-def run(kc, code: str, timeout: float = 60) -> list[dict]:
-    """Execute ``code``; every iopub message of that execution, in arrival order."""
-    msg_id = kc.execute(code)
-    out = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            msg = kc.get_iopub_msg(timeout=1)
-        except Empty:
-            continue
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        out.append(msg)
-        if msg["msg_type"] == "error":
-            raise AssertionError("\n".join(msg["content"]["traceback"]))
-        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-            return out
-    raise TimeoutError(f"cell did not finish in {timeout} s")
-
-
-def collect(kc, seconds: float) -> list[dict]:
-    out, deadline = [], time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            out.append(kc.get_iopub_msg(timeout=0.1))
-        except Empty:
-            pass
-    return out
-
-
-def comm_models(msgs: list[dict]) -> dict[str, dict]:
-    return {m["content"]["comm_id"]: m["content"]["data"]["state"] for m in msgs
-            if m["msg_type"] == "comm_open"}
 
 
 def test_timeline_updates_reach_iopub_while_the_cell_runs(kernel):
@@ -83,9 +46,8 @@ print("loop done", n)
     assert len(bokeh) == 1
     done = next(i for i, m in enumerate(msgs) if m["msg_type"] == "stream"
                 and "loop done" in m["content"]["text"])
-    patches = [i for i, m in enumerate(msgs[:done]) if m["msg_type"] == "comm_msg"
-               and m["content"]["comm_id"] == bokeh[0]
-               and "PATCH-DOC" in str(m["content"]["data"].get("content", {}).get("payload", ""))]
+    patches = [i for i, m in enumerate(msgs[:done])
+               if is_patch(m) and m["content"]["comm_id"] == bokeh[0]]
     # Live: patches arrive on iopub before the loop (and so the cell) has finished.
     assert len(patches) >= 5, f"{len(patches)} patches before the loop ended"
     run(kernel, "tl.close(); cluster.close()")

@@ -104,11 +104,6 @@ class Columns:
     def __len__(self) -> int:
         return len(self.cols[self.names[0]])
 
-    def clear(self) -> None:
-        for col in self.cols.values():
-            col.clear()
-        self.taken = 0
-
 
 # Colours come from the kind / op column through a colour mapper in the figure, so no
 # per-row colour string is sent: string columns are what a live update costs to serialize.
