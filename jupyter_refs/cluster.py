@@ -22,6 +22,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from itertools import count
 from typing import TYPE_CHECKING, Any
 
 from .checks import Checks, Violation
@@ -94,9 +95,6 @@ class Cluster:
 
     def _live_clock(self) -> int:
         return time.perf_counter_ns() - self._t0
-
-    def now_ns(self) -> int:
-        return self.trace.clock()
 
     # -- public surface ----------------------------------------------------------------
 
@@ -302,8 +300,6 @@ class _Counter:
     """Ids for non-hashed keys.  ``next`` on ``itertools.count`` is atomic in CPython."""
 
     def __init__(self) -> None:
-        from itertools import count
-
         self._count = count(1)
 
     def __call__(self) -> int:
