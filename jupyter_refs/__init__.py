@@ -55,3 +55,25 @@ __all__ = [
 def _jupyter_server_extension_points() -> list[dict[str, str]]:
     """The server extension that serves BokehJS offline (enabled by ``pip install``)."""
     return [{"module": "jupyter_refs.server"}]
+
+
+def load_ipython_extension(ipython) -> None:
+    """``%load_ext jupyter_refs``: register the magics (loading twice is harmless)."""
+    from .magics import RefsMagics, load
+
+    if not any(isinstance(m, RefsMagics) for m in ipython.magics_manager.registry.values()):
+        load(ipython)
+
+
+def unload_ipython_extension(ipython) -> None:
+    from .magics import RefsMagics
+
+    for name, magics in list(ipython.magics_manager.registry.items()):
+        if isinstance(magics, RefsMagics):
+            if magics.handle is not None:
+                magics.handle.close()
+            del ipython.magics_manager.registry[name]
+            for kind in ("line", "cell"):
+                for magic in [k for k, v in ipython.magics_manager.magics[kind].items()
+                              if getattr(v, "__self__", None) is magics]:
+                    del ipython.magics_manager.magics[kind][magic]

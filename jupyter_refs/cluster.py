@@ -150,6 +150,28 @@ class Cluster:
             self.trace.flush()
         return delivered
 
+    def hold(self, pattern: str) -> None:
+        """Hold the messages of channels matching ``pattern`` (e.g. ``client:1->scheduler``).
+
+        They wait in :attr:`in_flight` until ``deliver(msg_id)``, ``step()`` or
+        :meth:`release_holds`; every other channel keeps flowing.  This is how a
+        race is forced by hand on the live network.
+        """
+        with self._cond:
+            self._check_open()
+            self.network.hold(pattern)
+
+    def release_holds(self) -> set[str]:
+        """Stop holding; held messages then flow in the policy's order."""
+        with self._cond:
+            released = self.network.unhold()
+            self._cond.notify_all()
+            return released
+
+    @property
+    def held(self) -> set[str]:
+        return set(self.network.held)
+
     def run_until_idle(self, timeout: float = 10.0) -> int:
         """Deliver until nothing is in flight (manual networks too).  Returns how many."""
         if self.live:
@@ -239,10 +261,13 @@ class Cluster:
         self.trace.cell = None
         if self.live:
             self._cond.notify_all()
-            if not self._cond.wait_for(lambda: done() or self.closed, timeout):
+            if not self._cond.wait_for(lambda: done() or self.closed or self._stuck(), timeout):
                 raise TimeoutError(f"{what} did not complete within {timeout} s "
                                    f"({len(self.network)} messages in flight)")
             self._check_open()
+            if not done():
+                raise HeldMessagesError(what, [m for m in self.in_flight
+                                               if self.network.is_held(m.channel)])
             return
         while not done():
             self._check_open()
@@ -250,16 +275,25 @@ class Cluster:
             msg = self._next(force=False)
             if msg is None:
                 held = needs() if needs is not None else []
+                if self.network.held and not held:
+                    held = [m for m in self.network.in_flight.values()
+                            if self.network.is_held(m.channel)]
                 raise HeldMessagesError(what, held or sorted(self.network.in_flight.values(),
                                                              key=lambda m: m.msg_id))
             self._deliver(msg)
+
+    def _stuck(self) -> bool:
+        """Live: only held messages are left, so nothing will move on its own."""
+        network = self.network
+        return bool(network.held and network.in_flight and not self._drops
+                    and not network.heads())
 
     # -- delivery ----------------------------------------------------------------------
 
     def _next(self, force: bool) -> Message | None:
         choice = self.policy.next(self.network, self._now)
         if choice is None:
-            return self.network.oldest() if force else None
+            return self.network.oldest(held_too=True) if force else None
         msg, at = choice
         if not self.live and at > self._now:
             self._now = at

@@ -29,6 +29,7 @@ import random
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from itertools import count
 
 from .errors import NotDeliverableError, ProtocolError, UnknownMessageError
@@ -60,6 +61,9 @@ class Network:
         self.in_flight: dict[int, Message] = {}
         self._channels: dict[str, deque[Message]] = {}
         self._by_age: deque[Message] = deque()  # sending order, delivered ones dropped lazily
+        #: Channel names or globs whose messages wait for an explicit deliver / step.
+        self.held: set[str] = set()
+        self._held_cache: dict[str, bool] = {}
         self._ids = count(1)
 
     def accept(self, msg: Message, now_ns: int) -> None:
@@ -72,17 +76,45 @@ class Network:
             queue = self._channels[msg.channel] = deque()
         queue.append(msg)
 
-    def heads(self) -> list[Message]:
-        """The deliverable messages: the first of each non-empty channel."""
+    def heads(self, held_too: bool = False) -> list[Message]:
+        """The deliverable messages: the first of each non-empty channel that is not held."""
+        if self.held and not held_too:
+            return [q[0] for c, q in self._channels.items() if q and not self.is_held(c)]
         return [q[0] for q in self._channels.values() if q]
 
-    def oldest(self) -> Message | None:
+    def oldest(self, held_too: bool = False) -> Message | None:
+        if self.held and not held_too:
+            heads = self.heads()
+            return min(heads, key=_msg_id) if heads else None
         # Ids grow with sending and each channel is FIFO, so the oldest message
         # in flight is always the head of its channel.
         by_age, in_flight = self._by_age, self.in_flight
         while by_age and by_age[0].msg_id not in in_flight:
             by_age.popleft()
         return by_age[0] if by_age else None
+
+    # -- holding channels ------------------------------------------------------------------
+
+    def hold(self, pattern: str) -> None:
+        """Keep messages on channels matching ``pattern`` (a name or a glob) from being delivered
+        by the policy; ``deliver(msg_id)`` and ``step()`` still can."""
+        self.held.add(pattern)
+        self._held_cache.clear()
+
+    def unhold(self) -> set[str]:
+        released, self.held = self.held, set()
+        self._held_cache.clear()
+        return released
+
+    def is_held(self, channel: str) -> bool:
+        held = self._held_cache.get(channel)
+        if held is None:
+            held = self._held_cache[channel] = any(fnmatchcase(channel, p) for p in self.held)
+        return held
+
+    def channels(self) -> list[str]:
+        """Channels that have carried a message and still exist (streams; RPCs in use)."""
+        return list(self._channels)
 
     def get(self, msg_id: int) -> Message:
         msg = self.in_flight.get(msg_id)

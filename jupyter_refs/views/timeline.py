@@ -301,7 +301,8 @@ class Timeline:
 
     def __init__(self, source: Cluster | Trace, keys: list[str] | None = None,
                  view: str = "logical", live: bool = True, rate: float = 6.0,
-                 max_key_lanes: int = 8, title: str | None = None, live_window: int = 10_000):
+                 max_key_lanes: int = 8, title: str | None = None, live_window: int = 10_000,
+                 since: int = 0):
         self.trace: Trace = source if isinstance(source, Trace) else source.trace
         self.cluster = None if isinstance(source, Trace) else source
         self.rate = rate
@@ -309,6 +310,7 @@ class Timeline:
         #: with a fast loop; ``update()`` or a filter change redraws the whole trace.
         self.live_window = live_window
         self._keys = list(keys) if keys else None
+        self._since = since
         self._max_key_lanes = max_key_lanes
         self._title = title if title is not None else self._default_title()
         self._queue: deque[Batch] = deque()
@@ -316,7 +318,7 @@ class Timeline:
         self._pump: _Pump | None = None
         self._unsubscribe = self.trace.subscribe(self._on_batch, from_start=True)
         self.trace.flush()
-        self.model = TimelineModel(self._keys, view, max_key_lanes)
+        self.model = TimelineModel(self._keys, view, max_key_lanes, since)
         self._drain()
         self.figure = TimelineFigure(self.model, title=self._title)
         self.widget = self._build_widget()
@@ -415,8 +417,8 @@ class Timeline:
     def _rebuild(self, keys: list[str] | None, view: str) -> None:
         with self._lock, self._bokeh.batched():
             self._queue.clear()
-            self.model = TimelineModel(keys, view, self._max_key_lanes)
-            self.model.add_events(self.trace.events())
+            self.model = TimelineModel(keys, view, self._max_key_lanes, self._since)
+            self.model.add_events(self.trace.events(since=self._since))
             self.figure.model = self.model
             self.figure.fig.xaxis.axis_label = ("event seq (logical order)" if view == "logical"
                                                 else "time (ms)")

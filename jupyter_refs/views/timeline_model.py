@@ -120,11 +120,12 @@ class TimelineModel:
     """Incremental timeline data from trace rows."""
 
     def __init__(self, keys: Iterable[str] | None = None, view: str = "logical",
-                 max_key_lanes: int = 8):
+                 max_key_lanes: int = 8, since: int = 0):
         if view not in ("logical", "wall"):
             raise ValueError(f"view must be 'logical' or 'wall', not {view!r}")
         self.keys = set(keys) if keys is not None else None
         self.view = view
+        self.since = since  # events before this seq are not drawn
         self.max_key_lanes = max_key_lanes
         self.lanes: list[str] = []
         self._lane_ids: dict[str, int] = {}
@@ -200,6 +201,8 @@ class TimelineModel:
             self.add_row(seq, row)
 
     def add_row(self, seq: int, row: tuple) -> None:
+        if seq < self.since:
+            return
         if self._first_seq < 0:
             self._first_seq = seq
         x = float(seq) if self.view == "logical" else row[T] / 1e6

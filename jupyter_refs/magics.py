@@ -1,0 +1,315 @@
+"""IPython magics: a thin layer over the library.
+
+``%load_ext jupyter_refs`` registers them.  Each magic parses its arguments
+with IPython's ``magic_arguments`` (so ``%cluster?`` shows real help), calls
+the library, and displays a view.  Bad input raises ``UsageError`` with one
+line, before anything in the cluster or the trace is touched.
+
+The magics talk to a :class:`ClusterHandle` — what the kernel-side
+``Cluster`` offers and what an attached dask cluster will offer too — never to
+actors directly.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Protocol
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.display import display
+from traitlets import Float, Int, Unicode
+
+from .client import Future
+from .cluster import Cluster
+from .errors import JupyterRefsError
+from .network import POLICIES
+from .protocol.messages import Message
+from .protocol.variants import VARIANTS
+from .trace import Trace
+
+
+class ClusterHandle(Protocol):
+    """What the magics need from a cluster, kernel-side or attached."""
+
+    trace: Trace
+
+    @property
+    def violations(self) -> list: ...
+    @property
+    def in_flight(self) -> list[Message]: ...
+    def deliver(self, msg_id: int) -> Message: ...
+    def step(self, n: int = 1) -> list[Message]: ...
+    def run_until_idle(self, timeout: float = 10.0) -> int: ...
+    def hold(self, pattern: str) -> None: ...
+    def release_holds(self) -> set[str]: ...
+    def close(self) -> None: ...
+
+
+_ASSIGN = re.compile(r"^\s*(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<expr>.+?)\s*$")
+_SCATTER_OPTS = re.compile(r"(?:\s+(?:--no-hash|--client\s+\S+))+\s*$")
+
+
+def _usage(exc: BaseException) -> UsageError:
+    """One line: what went wrong, in the library's words."""
+    return UsageError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+
+
+@magics_class
+class RefsMagics(Magics):
+    """``%cluster``, ``%scatter``, ``%refs``, ``%release``, ``%%trace``, ``%timeline``, ``%step``,
+    ``%hold`` — see each one's ``?`` help.  Defaults are configurable with ``%config``."""
+
+    protocol = Unicode("legacy", help="protocol of a new %cluster: legacy or fixed").tag(config=True)
+    network = Unicode("live", help="network of a new %cluster").tag(config=True)
+    workers = Int(1, help="workers of a new %cluster").tag(config=True)
+    trace_capacity = Int(1_000_000, help="events the trace keeps before dropping the oldest").tag(
+        config=True)
+    live_rate = Float(6.0, help="live view updates per second").tag(config=True)
+    client_name = Unicode("client", help="the name %cluster binds its client to").tag(config=True)
+
+    def __init__(self, shell: Any = None, **kwargs: Any):
+        super().__init__(shell, **kwargs)
+        self.handle: ClusterHandle | None = None
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _need_cluster(self) -> ClusterHandle:
+        if self.handle is None or getattr(self.handle, "closed", False):
+            raise UsageError("no cluster yet: start one with %cluster (see %cluster?)")
+        return self.handle
+
+    def _client(self, name: str | None) -> Any:
+        self._need_cluster()
+        value = self.shell.user_ns.get(name or self.client_name)
+        if value is None or not hasattr(value, "scatter"):
+            raise UsageError(f"{name or self.client_name!r} is not a client of the current cluster")
+        return value
+
+    def _describe(self) -> str:
+        c = self.handle
+        if c is None:
+            return "no cluster: start one with %cluster --protocol legacy"
+        held = f", holding {', '.join(sorted(c.held))}" if getattr(c, "held", None) else ""
+        return (f"{c!r}: {len(c.trace)} events, {len(c.violations)} violations, "
+                f"{len(c.in_flight)} messages in flight{held}")
+
+    # -- %cluster ---------------------------------------------------------------------------
+
+    @magic_arguments()
+    @argument("--protocol", "-p", choices=sorted(VARIANTS), help="legacy (dask's) or fixed")
+    @argument("--workers", "-w", type=int, help="number of workers")
+    @argument("--network", "-n", choices=[p for p in POLICIES],
+              help="live (a thread, real latencies), random (seeded, simulated), "
+                   "immediate (no overtaking) or manual (nothing moves until %%step)")
+    @argument("--seed", "-s", type=int, help="seed of the latencies (live, random)")
+    @line_magic
+    def cluster(self, line: str) -> None:
+        """Start (or replace) the kernel-side cluster and bind a client; alone, show the current one."""
+        args = parse_argstring(self.cluster, line)
+        if not line.strip():
+            print(self._describe())
+            return
+        if args.workers is not None and args.workers < 1:
+            raise UsageError("--workers must be at least 1")
+        try:
+            new = Cluster(protocol=args.protocol or self.protocol,
+                          workers=args.workers or self.workers,
+                          network=args.network or self.network, seed=args.seed,
+                          trace_capacity=self.trace_capacity)
+        except JupyterRefsError as exc:
+            raise _usage(exc) from None
+        if self.handle is not None:
+            self.handle.close()
+        self.handle = new
+        self.shell.user_ns[self.client_name] = new.client()
+        self.shell.user_ns["cluster"] = new
+        print(f"{self._describe()}; client bound to {self.client_name!r}")
+
+    # -- %scatter / %release ----------------------------------------------------------------
+
+    @magic_arguments()
+    @argument("assignment", nargs="*", help="NAME = EXPR: the value to scatter and the name to bind")
+    @argument("--no-hash", action="store_true", help="a fresh key instead of one derived from the value")
+    @argument("--client", help="the client to use (a name in the namespace)")
+    @line_magic
+    def scatter(self, line: str) -> None:
+        """Scatter EXPR and bind the future to NAME.
+
+        If NAME already holds a future it is dropped first, exactly as ``del NAME``
+        would: ``%scatter x = 123`` twice in a row is race #8576.
+        """
+        opts = _SCATTER_OPTS.search(line)
+        assignment = line[: opts.start()] if opts else line
+        args = parse_argstring(self.scatter, opts.group(0) if opts else "")
+        match = _ASSIGN.match(assignment)
+        if match is None:
+            raise UsageError("usage: %scatter NAME = EXPR [--no-hash] [--client NAME]")
+        client = self._client(args.client)
+        name, expr = match["name"], match["expr"]
+        try:
+            value = self.shell.ev(expr)
+        except Exception as exc:  # noqa: BLE001 - any failure of the user's expression
+            raise UsageError(f"cannot evaluate {expr!r}: {type(exc).__name__}: {exc}") from None
+        from .protocol.serialize import dumps
+
+        try:
+            dumps(value)  # refuse before dropping anything
+        except JupyterRefsError as exc:
+            raise _usage(exc) from None
+        old = self.shell.user_ns.pop(name, None)
+        if isinstance(old, Future):
+            old.release()
+        del old
+        try:
+            self.shell.user_ns[name] = client.scatter(value, hash=not args.no_hash)
+        except JupyterRefsError as exc:
+            raise _usage(exc) from None
+
+    @magic_arguments()
+    @argument("name", help="the name that holds the future")
+    @line_magic
+    def release(self, line: str) -> None:
+        """Drop the future held by NAME (as ``del NAME``)."""
+        args = parse_argstring(self.release, line)
+        value = self.shell.user_ns.get(args.name)
+        if not isinstance(value, Future):
+            raise UsageError(f"{args.name!r} does not hold a future")
+        value.release()
+        del self.shell.user_ns[args.name]
+
+    # -- views ---------------------------------------------------------------------------
+
+    @magic_arguments()
+    @argument("keys", nargs="*", help="only these keys")
+    @argument("--text", action="store_true", help="plain text instead of the live table")
+    @line_magic
+    def refs(self, line: str) -> None:
+        """Show the refs table: per key, every client's refcount and future, the scheduler, the verdict."""
+        args = parse_argstring(self.refs, line)
+        cluster = self._need_cluster()
+        from .views.refs import RefsTable
+
+        table = RefsTable(cluster, keys=args.keys or None, live=not args.text,
+                          rate=self.live_rate)
+        if args.text:
+            print(table.to_text())
+            table.close()
+        else:
+            display(table)
+
+    @magic_arguments()
+    @argument("--keys", "-k", nargs="+", help="only these keys")
+    @argument("--live", action="store_true", help="show the timeline first and update it while the cell runs")
+    @cell_magic
+    def trace(self, line: str, cell: str) -> None:
+        """Run the cell and show the timeline of the events it caused."""
+        args = parse_argstring(self.trace, line)
+        cluster = self._need_cluster()
+        from .views.timeline import Timeline
+
+        since = cluster.trace.next_seq
+        timeline = None
+        if args.live:
+            timeline = Timeline(cluster, keys=args.keys, since=since, rate=self.live_rate)
+            display(timeline)
+        try:
+            self.shell.run_cell(cell, store_history=False)
+        finally:
+            if timeline is None:
+                display(Timeline(cluster, keys=args.keys, since=since, live=False))
+            else:
+                timeline.update()
+
+    @magic_arguments()
+    @argument("--keys", "-k", nargs="+", help="only these keys")
+    @argument("--export", "-e", metavar="PATH", help="write the trace: .jsonl, .json (Chrome) or .html")
+    @line_magic
+    def timeline(self, line: str) -> None:
+        """Show the timeline of the whole trace (live), or export it by file suffix."""
+        args = parse_argstring(self.timeline, line)
+        cluster = self._need_cluster()
+        if args.export:
+            from .views.export import SUFFIXES, export
+
+            if not args.export.endswith(SUFFIXES):
+                raise UsageError(f"--export needs a name ending in {', '.join(SUFFIXES)}")
+            try:
+                what = export(cluster, args.export, keys=args.keys)
+            except OSError as exc:
+                raise _usage(exc) from None
+            print(f"wrote {args.export}: {what}")
+            return
+        from .views.timeline import Timeline
+
+        display(Timeline(cluster, keys=args.keys, rate=self.live_rate))
+
+    # -- delivering by hand -------------------------------------------------------------------
+
+    @magic_arguments()
+    @argument("n", nargs="?", type=int, default=1, help="how many messages to deliver (default 1)")
+    @argument("--deliver", "-d", type=int, metavar="MSG_ID", help="deliver this in-flight message")
+    @argument("--all", "-a", action="store_true", help="deliver everything in flight")
+    @line_magic
+    def step(self, line: str) -> None:
+        """Deliver in-flight messages (held ones too) and show what changed."""
+        args = parse_argstring(self.step, line)
+        cluster = self._need_cluster()
+        if args.n < 1:
+            raise UsageError("N must be at least 1")
+        since = cluster.trace.next_seq
+        try:
+            if args.deliver is not None:
+                delivered = [cluster.deliver(args.deliver)]
+            elif args.all:
+                delivered = []
+                while cluster.in_flight:
+                    delivered += cluster.step(len(cluster.in_flight))
+            else:
+                delivered = cluster.step(args.n)
+        except JupyterRefsError as exc:
+            raise _usage(exc) from None
+        from .views.text import format_events
+
+        print("delivered: " + (", ".join(str(m) for m in delivered) or "nothing (nothing in flight)"))
+        changes = [e for e in cluster.trace.events(since=since)
+                   if e.kind not in ("msg.sent", "msg.received", "network.drained")]
+        if changes:
+            print(format_events(changes))
+        left = cluster.in_flight
+        print(f"in flight: {', '.join(str(m) for m in left) if left else 'nothing'}")
+
+    @magic_arguments()
+    @argument("channel", nargs="?", help="a channel name or glob, e.g. client:1->scheduler")
+    @argument("--off", action="store_true", help="stop holding; held messages flow again")
+    @line_magic
+    def hold(self, line: str) -> None:
+        """Hold a channel's messages so a race can be forced by hand (see %step)."""
+        args = parse_argstring(self.hold, line)
+        cluster = self._need_cluster()
+        if args.off == bool(args.channel):
+            raise UsageError("usage: %hold CHANNEL  or  %hold --off")
+        if args.off:
+            released = cluster.release_holds()
+            print(f"no longer holding {', '.join(sorted(released)) or 'anything'}")
+            return
+        known = {m.channel for m in cluster.in_flight} | set(cluster.network.channels())
+        if not any(re.fullmatch(_glob(args.channel), c) for c in known) and "*" not in args.channel:
+            streams = sorted(c for c in known if "->" in c)
+            hint = f"; channels so far: {', '.join(streams)}" if streams else ""
+            if not re.fullmatch(r"[\w:.*-]+->[\w:.*-]+", args.channel):
+                raise UsageError(f"{args.channel!r} is not a channel (SENDER->RECEIVER){hint}")
+        cluster.hold(args.channel)
+        print(f"holding {args.channel}: its messages wait for %step or %hold --off")
+
+
+def _glob(pattern: str) -> str:
+    return re.escape(pattern).replace(r"\*", ".*")
+
+
+def load(shell: Any) -> RefsMagics:
+    magics = RefsMagics(shell)
+    shell.register_magics(magics)
+    shell.configurables.append(magics)
+    return magics
