@@ -229,6 +229,8 @@ class Cluster:
 
     def _end_call(self) -> None:
         self.trace.cell = None
+        if self.policy.drains and not self.live:
+            self._drain_network()
         self.trace.flush()
         if self.live:
             self._cond.notify_all()
@@ -281,6 +283,14 @@ class Cluster:
                 raise HeldMessagesError(what, held or sorted(self.network.in_flight.values(),
                                                              key=lambda m: m.msg_id))
             self._deliver(msg)
+
+    def _drain_network(self) -> None:
+        while True:
+            self._process_drops()
+            choice = self.policy.next(self.network, self._now)
+            if choice is None:
+                return
+            self._deliver(choice[0])
 
     def _stuck(self) -> bool:
         """Live: only held messages are left, so nothing will move on its own."""

@@ -163,7 +163,8 @@ class RefsMagics(Magics):
             old.release()
         del old
         try:
-            self.shell.user_ns[name] = client.scatter(value, hash=not args.no_hash)
+            # One value, one future, even for a list (Client.scatter would split it).
+            self.shell.user_ns[name] = client.scatter([value], hash=not args.no_hash)[0]
         except JupyterRefsError as exc:
             raise _usage(exc) from None
 
@@ -234,7 +235,7 @@ class RefsMagics(Magics):
             from .views.export import SUFFIXES, export
 
             if not args.export.endswith(SUFFIXES):
-                raise UsageError(f"--export needs a name ending in {', '.join(SUFFIXES)}")
+                raise UsageError(f"--export: the file name must end in {', '.join(SUFFIXES)}")
             try:
                 what = export(cluster, args.export, keys=args.keys)
             except OSError as exc:

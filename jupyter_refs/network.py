@@ -151,6 +151,8 @@ class Policy:
     name = "policy"
     #: Whether a blocking call may wait for this policy to deliver on its own.
     autonomous = True
+    #: Whether the driver delivers everything in flight when a user call returns.
+    drains = False
 
     def on_send(self, msg: Message, now_ns: int) -> None:
         """Called as the network accepts ``msg``: stamp whatever timing it needs."""
@@ -166,6 +168,7 @@ class Policy:
 
 class Immediate(Policy):
     name = "immediate"
+    drains = True  # nothing is ever left in flight between two user calls
 
     def next(self, network: Network, now_ns: int) -> tuple[Message, int] | None:
         msg = network.oldest()

@@ -1,0 +1,148 @@
+"""The magics, through a real IPython shell: happy paths, bad input, the race by hand."""
+
+from __future__ import annotations
+
+import pytest
+from IPython import get_ipython
+from IPython.core.error import UsageError
+from IPython.testing.globalipapp import start_ipython
+
+
+@pytest.fixture
+def ip():
+    shell = start_ipython() or get_ipython()  # the first call starts it, later ones return None
+    shell.run_line_magic("load_ext", "jupyter_refs")
+    yield shell
+    shell.run_line_magic("unload_ext", "jupyter_refs")
+    for name in ("x", "y", "client", "cluster"):
+        shell.user_ns.pop(name, None)
+
+
+def magic(ip, line: str) -> None:
+    name, _, rest = line.partition(" ")
+    ip.run_line_magic(name, rest)
+
+
+def state(ip) -> tuple:
+    cluster = ip.user_ns.get("cluster")
+    return (len(cluster.trace), len(cluster.in_flight)) if cluster else None
+
+
+def test_load_twice_and_help(ip, capsys):
+    ip.run_line_magic("load_ext", "jupyter_refs")  # harmless
+    magics = ip.magics_manager.magics
+    for name in ("cluster", "scatter", "refs", "release", "timeline", "step", "hold"):
+        assert name in magics["line"], name
+        assert f"%{name}" in magics["line"][name].__doc__  # %name? shows the argument help
+    assert "trace" in magics["cell"]
+    magic(ip, "cluster")
+    assert "no cluster" in capsys.readouterr().out
+
+
+def test_config_sets_the_defaults(ip):
+    ip.run_line_magic("config", "RefsMagics.protocol = 'fixed'")
+    ip.run_line_magic("config", "RefsMagics.network = 'immediate'")
+    try:
+        magic(ip, "cluster")
+        magic(ip, "cluster --workers 2")
+        assert ip.user_ns["cluster"].variant.name == "fixed"
+        assert ip.user_ns["cluster"].network_name == "immediate"
+        assert len(ip.user_ns["cluster"].workers) == 2
+    finally:
+        ip.run_line_magic("config", "RefsMagics.protocol = 'legacy'")
+        ip.run_line_magic("config", "RefsMagics.network = 'live'")
+
+
+def test_race_by_hand_on_a_manual_network(ip, capsys):
+    magic(ip, "cluster --protocol legacy --network manual")
+    cluster = ip.user_ns["cluster"]
+    magic(ip, "scatter x = 123")
+    magic(ip, "step --all")
+    magic(ip, "scatter x = 123")  # drops the old x first: the release is queued
+    ops = [m.op for m in cluster.in_flight]
+    assert ops == ["client-releases-keys", "scatter"]
+    for op in ("scatter", "update-data", "update-data-reply", "scatter-reply"):
+        msg = next(m for m in cluster.in_flight if m.op == op)
+        magic(ip, f"step --deliver {msg.msg_id}")
+    magic(ip, "step")  # the late release
+    out = capsys.readouterr().out
+    assert "VIOLATION dangling_future" in out and "transition memory → forgotten" in out
+    magic(ip, "refs --text")
+    assert "VIOLATION dangling_future" in capsys.readouterr().out
+    assert ip.user_ns["x"].status == "finished"
+
+
+@pytest.mark.parametrize("protocol", ["legacy", "fixed"])
+def test_race_with_hold_on_the_live_network(ip, capsys, protocol):
+    magic(ip, f"cluster --protocol {protocol} --network live")
+    magic(ip, "scatter x = 123")
+    magic(ip, "hold client:1->scheduler")
+    magic(ip, "scatter x = 123")
+    held = [m for m in ip.user_ns["cluster"].in_flight if m.channel == "client:1->scheduler"]
+    assert [m.op for m in held] == ["client-releases-keys"]  # overtaken by the re-scatter
+    magic(ip, "hold --off")
+    ip.user_ns["cluster"].run_until_idle()
+    magic(ip, "refs --text")
+    out = capsys.readouterr().out
+    if protocol == "legacy":
+        assert "VIOLATION dangling_future" in out
+    else:
+        assert "VIOLATION" not in out and "memory" in out
+
+
+def test_release_trace_timeline_and_export(ip, tmp_path, capsys):
+    magic(ip, "cluster --network immediate")
+    magic(ip, "scatter y = [1, 2, 3] --no-hash")
+    key = ip.user_ns["y"].key
+    magic(ip, "release y")
+    assert "y" not in ip.user_ns
+    assert ip.user_ns["cluster"].scheduler_state(key) == "forgotten"
+    ip.run_cell_magic("trace", "", "f = client.submit(sum, [1, 2])\nf.result()")
+    ip.run_cell_magic("trace", "--live", "g = client.submit(sum, [3, 4])\ng.result()")
+    magic(ip, "timeline")
+    for suffix in (".jsonl", ".json", ".html"):
+        magic(ip, f"timeline --export {tmp_path / ('t' + suffix)}")
+        assert (tmp_path / ("t" + suffix)).stat().st_size > 100
+    assert "wrote" in capsys.readouterr().out
+
+
+# -- bad input: one line, nothing changed ---------------------------------------------------
+
+BAD = [
+    ("cluster --protocol nope", "invalid choice"),
+    ("cluster --workers 0", "at least 1"),
+    ("cluster --bogus", "unrecognized arguments"),
+    ("scatter x 123", "usage: %scatter NAME = EXPR"),
+    ("scatter 1x = 2", "usage: %scatter NAME = EXPR"),
+    ("scatter x = undefined_name", "cannot evaluate 'undefined_name'"),
+    ("scatter x = __import__('threading').Lock()", "cannot send an object of type _thread.lock"),
+    ("scatter x = 1 --client nobody", "'nobody' is not a client"),
+    ("release nothing_here", "'nothing_here' does not hold a future"),
+    ("step --deliver 999", "message 999 is not in flight"),
+    ("step 0", "at least 1"),
+    ("hold", "usage: %hold CHANNEL"),
+    ("hold a b", "unrecognized arguments"),
+    ("hold not-a-channel", "is not a channel"),
+    ("timeline --export out.txt", "must end in"),
+    ("refs --bogus", "unrecognized arguments"),
+]
+
+
+@pytest.mark.parametrize("line, message", BAD)
+def test_bad_input_is_one_usage_error_and_changes_nothing(ip, line, message):
+    magic(ip, "cluster --network manual")
+    magic(ip, "scatter x = 1")
+    before = state(ip)
+    with pytest.raises(UsageError) as info:
+        magic(ip, line)
+    assert message in str(info.value) and "\n" not in str(info.value)
+    assert state(ip) == before
+    assert ip.user_ns["x"].status == "pending"  # the existing future is untouched
+
+
+@pytest.mark.parametrize("line", ["scatter x = 1", "refs", "step", "hold --off", "timeline",
+                                  "release x"])
+def test_magics_that_need_a_cluster_say_so(ip, line):
+    ip.user_ns["x"] = 1
+    with pytest.raises(UsageError, match="no cluster yet|does not hold a future"):
+        magic(ip, line)
