@@ -50,7 +50,7 @@ def stream_channel(sender: str, receiver: str) -> str:
     return f"{sender}->{receiver}"
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(slots=True, eq=False, repr=False)
 class Message:
     """One message in flight.
 
@@ -73,3 +73,6 @@ class Message:
     def __str__(self) -> str:
         keys = ",".join(self.keys[:3]) + ("…" if len(self.keys) > 3 else "")
         return f"#{self.msg_id} {self.op}[{keys}] {self.sender}->{self.receiver}"
+
+    def __repr__(self) -> str:
+        return f"<Message {self} on {self.channel}>"
