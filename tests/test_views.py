@@ -130,15 +130,15 @@ def test_live_timeline_updates_while_a_loop_runs():
             x = client.scatter(123)
             del x
         cluster.run_until_idle()
-        time.sleep(0.3)
         assert timeline.updates_sent - start >= 5
         assert table.updates >= 2
+        timeline.close()  # joins the pump: nothing is mid-update below
+        table.close()
         shown = len(timeline.figure.sources["messages"].data["x0"])
         assert shown > 20
         for name, source in timeline.figure.sources.items():  # streamed columns stay aligned
             assert len({len(v) for v in source.data.values()}) <= 1, name
-        timeline.close()
-        table.close()
+        assert not timeline._pump.thread.is_alive() and not table._thread.is_alive()
 
 
 def test_refs_table_text_and_verdict():
@@ -183,9 +183,13 @@ def test_live_window_keeps_the_latest_rows_and_update_redraws_all():
             x = client.scatter(123)
             del x
         cluster.run_until_idle()
-        time.sleep(0.5)
         drawn = timeline.figure.sources["messages"].data
-        assert len(drawn["x0"]) == 50 and drawn["x0"][-1] == timeline.model.messages.cols["x0"][-1]
+        last = timeline.model.messages.cols["x0"]
+        deadline = time.monotonic() + 10  # the pump catches up asynchronously
+        while (len(drawn["x0"]) != 50 or drawn["x0"][-1] != last[-1]) and time.monotonic() < deadline:
+            time.sleep(0.02)
+            drawn = timeline.figure.sources["messages"].data
+        assert len(drawn["x0"]) == 50 and drawn["x0"][-1] == last[-1]
         timeline.update()
         assert len(timeline.figure.sources["messages"].data["x0"]) == len(timeline.model.messages)
         timeline.close()

@@ -102,6 +102,8 @@ class RefsTable:
         self._stop.set()
         self._wake.set()
         self._unsubscribe()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=10)
         self.widget.close()
 
 

@@ -290,6 +290,8 @@ class _Pump:
     def stop(self) -> None:
         self.stop_event.set()
         self.wake.set()
+        if self.thread is not threading.current_thread():
+            self.thread.join(timeout=10)
 
 
 class Timeline:

@@ -7,7 +7,6 @@ read back from BokehJS's own document (canvas pixels carry no text).
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -52,7 +51,7 @@ from jupyter_refs.views.timeline import Timeline
 cluster = Cluster(network="live")
 client = cluster.client()
 display(Timeline(cluster))
-deadline = time.monotonic() + 6
+deadline = time.monotonic() + 8
 while time.monotonic() < deadline:
     x = client.scatter(123)
     del x
@@ -132,7 +131,6 @@ def test_bokeh_is_served_by_the_server_extension(lab):
     url, _, _ = lab
     with urllib.request.urlopen(url + "jupyter-refs/bokeh/static/js/bokeh.min.js", timeout=10) as r:
         assert r.status == 200 and b"Bokeh" in r.read(200_000)
-    assert shutil.which("jupyter")
 
 
 def test_live_timeline_grows_while_the_cell_runs(lab):
@@ -145,7 +143,7 @@ def test_live_timeline_grows_while_the_cell_runs(lab):
         status = "document.querySelector('.jp-Cell .jp-InputPrompt').textContent.includes('*') " \
                  "? 'busy' : 'done'"
         seen = []
-        for _ in range(12):
+        for _ in range(16):
             seen.append((page.evaluate(MESSAGES_DRAWN), page.evaluate(status)))
             page.wait_for_timeout(300)
         # New messages are drawn while the kernel is still busy in the loop: live.
