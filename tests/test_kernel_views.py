@@ -70,10 +70,23 @@ display(step_tl, table)
     table_id = next(cid for cid, s in models.items()
                     if s.get("_model_name") == "HTMLModel" and "jupyter-refs-table" in s.get("value", ""))
     assert "pending" in models[table_id]["value"]
-    # The user clicks "deliver all" in the browser: the front end sends this comm message.
-    click = kernel.session.msg("comm_msg", {"comm_id": buttons["deliver all"],
-                                            "data": {"method": "custom", "content": {"event": "click"}}})
-    kernel.shell_channel.send(click)
+    select = next(cid for cid, s in models.items() if s.get("_model_name") == "SelectModel")
+    assert models[select]["_options_labels"][0].startswith("#1 scatter")
+
+    def send(comm_id: str, data: dict) -> None:
+        """What the front end sends when the user acts on a widget."""
+        kernel.shell_channel.send(kernel.session.msg("comm_msg", {"comm_id": comm_id, "data": data}))
+
+    click = {"method": "custom", "content": {"event": "click"}}
+    # Choose the first in-flight message in the list, click "deliver selected".
+    send(select, {"method": "update", "state": {"index": 0}, "buffer_paths": []})
+    send(buttons["deliver selected"], click)
+    later = collect(kernel, 2.0)
+    flight = [m["content"]["data"]["state"] for m in later if m["msg_type"] == "comm_msg"
+              and "_options_labels" in m["content"]["data"].get("state", {})]
+    assert flight and flight[-1]["_options_labels"][0].startswith("#2 update-data"), flight
+    # Then "deliver all".
+    send(buttons["deliver all"], click)
     later = collect(kernel, 3.0)
     values = [m["content"]["data"]["state"]["value"] for m in later
               if m["msg_type"] == "comm_msg" and m["content"]["comm_id"] == table_id

@@ -439,8 +439,8 @@ class Timeline:
     # -- step controls (manual network) ---------------------------------------------------------
 
     def _step_controls(self) -> w.VBox:
-        self._in_flight = w.Select(options=[], rows=6, layout=w.Layout(width="600px"),
-                                   description="in flight")
+        self._in_flight = w.Select(options=self._in_flight_options(), rows=6,
+                                   layout=w.Layout(width="600px"), description="in flight")
         buttons = []
         for label, action in (("deliver next", self._deliver_next),
                               ("deliver selected", self._deliver_selected),
@@ -450,11 +450,13 @@ class Timeline:
             buttons.append(b)
         self._deliver_next_button, self._deliver_selected_button, self._deliver_all_button = buttons
         self._step_status = w.HTML()
-        self._refresh_in_flight()
         return w.VBox([self._in_flight, w.HBox(buttons), self._step_status])
 
+    def _in_flight_options(self) -> list[tuple[str, int]]:
+        return [(str(m), m.msg_id) for m in self.cluster.in_flight]
+
     def _refresh_in_flight(self) -> None:
-        options = [(str(m), m.msg_id) for m in self.cluster.in_flight]
+        options = self._in_flight_options()
         if options != list(self._in_flight.options):
             self._in_flight.options = options
 
