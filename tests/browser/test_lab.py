@@ -7,12 +7,14 @@ read back from BokehJS's own document (canvas pixels carry no text).
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 from lab import browser, jupyter_lab, run_notebook_in_lab, write_notebook
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 RACE = """\
 from jupyter_refs.demo import scatter_race
@@ -72,6 +74,7 @@ def lab(tmp_path_factory, chromium):
     for protocol in ("legacy", "fixed"):
         write_notebook(root / f"{protocol}.ipynb", [RACE.format(protocol=protocol)])
     write_notebook(root / "live.ipynb", [LIVE])
+    shutil.copy(NOTEBOOKS / "01_scatter_race.ipynb", root / "lesson1.ipynb")
     with jupyter_lab(root) as url:
         yield url, chromium, root
 
@@ -149,5 +152,39 @@ def test_live_timeline_grows_while_the_cell_runs(lab):
         # New messages are drawn while the kernel is still busy in the loop: live.
         grew_while_busy = [b for (a, _), (b, st) in zip(seen, seen[1:]) if b > a and st == "busy"]
         assert len(grew_while_busy) >= 3, seen
+    finally:
+        page.close()
+
+
+def test_lesson_one_runs_with_run_all(lab):
+    """The teaching notebook, as a teacher runs it: Run All, no edits."""
+    url, b, _ = lab
+    page = b.new_page(viewport={"width": 1400, "height": 900})
+    try:
+        run_notebook_in_lab(page, url, "lesson1.ipynb", timeout_ms=150_000)
+        # Wait until the last cell has run: its prompt shows a number, not [*] or [ ].
+        page.wait_for_function("""() => {
+            const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
+            return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
+        }""", timeout=150_000)
+        # JupyterLab renders only the cells in view, so read the outputs from its model.
+        text = page.evaluate("""() => {
+            const cells = window.jupyterapp.shell.currentWidget.content.model.cells;
+            const out = [];
+            for (let i = 0; i < cells.length; i++) {
+                const cell = cells.get(i);
+                if (cell.type !== 'code') continue;
+                for (const o of cell.toJSON().outputs || []) {
+                    out.push(typeof o.text === 'string' ? o.text : (o.text || []).join(''));
+                    const plain = o.data && o.data['text/plain'];
+                    if (plain) out.push(Array.isArray(plain) ? plain.join('') : plain);
+                }
+            }
+            return out.join('\\n');
+        }""")
+        assert "VIOLATION dangling_future" in text
+        assert "fixed: no violation in 2000 iterations" in text
+        assert "Error" not in text.replace("FutureCancelledError", "")
+        page.wait_for_selector(".jp-OutputArea canvas", timeout=30_000)
     finally:
         page.close()
