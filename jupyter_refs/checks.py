@@ -71,6 +71,7 @@ class Checks:
         self._holders: dict[str, set[str]] = {}  # key -> clients with refcount > 0
         self._sched: dict[str, str] = {}
         self._forgotten: set[str] = set()
+        self._forgotten_by: dict[str, tuple[int, str, int] | None] = {}  # key -> the message that did it
         self._copies: dict[str, dict[str, set[int]]] = {}  # key -> worker -> incarnations held
         self._vanished: dict[str, str] = {}  # key in memory on workers without the data -> why
         self._who_wants: dict[str, tuple[str, ...]] = {}
@@ -171,11 +172,13 @@ class Checks:
             self._open.discard(("dangling_future", client, key))
         elif to == "finished" and self._refcount.get((client, key)):
             if key in self._forgotten:
+                overtaken = self._overtaken(client, key, self._forgotten_by.get(key))
                 self._report(
                     "dangling_future", key, client, seq,
-                    f"{client}'s future for {key} has just been marked finished, but the scheduler "
-                    f"had already forgotten {key}. The client believes the data exists; the next "
-                    "computation that uses it will be cancelled as lost data.")
+                    (overtaken + " " if overtaken else "")
+                    + f"{client}'s future for {key} has just been marked finished, but the "
+                    f"scheduler had already forgotten {key}. The client believes the data exists; "
+                    "the next computation that uses it will be cancelled as lost data.")
             elif key in self._vanished:
                 self._report("dangling_future", key, client, seq,
                              f"{client}'s future for {key} has just been marked finished, but "
@@ -192,6 +195,7 @@ class Checks:
             return
         self._sched.pop(key, None)
         self._forgotten.add(key)
+        self._forgotten_by[key] = self._receiving
         wanted = self._who_wants.pop(key, ())
         for client in sorted(self._holders.get(key, ())):
             pair = (client, key)
@@ -303,19 +307,24 @@ class Checks:
                 f"{self._refcount.get((client, key))}.")
         removed = self._removed_at.get((client, key))
         first = removed if removed is not None else seq
-        desire = self._desired_by.get((client, key))
-        recv = self._receiving
-        if recv and recv[1] == "client-releases-keys" and desire and recv[2] < desire[1]:
-            return first, (
-                f"{client} sent client-releases-keys for {key} (msg #{recv[0]}) before it "
-                f"scattered {key} again (msg #{desire[0]}), but the release travelled on the "
-                "batched stream and the scatter on an RPC, so the scatter arrived first. The "
-                f"scheduler's who_wants is a set: the second desire changed nothing, and the "
-                f"late release then emptied it and forgot {key}. Nothing tells the client: its "
-                "future still says finished.")
+        overtaken = self._overtaken(client, key, self._receiving)
+        if overtaken:
+            return first, overtaken + " Nothing tells the client: its future still says finished."
         return first, (
             f"the scheduler forgot {key} while {client} held a finished future for it and "
             f"was not in who_wants; the client was not told.")
+
+    def _overtaken(self, client: str, key: str, release: tuple[int, str, int] | None) -> str:
+        """Why a release that forgot ``key`` was late, if it was sent before the client's last desire."""
+        desire = self._desired_by.get((client, key))
+        if not (release and release[1] == "client-releases-keys" and desire
+                and release[2] < desire[1]):
+            return ""
+        return (f"{client} sent client-releases-keys for {key} (msg #{release[0]}) before it "
+                f"scattered {key} again (msg #{desire[0]}), but the release travelled on the "
+                "batched stream and the scatter on an RPC, so the scatter arrived first. The "
+                "scheduler's who_wants is a set: the second desire changed nothing, and the "
+                f"late release then emptied it and forgot {key}.")
 
     def _report(self, name: str, key: str, client: str | None, first_seq: int,
                 explanation: str) -> None:
