@@ -14,6 +14,12 @@ and on a traced dask cluster.
     Once the channels are drained, a client's future is cancelled although the
     scheduler holds the key in memory for that very client: the cancellation
     was about an earlier life of the key, and the client could not tell.
+``id_collision``
+    Two allocations returned the same id: two futures now alias one key
+    (Julia's non-atomic ``next_ref_id``).
+``set_twice``
+    The owner of a key refused a second value for it: the visible consequence
+    of an id collision.
 ``refcount_mismatch``
     Once the channels are drained, a client holds a key (refcount > 0) but is
     not in that key's ``who_wants``.  Judged only at ``network.drained``,
@@ -29,7 +35,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from .trace import ACTOR, EXTRA, KEY, KIND, MSG_ID, OP, Batch, Trace
+from .trace import ACTOR, EXTRA, KEY, KIND, MSG_ID, OP, THREAD, Batch, Trace
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +77,7 @@ class Checks:
         self._holders: dict[str, set[str]] = {}  # key -> clients with refcount > 0
         self._sched: dict[str, str] = {}
         self._forgotten: set[str] = set()
+        self._allocated: dict[int, tuple[int, str, str]] = {}  # id -> (seq, actor, thread)
         self._forgotten_by: dict[str, tuple[int, str, int] | None] = {}  # key -> the message that did it
         self._copies: dict[str, dict[str, set[int]]] = {}  # key -> worker -> incarnations held
         self._vanished: dict[str, str] = {}  # key in memory on workers without the data -> why
@@ -96,6 +103,8 @@ class Checks:
             "msg.sent": self._msg_sent,
             "msg.received": self._msg_received,
             "network.drained": self._drained,
+            "id.alloc": self._id_alloc,
+            "future.put_rejected": self._put_rejected,
         }
         self._lock = threading.Lock()
         self.unsubscribe = trace.subscribe(self._on_batch, from_start=True)
@@ -255,6 +264,29 @@ class Checks:
             self._removed_at[(client, row[KEY])] = seq
         self._who_wants_changed(seq, row)
 
+    # -- ids ------------------------------------------------------------------------
+
+    def _id_alloc(self, seq: int, row: tuple) -> None:
+        value = row[EXTRA][0]
+        first = self._allocated.get(value)
+        if first is None:
+            self._allocated[value] = (seq, row[ACTOR], row[THREAD])
+            return
+        self._report(
+            "id_collision", str(value), row[ACTOR], seq,
+            f"id {value} was handed out twice: to {first[1]} in thread {first[2]} (event "
+            f"{first[0]}) and now to {row[ACTOR]} in thread {row[THREAD]}. The allocator reads "
+            "the next id, then writes it back plus one; another thread ran in between and read "
+            "the same value. Both futures now name one key, and the second value will be refused.",
+            once=False)
+
+    def _put_rejected(self, seq: int, row: tuple) -> None:
+        self._report(
+            "set_twice", row[KEY], None, seq,
+            f"a second task tried to set {row[KEY]}, which already had a value: {row[EXTRA][0]}. "
+            "Two futures were created with the same id, so they alias one key; the second "
+            "computation's result is refused and both futures report the error.", once=False)
+
     # -- network --------------------------------------------------------------------
 
     def _msg_sent(self, seq: int, row: tuple) -> None:
@@ -327,11 +359,13 @@ class Checks:
                 f"late release then emptied it and forgot {key}.")
 
     def _report(self, name: str, key: str, client: str | None, first_seq: int,
-                explanation: str) -> None:
-        episode = (name, client or "", key)
-        if episode in self._open:
-            return
-        self._open.add(episode)
+                explanation: str, once: bool = True) -> None:
+        """Record a violation; with ``once``, a condition that persists is reported once."""
+        if once:
+            episode = (name, client or "", key)
+            if episode in self._open:
+                return
+            self._open.add(episode)
         seq = self.trace.next_seq
         self.trace.record("checks", "violation", key, name, first_seq, client, explanation)
         self.violations.append(Violation(name, key, client, first_seq, seq, explanation))

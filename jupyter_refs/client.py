@@ -150,12 +150,12 @@ class Client:
         else:
             values = list(data) if isinstance(data, list | tuple) else [data]
             items = [(None, v) for v in values]
+        serialized = [(key, value, dumps(value)) for key, value in items]  # refuse before any id
         blobs: dict[str, bytes] = {}
-        for key, value in items:
-            blob = dumps(value)
+        for key, value, blob in serialized:
             if key is None:
                 key = (f"{_key_prefix(type(value))}-{tokenize(blob)}" if hash
-                       else f"{_key_prefix(type(value))}-{self.cluster._ids()}")
+                       else f"{_key_prefix(type(value))}-{self.cluster._ids(self.name)}")
             blobs[key] = blob
         keys = list(blobs)
         if workers is not None:
@@ -210,33 +210,39 @@ class Client:
                      calls: list[tuple[str | None, tuple, dict]], pure: bool, origin: str,
                      cell: str | None) -> list[Future]:
         prefix = _key_prefix(func)
-        tasks: dict[str, dict[str, Any]] = {}
+        packed_calls = []
         dep_futures: dict[str, Future] = {}
-        keys = []
         for key, args, kwargs in calls:
             deps: dict[str, Future] = {}
             packed = (_pack(args, deps), _pack(kwargs, deps)) if args or kwargs else ((), {})
-            ablob = dumps(packed)
-            if key is None:
-                key = (f"{prefix}-{tokenize(fblob, ablob)}" if pure
-                       else f"{prefix}-{self.cluster._ids()}")
-            tasks[key] = {"func": fblob, "args": ablob, "deps": tuple(deps)}
+            packed_calls.append((key, dumps(packed), tuple(deps)))
             dep_futures.update(deps)
-            keys.append(key)
         for dep in dep_futures.values():
             if dep._released:
                 raise FutureReleasedError(f"cannot compute on {dep.key}: that future was released")
             if dep.client is not self:
                 raise ValueError(f"{dep.key} belongs to {dep.client.name}, not {self.name}")
         cluster = self.cluster
+        held = [d._fs.scatter_call for d in dep_futures.values() if d._fs.scatter_call]
+        if held:
+            with cluster._lock:
+                raise HeldMessagesError(
+                    f"{origin} on {', '.join(dep_futures)}",
+                    [m for m in cluster.network.in_flight.values() if m.channel in held])
+        # Keys last, once nothing can refuse the call: a non-hashed key takes an id from
+        # the allocator, here in the caller's thread (where race 3 lives).
+        tasks: dict[str, dict[str, Any]] = {}
+        keys = []
+        for key, ablob, deps in packed_calls:
+            allocated = key is None and not pure
+            if key is None:
+                key = (f"{prefix}-{tokenize(fblob, ablob)}" if pure
+                       else f"{prefix}-{cluster._ids(self.name)}")
+            tasks[key] = {"func": fblob, "args": ablob, "deps": deps, "allocated": allocated}
+            keys.append(key)
         with cluster._lock:
             cluster._begin_call(cell)
             try:
-                held = [d._fs.scatter_call for d in dep_futures.values() if d._fs.scatter_call]
-                if held:
-                    raise HeldMessagesError(
-                        f"{origin} on {', '.join(dep_futures)}",
-                        [m for m in cluster.network.in_flight.values() if m.channel in held])
                 futures = [self._future(key, origin)[0] for key in keys]
                 cluster._send(self._state.update_graph(tasks, keys, dep_futures))
             finally:

@@ -22,11 +22,11 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from itertools import count
 from typing import TYPE_CHECKING, Any
 
 from .checks import Checks, Violation
 from .errors import ClusterClosedError, HeldMessagesError, ProtocolError
+from .ids import AtomicIds, RacyIds
 from .network import Network, Policy, RandomLatency, make_policy
 from .protocol.client import ClientState
 from .protocol.messages import SCHEDULER, Message
@@ -79,7 +79,7 @@ class Cluster:
         self._lock = threading.RLock()
         self._cond = threading.Condition(self._lock)
         self._drops: deque[tuple[ClientState, str]] = deque()
-        self._ids = _Counter()
+        self._ids = (AtomicIds if self.variant.atomic_ids else RacyIds)(self.trace.record)
         self.closed = False
         self.checks = Checks(self.trace) if checks else None
         self._thread: threading.Thread | None = None
@@ -343,13 +343,3 @@ class Cluster:
                     self._deliver(choice[0])
                     self.trace.flush()
                     cond.notify_all()
-
-
-class _Counter:
-    """Ids for non-hashed keys.  ``next`` on ``itertools.count`` is atomic in CPython."""
-
-    def __init__(self) -> None:
-        self._count = count(1)
-
-    def __call__(self) -> int:
-        return next(self._count)

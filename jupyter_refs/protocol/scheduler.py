@@ -20,6 +20,7 @@ from typing import Any
 
 from . import messages as m
 from .messages import SCHEDULER, Message
+from .serialize import dumps
 from .variants import ProtocolVariant
 
 RELEASED, WAITING, PROCESSING, MEMORY, ERRED, FORGOTTEN = (
@@ -27,6 +28,7 @@ RELEASED, WAITING, PROCESSING, MEMORY, ERRED, FORGOTTEN = (
 )
 
 LOST_DATA_REASON = "User asked for computation on lost data"
+SET_TWICE = "Future can be set only once"
 
 
 @dataclass(slots=True, eq=False)
@@ -268,6 +270,13 @@ class SchedulerState:
                        reason=f"{LOST_DATA_REASON}: " + ", ".join(
                            f"{k} needs {d}" for k, d in sorted(lost.items()) if d))
         recs: dict[str, str] = {}
+        for key, spec in tasks.items():
+            if spec.get("allocated") and key in self.tasks and key not in lost:
+                # Two futures were given one id: this one would set a value already set.
+                self.record(SCHEDULER, "future.put_rejected", key, SET_TWICE)
+                self._send(out, client, m.TASK_ERRED_REPORT, (key,), gen=p["gens"].get(key, 0),
+                           exception=dumps(RuntimeError(f"{key}: {SET_TWICE}")),
+                           text=f"RuntimeError: {SET_TWICE}")
         new = [self._new_task(key, RELEASED, spec) for key, spec in tasks.items()
                if key not in lost and key not in self.tasks]
         for ts in new:
@@ -403,6 +412,8 @@ class SchedulerState:
                    stimulus_id=stimulus)
 
     def _processing_memory(self, ts, recs, out, stimulus) -> None:
+        if ts.run_spec.get("allocated"):
+            self.record(SCHEDULER, "future.put", ts.key)
         self._load[ts.processing_on] -= 1
         ts.processing_on = None
         self._report(out, ts, m.KEY_IN_MEMORY)

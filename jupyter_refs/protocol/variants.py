@@ -44,6 +44,8 @@ class ProtocolVariant:
     generations: bool
     incarnations: bool
     summary: str
+    #: Non-hashed keys from an atomic allocator (see ``jupyter_refs.ids``).
+    atomic_ids: bool = True
 
 
 LEGACY = ProtocolVariant(
@@ -51,6 +53,7 @@ LEGACY = ProtocolVariant(
     generations=False,
     incarnations=False,
     summary="dask's behaviour: a late client-releases-keys can forget a re-scattered key",
+    atomic_ids=False,
 )
 FIXED = ProtocolVariant(
     name="fixed",
