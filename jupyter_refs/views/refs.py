@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import html
 import threading
-import weakref
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 
 from ..checks import Checks, KeyRefs
 from ..trace import Batch, Trace
+from .pump import Pump
 
 if TYPE_CHECKING:
     from ..cluster import Cluster
@@ -69,18 +70,15 @@ class RefsTable:
             self.trace = source.trace
             self.checks = source.checks or Checks(source.trace)
         self.keys = list(keys) if keys else None
-        self._interval = 1.0 / rate
-        self._wake = threading.Event()
-        self._stop = threading.Event()
         self.updates = 0
         self.trace.flush()
         self.widget = w.HTML(refs_html(self.rows()))
         self._unsubscribe = self.trace.subscribe(self._on_batch)
-        self._thread = None
-        if live:
-            self._thread = threading.Thread(target=_run, args=(weakref.ref(self),),
-                                            name="jupyter-refs-table", daemon=True)
-            self._thread.start()
+        self._pump = Pump(self, rate, "jupyter-refs-table") if live else None
+
+    @property
+    def _thread(self) -> threading.Thread | None:
+        return self._pump.thread if self._pump is not None else None
 
     def rows(self) -> list[KeyRefs]:
         return self.checks.snapshot(self.keys)
@@ -93,35 +91,25 @@ class RefsTable:
         return refs_text(self.rows())
 
     def _on_batch(self, batch: Batch) -> None:
-        self._wake.set()
+        if self._pump is not None:
+            self._pump.wake.set()
+
+    def _apply_pending(self) -> None:
+        self.refresh()
+
+    def _failed(self, exc: Exception) -> None:
+        self._unsubscribe()
+        self.widget.value = (f"<span style='color:#b00'>live updates stopped: "
+                             f"{html.escape(repr(exc))}</span>")
+        warnings.warn(f"jupyter_refs: the refs table stopped updating: {exc!r}", RuntimeWarning,
+                      stacklevel=1)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         return self.widget._repr_mimebundle_(**kwargs)
 
     def close(self) -> None:
-        self._stop.set()
-        self._wake.set()
+        if self._pump is not None:
+            self._pump.stop()
         self._unsubscribe()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=10)
         self.widget.close()
 
-
-def _run(ref: weakref.ref) -> None:
-    while True:
-        table = ref()
-        if table is None:
-            return
-        wake, stop, interval = table._wake, table._stop, table._interval
-        del table
-        wake.wait()
-        wake.clear()
-        if stop.is_set():
-            return
-        table = ref()
-        if table is None:
-            return
-        table.refresh()
-        del table
-        if stop.wait(interval):
-            return

@@ -17,7 +17,6 @@ from __future__ import annotations
 import threading
 import time
 import warnings
-import weakref
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,6 +29,7 @@ from bokeh.plotting import figure
 from bokeh.transform import linear_cmap
 
 from ..trace import Batch, Trace
+from .pump import Pump
 from .timeline_model import _DEFAULT_COLOR, KIND_COLORS, OP_COLORS, TimelineModel
 
 if TYPE_CHECKING:
@@ -254,46 +254,6 @@ def _batched_bokeh_model(fig: Any) -> Any:
     return BatchedBokehModel(fig)
 
 
-class _Pump:
-    """Moves queued trace batches into the figure, at most ``rate`` times a second."""
-
-    def __init__(self, owner: Timeline, rate: float):
-        self.owner = weakref.ref(owner)
-        self.interval = 1.0 / rate
-        self.wake = threading.Event()
-        self.stop_event = threading.Event()
-        self.updates = 0
-        self.thread = threading.Thread(target=self.run, name="jupyter-refs-timeline", daemon=True)
-        self.thread.start()
-
-    def run(self) -> None:
-        while True:
-            self.wake.wait()
-            self.wake.clear()
-            if self.stop_event.is_set():
-                return
-            owner = self.owner()
-            if owner is None:
-                return
-            started = time.perf_counter()
-            try:
-                owner._apply_pending()
-            except Exception as exc:  # noqa: BLE001 - reported once; the cluster goes on
-                owner._failed(exc)
-                return
-            self.updates += 1
-            del owner
-            # Throttle: at most `rate` updates a second, counting the update's own time.
-            if self.stop_event.wait(max(0.0, self.interval - (time.perf_counter() - started))):
-                return
-
-    def stop(self) -> None:
-        self.stop_event.set()
-        self.wake.set()
-        if self.thread is not threading.current_thread():
-            self.thread.join(timeout=10)
-
-
 class Timeline:
     """A live timeline of a cluster's (or a trace's) events.
 
@@ -317,7 +277,7 @@ class Timeline:
         self._title = title if title is not None else self._default_title()
         self._queue: deque[Batch] = deque()
         self._lock = threading.Lock()
-        self._pump: _Pump | None = None
+        self._pump: Pump | None = None
         self._unsubscribe = self.trace.subscribe(self._on_batch, from_start=True)
         self.trace.flush()
         self.model = TimelineModel(self._keys, view, max_key_lanes, since)
@@ -325,7 +285,7 @@ class Timeline:
         self.figure = TimelineFigure(self.model, title=self._title)
         self.widget = self._build_widget()
         if live:
-            self._pump = _Pump(self, rate)
+            self._pump = Pump(self, rate, "jupyter-refs-timeline")
             self._pump.wake.set()  # catch up with whatever arrived while building
 
     def _default_title(self) -> str:
