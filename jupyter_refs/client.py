@@ -25,8 +25,9 @@ from .errors import (
     HeldMessagesError,
     ResultSerializationError,
 )
-from .protocol.client import CANCELLED, ERROR, FINISHED, ClientState, FutureState
-from .protocol.serialize import Dep, dumps, loads, tokenize
+from .protocol.client import BORROWED, CANCELLED, ERROR, FINISHED, ClientState, FutureState
+from .protocol.messages import Message
+from .protocol.serialize import Dep, adopting, dumps, loads, reduce_future, sending, tokenize
 
 if TYPE_CHECKING:
     from .cluster import Cluster
@@ -61,8 +62,13 @@ class Future:
 
     @property
     def status(self) -> str:
-        """``pending``, ``finished``, ``lost``, ``cancelled``, ``error`` or ``released``."""
+        """``pending``, ``finished``, ``lost``, ``cancelled``, ``error``, ``released``,
+        or ``borrowed`` (deserialized inside a task under ``fixed``: it holds nothing)."""
         return "released" if self._released else self._fs.state
+
+    @property
+    def borrowed(self) -> bool:
+        return self._fs.state == BORROWED
 
     def done(self) -> bool:
         return self.status in (FINISHED, CANCELLED, ERROR)
@@ -79,6 +85,8 @@ class Future:
         if self._released:
             return
         self._released = True
+        if self.borrowed:
+            return
         cluster = self.client.cluster
         with cluster._lock:
             if not cluster.closed:
@@ -90,25 +98,34 @@ class Future:
         try:
             if not self._released:
                 self._released = True
-                self.client.cluster._drop(self.client._state, self.key)
+                if not self.borrowed:
+                    self.client.cluster._drop(self.client._state, self.key)
         except Exception:  # noqa: BLE001 - interpreter shutdown; nothing to tell
             pass
+
+    # Pickled (inside task arguments or a result), a future travels as its key.
+    __reduce__ = reduce_future
 
     def __repr__(self) -> str:
         return f"<Future: {self.status}, key: {self.key}>"
 
 
-def _pack(obj: Any, deps: dict[str, Future]) -> Any:
-    """Replace futures inside task arguments by :class:`Dep` placeholders."""
-    kind = type(obj)
-    if kind is Future:
-        deps[obj.key] = obj
-        return Dep(obj.key)
-    if kind in (list, tuple):
-        return kind(_pack(o, deps) for o in obj)
-    if kind is dict:
-        return {k: _pack(v, deps) for k, v in obj.items()}
-    return obj
+def _pack(args: tuple, kwargs: dict[str, Any], deps: dict[str, Future]) -> tuple[tuple, dict]:
+    """Replace the futures passed directly as arguments by :class:`Dep` placeholders.
+
+    Those are dependencies: the worker receives their values.  A future nested
+    deeper (in a list or a dict) is not unpacked: it travels pickled with the
+    task and is deserialized on the worker as a future — the vehicle of race 2.
+    (dask unpacks lists and dicts too; here they are the simplest way to send a
+    future itself, as dask's Variables and Queues do.)
+    """
+    def pack(obj: Any) -> Any:
+        if type(obj) is Future:
+            deps[obj.key] = obj
+            return Dep(obj.key)
+        return obj
+
+    return tuple(pack(a) for a in args), {k: pack(v) for k, v in kwargs.items()}
 
 
 class Client:
@@ -117,7 +134,6 @@ class Client:
     def __init__(self, cluster: Cluster, state: ClientState):
         self.cluster = cluster
         self._state = state
-        self._future_ids = 0
 
     @property
     def name(self) -> str:
@@ -130,9 +146,13 @@ class Client:
         return self._state.refcount.get(key, 0)
 
     def _future(self, key: str, origin: str) -> tuple[Future, bool]:
-        self._future_ids += 1
-        fs, new = self._state.acquire(key, origin, self._future_ids)
-        return Future(self, key, fs, self._future_ids), new
+        fs, new, future_id = self._state.acquire(key, origin)
+        return Future(self, key, fs, future_id), new
+
+    def _adopt(self, key: str, task: str | None = None) -> tuple[Future, list[Message]]:
+        """A future deserialized for this client (``adopting``'s callback)."""
+        fs, messages, future_id = self._state.adopt(key, task)
+        return Future(self, key, fs, future_id), messages
 
     # -- scatter -------------------------------------------------------------------
 
@@ -214,8 +234,13 @@ class Client:
         dep_futures: dict[str, Future] = {}
         for key, args, kwargs in calls:
             deps: dict[str, Future] = {}
-            packed = (_pack(args, deps), _pack(kwargs, deps)) if args or kwargs else ((), {})
-            packed_calls.append((key, dumps(packed), tuple(deps)))
+            with sending() as travelling:
+                ablob = dumps(_pack(args, kwargs, deps) if args or kwargs else ((), {}))
+            for f in travelling:
+                if f._released:
+                    raise FutureReleasedError(
+                        f"cannot send {f.key} inside task arguments: that future was released")
+            packed_calls.append((key, ablob, tuple(deps), tuple(dict.fromkeys(f.key for f in travelling))))
             dep_futures.update(deps)
         for dep in dep_futures.values():
             if dep._released:
@@ -233,12 +258,13 @@ class Client:
         # the allocator, here in the caller's thread (where race 3 lives).
         tasks: dict[str, dict[str, Any]] = {}
         keys = []
-        for key, ablob, deps in packed_calls:
+        for key, ablob, deps, carries in packed_calls:
             allocated = key is None and not pure
             if key is None:
                 key = (f"{prefix}-{tokenize(fblob, ablob)}" if pure
                        else f"{prefix}-{cluster._ids(self.name)}")
-            tasks[key] = {"func": fblob, "args": ablob, "deps": deps, "allocated": allocated}
+            tasks[key] = {"func": fblob, "args": ablob, "deps": deps, "allocated": allocated,
+                          "carries": carries}
             keys.append(key)
         with cluster._lock:
             cluster._begin_call(cell)
@@ -285,14 +311,18 @@ class Client:
                     cluster._wait(lambda: gathered.done, f"gather of {', '.join(keys)}", timeout)
                 finally:
                     del self._state.gathers[call]
+                if gathered.errors:
+                    key, text = next(iter(gathered.errors.items()))
+                    raise ResultSerializationError(f"the result of {key} cannot be sent back: {text}")
+                if gathered.missing:
+                    raise FutureLostError(gathered.missing[0])
+                # Futures inside the results become this client's (under the lock: they
+                # change its refcounts, and under legacy each new hold is announced).
+                with adopting(self._adopt) as adoption:
+                    values = {k: loads(v) for k, v in gathered.data.items()}
+                cluster._send(adoption.messages)
             finally:
                 cluster._end_call()
-        if gathered.errors:
-            key, text = next(iter(gathered.errors.items()))
-            raise ResultSerializationError(f"the result of {key} cannot be sent back: {text}")
-        if gathered.missing:
-            raise FutureLostError(gathered.missing[0])
-        values = {k: loads(v) for k, v in gathered.data.items()}
         if isinstance(futures, Future):
             return values[futures.key]
         if isinstance(futures, dict):

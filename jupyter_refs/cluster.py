@@ -25,14 +25,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .checks import Checks, Violation
-from .errors import ClusterClosedError, HeldMessagesError, ProtocolError
+from .errors import ClusterClosedError, HeldMessagesError, ProtocolError, TaskContextError
 from .ids import AtomicIds, RacyIds
 from .network import Network, Policy, RandomLatency, make_policy
 from .protocol.client import ClientState
 from .protocol.messages import SCHEDULER, Message
 from .protocol.scheduler import SchedulerState
 from .protocol.variants import ProtocolVariant, get_variant
-from .protocol.worker import WorkerState
+from .protocol.worker import WorkerState, running_task
 from .trace import Trace
 
 if TYPE_CHECKING:
@@ -73,9 +73,13 @@ class Cluster:
         self.trace = Trace(trace_capacity, clock=self._live_clock if self.live else self._sim_clock)
         self.network = Network()
         self.scheduler = SchedulerState(self.variant, names, self.trace.record)
-        self.workers = {n: WorkerState(n, self.variant, self.trace.record) for n in names}
+        self.workers = {n: WorkerState(n, self.variant, self.trace.record, self._bind)
+                        for n in names}
         self._actors: dict[str, Any] = {SCHEDULER: self.scheduler, **self.workers}
+        # Each worker's own client (futures deserialized in its tasks) is an actor too.
+        self._actors.update((w.client.name, w.client) for w in self.workers.values())
         self.clients: dict[str, Client] = {}
+        self._worker_clients: dict[str, Client] = {}
         self._lock = threading.RLock()
         self._cond = threading.Condition(self._lock)
         self._drops: deque[tuple[ClientState, str]] = deque()
@@ -224,9 +228,23 @@ class Cluster:
         if self.closed:
             raise ClusterClosedError("the cluster is closed; start a new one with Cluster(...)")
 
+    def _bind(self, state: ClientState, key: str, fs: Any, future_id: int) -> Any:
+        """The ``Future`` a task receives for a future in its arguments (the worker's client's)."""
+        from .client import Client, Future
+
+        client = self._worker_clients.get(state.name)
+        if client is None:
+            client = self._worker_clients[state.name] = Client(self, state)
+        return Future(client, key, fs, future_id)
+
     def _begin_call(self, cell: str | None) -> None:
         """Entering a user call: under the lock, before any of its messages."""
         self._check_open()
+        task = running_task.get()
+        if task is not None:
+            raise TaskContextError(
+                f"task {task} called the cluster while running; the kernel-side cluster runs "
+                "tasks inline, so a task cannot scatter, submit or wait for a result")
         if not self.live:
             self._now += self.policy.user_delay_ns()
         self._process_drops()

@@ -80,5 +80,9 @@ class FutureLostError(JupyterRefsError):
         super().__init__(f"{key}: the scheduler reported its data lost")
 
 
+class TaskContextError(JupyterRefsError, RuntimeError):
+    """A task tried to call the cluster (scatter, submit, result) from inside its own run."""
+
+
 class ProtocolError(JupyterRefsError, ValueError):
     """An unknown protocol variant or network policy was asked for."""

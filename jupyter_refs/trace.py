@@ -41,6 +41,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "scatter.begin": ("gen",),
     "report.stale": ("op", "gen", "current_gen"),
     "id.alloc": ("value", "atomic"),
+    "connection.lost": ("reason",),
     # network (recorded for the sender / the receiver)
     "msg.sent": ("keys",),
     "msg.received": ("keys",),
@@ -53,6 +54,9 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "scatter.stale": ("client", "gen", "current_gen"),
     "transition": ("start", "finish", "stimulus_id"),
     "graph.lost_data": ("dependency",),
+    "desire.unknown": ("client", "task"),
+    "scheduler.assertion": ("message", "stimulus_id"),
+    "client.removed": ("client", "reason"),
     # worker
     "scatter.worker_put": ("incarnation",),
     "worker.put": ("incarnation", "replaced"),

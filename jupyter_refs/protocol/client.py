@@ -22,6 +22,9 @@ from .messages import Message
 from .variants import ProtocolVariant
 
 PENDING, FINISHED, LOST, CANCELLED, ERROR = "pending", "finished", "lost", "cancelled", "error"
+#: A future deserialized inside a task under ``fixed``: it names a key, holds nothing.
+BORROWED = "borrowed"
+CONNECTION_LOST = "scheduler-connection-lost"
 
 
 @dataclass(slots=True)
@@ -51,10 +54,14 @@ Recorder = Callable[..., None]
 class ClientState:
     """Refcount and future state per key, for one client."""
 
-    def __init__(self, name: str, variant: ProtocolVariant, record: Recorder):
+    def __init__(self, name: str, variant: ProtocolVariant, record: Recorder,
+                 borrows: bool = False):
         self.name = name
         self.variant = variant
         self.record = record
+        #: Futures deserialized here hold nothing (a worker's client under ``fixed``).
+        self.borrows = borrows
+        self._future_ids = 0
         self.refcount: dict[str, int] = {}
         self.futures: dict[str, FutureState] = {}
         self._gens: dict[str, int] = {}
@@ -80,19 +87,44 @@ class ClientState:
 
     # -- user actions ------------------------------------------------------------
 
-    def acquire(self, key: str, origin: str, future_id: int) -> tuple[FutureState, bool]:
-        """A new ``Future`` for ``key``: refcount +1.  Returns the state and whether it is new."""
+    def acquire(self, key: str, origin: str) -> tuple[FutureState, bool, int]:
+        """A new ``Future`` for ``key``: refcount +1.
+
+        Returns the key's state, whether this starts a new hold, and the new
+        future's id (ids only tell ``Future`` objects apart in the trace).
+        """
+        self._future_ids += 1
         before = self.refcount.get(key, 0)
         self.refcount[key] = before + 1
-        self.record(self.name, "future.created", key, future_id, origin, before + 1)
+        self.record(self.name, "future.created", key, self._future_ids, origin, before + 1)
         self.record(self.name, "refcount.inc", key, before, before + 1)
-        if before:
-            return self.futures[key], False
-        # The refcount left zero: this is a new hold of the key, with a new generation.
+        fs = self.futures.get(key)
+        if fs is not None:
+            return fs, False, self._future_ids
+        # A new hold of the key (or the first since the connection was lost): a new generation.
         gen = self._gens.get(key, 0) + 1
         self._gens[key] = gen
         fs = self.futures[key] = FutureState(PENDING, gen)
-        return fs, True
+        return fs, True, self._future_ids
+
+    def adopt(self, key: str, task: str | None) -> tuple[FutureState, list[Message], int]:
+        """A ``Future`` for ``key`` was deserialized here: in ``task``'s arguments, or a result.
+
+        A client that borrows (a worker's, under ``fixed``) holds nothing and
+        says nothing.  Otherwise the future is a reference like any other, and a
+        new hold tells the scheduler with ``client-desires-keys`` — legacy's
+        "inform", which may create a task for a key the scheduler has forgotten.
+        """
+        if self.borrows:
+            self._future_ids += 1
+            self.record(self.name, "future.created", key, self._future_ids, "borrowed", 0)
+            return FutureState(BORROWED, 0), [], self._future_ids
+        fs, new, future_id = self.acquire(key, "deserialize")
+        if not new:
+            return fs, [], future_id
+        return fs, [Message(self.name, m.SCHEDULER, m.CLIENT_DESIRES_KEYS, self._stream, True,
+                            (key,), {"client": self.name, "gens": {key: fs.gen}, "task": task})
+                    ], future_id
 
     def release(self, key: str) -> list[Message]:
         """A ``Future`` for ``key`` was dropped: refcount -1, release the key at zero."""
@@ -105,9 +137,11 @@ class ClientState:
             self.refcount[key] = after
             return []
         del self.refcount[key]
-        fs = self.futures.pop(key)
+        # After a lost connection the key may have no state left; it is released all the same.
+        fs = self.futures.pop(key, None)
+        gen = fs.gen if fs is not None else self._gens.get(key, 0)
         return [Message(self.name, m.SCHEDULER, m.CLIENT_RELEASES_KEYS, self._stream, True,
-                        (key,), {"client": self.name, "gens": {key: fs.gen}})]
+                        (key,), {"client": self.name, "gens": {key: gen}})]
 
     def scatter(self, data: dict[str, bytes], new: dict[str, FutureState],
                 workers: list[str] | None = None) -> tuple[str, list[Message]]:
@@ -201,7 +235,18 @@ class ClientState:
             call.errors = msg.payload["errors"]
             call.done = True
 
+    def _on_stream_closed(self, msg: Message) -> None:
+        """The scheduler dropped our connection: every future is cancelled, as dask's
+        ``Client._reconnect`` does, and forgotten; the refcounts stay with their
+        ``Future`` objects.  The client then reconnects and can be used again."""
+        self.record(self.name, "connection.lost", None, msg.payload.get("reason"))
+        for key, fs in sorted(self.futures.items()):
+            fs.scatter_call = None
+            self._set_state(key, fs, CANCELLED, msg.msg_id, CONNECTION_LOST)
+        self.futures.clear()
+
     _handlers = {
+        m.STREAM_CLOSED: _on_stream_closed,
         m.SCATTER_REPLY: _on_scatter_reply,
         m.KEY_IN_MEMORY: _on_key_in_memory,
         m.LOST_DATA: _on_lost_data,

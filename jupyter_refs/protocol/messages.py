@@ -43,6 +43,8 @@ KEY_IN_MEMORY = "key-in-memory"
 LOST_DATA = "lost-data"
 CANCELLED_KEYS = "cancelled-keys"
 TASK_ERRED_REPORT = "task-erred"
+# scheduler -> client, last on the stream: the scheduler dropped the connection
+STREAM_CLOSED = "stream-closed"
 
 
 def stream_channel(sender: str, receiver: str) -> str:

@@ -6,6 +6,12 @@ no-op, so a single release empties it), ``client-releases-keys`` forgets a key
 nobody else wants, and a scatter is registered by ``update_data`` after the
 worker put — with no transition, exactly as dask does it.
 
+Race 2 lives in ``client-desires-keys``: under legacy, a desire for a key the
+scheduler has forgotten creates a task with no run spec (a *ghost*); the
+next transition that reaches it breaks an invariant, and — as in dask, where
+the assertion escapes the client's stream handler and closes the stream —
+the client whose message triggered it is removed and told ``stream-closed``.
+
 Sans-IO: :meth:`SchedulerState.handle` takes one message and returns the
 messages to send.  State changes go through :meth:`_transitions`, a
 recommendations loop like dask's, whose steps are declared in ``_TRANSITIONS``.
@@ -29,6 +35,14 @@ RELEASED, WAITING, PROCESSING, MEMORY, ERRED, FORGOTTEN = (
 
 LOST_DATA_REASON = "User asked for computation on lost data"
 SET_TWICE = "Future can be set only once"
+
+
+class InvariantError(AssertionError):
+    """A transition met a task in a state it cannot be in: dask's ``validate`` asserts."""
+
+    def __init__(self, key: str, message: str):
+        self.key = key
+        super().__init__(message)
 
 
 @dataclass(slots=True, eq=False)
@@ -96,8 +110,31 @@ class SchedulerState:
 
     def handle(self, msg: Message) -> list[Message]:
         out = _Out()
-        self._handlers[msg.op](self, msg, out, f"{msg.op}-{msg.msg_id}")
+        stimulus = f"{msg.op}-{msg.msg_id}"
+        try:
+            self._handlers[msg.op](self, msg, out, stimulus)
+        except InvariantError as exc:
+            client = msg.payload.get("client")
+            self.record(SCHEDULER, "scheduler.assertion", exc.key, str(exc), stimulus)
+            if client is None:
+                raise
+            # The assertion escaped the handler of this client's stream: dask closes
+            # the stream and removes the client.  Nothing the handler prepared is sent
+            # (dask sends a stimulus's messages only once its transitions succeed), but
+            # the state it changed stays changed.
+            out = _Out()
+            self._remove_client(client, f"AssertionError: {exc}", out, stimulus)
         return out.messages
+
+    def _remove_client(self, client: str, reason: str, out: _Out, stimulus: str) -> None:
+        """Drop ``client``: release every key it wants, then close its stream."""
+        self.record(SCHEDULER, "client.removed", None, client, reason)
+        recs: dict[str, str] = {}
+        for key, gen in sorted(self.wants.get(client, {}).items()):
+            self._release(client, key, gen, recs)
+        self.wants.pop(client, None)
+        self._transitions(recs, stimulus, out)
+        self._send(out, client, m.STREAM_CLOSED, (), reason=reason)
 
     def _send(self, out: _Out, receiver: str, op: str, keys: tuple[str, ...],
               **payload: Any) -> None:
@@ -137,14 +174,42 @@ class SchedulerState:
 
     # -- desires and releases ---------------------------------------------------------
 
-    def _desire(self, client: str, key: str, gen: int) -> None:
+    def _desire(self, client: str, key: str, gen: int, created: bool = False) -> None:
         keys = self.wants.setdefault(client, {})
         keys[key] = max(gen, keys.get(key, gen))
         ts = self.tasks.get(key)
         if ts is not None:
             ts.who_wants.add(client)
         self.record(SCHEDULER, "desire.applied", key, client, gen,
-                    tuple(sorted(ts.who_wants)) if ts else (), False)
+                    tuple(sorted(ts.who_wants)) if ts else (), created)
+
+    def _on_client_desires_keys(self, msg: Message, out: _Out, stimulus: str) -> None:
+        """A future deserialized somewhere tells the scheduler it exists (race 2).
+
+        Legacy, like dask's ``client_desires_keys`` before PR 8827: an unknown key
+        gets a task — ``released``, no run spec — so the desire has something to
+        attach to.  Fixed: an unknown key stays unknown; the future is cancelled.
+        """
+        client, gens, task = msg.payload["client"], msg.payload["gens"], msg.payload.get("task")
+        for key in msg.keys:
+            gen = gens.get(key, 0)
+            ts = self.tasks.get(key)
+            created = ts is None
+            if created:
+                if not self.variant.desire_creates:
+                    self.record(SCHEDULER, "desire.unknown", key, client, task)
+                    self._send(out, client, m.CANCELLED_KEYS, (key,), gens={key: gen},
+                               reason=f"{key} is unknown to the scheduler: it was released and "
+                               "forgotten before this future was deserialized, and a "
+                               "deserialized future does not bring it back")
+                    continue
+                ts = self._new_task(key, RELEASED, None)
+            self._desire(client, key, gen, created)
+            if ts.state == MEMORY:
+                self._send(out, client, m.KEY_IN_MEMORY, (key,), gen=gen)
+            elif ts.state == ERRED:
+                self._send(out, client, m.TASK_ERRED_REPORT, (key,), gen=gen,
+                           exception=ts.exception, text=ts.exception_text)
 
     def _release(self, client: str, key: str, gen: int, recs: dict[str, str]) -> None:
         keys = self.wants.get(client, {})
@@ -387,6 +452,10 @@ class SchedulerState:
             step(self, ts, recs, out, stimulus)
 
     def _released_waiting(self, ts, recs, out, stimulus) -> None:
+        if ts.run_spec is None:
+            # Only a ghost (legacy's client-desires-keys on a forgotten key) gets here.
+            raise InvariantError(ts.key, f"released -> waiting for {ts.key}, which has no run_spec: "
+                                 "nothing can compute it")
         ts.waiting_on = set()
         for dep in ts.dependencies:
             dts = self.tasks[dep]
@@ -396,7 +465,7 @@ class SchedulerState:
                 return
             if dts.state != MEMORY:
                 ts.waiting_on.add(dep)
-                if dts.state == RELEASED and dts.run_spec is not None:
+                if dts.state == RELEASED:
                     recs[dep] = WAITING
         if not ts.waiting_on:
             recs[ts.key] = PROCESSING
@@ -504,6 +573,7 @@ class SchedulerState:
     }
 
     _handlers = {
+        m.CLIENT_DESIRES_KEYS: _on_client_desires_keys,
         m.CLIENT_RELEASES_KEYS: _on_client_releases_keys,
         m.SCATTER: _on_scatter,
         m.UPDATE_DATA_REPLY: _on_update_data_reply,

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import hashlib
 import pickle
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any
 
 import cloudpickle
@@ -94,4 +97,90 @@ def substitute(obj: Any, values: Mapping[str, Any]) -> Any:
         return type(obj)(substitute(o, values) for o in obj)
     if type(obj) is dict:
         return {k: substitute(v, values) for k, v in obj.items()}
+    return obj
+
+
+# -- futures that travel inside data --------------------------------------------------
+#
+# A Future pickled inside task arguments or a result does not carry its state: it
+# becomes its key, and whoever unpickles it decides what the key turns into.  A
+# worker running a task hands it to the worker's own client, a client gathering a
+# result to itself (that is where legacy's ``client-desires-keys`` comes from).
+# Outside any such context it stays a plain :class:`FutureRef`.
+
+
+class FutureRef:
+    """A future's key with no client around it: what a Future becomes when nobody adopts it."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: str):
+        self.key = key
+
+    def __reduce__(self) -> tuple:
+        return (rebuild_future, (self.key,))
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is FutureRef and other.key == self.key
+
+    def __hash__(self) -> int:
+        return hash(("FutureRef", self.key))
+
+    def __repr__(self) -> str:
+        return f"FutureRef({self.key!r})"
+
+
+#: ``adopt(key) -> (object, messages)``: what a deserialized future becomes, and what it sends.
+Adopt = Callable[[str], tuple[Any, list[Any]]]
+
+
+@dataclass(slots=True)
+class Adoption:
+    adopt: Adopt
+    #: Messages the adopted futures send (legacy: a ``client-desires-keys`` each).
+    messages: list[Any] = field(default_factory=list)
+    keys: list[str] = field(default_factory=list)
+
+
+_adoption: ContextVar[Adoption | None] = ContextVar("jupyter_refs_adoption", default=None)
+_sending: ContextVar[list[Any] | None] = ContextVar("jupyter_refs_sending", default=None)
+
+
+@contextmanager
+def adopting(adopt: Adopt) -> Iterator[Adoption]:
+    """Unpickle inside this block and every future found is handed to ``adopt``."""
+    adoption = Adoption(adopt)
+    token = _adoption.set(adoption)
+    try:
+        yield adoption
+    finally:
+        _adoption.reset(token)
+
+
+@contextmanager
+def sending() -> Iterator[list[Any]]:
+    """Pickle inside this block and every future pickled is listed (the ones that travel)."""
+    seen: list[Any] = []
+    token = _sending.set(seen)
+    try:
+        yield seen
+    finally:
+        _sending.reset(token)
+
+
+def reduce_future(future: Any) -> tuple:
+    """``Future.__reduce__``: a future travels as its key."""
+    seen = _sending.get()
+    if seen is not None:
+        seen.append(future)
+    return (rebuild_future, (future.key,))
+
+
+def rebuild_future(key: str) -> Any:
+    adoption = _adoption.get()
+    if adoption is None:
+        return FutureRef(key)
+    obj, messages = adoption.adopt(key)
+    adoption.messages.extend(messages)
+    adoption.keys.append(key)
     return obj

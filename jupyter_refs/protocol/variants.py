@@ -29,6 +29,19 @@ message that arrives late:
     next life, whatever order the batched free and the put RPC take.
 
 Both are needed: the property tests find lost futures with either one alone.
+
+``deserialized_claims`` (legacy only)
+    A future deserialized inside a task's arguments on a worker claims its key
+    for the worker's client: it sends ``client-desires-keys``, as dask did
+    before PR 8827.  Under ``fixed`` such a future is *borrowed*: the task can
+    read its key, but it neither counts as a reference nor tells the scheduler.
+
+``desire_creates`` (legacy only)
+    ``client-desires-keys`` for a key the scheduler does not know creates a
+    task for it — in ``released``, with no run spec: a *ghost*, which the next
+    transition that reaches it trips over.  Under ``fixed`` an unknown key is
+    never created: the scheduler records a warning (``desire.unknown``) and
+    reports the future cancelled, saying the key was unknown.
 """
 
 from __future__ import annotations
@@ -46,6 +59,8 @@ class ProtocolVariant:
     summary: str
     #: Non-hashed keys from an atomic allocator (see ``jupyter_refs.ids``).
     atomic_ids: bool = True
+    deserialized_claims: bool = False
+    desire_creates: bool = False
 
 
 LEGACY = ProtocolVariant(
@@ -54,13 +69,15 @@ LEGACY = ProtocolVariant(
     incarnations=False,
     summary="dask's behaviour: a late client-releases-keys can forget a re-scattered key",
     atomic_ids=False,
+    deserialized_claims=True,
+    desire_creates=True,
 )
 FIXED = ProtocolVariant(
     name="fixed",
     generations=True,
     incarnations=True,
     summary="releases carry the hold's generation and frees the key's incarnation; "
-    "stale ones are ignored",
+    "stale ones are ignored; ids are atomic; an unknown key is never created",
 )
 
 VARIANTS = {v.name: v for v in (LEGACY, FIXED)}

@@ -10,24 +10,48 @@ names, and ``data[key]`` is the newest copy.
 
 Tasks run inline when ``compute-task`` is handled: the kernel-side cluster
 has no thread pool, so a task's result is reported in the same step.
+
+A future inside a task's arguments is deserialized here, for the worker's own
+client (``client:<worker>``, as dask's ``get_client()`` on a worker): under
+legacy it claims the key with ``client-desires-keys`` — race 2's message —
+under fixed it is borrowed and says nothing.  What the future *object* is
+(a user-facing ``Future``, or a plain ``FutureRef``) is the driver's business:
+it passes ``bind``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 from . import messages as m
+from .client import ClientState, FutureState
 from .messages import Message
-from .serialize import dumps, load_function, loads, substitute
+from .serialize import FutureRef, adopting, dumps, load_function, loads, substitute
 from .variants import ProtocolVariant
+
+#: The key of the task running in this thread, if any (a task must not block on the cluster).
+running_task: ContextVar[str | None] = ContextVar("jupyter_refs_running_task", default=None)
+
+#: ``bind(client_state, key, state, future_id)``: the object a task receives for a travelling future.
+Bind = Callable[[ClientState, str, FutureState, int], Any]
+
+
+def _bind_ref(client: ClientState, key: str, fs: FutureState, future_id: int) -> Any:
+    return FutureRef(key)
 
 
 class WorkerState:
-    def __init__(self, name: str, variant: ProtocolVariant, record: Callable[..., None]):
+    def __init__(self, name: str, variant: ProtocolVariant, record: Callable[..., None],
+                 bind: Bind = _bind_ref):
         self.name = name
         self.variant = variant
         self.record = record
+        #: The worker's own client, which futures deserialized in tasks belong to.
+        self.client = ClientState(f"client:{name}", variant, record,
+                                  borrows=not variant.deserialized_claims)
+        self._bind = bind
         #: The newest copy of each key: what tasks and gathers read.
         self.data: dict[str, Any] = {}
         #: Every copy held, by key and incarnation.
@@ -99,7 +123,7 @@ class WorkerState:
         p = msg.payload
         remote = {dep: ws for dep, ws in p["who_has"].items() if dep not in self.data}
         if not remote:
-            return [self._execute(p)]
+            return self._execute(p)
         # Fetch what another worker holds, then run (one RPC per peer).
         out = []
         by_peer: dict[str, list[str]] = {}
@@ -120,25 +144,34 @@ class WorkerState:
         fetch["missing"].extend(msg.payload["missing"])
         if fetch["waiting"]:
             return []
-        return [self._execute(fetch["task"], fetch["data"], fetch["missing"])]
+        return self._execute(fetch["task"], fetch["data"], fetch["missing"])
+
+    def _adopt(self, key: str) -> tuple[Any, list[Message]]:
+        fs, messages, future_id = self.client.adopt(key, running_task.get())
+        return self._bind(self.client, key, fs, future_id), messages
 
     def _execute(self, p: dict[str, Any], fetched: dict[str, Any] | None = None,
-                 missing: list[str] | None = None) -> Message:
+                 missing: list[str] | None = None) -> list[Message]:
+        """Run the task; the messages are the travelling futures' desires, then the outcome."""
         key = p["key"]
+        token = running_task.set(key)
         try:
-            if missing:
-                raise LookupError(f"dependencies {missing} were gone from their workers")
-            func = load_function(p["func"])
-            args, kwargs = loads(p["args"])
-            values = self.data if not fetched else {**self.data, **fetched}
-            result = func(*substitute(args, values), **substitute(kwargs, values))
+            with adopting(self._adopt) as adoption:
+                if missing:
+                    raise LookupError(f"dependencies {missing} were gone from their workers")
+                func = load_function(p["func"])
+                args, kwargs = loads(p["args"])
+                values = self.data if not fetched else {**self.data, **fetched}
+                result = func(*substitute(args, values), **substitute(kwargs, values))
         except Exception as exc:  # noqa: BLE001 - the user's task failed: report it
-            return self._to_scheduler(m.TASK_ERRED, (key,), worker=self.name,
-                                      exception=_dump_exception(exc), text=f"{type(exc).__name__}: {exc}",
-                                      incarnation=p["incarnation"])
+            return [*adoption.messages, self._to_scheduler(
+                m.TASK_ERRED, (key,), worker=self.name, exception=_dump_exception(exc),
+                text=f"{type(exc).__name__}: {exc}", incarnation=p["incarnation"])]
+        finally:
+            running_task.reset(token)
         self._store(key, result, p["incarnation"])
-        return self._to_scheduler(m.TASK_FINISHED, (key,), worker=self.name,
-                                  incarnation=p["incarnation"])
+        return [*adoption.messages, self._to_scheduler(m.TASK_FINISHED, (key,), worker=self.name,
+                                                       incarnation=p["incarnation"])]
 
     # -- gather ----------------------------------------------------------------------
 
