@@ -20,6 +20,11 @@ and on a traced dask cluster.
 ``set_twice``
     The owner of a key refused a second value for it: the visible consequence
     of an id collision.
+``ghost_task``
+    A ``client-desires-keys`` made the scheduler create a task it could not
+    run (``desire.applied`` with ``created_task``): no run spec, so the next
+    transition that reaches it fails.  Reported again, for the client whose
+    connection the failure drops, when that happens.
 ``refcount_mismatch``
     Once the channels are drained, a client holds a key (refcount > 0) but is
     not in that key's ``who_wants``.  Judged only at ``network.drained``,
@@ -64,6 +69,7 @@ class KeyRefs:
 
 
 _CLOSED_STATES = {"cancelled", "lost", "error"}
+_DESIRES = ("scatter", "update-graph", "client-desires-keys")
 
 
 class Checks:
@@ -78,7 +84,7 @@ class Checks:
         self._sched: dict[str, str] = {}
         self._forgotten: set[str] = set()
         self._allocated: dict[int, tuple[int, str, str]] = {}  # id -> (seq, actor, thread)
-        self._forgotten_by: dict[str, tuple[int, str, int] | None] = {}  # key -> the message that did it
+        self._forgotten_by: dict[str, tuple[int, str, int, str] | None] = {}  # key -> the message that did it
         self._copies: dict[str, dict[str, set[int]]] = {}  # key -> worker -> incarnations held
         self._vanished: dict[str, str] = {}  # key in memory on workers without the data -> why
         self._who_wants: dict[str, tuple[str, ...]] = {}
@@ -86,9 +92,12 @@ class Checks:
         self._suspects: dict[tuple[str, str], int] = {}
         self._cancelled: dict[tuple[str, str], int] = {}  # held and cancelled -> seq
         self._sent: dict[int, tuple[int, str, str]] = {}  # msg_id -> (seq, op, sender)
-        self._receiving: tuple[int, str, int] | None = None  # (msg_id, op, sent seq)
+        self._receiving: tuple[int, str, int, str] | None = None  # (msg_id, op, sent seq, sender)
         self._desired_by: dict[tuple[str, str], tuple[int, int]] = {}  # -> (msg_id, sent seq)
         self._removed_at: dict[tuple[str, str], int] = {}  # seq of the release.applied
+        self._ghosts: dict[str, int] = {}  # key -> seq of the desire that created it
+        self._removed: set[str] = set()  # clients dropped by the scheduler, not yet told
+        self._disconnected: set[tuple[str, str]] = set()  # (client, key) cancelled by it
         self._handlers = {
             "future.created": self._future_created,
             "refcount.inc": self._refcount_changed,
@@ -98,7 +107,10 @@ class Checks:
             "scatter.registered": self._registered,
             "worker.put": self._worker_put,
             "worker.free": self._worker_free,
-            "desire.applied": self._who_wants_changed,
+            "desire.applied": self._desire_applied,
+            "scheduler.assertion": self._assertion,
+            "client.removed": self._client_removed,
+            "connection.lost": self._connection_lost,
             "release.applied": self._release_applied,
             "msg.sent": self._msg_sent,
             "msg.received": self._msg_received,
@@ -148,8 +160,12 @@ class Checks:
     # -- client side ---------------------------------------------------------------
 
     def _future_created(self, seq: int, row: tuple) -> None:
-        if row[EXTRA][2] == 1:
-            self._fstate[(row[ACTOR], row[KEY])] = "pending"
+        client = row[ACTOR]
+        pair = (client, row[KEY])
+        if row[EXTRA][2] == 1 or pair in self._disconnected:
+            # A new hold; after a lost connection, any new future starts one.
+            self._fstate[pair] = "pending"
+            self._disconnected.discard(pair)
 
     def _refcount_changed(self, seq: int, row: tuple) -> None:
         client, key, after = row[ACTOR], row[KEY], row[EXTRA][1]
@@ -164,6 +180,7 @@ class Checks:
         self._cancelled.pop(pair, None)
         self._suspects.pop(pair, None)
         self._removed_at.pop(pair, None)
+        self._disconnected.discard(pair)
         holders = self._holders.get(key)
         if holders is not None:
             holders.discard(client)
@@ -175,6 +192,11 @@ class Checks:
         self._fstate[(client, key)] = to
         if to == "cancelled":
             self._cancelled[(client, key)] = seq
+            if row[EXTRA][3] == "scheduler-connection-lost":
+                # Cancelled by the lost connection: the ghost_task violation that dropped
+                # it already names the client; do not report each future again.
+                self._disconnected.add((client, key))
+                self._update_suspect((client, key), seq)
         else:
             self._cancelled.pop((client, key), None)
         if to in _CLOSED_STATES:
@@ -203,13 +225,14 @@ class Checks:
             self._forgotten.discard(key)
             return
         self._sched.pop(key, None)
+        self._ghosts.pop(key, None)
         self._forgotten.add(key)
         self._forgotten_by[key] = self._receiving
         wanted = self._who_wants.pop(key, ())
         for client in sorted(self._holders.get(key, ())):
             pair = (client, key)
             self._update_suspect(pair, seq)
-            if self._fstate.get(pair) == "finished":
+            if self._fstate.get(pair) == "finished" and client not in self._removed:
                 first, why = self._why_forgotten(client, key, seq, told=client in wanted)
                 self._report("dangling_future", key, client, first, why)
 
@@ -219,8 +242,56 @@ class Checks:
         for client in self._holders.get(key, ()):
             self._update_suspect((client, key), seq)
 
+    def _desire_applied(self, seq: int, row: tuple) -> None:
+        self._who_wants_changed(seq, row)
+        key, (client, _gen, who_wants, created) = row[KEY], row[EXTRA]
+        if not created:
+            return
+        self._ghosts[key] = seq
+        receiving = self._receiving
+        msg = f" (msg #{receiving[0]})" if receiving else ""
+        release = self._forgotten_by.get(key) if key in self._forgotten else None
+        if release and release[1] == "client-releases-keys":
+            sender = release[3]
+            before = (f"The scheduler had forgotten {key} when {sender}'s client-releases-keys "
+                      f"(msg #{release[0]}) emptied who_wants; that release travelled on "
+                      f"{sender}'s stream and this desire on {client}'s, so nothing ordered them. ")
+        else:
+            before = f"The scheduler did not know {key}. "
+        where = (f"a future deserialized in a task's arguments on {client.removeprefix('client:')}"
+                 if client.startswith("client:worker:") else f"a future deserialized by {client}")
+        self._report(
+            "ghost_task", key, client, seq,
+            f"{client}'s client-desires-keys{msg} created a task for {key}: state released, no "
+            f"run_spec, who_wants={{{', '.join(who_wants)}}}. It came from {where}. " + before
+            + "Nothing can compute this task: the next transition that reaches it fails an "
+            "assertion, and the scheduler drops the connection of the client that caused it.",
+            once=False)
+
+    def _assertion(self, seq: int, row: tuple) -> None:
+        key = row[KEY]
+        receiving = self._receiving
+        if key not in self._ghosts or receiving is None:
+            return
+        client = receiving[3]
+        self._report(
+            "ghost_task", key, client, seq,
+            f"{receiving[1]} (msg #{receiving[0]}) from {client} reached the ghost task {key} "
+            f"(created at event {self._ghosts[key]}): {row[EXTRA][0]}. The assertion escapes the "
+            f"handler of {client}'s stream, so the scheduler closes it: every future {client} "
+            "holds is cancelled with 'scheduler-connection-lost', whatever key it is for.",
+            once=False)
+
+    def _client_removed(self, seq: int, row: tuple) -> None:
+        # Its stream is closing: what the scheduler forgets for it now is not dangling.
+        self._removed.add(row[EXTRA][0])
+
+    def _connection_lost(self, seq: int, row: tuple) -> None:
+        self._removed.discard(row[ACTOR])
+
     def _registered(self, seq: int, row: tuple) -> None:
         key, (who_has, who_wants) = row[KEY], row[EXTRA]
+        self._ghosts.pop(key, None)  # the data a scatter registers is something to hold
         self._sched[key] = "memory"
         self._forgotten.discard(key)
         self._who_wants[key] = who_wants
@@ -292,13 +363,14 @@ class Checks:
     def _msg_sent(self, seq: int, row: tuple) -> None:
         msg_id, op, sender = row[MSG_ID], row[OP], row[ACTOR]
         self._sent[msg_id] = (seq, op, sender)
-        if op in ("scatter", "update-graph") and sender.startswith("client"):
+        if op in _DESIRES and sender.startswith("client"):
             for key in row[EXTRA][0]:
                 self._desired_by[(sender, key)] = (msg_id, seq)
 
     def _msg_received(self, seq: int, row: tuple) -> None:
         sent = self._sent.pop(row[MSG_ID], None)
-        self._receiving = (row[MSG_ID], row[OP], sent[0] if sent else -1)
+        self._receiving = (row[MSG_ID], row[OP], sent[0] if sent else -1,
+                           sent[2] if sent else "?")
 
     def _drained(self, seq: int, row: tuple) -> None:
         for (client, key), first in list(self._cancelled.items()):
@@ -322,7 +394,8 @@ class Checks:
 
     def _update_suspect(self, pair: tuple[str, str], seq: int) -> None:
         client, key = pair
-        if self._refcount.get(pair) and client not in self._who_wants.get(key, ()):
+        if (self._refcount.get(pair) and client not in self._who_wants.get(key, ())
+                and pair not in self._disconnected):
             self._suspects.setdefault(pair, seq)
         else:
             self._suspects.pop(pair, None)
@@ -346,7 +419,7 @@ class Checks:
             f"the scheduler forgot {key} while {client} held a finished future for it and "
             f"was not in who_wants; the client was not told.")
 
-    def _overtaken(self, client: str, key: str, release: tuple[int, str, int] | None) -> str:
+    def _overtaken(self, client: str, key: str, release: tuple[int, str, int, str] | None) -> str:
         """Why a release that forgot ``key`` was late, if it was sent before the client's last desire."""
         desire = self._desired_by.get((client, key))
         if not (release and release[1] == "client-releases-keys" and desire

@@ -36,6 +36,16 @@ def inc(x: int) -> int:
     return x + 1
 
 
+def keep(futures: list) -> list:
+    """A task that keeps the futures it was sent (in its result), as a Queue would."""
+    return futures
+
+
+def count(futures: list) -> int:
+    """A task that looks at the futures it was sent and lets them go."""
+    return len(futures)
+
+
 # -- a real kernel, read from the wire (jupyter_client) ---------------------------------
 
 

@@ -1,15 +1,16 @@
 """Random interleavings of scatter / drop / re-scatter / submit, two clients, two workers.
 
 Hypothesis chooses both the operations and the delivery order (a manual
-network, one deliverable message at a time).  Under ``fixed`` no future is
-ever lost and no check fires; under ``legacy`` every lost future is flagged —
-the checks never miss a loss.
+network, one deliverable message at a time).  Some submits send a future
+*inside* their arguments (it travels to the worker and is deserialized there:
+race 2's vehicle).  Under ``fixed`` no future is ever lost and no check fires;
+under ``legacy`` every lost future is flagged — the checks never miss a loss.
 """
 
 from __future__ import annotations
 
 import pytest
-from helpers import inc
+from helpers import count, inc, keep
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -26,6 +27,8 @@ ops = st.lists(
         st.tuples(st.just("rescatter"), st.integers(0, 1), st.integers(0, 1),
                   st.sampled_from([0, 0, 0, 1])),
         st.tuples(st.just("submit"), st.integers(0, 1), st.integers(0, 1)),
+        # ``submit(keep, [x])`` / ``submit(count, [x])``: x travels inside the arguments.
+        st.tuples(st.just("travel"), st.integers(0, 1), st.integers(0, 1), st.booleans()),
         st.tuples(st.just("deliver"), st.integers(0, 7)),
         st.tuples(st.just("deliver"), st.integers(0, 7)),
         st.tuples(st.just("settle")),  # deliver everything in flight, oldest first
@@ -40,7 +43,7 @@ def play(protocol: str, program: list[tuple], rnd=None) -> tuple[Cluster, list, 
     # The first client starts holding both values, already registered.
     slots: list[dict[int, object]] = [{s: clients[0].scatter(VALUES[s]) for s in (0, 1)}, {}]
     cluster.run_until_idle()
-    submitted = []
+    submitted, travelled = [], []
     for op in program:
         if op[0] == "scatter":
             _, c, slot, v = op
@@ -62,6 +65,11 @@ def play(protocol: str, program: list[tuple], rnd=None) -> tuple[Cluster, list, 
                 except HeldMessagesError:
                     # Its scatter is still in flight: refused, and nothing changed.
                     assert (len(cluster.in_flight), len(cluster.trace)) == before
+        elif op[0] == "travel":
+            _, c, slot, keeps = op
+            fut = slots[c].get(slot)
+            if fut is not None:
+                travelled.append(clients[c].submit(keep if keeps else count, [fut], pure=False))
         elif op[0] == "settle":
             cluster.run_until_idle()
         else:
@@ -74,6 +82,7 @@ def play(protocol: str, program: list[tuple], rnd=None) -> tuple[Cluster, list, 
         cluster.deliver(rnd.choice(heads).msg_id)
     cluster.run_until_idle()
     held = [(clients[c], f) for c in (0, 1) for f in slots[c].values()]
+    held += [(f.client, f) for f in travelled]
     return cluster, held, submitted
 
 
@@ -106,7 +115,12 @@ def test_fixed_never_loses_a_future(program, rnd):
     assert cluster.violations == []
     for client, future in held:
         assert not lost(cluster, client, future), future
-        assert value(cluster, future.key) in VALUES
+        result = value(cluster, future.key)
+        if future.key.startswith(("keep-", "count-")):
+            # The travelling future arrived, borrowed: a key, no reference.
+            assert result == 1 or [f.status for f in result] == ["borrowed"]
+        else:
+            assert result in VALUES
     for _client, future, dep in submitted:
         assert future.status == "finished"
         assert value(cluster, future.key) == value(cluster, dep.key) + 1
@@ -118,14 +132,20 @@ def test_fixed_never_loses_a_future(program, rnd):
 def test_legacy_never_loses_a_future_silently(program, rnd):
     cluster, held, submitted = play("legacy", program, rnd)
     flagged = {(v.client, v.key) for v in cluster.violations}
+    # A ghost task reached by a client's message drops that client's connection:
+    # every future it holds is lost at once, and the ghost_task check names the client.
+    dropped = {v.client for v in cluster.violations if v.name == "ghost_task"}
+    if any(v.name == "ghost_task" for v in cluster.violations):
+        event("a ghost task was created")
     for client, future in held:
         if lost(cluster, client, future):
             event("a held future was lost")
-            assert (client.name, future.key) in flagged, (future, cluster.violations)
+            assert (client.name, future.key) in flagged or client.name in dropped, (
+                future, cluster.violations)
     for client, future, dep in submitted:
         if future.status == "cancelled":
             # Computation on lost data: its input was lost first, and that was flagged.
-            assert (client.name, dep.key) in flagged
+            assert (client.name, dep.key) in flagged or client.name in dropped
     cluster.close()
 
 
