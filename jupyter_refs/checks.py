@@ -97,7 +97,10 @@ class Checks:
         self._removed_at: dict[tuple[str, str], int] = {}  # seq of the release.applied
         self._ghosts: dict[str, int] = {}  # key -> seq of the desire that created it
         self._removed: set[str] = set()  # clients dropped by the scheduler, not yet told
-        self._disconnected: set[tuple[str, str]] = set()  # (client, key) cancelled by it
+        # (client, key) whose cancellation both sides agree on: a lost connection (already
+        # reported as ghost_task) or a desire for a key the scheduler no longer knows.
+        self._settled: set[tuple[str, str]] = set()
+        self._disconnected: set[tuple[str, str]] = set()  # cancelled by a lost connection
         self._handlers = {
             "future.created": self._future_created,
             "refcount.inc": self._refcount_changed,
@@ -110,6 +113,7 @@ class Checks:
             "desire.applied": self._desire_applied,
             "scheduler.assertion": self._assertion,
             "client.removed": self._client_removed,
+            "desire.unknown": self._desire_unknown,
             "connection.lost": self._connection_lost,
             "release.applied": self._release_applied,
             "msg.sent": self._msg_sent,
@@ -165,6 +169,7 @@ class Checks:
         if row[EXTRA][2] == 1 or pair in self._disconnected:
             # A new hold; after a lost connection, any new future starts one.
             self._fstate[pair] = "pending"
+            self._settled.discard(pair)
             self._disconnected.discard(pair)
 
     def _refcount_changed(self, seq: int, row: tuple) -> None:
@@ -180,6 +185,7 @@ class Checks:
         self._cancelled.pop(pair, None)
         self._suspects.pop(pair, None)
         self._removed_at.pop(pair, None)
+        self._settled.discard(pair)
         self._disconnected.discard(pair)
         holders = self._holders.get(key)
         if holders is not None:
@@ -195,6 +201,7 @@ class Checks:
             if row[EXTRA][3] == "scheduler-connection-lost":
                 # Cancelled by the lost connection: the ghost_task violation that dropped
                 # it already names the client; do not report each future again.
+                self._settled.add((client, key))
                 self._disconnected.add((client, key))
                 self._update_suspect((client, key), seq)
         else:
@@ -281,6 +288,11 @@ class Checks:
             f"handler of {client}'s stream, so the scheduler closes it: every future {client} "
             "holds is cancelled with 'scheduler-connection-lost', whatever key it is for.",
             once=False)
+
+    def _desire_unknown(self, seq: int, row: tuple) -> None:
+        pair = (row[EXTRA][0], row[KEY])
+        self._settled.add(pair)
+        self._update_suspect(pair, seq)
 
     def _client_removed(self, seq: int, row: tuple) -> None:
         # Its stream is closing: what the scheduler forgets for it now is not dangling.
@@ -395,7 +407,7 @@ class Checks:
     def _update_suspect(self, pair: tuple[str, str], seq: int) -> None:
         client, key = pair
         if (self._refcount.get(pair) and client not in self._who_wants.get(key, ())
-                and pair not in self._disconnected):
+                and pair not in self._settled):
             self._suspects.setdefault(pair, seq)
         else:
             self._suspects.pop(pair, None)

@@ -27,8 +27,10 @@ ops = st.lists(
         st.tuples(st.just("rescatter"), st.integers(0, 1), st.integers(0, 1),
                   st.sampled_from([0, 0, 0, 1])),
         st.tuples(st.just("submit"), st.integers(0, 1), st.integers(0, 1)),
-        # ``submit(keep, [x])`` / ``submit(count, [x])``: x travels inside the arguments.
-        st.tuples(st.just("travel"), st.integers(0, 1), st.integers(0, 1), st.booleans()),
+        # ``submit(keep, [x])`` / ``submit(count, [x])``: x travels inside the arguments;
+        # then, maybe, ``del x`` at once — its release and the worker's desire race.
+        st.tuples(st.just("travel"), st.integers(0, 1), st.integers(0, 1), st.booleans(),
+                  st.booleans()),
         st.tuples(st.just("deliver"), st.integers(0, 7)),
         st.tuples(st.just("deliver"), st.integers(0, 7)),
         st.tuples(st.just("settle")),  # deliver everything in flight, oldest first
@@ -66,10 +68,13 @@ def play(protocol: str, program: list[tuple], rnd=None) -> tuple[Cluster, list, 
                     # Its scatter is still in flight: refused, and nothing changed.
                     assert (len(cluster.in_flight), len(cluster.trace)) == before
         elif op[0] == "travel":
-            _, c, slot, keeps = op
+            _, c, slot, keeps, drop = op
             fut = slots[c].get(slot)
             if fut is not None:
                 travelled.append(clients[c].submit(keep if keeps else count, [fut], pure=False))
+                if drop:
+                    del slots[c][slot]
+                del fut
         elif op[0] == "settle":
             cluster.run_until_idle()
         else:

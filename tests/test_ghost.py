@@ -1,0 +1,178 @@
+"""Race 2: a future travels inside task arguments, and its desire comes too late.
+
+``submit(keep, [x]); del x``: the task's future is deserialized on the worker
+and, under legacy, announced with ``client-desires-keys`` on the worker
+client's stream, while the owner's release rides the owner's stream.  When
+the release lands first, the desire re-creates the forgotten key as a task
+with no run spec: a ghost.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+from helpers import count, deliver_op, inc, keep, summary
+
+from jupyter_refs import Cluster, FutureCancelledError
+from jupyter_refs.protocol.serialize import FutureRef
+
+
+def _ghost_order(cluster: Cluster, key: str, start: int) -> list[str]:
+    """The events about ``key`` from event ``start`` on that tell the story, in order."""
+    wanted = {"refcount.dec", "refcount.inc", "transition", "desire.applied", "release.applied",
+              "future.created", "desire.unknown"}
+    out = []
+    for e in cluster.trace:
+        if e.seq >= start and e.key == key and (e.kind in wanted or e.op in ("client-releases-keys",
+                                                          "client-desires-keys")):
+            text = summary(e)
+            if e.kind == "desire.applied":
+                text += " created" if e.fields["created_task"] else ""
+            out.append(text)
+    return out
+
+
+@pytest.mark.parametrize("protocol", ["legacy", "fixed"])
+def test_release_before_the_workers_desire(manual_cluster, protocol):
+    cluster = manual_cluster(protocol)
+    client = cluster.client()
+    x = client.scatter(41)
+    cluster.run_until_idle()
+    key = x.key
+    start = len(cluster.trace)
+    g = client.submit(keep, [x])
+    del x  # client-releases-keys queued behind update-graph on client:1's stream
+    deliver_op(cluster, "update-graph")
+    deliver_op(cluster, "compute-task")  # the task runs: its future is deserialized
+    deliver_op(cluster, "client-releases-keys")  # the owner's release lands first
+    cluster.run_until_idle()  # then the worker's desire, if there is one
+
+    story = _ghost_order(cluster, key, start)
+    events = [e for e in cluster.trace if e.seq >= start]
+    if protocol == "legacy":
+        assert story == [
+            "client:1 refcount.dec 1->0",
+            "client:1 msg.sent client-releases-keys",
+            "client:worker:0 future.created",
+            "client:worker:0 refcount.inc 0->1",
+            "client:worker:0 msg.sent client-desires-keys",
+            "scheduler msg.received client-releases-keys",
+            "scheduler release.applied",
+            "scheduler transition memory->forgotten",
+            "scheduler msg.received client-desires-keys",
+            "scheduler desire.applied created",
+        ]
+        ts = cluster.scheduler.tasks[key]
+        assert (ts.state, ts.run_spec, ts.who_wants) == ("released", None, {"client:worker:0"})
+        [v] = cluster.violations
+        assert v.name == "ghost_task" and v.key == key and v.client == "client:worker:0"
+        assert cluster.trace[v.first_seq].kind == "desire.applied"
+        assert "client:1's client-releases-keys" in v.explanation
+    else:
+        assert not any(e.op == "client-desires-keys" for e in events)
+        assert [e.fields["origin"] for e in events if e.kind == "future.created"
+                and e.actor == "client:worker:0"] == ["borrowed"]
+        assert key not in cluster.scheduler.tasks
+        assert cluster.violations == []
+    assert g.status == "finished"
+
+
+def _provoke(protocol: str):
+    """Immediate delivery, the worker client's stream held: the release always lands first."""
+    cluster = Cluster(protocol=protocol, network="immediate")
+    client = cluster.client()
+    other = client.scatter(7)
+    x = client.scatter(41)
+    key = x.key
+    cluster.hold("client:worker:*")
+    g = client.submit(keep, [x])
+    del x
+    cluster.step(10)  # delivers the held desire last
+    cluster.release_holds()
+    return cluster, client, other, g, key
+
+
+def test_legacy_ghost_drops_the_clients_connection():
+    cluster, client, other, g, key = _provoke("legacy")
+    assert cluster.scheduler_state(key) == "released"  # the ghost
+    [fx] = g.result()  # the future comes back to client:1, which announces it too
+    assert fx.key == key and fx.status == "pending"  # nothing will ever compute it
+    y = client.submit(inc, fx)  # the scheduler walks from y to the ghost: released -> waiting
+    cluster.run_until_idle()
+
+    kinds = [e.kind for e in cluster.trace]
+    i = kinds.index("scheduler.assertion")
+    assert kinds[i + 1] == "client.removed"
+    assertion = cluster.trace[i]
+    assert assertion.key == key and "no run_spec" in assertion.fields["message"]
+    lost = [e for e in cluster.trace if e.kind == "connection.lost"]
+    assert [e.actor for e in lost] == ["client:1"]
+    # Every future client:1 holds is cancelled, the unrelated one too.
+    for f in (other, g, fx, y):
+        assert f.status == "cancelled"
+        with pytest.raises(FutureCancelledError, match="scheduler-connection-lost"):
+            f.result()
+    names = [(v.name, v.client) for v in cluster.violations]
+    assert names == [("ghost_task", "client:worker:0"), ("ghost_task", "client:1")]
+    assert cluster.violations[1].first_seq == assertion.seq
+    # The client reconnects: new work goes through.
+    assert client.submit(inc, 1).result() == 2
+    cluster.close()
+
+
+def test_fixed_unknown_key_is_cancelled_not_created():
+    cluster, client, other, g, key = _provoke("fixed")
+    assert cluster.scheduler_state(key) == "forgotten"
+    [fx] = g.result()
+    assert fx.status == "cancelled" and "unknown to the scheduler" in fx._fs.reason
+    assert key not in cluster.scheduler.tasks
+    warnings = [e for e in cluster.trace if e.kind == "desire.unknown"]
+    assert [(e.key, e.fields["client"]) for e in warnings] == [(key, "client:1")]
+    with pytest.raises(FutureCancelledError, match="unknown to the scheduler"):
+        fx.result()
+    assert other.result() == 7 and g.status == "finished"
+    assert cluster.violations == []
+    cluster.close()
+
+
+def test_legacy_desire_first_keeps_the_key_alive():
+    """The other order: the worker's claim lands before the release, and nothing breaks."""
+    with Cluster(protocol="legacy", network="immediate") as cluster:
+        client = cluster.client()
+        x = client.scatter(41)
+        key = x.key
+        g = client.submit(keep, [x])  # runs at once; the worker client now wants x too
+        del x
+        cluster.run_until_idle()
+        assert cluster.scheduler.tasks[key].who_wants == {"client:worker:0"}
+        [fx] = g.result()
+        assert client.submit(inc, fx).result() == 42
+        assert cluster.violations == []
+
+
+@pytest.mark.parametrize("protocol", ["legacy", "fixed"])
+def test_a_task_sees_its_travelling_future(protocol):
+    with Cluster(protocol=protocol, network="immediate") as cluster:
+        client = cluster.client()
+        x = client.scatter(41)
+        statuses = client.submit(lambda fs: [type(f).__name__ + ":" + f.status for f in fs], [x])
+        expected = "pending" if protocol == "legacy" else "borrowed"
+        assert statuses.result() == [f"Future:{expected}"]
+        assert client.submit(count, {"a": [x, x]}).result() == 1  # dicts carry futures too
+        assert x.status == "finished" and client.refcount(x.key) == 1
+
+
+def test_a_task_cannot_call_the_cluster():
+    with Cluster(protocol="fixed", network="immediate") as cluster:
+        client = cluster.client()
+        x = client.scatter(1)
+        f = client.submit(lambda fs: fs[0].client.submit(inc, 1), [x])
+        with pytest.raises(Exception, match="cannot scatter, submit or wait"):
+            f.result()
+
+
+def test_a_pickled_future_outside_a_cluster_is_its_key():
+    with Cluster(protocol="fixed", network="immediate") as cluster:
+        x = cluster.client().scatter(3)
+        assert pickle.loads(pickle.dumps([x])) == [FutureRef(x.key)]
