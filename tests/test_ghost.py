@@ -176,3 +176,28 @@ def test_a_pickled_future_outside_a_cluster_is_its_key():
     with Cluster(protocol="fixed", network="immediate") as cluster:
         x = cluster.client().scatter(3)
         assert pickle.loads(pickle.dumps([x])) == [FutureRef(x.key)]
+
+
+def test_timeline_draws_the_ghost():
+    from jupyter_refs.views.timeline_model import TimelineModel
+
+    cluster, client, other, g, key = _provoke("legacy")
+    [fx] = g.result()
+    client.submit(inc, fx)
+    cluster.run_until_idle()
+    model = TimelineModel(keys=[key])
+    model.add_events(cluster.trace.events())
+    assert "client:worker:0->scheduler" in model.lanes  # the desire's own stream
+    ops = model.messages.cols["op"]
+    release, desire = ops.index("client-releases-keys"), ops.index("client-desires-keys")
+    # The desire was sent before the release and received after it.
+    assert model.messages.cols["x0"][desire] < model.messages.cols["x0"][release]
+    assert model.messages.cols["x1"][desire] > model.messages.cols["x1"][release]
+    # The lifeline: memory, gone, then a ghost; both ghost_task markers on their events.
+    states = model.states.cols["state"] + model.open_states()["state"]
+    assert states[:2] == ["memory", "ghost"]
+    marks = dict(zip(model.violations.cols["first_seq"], model.violations.cols["name"]))
+    assert sorted(marks.values()) == ["ghost_task", "ghost_task"]
+    kinds = {cluster.trace[s].kind for s in marks}
+    assert kinds == {"desire.applied", "scheduler.assertion"}
+    cluster.close()

@@ -13,7 +13,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 @pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff is installed by the test extra")
 def test_ruff_clean():
-    result = subprocess.run(["ruff", "check", "jupyter_refs", "tests", "benchmarks"], cwd=ROOT,
+    result = subprocess.run(["ruff", "check", "."], cwd=ROOT,
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stdout
 

@@ -48,6 +48,7 @@ OP_COLORS = {
     "gather-reply": "#a0a0a0",
     "get-data": "#7f7f7f",
     "get-data-reply": "#a0a0a0",
+    "stream-closed": "#000000",
 }
 STATE_COLORS = {
     "released": "#d9d9d9",
@@ -55,6 +56,8 @@ STATE_COLORS = {
     "processing": "#fdae6b",
     "memory": "#74c476",
     "erred": "#de2d26",
+    # released with no run spec, created by a desire for a forgotten key (race 2)
+    "ghost": "#c51b8a",
 }
 KIND_COLORS = {
     "refcount.inc": "#3182bd",
@@ -63,6 +66,10 @@ KIND_COLORS = {
     "transition": "#31a354",
     "release.applied": "#d62728",
     "desire.applied": "#1f77b4",
+    "desire.unknown": "#ff7f0e",
+    "scheduler.assertion": "#a50f15",
+    "client.removed": "#a50f15",
+    "connection.lost": "#a50f15",
 }
 _DEFAULT_COLOR = "#969696"
 _HIDDEN = {"msg.sent", "msg.received", "network.drained", "violation"}
@@ -255,6 +262,8 @@ class TimelineModel:
             return
         if kind in ("transition", "scatter.registered"):
             self._state_change(key, x, "memory" if kind == "scatter.registered" else extra[1])
+        elif kind == "desire.applied" and extra[3]:
+            self._state_change(key, x, "ghost")
         elif kind in ("refcount.inc", "refcount.dec"):
             self._refcount_change(key, actor, x, extra[1])
 
