@@ -153,7 +153,7 @@ class Checks:
                     key,
                     {c: (self._refcount[(c, key)], self._fstate.get((c, key), "?"))
                      for c in sorted(self._holders.get(key, ()))},
-                    self._sched.get(key, "forgotten"),
+                    self._sched.get(key, "forgotten") + (" (ghost)" if key in self._ghosts else ""),
                     tuple(sorted(self._who_wants.get(key, ()))),
                     tuple(sorted(self._copies.get(key, {}))),
                     tuple(dict.fromkeys(verdicts.get(key, ()))),
@@ -255,6 +255,8 @@ class Checks:
         if not created:
             return
         self._ghosts[key] = seq
+        self._sched[key] = "released"
+        self._forgotten.discard(key)
         receiving = self._receiving
         msg = f" (msg #{receiving[0]})" if receiving else ""
         release = self._forgotten_by.get(key) if key in self._forgotten else None

@@ -22,12 +22,12 @@ if TYPE_CHECKING:
 
 _STATE_STYLE = {
     "finished": "#1a7f37", "pending": "#6e7781", "lost": "#bc4c00", "cancelled": "#cf222e",
-    "error": "#cf222e", "memory": "#1a7f37", "forgotten": "#cf222e",
+    "error": "#cf222e", "memory": "#1a7f37", "forgotten": "#cf222e", "borrowed": "#6e7781",
 }
 
 
 def _badge(text: str) -> str:
-    color = _STATE_STYLE.get(text, "#24292f")
+    color = "#c51b8a" if text.endswith("(ghost)") else _STATE_STYLE.get(text, "#24292f")
     return f"<span style='color:{color};font-weight:600'>{html.escape(text)}</span>"
 
 

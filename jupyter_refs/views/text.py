@@ -38,6 +38,8 @@ def describe_fields(kind: str, data: tuple) -> str:
     if kind == "violation":
         return f"!! VIOLATION {data[0]} (first broken at event {data[1]})"
     if kind == "future.created":
+        if data[1] == "borrowed":
+            return f"future #{data[0]} deserialized, borrowed: it holds no reference"
         return f"future #{data[0]} created by {data[1]}"
     if data:
         return kind + " " + " ".join(f"{n}={_fmt(v)}" for n, v in zip(FIELDS.get(kind, ()), data))
