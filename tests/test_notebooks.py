@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -42,3 +43,40 @@ def test_scatter_race_lesson():
     assert "fixed: no violation in 2000 iterations" in text_of(nb, "fixed-loop")
     widgets = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
     assert any(m["model_name"] == "BokehModel" for m in widgets.values())  # %timeline drew
+
+
+def widget_models(nb) -> list[str]:
+    state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    return [m["model_name"] for m in state.values()]
+
+
+def test_ghost_task_lesson():
+    nb = execute("02_ghost_task.ipynb")
+    legacy = text_of(nb, "legacy-refs")
+    assert "released (ghost)" in legacy and "VIOLATION ghost_task" in legacy
+    meet = text_of(nb, "legacy-meet")
+    assert "the future came back: <Future: pending" in meet
+    for name in ("y", "g", "other"):  # all of client:1's futures, the unrelated one too
+        assert f"{name} -> FutureCancelledError" in meet and "scheduler-connection-lost" in meet
+    ghosts = int(re.search(r"legacy: (\d+) ghost tasks in 50", text_of(nb, "legacy-loop"))[1])
+    assert ghosts > 0
+    fixed = text_of(nb, "fixed-refs")
+    assert "VIOLATION" not in fixed and "borrowed: it holds no reference" in fixed
+    meet = text_of(nb, "fixed-meet")
+    assert "unknown to the scheduler" in meet and "lost data" in meet and "other -> 7" in meet
+    assert "fixed: 0 ghost tasks in 50 iterations" in text_of(nb, "fixed-loop")
+    assert "BokehModel" in widget_models(nb)
+
+
+def test_future_ids_lesson():
+    nb = execute("03_future_ids.ipynb")
+    found = re.search(r"16000 futures, (\d+) id collisions, (\d+) second puts refused",
+                      text_of(nb, "legacy-threads"))
+    collisions, refused = int(found[1]), int(found[2])
+    assert collisions > 0 and refused == collisions
+    shown = text_of(nb, "legacy-collision")
+    assert "was handed out twice" in shown and shown.count("Future can be set only once") >= 2
+    assert ("16000 futures, 0 id collisions, 0 second puts refused, 0 futures not finished"
+            in text_of(nb, "fixed-threads"))
+    assert "every result right: True" in text_of(nb, "fixed-threads")
+    assert "BokehModel" in widget_models(nb)
