@@ -66,6 +66,8 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "future.put_rejected": ("reason",),
     # checks
     "violation": ("name", "first_seq", "client", "explanation"),
+    # the dask adapter
+    "hook.failed": ("hook", "error"),
 }
 
 # Positions in a stored row.
@@ -184,6 +186,15 @@ class Trace:
              kind, msg.keys[0] if len(msg.keys) == 1 else None, msg.msg_id, msg.channel,
              msg.op, self.cell, (msg.keys,))
         )
+        if len(rows) > self.capacity + self._slack:
+            self._trim()
+
+    def add(self, t_ns: int, actor: str, thread: str, kind: str, key: str | None,
+            msg_id: int | None = None, channel: str | None = None, op: str | None = None,
+            extra: tuple = ()) -> None:
+        """Append an event recorded elsewhere (another process, another clock), as it is."""
+        rows = self._rows
+        rows.append((t_ns, actor, thread, kind, key, msg_id, channel, op, None, extra))
         if len(rows) > self.capacity + self._slack:
             self._trim()
 

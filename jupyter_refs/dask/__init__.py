@@ -1,0 +1,8 @@
+"""Trace a real dask.distributed cluster: ``tracer = attach(client)``.
+
+Needs the optional dependency ``distributed`` (``pip install jupyter_refs[dask]``).
+"""
+
+from .tracer import DaskTracer, NotOnDaskError, attach
+
+__all__ = ["DaskTracer", "NotOnDaskError", "attach"]

@@ -1,0 +1,119 @@
+"""Reversible hooks that can never break what they observe.
+
+Every hook wraps an existing callable (a method on one *instance*, or an entry of a
+handler table) with an observer that runs before and/or after it.  The wrapped call
+itself always runs, and its result or exception passes through untouched; an
+observer that raises is removed — the original callable is put back — and reported
+once.  ``undo()`` puts every original back: nothing patched stays behind.
+
+Wrappers keep the original's signature (``functools.wraps``) and its kind: dask
+decides how to call a handler by asking ``iscoroutinefunction`` and
+``has_keyword(handler, "comm")``, so a wrapper must answer as the original would.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, MutableMapping
+from typing import Any
+
+_MISSING = object()
+
+Observer = Callable[..., Any]
+
+
+class Hooks:
+    """A set of installed hooks; ``failed`` reports the observers removed after raising."""
+
+    def __init__(self, on_failure: Callable[[str, BaseException], None]):
+        self._on_failure = on_failure
+        self._undo: dict[str, Callable[[], None]] = {}
+        self.failed: dict[str, str] = {}
+
+    # -- installing ----------------------------------------------------------------------
+
+    def attr(self, obj: Any, name: str, before: Observer | None = None,
+             after: Observer | None = None, label: str | None = None) -> None:
+        """Wrap ``obj.name`` on this instance only (an instance attribute shadows the method)."""
+        label = label or f"{type(obj).__name__}.{name}"
+        saved = obj.__dict__.get(name, _MISSING)
+        original = getattr(obj, name)
+
+        def undo() -> None:
+            if saved is _MISSING:
+                obj.__dict__.pop(name, None)
+            else:
+                setattr(obj, name, saved)
+
+        setattr(obj, name, self._wrap(label, original, before, after))
+        self._undo[label] = undo
+
+    def item(self, table: MutableMapping[str, Any], name: str, before: Observer | None = None,
+             after: Observer | None = None, label: str | None = None) -> None:
+        """Wrap ``table[name]`` (a handler table); a missing entry is added, and removed on undo."""
+        label = label or name
+        saved = table.get(name, _MISSING)
+
+        def undo() -> None:
+            if saved is _MISSING:
+                table.pop(name, None)
+            else:
+                table[name] = saved
+
+        if saved is _MISSING:
+            assert before is not None, "a new entry is its own handler"
+            table[name] = before
+        else:
+            table[name] = self._wrap(label, saved, before, after)
+        self._undo[label] = undo
+
+    def undo(self) -> None:
+        for undo in reversed(list(self._undo.values())):
+            undo()
+        self._undo.clear()
+
+    # -- the wrapper -----------------------------------------------------------------------
+
+    def _fail(self, label: str, exc: BaseException) -> None:
+        if label in self.failed:
+            return
+        self.failed[label] = f"{type(exc).__name__}: {exc}"
+        undo = self._undo.pop(label, None)
+        if undo is not None:
+            undo()
+        self._on_failure(label, exc)
+
+    def _observe(self, label: str, observer: Observer, *args: Any, **kwargs: Any) -> Any:
+        if label in self.failed:
+            return None
+        try:
+            return observer(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - an observer must never break the call
+            self._fail(label, exc)
+            return None
+
+    def _wrap(self, label: str, original: Callable[..., Any], before: Observer | None,
+              after: Observer | None) -> Callable[..., Any]:
+        observe = self._observe
+
+        if inspect.iscoroutinefunction(original):
+            @functools.wraps(original)
+            async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+                state = observe(label, before, *args, **kwargs) if before else None
+                result = await original(*args, **kwargs)
+                if after:
+                    observe(label, after, state, result, *args, **kwargs)
+                return result
+
+            return async_wrapper
+
+        @functools.wraps(original)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            state = observe(label, before, *args, **kwargs) if before else None
+            result = original(*args, **kwargs)
+            if after:
+                observe(label, after, state, result, *args, **kwargs)
+            return result
+
+        return wrapper

@@ -1,0 +1,318 @@
+"""What runs inside the dask scheduler and workers: hooks, and bounded buffers.
+
+Both plugins record compact tuples into a bounded deque (the oldest are dropped
+and counted when nobody drains it) and publish what they have as *one*
+``log_event`` on the ``jupyter-refs`` topic per interval — dask's own event
+mechanism, so events from worker processes reach the client through the
+scheduler with no extra port and no file.  A recorded event is
+``(t_ns, kind, key, op, peer, keys, extra)`` with dask's raw ids (client ids,
+worker addresses); the client-side tracer names them.
+
+The scheduler is observed where references change:
+
+* stream handlers ``client-releases-keys``, ``client-desires-keys`` and
+  ``update-graph`` (a message received, then what it did to ``who_wants``);
+* the ``scatter`` RPC and ``Scheduler.update_data`` — a scatter registers its
+  data without any transition, so no plugin hook would see it;
+* ``Scheduler.report`` (the reports sent to clients) and every transition
+  (``SchedulerPlugin.transition``, with its stimulus id).
+
+Workers report their data put and freed (``WorkerPlugin.transition``).
+
+This module is imported inside the scheduler and worker processes: it needs
+only ``distributed`` and the standard library.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections import deque
+from typing import Any
+
+from distributed.diagnostics.plugin import SchedulerPlugin, WorkerPlugin
+from tornado.ioloop import PeriodicCallback
+
+from .hooks import Hooks
+
+TOPIC = "jupyter-refs"
+SCHEDULER_PLUGIN = "jupyter-refs"
+WORKER_PLUGIN = "jupyter-refs-worker"
+BARRIER, BARRIER_ACK = "jupyter-refs-barrier", "jupyter-refs-barrier-ack"
+WORKER_BARRIER_ACK = "jupyter-refs-worker-barrier-ack"
+REPORT_OPS = ("key-in-memory", "lost-data", "cancelled-keys", "task-erred")
+
+
+def _k(key: Any) -> str:
+    return key if isinstance(key, str) else str(key)
+
+
+class Recorder:
+    """A bounded event buffer, drained into one ``log_event`` per interval."""
+
+    def __init__(self, source: str, capacity: int):
+        self.source = source
+        self.events: deque[tuple] = deque(maxlen=capacity)
+        self.dropped = 0
+        self.batches = 0
+
+    def record(self, kind: str, key: Any = None, op: str | None = None, peer: str | None = None,
+               keys: tuple = (), extra: tuple = ()) -> None:
+        events = self.events
+        if len(events) == events.maxlen:
+            self.dropped += 1
+        events.append((time.time_ns(), kind, None if key is None else _k(key), op, peer, keys, extra))
+
+    def drain(self) -> dict[str, Any] | None:
+        if not self.events and not self.dropped:
+            return None
+        events = list(self.events)
+        self.events.clear()
+        self.batches += 1
+        msg = {"src": self.source, "events": events, "dropped": self.dropped, "batch": self.batches}
+        self.dropped = 0
+        return msg
+
+    def hook_failed(self, label: str, exc: BaseException) -> None:
+        self.record("hook.failed", None, extra=(label, f"{type(exc).__name__}: {exc}"))
+
+
+class _Periodic:
+    """Flush every ``interval`` seconds on the server's event loop."""
+
+    def _start_flushing(self, interval: float) -> None:
+        self._pc = PeriodicCallback(self.flush, interval * 1000)
+        self._pc.start()
+
+    def _stop_flushing(self) -> None:
+        pc = getattr(self, "_pc", None)
+        if pc is not None:
+            pc.stop()
+            self._pc = None
+
+    def flush(self) -> int:
+        raise NotImplementedError
+
+
+class SchedulerRecorder(SchedulerPlugin, _Periodic):
+    """Installed with ``client.register_plugin``; ``uninstall()`` removes every hook."""
+
+    name = SCHEDULER_PLUGIN
+
+    def __init__(self, capacity: int = 100_000, interval: float = 0.05):
+        self.capacity = capacity
+        self.interval = interval
+        self.scheduler: Any = None
+
+    async def start(self, scheduler: Any) -> None:
+        self.scheduler = scheduler
+        self.rec = rec = Recorder("scheduler", self.capacity)
+        hooks = self.hooks = Hooks(rec.hook_failed)
+        s = scheduler
+        hooks.item(s.stream_handlers, "client-releases-keys", before=self._releases)
+        hooks.item(s.stream_handlers, "client-desires-keys", before=self._desires_received,
+                   after=self._desires_applied)
+        hooks.item(s.stream_handlers, "update-graph", before=self._graph_received)
+        hooks.item(s.handlers, "scatter", before=self._scatter_received)
+        hooks.attr(s, "update_data", after=self._registered)
+        hooks.attr(s, "report", before=self._report)
+        hooks.item(s.stream_handlers, BARRIER, before=self._barrier)
+        hooks.item(s.stream_handlers, WORKER_BARRIER_ACK, before=self._worker_barrier_ack)
+        self._barriers: dict[tuple[str, int], set[str]] = {}
+        self._start_flushing(self.interval)
+
+    def uninstall(self) -> int:
+        """Remove every hook, stop flushing, publish what is left.  Returns the last batch."""
+        self._stop_flushing()
+        if self.scheduler is not None:
+            self.hooks.undo()
+        return self.flush()
+
+    def flush(self) -> int:
+        msg = self.rec.drain()
+        if msg is not None:
+            self.scheduler.log_event(TOPIC, msg)
+        return self.rec.batches
+
+    # -- plugin hooks -----------------------------------------------------------------
+
+    def transition(self, key: Any, start: str, finish: str, *args: Any, stimulus_id: str = "",
+                   **kwargs: Any) -> None:
+        self.rec.record("transition", key, extra=(start, finish, stimulus_id))
+
+    def update_graph(self, scheduler: Any, *, client: str, keys: Any, **kwargs: Any) -> None:
+        tasks = scheduler.tasks
+        for key in keys:
+            ts = tasks.get(key)
+            if ts is not None:
+                self.rec.record("desire.applied", key,
+                                extra=(client, 0, _who(ts.who_wants), False))
+
+    # -- observers ----------------------------------------------------------------------
+
+    def _releases(self, keys: Any = (), client: str = "", **kwargs: Any) -> None:
+        keys = [_k(k) for k in keys]
+        rec, s = self.rec, self.scheduler
+        rec.record("msg.received", None, "client-releases-keys", client, tuple(keys))
+        cs = s.clients.get(client)
+        for key in keys:
+            ts = s.tasks.get(key)
+            if ts is not None and cs is not None and ts in cs.wants_what:
+                rec.record("release.applied", key,
+                           extra=(client, 0, _who(w for w in ts.who_wants or () if w is not cs)))
+
+    def _desires_received(self, keys: Any = (), client: str = "", **kwargs: Any) -> None:
+        self.rec.record("msg.received", None, "client-desires-keys", client,
+                        tuple(_k(k) for k in keys))
+
+    def _desires_applied(self, state: Any, result: Any, keys: Any = (), client: str = "",
+                         **kwargs: Any) -> None:
+        tasks = self.scheduler.tasks
+        for key in keys:
+            ts = tasks.get(key)
+            if ts is None:
+                self.rec.record("desire.unknown", key, extra=(client, None))
+            else:
+                self.rec.record("desire.applied", key, extra=(client, 0, _who(ts.who_wants), False))
+
+    def _graph_received(self, client: str = "", keys: Any = (), **kwargs: Any) -> None:
+        self.rec.record("msg.received", None, "update-graph", client, tuple(_k(k) for k in keys))
+
+    def _scatter_received(self, *args: Any, data: Any = None, client: str = "",
+                          **kwargs: Any) -> None:
+        self.rec.record("msg.received", None, "scatter", client, tuple(_k(k) for k in data or ()))
+
+    def _registered(self, state: Any, result: Any, *args: Any, who_has: Any = None,
+                    client: str | None = None, **kwargs: Any) -> None:
+        tasks = self.scheduler.tasks
+        for key, workers in (who_has or {}).items():
+            ts = tasks.get(key)
+            if ts is None:
+                continue
+            self.rec.record("scatter.registered", key,
+                            extra=(tuple(ws.address for ws in ts.who_has or ()), _who(ts.who_wants)))
+            if client:
+                self.rec.record("desire.applied", key, extra=(client, 0, _who(ts.who_wants), False))
+
+    def _report(self, msg: dict, ts: Any = None, client: str | None = None) -> None:
+        op = msg.get("op")
+        if op not in REPORT_OPS:
+            return
+        keys = tuple(_k(k) for k in msg["keys"]) if "keys" in msg else (_k(msg.get("key")),)
+        if ts is None and len(keys) == 1:
+            ts = self.scheduler.tasks.get(msg.get("key"))
+        # The recipients, as Scheduler.report chooses them.
+        if ts is None:
+            recipients = [client] if client is not None else list(self.scheduler.client_comms)
+        else:
+            recipients = [cs.client_key for cs in ts.who_wants or () if cs.client_key != client]
+            if client is not None:
+                recipients.append(client)
+        for recipient in recipients:
+            self.rec.record("msg.sent", None, op, recipient, keys,
+                            extra=(msg.get("reason"),) if op == "cancelled-keys" else ())
+
+    # -- the ordered-scatter barrier ------------------------------------------------------
+    #
+    # client --stream--> scheduler --stream--> every worker --stream--> scheduler --stream--> client
+    #
+    # Reaching the scheduler on the client's stream, the barrier is behind every release
+    # the client queued before it; reaching a worker on the scheduler's stream, it is behind
+    # every free-keys those releases caused.  Only when all of that is done does the client
+    # hear back and start its scatter, so neither a late release nor a late free can
+    # destroy what the scatter puts.
+
+    def _barrier(self, token: int = 0, client: str = "", **kwargs: Any) -> None:
+        workers = set(self.scheduler.stream_comms)
+        self._barriers[(client, token)] = workers
+        for address in workers:
+            self.scheduler.stream_comms[address].send(
+                {"op": BARRIER, "token": token, "client": client})
+        self._barrier_done(client, token)
+
+    def _worker_barrier_ack(self, token: int = 0, client: str = "", worker: str = "",
+                            **kwargs: Any) -> None:
+        waiting = self._barriers.get((client, token))
+        if waiting is not None:
+            waiting.discard(worker)
+            self._barrier_done(client, token)
+
+    def _barrier_done(self, client: str, token: int) -> None:
+        if self._barriers.get((client, token)):
+            return
+        self._barriers.pop((client, token), None)
+        comm = self.scheduler.client_comms.get(client)
+        if comm is not None:
+            comm.send({"op": BARRIER_ACK, "token": token})
+
+    def remove_worker(self, scheduler: Any, worker: str, **kwargs: Any) -> None:
+        for (client, token), waiting in list(self._barriers.items()):
+            if worker in waiting:
+                waiting.discard(worker)
+                self._barrier_done(client, token)
+
+
+def _who(who_wants: Any) -> tuple[str, ...]:
+    return tuple(sorted(cs.client_key for cs in who_wants or ()))
+
+
+class WorkerRecorder(WorkerPlugin, _Periodic):
+    """Data put and freed on each worker."""
+
+    def __init__(self, capacity: int = 100_000, interval: float = 0.05):
+        self.capacity = capacity
+        self.interval = interval
+
+    def setup(self, worker: Any) -> None:
+        self.worker = worker
+        self.rec = Recorder(worker.address, self.capacity)
+        self.hooks = Hooks(self.rec.hook_failed)
+        self.hooks.item(worker.stream_handlers, BARRIER, before=self._barrier)
+        self._start_flushing(self.interval)
+
+    def teardown(self, worker: Any) -> None:
+        self.uninstall()
+
+    def uninstall(self) -> int:
+        self._stop_flushing()
+        self.hooks.undo()
+        return self.flush()
+
+    def _barrier(self, token: int = 0, client: str = "", **kwargs: Any) -> None:
+        """Every free-keys sent before the barrier has been applied here: say so."""
+        self.worker.batched_send({"op": WORKER_BARRIER_ACK, "token": token, "client": client})
+
+    def flush(self) -> int:
+        msg = self.rec.drain()
+        if msg is not None:
+            self.worker.log_event(TOPIC, msg)
+        return self.rec.batches
+
+    def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
+        if finish == "memory":
+            self.rec.record("worker.put", key, extra=(0, ()))
+        elif start == "memory":
+            self.rec.record("worker.free", key, extra=(0,))
+
+
+# -- called with client.run_on_scheduler / client.run ------------------------------------
+
+
+def flush_scheduler(dask_scheduler: Any) -> int:
+    plugin = dask_scheduler.plugins.get(SCHEDULER_PLUGIN)
+    return plugin.flush() if plugin is not None else 0
+
+
+def uninstall_scheduler(dask_scheduler: Any) -> int:
+    plugin = dask_scheduler.plugins.get(SCHEDULER_PLUGIN)
+    return plugin.uninstall() if plugin is not None else 0
+
+
+def flush_worker(dask_worker: Any) -> int:
+    plugin = dask_worker.plugins.get(WORKER_PLUGIN)
+    return plugin.flush() if plugin is not None else 0
+
+
+def clock() -> tuple[str, int]:
+    """This host's name and clock: processes on one host share the clock."""
+    return socket.gethostname(), time.time_ns()

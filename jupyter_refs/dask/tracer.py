@@ -1,0 +1,426 @@
+"""``attach(client)``: trace a real dask.distributed cluster into a jupyter_refs Trace.
+
+Three sources feed one trace:
+
+* the **client**, in this process: hooks on this ``Client`` instance only (its
+  refcounting, the messages it sends, the reports it handles, the scatter RPC);
+* the **scheduler** and every **worker**, wherever they run: the plugins of
+  :mod:`jupyter_refs.dask.remote`, whose batches come back as dask events on the
+  ``jupyter-refs`` topic.
+
+Events from different processes arrive late and in batches, so they wait in a
+reorder buffer and enter the trace in timestamp order once they are ``lag``
+seconds old (or at once on :meth:`DaskTracer.sync`).  Remote timestamps are
+corrected by each process's clock offset, estimated at attach time from a round
+trip (the midpoint rule).  Dask messages carry no ids: a send and its receipt are
+paired by content — same sender, receiver, operation and keys, first in first
+out, which is what a batched stream guarantees.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import heapq
+import itertools
+import socket
+import threading
+import time
+from collections import defaultdict, deque
+from typing import Any
+
+from ..checks import Checks, Violation
+from ..errors import JupyterRefsError
+from ..trace import Trace
+from . import remote
+from .hooks import Hooks
+
+CLIENT_OPS = ("client-releases-keys", "client-desires-keys", "update-graph")
+BATCHED = {"client-releases-keys", "client-desires-keys", "update-graph", *remote.REPORT_OPS}
+
+# The keys of the scatter being run by this asyncio task, so that futures created by it
+# are known to come from a scatter.
+_scattering: contextvars.ContextVar[list | None] = contextvars.ContextVar(
+    "jupyter_refs_scattering", default=None)
+
+
+class NotOnDaskError(JupyterRefsError, RuntimeError):
+    """Delivering or holding messages by hand: a real cluster delivers its own."""
+
+
+class _SchedulerProxy:
+    """``client.scheduler`` with the scatter and update_data RPCs observed (sent, with keys)."""
+
+    def __init__(self, rpc: Any, tracer: DaskTracer):
+        self._rpc = rpc
+        self._tracer = tracer
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._rpc, name)
+        if name not in ("scatter", "update_data"):
+            return attr
+        tracer = self._tracer
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            keys = tuple(remote._k(k) for k in (kwargs.get("data") or kwargs.get("who_has") or ()))
+            tracer._sent_scatter(keys)
+            return await attr(*args, **kwargs)
+
+        return call
+
+
+class DaskTracer:
+    """The trace, checks and views of one dask ``Client`` and the cluster it talks to."""
+
+    def __init__(self, client: Any, *, capacity: int = 1_000_000, remote_capacity: int = 100_000,
+                 interval: float = 0.05, lag: float = 0.25, ordered_scatter: bool = False):
+        self.client = client
+        self.trace = Trace(capacity, clock=time.time_ns)
+        self.checks = Checks(self.trace)
+        self.lag_ns = int(lag * 1e9)
+        self.closed = False
+        self.late = 0  # events that arrived after later ones had entered the trace
+        self.dropped_remote = 0
+        self._lock = threading.Lock()
+        self._heap: list[tuple] = []
+        self._order = itertools.count()
+        self._msg_ids = itertools.count(1)
+        self._unmatched: dict[tuple, deque[int]] = defaultdict(deque)
+        self._names: dict[str, str] = {client.id: "client:1"}
+        self._offsets: dict[str, int] = {}
+        self._batches: dict[str, int] = {}
+        self._released_t = 0
+        self._barriers: dict[int, asyncio.Future] = {}
+        self._tokens = itertools.count(1)
+        self.ordered_scatter = ordered_scatter
+        self.me = "client:1"
+        self.hooks = Hooks(self._hook_failed)
+        self._estimate_offsets()
+        client.register_plugin(remote.SchedulerRecorder(remote_capacity, interval),
+                               name=remote.SCHEDULER_PLUGIN)
+        client.register_plugin(remote.WorkerRecorder(remote_capacity, interval),
+                               name=remote.WORKER_PLUGIN)
+        client.subscribe_topic(remote.TOPIC, self._on_remote)
+        self._install_client_hooks()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="jupyter-refs-dask", daemon=True)
+        self._thread.start()
+
+    # -- public ------------------------------------------------------------------------
+
+    @property
+    def violations(self) -> list[Violation]:
+        if not self.closed:
+            self.sync()
+        return list(self.checks.violations)
+
+    def sync(self, timeout: float = 10.0) -> None:
+        """Bring every buffered event into the trace: scheduler and workers flush, we wait."""
+        expected = {"scheduler": self.client.run_on_scheduler(remote.flush_scheduler)}
+        expected.update(self.client.run(remote.flush_worker))
+        self._wait_for(expected, timeout)
+        self._release(None)
+
+    def detach(self) -> None:
+        """Remove every hook and plugin; the cluster is left as it was.  The trace stays."""
+        if self.closed:
+            return
+        self.closed = True
+        self._stop.set()
+        self._thread.join()
+        client = self.client
+        try:
+            last = {"scheduler": client.run_on_scheduler(remote.uninstall_scheduler)}
+            last.update(client.run(remote.flush_worker))
+            self._wait_for(last, 5.0)
+        finally:
+            self.hooks.undo()
+            client.unsubscribe_topic(remote.TOPIC)
+            client.unregister_scheduler_plugin(remote.SCHEDULER_PLUGIN)
+            client.unregister_worker_plugin(remote.WORKER_PLUGIN)
+            self._release(None)
+
+    close = detach
+
+    def __enter__(self) -> DaskTracer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.detach()
+
+    def __repr__(self) -> str:
+        state = "detached" if self.closed else "attached"
+        return f"<DaskTracer {state} to {self.client.scheduler.address}: {len(self.trace)} events>"
+
+    # What the magics need of a cluster (see magics.ClusterHandle).
+
+    @property
+    def in_flight(self) -> list:
+        return []
+
+    @property
+    def held(self) -> set[str]:
+        return set()
+
+    def deliver(self, msg_id: int) -> Any:
+        raise NotOnDaskError("a real dask cluster delivers its own messages; nothing is held")
+
+    def step(self, n: int = 1) -> list:
+        raise NotOnDaskError("a real dask cluster delivers its own messages; nothing is held")
+
+    def hold(self, pattern: str) -> None:
+        raise NotOnDaskError("channels of a real dask cluster cannot be held")
+
+    def release_holds(self) -> set[str]:
+        return set()
+
+    def run_until_idle(self, timeout: float = 10.0) -> int:
+        self.sync(timeout)
+        return 0
+
+    def scheduler_state(self, key: str) -> str:
+        """The real scheduler's state for ``key`` ("forgotten" if it has no task)."""
+        return self.client.run_on_scheduler(_task_state, key=key)
+
+    # -- recording -----------------------------------------------------------------------
+
+    def _push(self, t: int, actor: str, thread: str, kind: str, key: str | None,
+              op: str | None = None, peer: str | None = None, keys: tuple = (),
+              extra: tuple = ()) -> None:
+        with self._lock:
+            if t < self._released_t:
+                self.late += 1
+            heapq.heappush(self._heap, (t, next(self._order), actor, thread, kind, key, op, peer,
+                                        keys, extra))
+
+    def _local(self, kind: str, key: str | None, op: str | None = None, peer: str | None = None,
+               keys: tuple = (), extra: tuple = ()) -> None:
+        self._push(time.time_ns(), self.me, threading.current_thread().name, kind, key, op, peer,
+                   keys, extra)
+
+    def _name(self, raw: str | None) -> str | None:
+        if raw is None:
+            return None
+        name = self._names.get(raw)
+        if name is None:
+            if raw == "scheduler":
+                name = "scheduler"
+            elif raw.startswith("Client-") or not raw.startswith(("tcp://", "inproc://", "ucx://",
+                                                                    "tls://", "ws://")):
+                name = f"client:{1 + sum(n.startswith('client:') for n in self._names.values())}"
+            else:
+                name = "worker:" + raw.split("://", 1)[1]
+            self._names[raw] = name
+        return name
+
+    def _on_remote(self, event: tuple) -> None:
+        """A batch from the scheduler or a worker (runs on the client's event loop)."""
+        _, msg = event
+        src = msg["src"]
+        actor = self._name(src)
+        offset = self._offsets.get(src, 0)
+        name = self._name
+        for t, kind, key, op, peer, keys, extra in msg["events"]:
+            extra = tuple(extra)
+            if kind in ("release.applied", "desire.applied"):
+                extra = (name(extra[0]), extra[1], tuple(name(c) for c in extra[2]), *extra[3:])
+            elif kind == "scatter.registered":
+                extra = (tuple(name(w) for w in extra[0]), tuple(name(c) for c in extra[1]))
+            elif kind == "desire.unknown":
+                extra = (name(extra[0]), extra[1])
+            self._push(t - offset, actor, actor, kind, key, op, name(peer), tuple(keys), extra)
+        with self._lock:
+            self.dropped_remote += msg["dropped"]
+            self._batches[src] = max(self._batches.get(src, 0), msg["batch"])
+
+    def _hook_failed(self, label: str, exc: BaseException) -> None:
+        self._local("hook.failed", None, extra=(label, f"{type(exc).__name__}: {exc}"))
+
+    # -- merging into the trace ------------------------------------------------------------
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.lag_ns / 2e9):
+            self._release(time.time_ns() - self.lag_ns)
+
+    def _release(self, upto: int | None) -> None:
+        """Move buffered events up to time ``upto`` (all if None) into the trace, in time order."""
+        add = self.trace.add
+        with self._lock:
+            heap = self._heap
+            while heap and (upto is None or heap[0][0] <= upto):
+                t, _, actor, thread, kind, key, op, peer, keys, extra = heapq.heappop(heap)
+                self._released_t = max(self._released_t, t)
+                if kind in ("msg.sent", "msg.received"):
+                    sender, receiver = (actor, peer) if kind == "msg.sent" else (peer, actor)
+                    msg_id, channel = self._pair(kind, sender, receiver, op, keys)
+                    add(t, actor, thread, kind, keys[0] if len(keys) == 1 else None, msg_id,
+                        channel, op, (keys,))
+                else:
+                    add(t, actor, thread, kind, key, extra=extra)
+        self.trace.flush()
+
+    def _pair(self, kind: str, sender: str, receiver: str, op: str, keys: tuple) -> tuple[int, str]:
+        """A msg id for a send; for a receipt, the id of the oldest unmatched identical send."""
+        channel_key = (sender, receiver, op, keys)
+        waiting = self._unmatched[channel_key]
+        if kind == "msg.sent":
+            msg_id = next(self._msg_ids)
+            waiting.append(msg_id)
+        else:
+            msg_id = waiting.popleft() if waiting else next(self._msg_ids)
+            if not waiting:
+                del self._unmatched[channel_key]
+        channel = f"{sender}->{receiver}" if op in BATCHED else f"rpc:{sender}#{msg_id}"
+        return msg_id, channel
+
+    def _wait_for(self, expected: dict[str, int], timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                behind = [s for s, n in expected.items() if n and self._batches.get(s, 0) < n]
+            if not behind:
+                return
+            time.sleep(0.005)
+        raise TimeoutError(f"events from {', '.join(behind)} did not arrive within {timeout} s")
+
+    def _estimate_offsets(self, rounds: int = 5) -> None:
+        """Each process's clock minus ours.
+
+        Processes on this host read the same clock: offset 0, exactly.  For another
+        host, the midpoint of the fastest of ``rounds`` round trips (error under
+        half that round trip).
+        """
+        here = socket.gethostname()
+        best: dict[str, tuple[int, int]] = {}  # source -> (round trip, offset)
+        for _ in range(rounds):
+            t0 = time.time_ns()
+            answers = {"scheduler": self.client.run_on_scheduler(remote.clock)}
+            answers.update(self.client.run(remote.clock))
+            t1 = time.time_ns()
+            for source, (host, theirs) in answers.items():
+                offset = 0 if host == here else theirs - (t0 + t1) // 2
+                if source not in best or t1 - t0 < best[source][0]:
+                    best[source] = (t1 - t0, offset)
+            if all(host == here for host, _ in answers.values()):
+                break
+        self._offsets = {source: offset for source, (_, offset) in best.items()}
+
+    # -- the client's hooks ------------------------------------------------------------------
+
+    def _install_client_hooks(self) -> None:
+        client, hooks = self.client, self.hooks
+        hooks.attr(client, "_inc_ref", after=self._inc_ref)
+        hooks.attr(client, "_dec_ref", before=self._refcount_before, after=self._dec_ref)
+        hooks.attr(client, "_send_to_scheduler", before=self._send)
+        hooks.attr(client, "_scatter", before=self._scatter_begin, after=self._scatter_end)
+        for op in remote.REPORT_OPS:
+            if op in client._stream_handlers:
+                hooks.item(client._stream_handlers, op, before=self._report_before,
+                           after=functools.partial(self._report_after, op), label=f"client {op}")
+        hooks.item(client._stream_handlers, remote.BARRIER_ACK, before=self._barrier_ack)
+        # client.scheduler is an rpc object: swap in a proxy that observes scatter calls.
+        saved = client.scheduler
+        client.scheduler = _SchedulerProxy(saved, self)
+        hooks._undo["client.scheduler"] = lambda: setattr(client, "scheduler", saved)
+        if self.ordered_scatter:
+            self._order_scatters()
+
+    def _inc_ref(self, state: Any, result: Any, key: Any) -> None:
+        key = remote._k(key)
+        after = self.client.refcount.get(key, 0)
+        scattering = _scattering.get()
+        origin = "scatter" if scattering is not None and key in scattering else "future"
+        self._local("future.created", key, extra=(0, origin, after))
+        self._local("refcount.inc", key, extra=(after - 1, after))
+
+    def _refcount_before(self, key: Any) -> int:
+        return self.client.refcount.get(key, 0)
+
+    def _dec_ref(self, before: int | None, result: Any, key: Any) -> None:
+        if before:
+            self._local("refcount.dec", remote._k(key), extra=(before, before - 1))
+
+    def _send(self, msg: dict) -> None:
+        op = msg.get("op")
+        if op in CLIENT_OPS:
+            keys = tuple(remote._k(k) for k in msg.get("keys") or ())
+            self._local("msg.sent", None, op, "scheduler", keys)
+
+    def _sent_scatter(self, keys: tuple) -> None:
+        scattering = _scattering.get()
+        if scattering is not None:
+            scattering.extend(keys)
+        for key in keys:
+            self._local("scatter.begin", key, extra=(0,))
+        self._local("msg.sent", None, "scatter", "scheduler", keys)
+
+    def _scatter_begin(self, *args: Any, **kwargs: Any) -> None:
+        _scattering.set([])
+
+    def _scatter_end(self, state: Any, result: Any, *args: Any, **kwargs: Any) -> None:
+        futures = self.client.futures
+        for key in _scattering.get() or ():
+            st = futures.get(key)
+            if st is not None and st.status == "finished":
+                self._local("future.state", key, extra=("pending", "finished", None, None))
+
+    def _report_before(self, *args: Any, **kwargs: Any) -> dict[str, str]:
+        keys = kwargs.get("keys") or [kwargs.get("key")]
+        futures = self.client.futures
+        return {remote._k(k): futures[k].status if k in futures else None for k in keys}
+
+    def _report_after(self, op: str, before: dict[str, str], result: Any, *args: Any,
+                      **kwargs: Any) -> None:
+        keys = tuple(before)
+        self._local("msg.received", None, op, "scheduler", keys)
+        futures = self.client.futures
+        for key, was in before.items():
+            st = futures.get(key)
+            now = st.status if st is not None else None
+            if was is not None and now is not None and now != was:
+                self._local("future.state", key, extra=(was, now, None, kwargs.get("reason")))
+
+    # -- the workaround: scatter behind a barrier on the release stream ------------------------
+
+    def _order_scatters(self) -> None:
+        """Make every scatter wait until the scheduler has handled what this client sent before.
+
+        A barrier message goes on the client's batched stream — behind any queued
+        ``client-releases-keys`` — and the scheduler answers on its stream to the
+        client; the scatter RPC starts only then, so a release can no longer overtake it.
+        """
+        client = self.client
+        scatter = client._scatter  # the traced one
+
+        async def ordered(*args: Any, **kwargs: Any) -> Any:
+            token = next(self._tokens)
+            done = self._barriers[token] = asyncio.get_running_loop().create_future()
+            client._send_to_scheduler({"op": remote.BARRIER, "token": token, "client": client.id})
+            try:
+                await done
+            finally:
+                self._barriers.pop(token, None)
+            return await scatter(*args, **kwargs)
+
+        self.hooks._undo["ordered scatter"] = lambda: setattr(client, "_scatter", scatter)
+        client._scatter = ordered
+
+    def _barrier_ack(self, token: int = 0, **kwargs: Any) -> None:
+        done = self._barriers.get(token)
+        if done is not None and not done.done():
+            done.set_result(None)
+
+
+def _task_state(dask_scheduler: Any, key: str) -> str:
+    ts = dask_scheduler.tasks.get(key)
+    return ts.state if ts is not None else "forgotten"
+
+
+def attach(client: Any, **options: Any) -> DaskTracer:
+    """Trace ``client`` and the cluster it talks to; ``tracer.detach()`` undoes everything.
+
+    ``ordered_scatter=True`` applies the workaround for dask#8576: each scatter
+    first waits for a barrier on the client's batched stream.
+    """
+    return DaskTracer(client, **options)

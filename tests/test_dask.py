@@ -1,0 +1,187 @@
+"""The dask adapter on real dask.distributed: in-process, multi-process, and `dask scheduler`.
+
+Select them with ``pytest -m dask``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+distributed = pytest.importorskip("distributed")
+
+from distributed import Client, LocalCluster  # noqa: E402
+
+from jupyter_refs.dask import attach  # noqa: E402
+from jupyter_refs.dask import remote  # noqa: E402
+
+pytestmark = pytest.mark.dask
+
+
+def in_memory(dask_scheduler, key):
+    ts = dask_scheduler.tasks.get(key)
+    return ts is not None and ts.state == "memory"
+
+
+def crusaderky(client, iterations: int, submit: bool = False) -> int | None:
+    """Scatter, check the scheduler still holds it, drop; the iteration that failed, if any."""
+    for i in range(1, iterations + 1):
+        x = client.scatter(123)
+        if not client.run_on_scheduler(in_memory, key=x.key):
+            return i
+        if submit:
+            del x
+            x = client.scatter(123)
+            assert client.submit(lambda v: v + 1, x, pure=False).result(timeout=10) == 124
+        del x
+    return None
+
+
+@pytest.fixture(scope="module")
+def inproc():
+    with LocalCluster(n_workers=1, processes=False, threads_per_worker=1,
+                      dashboard_address=":0") as cluster, Client(cluster) as client:
+        yield client
+
+
+def test_the_8576_loop_fails_and_the_trace_shows_why(inproc):
+    with attach(inproc) as tracer:
+        failed = crusaderky(inproc, 500)
+        assert failed is not None, "the loop did not fail in 500 iterations"
+        tracer.sync()
+        violations = [v for v in tracer.violations if v.name == "dangling_future"]
+        assert violations, tracer.violations
+        key = violations[0].key
+        assert key.startswith("int-")
+        events = tracer.trace.events(key=key)
+        # A client-releases-keys received after a scatter sent later than it.
+        sent = {e.msg_id: e.seq for e in events if e.kind == "msg.sent"}
+        releases = [e for e in events if e.kind == "msg.received" and e.op == "client-releases-keys"]
+        scatters = [e for e in events if e.kind == "msg.received" and e.op == "scatter"]
+        assert any(sent[r.msg_id] < sent[s.msg_id] and r.seq > s.seq
+                   for r in releases for s in scatters if r.msg_id in sent and s.msg_id in sent)
+        # The real scheduler forgot the key with that release as its stimulus.
+        assert any(e.kind == "transition" and e.fields["finish"] == "forgotten"
+                   and e.fields["stimulus_id"].startswith("client-releases-keys") for e in events)
+    print(f"\nreal dask: the 8576 loop failed at iteration {failed}")
+
+
+def test_ordered_scatter_makes_the_loop_pass(inproc):
+    with attach(inproc, ordered_scatter=True) as tracer:
+        assert crusaderky(inproc, 2000) is None
+        assert crusaderky(inproc, 300, submit=True) is None
+        tracer.sync()
+        assert tracer.violations == []
+        scatters = [e for e in tracer.trace.events(kind="msg.received") if e.op == "scatter"]
+        assert len(scatters) == 2600
+
+
+def test_detach_leaves_nothing_behind(inproc):
+    def scheduler_side(dask_scheduler):
+        return (sorted(dask_scheduler.plugins), sorted(dask_scheduler.stream_handlers),
+                {op: getattr(h, "__wrapped__", None) is None
+                 for op, h in dask_scheduler.stream_handlers.items()},
+                getattr(dask_scheduler.handlers["scatter"], "__wrapped__", None) is None,
+                "update_data" in vars(dask_scheduler), "report" in vars(dask_scheduler))
+
+    before_client = dict(vars(inproc))
+    before_handlers = dict(inproc._stream_handlers)
+    before = inproc.run_on_scheduler(scheduler_side)
+    tracer = attach(inproc)
+    assert remote.SCHEDULER_PLUGIN in inproc.run_on_scheduler(scheduler_side)[0]
+    inproc.submit(sum, [1, 2]).result()
+    tracer.detach()
+    assert inproc.run_on_scheduler(scheduler_side) == before
+    assert inproc._stream_handlers == before_handlers
+    patched = {k for k, v in vars(inproc).items() if before_client.get(k, object()) is not v}
+    assert not patched & {"_inc_ref", "_dec_ref", "_send_to_scheduler", "_scatter", "scheduler"}
+    workers = inproc.run(lambda dask_worker: sorted(dask_worker.plugins))
+    assert all(remote.WORKER_PLUGIN not in p for p in workers.values())
+    assert len(tracer.trace) > 0  # the trace outlives the attachment
+
+
+def test_a_failing_hook_is_removed_and_reported_once(inproc):
+    with attach(inproc) as tracer:
+        calls = []
+
+        def broken(*args, **kwargs):
+            calls.append(1)
+            raise RuntimeError("observer bug")
+
+        tracer.hooks.attr(inproc, "_inc_ref", before=broken, label="broken")
+        futures = [inproc.submit(lambda v: v, i) for i in range(3)]
+        assert inproc.gather(futures) == [0, 1, 2]  # the computation is untouched
+        tracer.sync()
+        failed = tracer.trace.events(kind="hook.failed")
+        assert len(calls) == 1 and len(failed) == 1
+        assert failed[0].fields["hook"] == "broken" and "observer bug" in failed[0].fields["error"]
+
+
+def test_remote_buffers_are_bounded():
+    rec = remote.Recorder("scheduler", capacity=10)
+    for i in range(25):
+        rec.record("transition", f"k{i}", extra=("a", "b", "s"))
+    msg = rec.drain()
+    assert len(msg["events"]) == 10 and msg["dropped"] == 15
+    assert msg["events"][0][2] == "k15"  # the oldest went first
+
+
+def worker_events(tracer) -> list:
+    return [e for e in tracer.trace.events(kind=("worker.put", "worker.free"))
+            if e.actor.startswith("worker:")]
+
+
+@pytest.mark.slow
+def test_worker_processes_report_their_data():
+    with LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                      dashboard_address=":0") as cluster, Client(cluster) as client:
+        with attach(client) as tracer:
+            futures = client.map(lambda v: v * 2, range(20))
+            assert client.gather(futures) == [v * 2 for v in range(20)]
+            del futures
+            time.sleep(0.2)  # let the releases reach the workers: we then look for frees
+            tracer.sync()
+            events = worker_events(tracer)
+            actors = {e.actor for e in events}
+            assert len(actors) == 2, actors  # both worker processes
+            kinds = {e.kind for e in events}
+            assert kinds == {"worker.put", "worker.free"}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("dask") is None, reason="the dask command line comes with dask")
+def test_separate_scheduler_and_worker_processes(tmp_path):
+    """`dask scheduler` and `dask worker` on 127.0.0.1: the layout of a multi-machine cluster."""
+    sched_file = tmp_path / "scheduler.json"
+    procs = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler",
+                               "--host", "127.0.0.1", "--port", "0", "--dashboard-address", ":0",
+                               "--scheduler-file", str(sched_file)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        deadline = time.monotonic() + 60
+        while not sched_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker",
+                                       "--scheduler-file", str(sched_file), "--host", "127.0.0.1",
+                                       "--nthreads", "1", "--dashboard-address", ":0"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        with Client(scheduler_file=str(sched_file), timeout=60) as client:
+            client.wait_for_workers(1, timeout=60)
+            with attach(client) as tracer:
+                failed = crusaderky(client, 500)
+                tracer.sync()
+                events = worker_events(tracer)
+                assert events and all(e.actor.startswith("worker:127.0.0.1:") for e in events)
+                assert any(e.kind == "transition" and e.actor == "scheduler"
+                           for e in tracer.trace.events(kind="transition"))
+                if failed is not None:
+                    assert any(v.name == "dangling_future" for v in tracer.violations)
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+        for p in procs:
+            p.wait(timeout=30)
