@@ -254,12 +254,12 @@ class Checks:
         key, (client, _gen, who_wants, created) = row[KEY], row[EXTRA]
         if not created:
             return
-        self._ghosts[key] = seq
-        self._sched[key] = "released"
-        self._forgotten.discard(key)
         receiving = self._receiving
         msg = f" (msg #{receiving[0]})" if receiving else ""
         release = self._forgotten_by.get(key) if key in self._forgotten else None
+        self._ghosts[key] = seq
+        self._sched[key] = "released"
+        self._forgotten.discard(key)
         if release and release[1] == "client-releases-keys":
             sender = release[3]
             before = (f"The scheduler had forgotten {key} when {sender}'s client-releases-keys "

@@ -22,16 +22,11 @@ from jupyter_refs.dask import remote  # noqa: E402
 pytestmark = pytest.mark.dask
 
 
-def in_memory(dask_scheduler, key):
-    ts = dask_scheduler.tasks.get(key)
-    return ts is not None and ts.state == "memory"
-
-
 def crusaderky(client, iterations: int, submit: bool = False) -> int | None:
     """Scatter, check the scheduler still holds it, drop; the iteration that failed, if any."""
     for i in range(1, iterations + 1):
         x = client.scatter(123)
-        if not client.run_on_scheduler(in_memory, key=x.key):
+        if client.run_on_scheduler(remote.task_state, key=x.key) != "memory":
             return i
         if submit:
             del x

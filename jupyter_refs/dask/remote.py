@@ -313,6 +313,11 @@ def flush_worker(dask_worker: Any) -> int:
     return plugin.flush() if plugin is not None else 0
 
 
+def task_state(dask_scheduler: Any, key: str) -> str:
+    ts = dask_scheduler.tasks.get(key)
+    return ts.state if ts is not None else "forgotten"
+
+
 def clock() -> tuple[str, int]:
     """This host's name and clock: processes on one host share the clock."""
     return socket.gethostname(), time.time_ns()

@@ -181,7 +181,7 @@ class DaskTracer:
 
     def scheduler_state(self, key: str) -> str:
         """The real scheduler's state for ``key`` ("forgotten" if it has no task)."""
-        return self.client.run_on_scheduler(_task_state, key=key)
+        return self.client.run_on_scheduler(remote.task_state, key=key)
 
     # -- recording -----------------------------------------------------------------------
 
@@ -410,11 +410,6 @@ class DaskTracer:
         done = self._barriers.get(token)
         if done is not None and not done.done():
             done.set_result(None)
-
-
-def _task_state(dask_scheduler: Any, key: str) -> str:
-    ts = dask_scheduler.tasks.get(key)
-    return ts.state if ts is not None else "forgotten"
 
 
 def attach(client: Any, **options: Any) -> DaskTracer:
