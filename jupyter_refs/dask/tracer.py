@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
-import heapq
+import bisect
 import itertools
 import socket
 import threading
@@ -43,6 +43,15 @@ BATCHED = {"client-releases-keys", "client-desires-keys", "update-graph", *remot
 # are known to come from a scatter.
 _scattering: contextvars.ContextVar[list | None] = contextvars.ContextVar(
     "jupyter_refs_scattering", default=None)
+
+
+# Fields holding dask's raw client ids / worker addresses, named like the kernel-side actors.
+_NAMED = {
+    "release.applied": lambda n, e: (n(e[0]), e[1], tuple(n(c) for c in e[2])),
+    "desire.applied": lambda n, e: (n(e[0]), e[1], tuple(n(c) for c in e[2]), e[3]),
+    "scatter.registered": lambda n, e: (tuple(n(w) for w in e[0]), tuple(n(c) for c in e[1])),
+    "desire.unknown": lambda n, e: (n(e[0]), e[1]),
+}
 
 
 class NotOnDaskError(JupyterRefsError, RuntimeError):
@@ -83,7 +92,9 @@ class DaskTracer:
         self.late = 0  # events that arrived after later ones had entered the trace
         self.dropped_remote = 0
         self._lock = threading.Lock()
-        self._heap: list[tuple] = []
+        self._incoming: deque[tuple] = deque()  # recorded, not yet sorted
+        self._waiting: list[tuple] = []  # sorted by time, not yet old enough for the trace
+        self._threads: dict[int, str] = {}
         self._order = itertools.count()
         self._msg_ids = itertools.count(1)
         self._unmatched: dict[tuple, deque[int]] = defaultdict(deque)
@@ -188,16 +199,17 @@ class DaskTracer:
     def _push(self, t: int, actor: str, thread: str, kind: str, key: str | None,
               op: str | None = None, peer: str | None = None, keys: tuple = (),
               extra: tuple = ()) -> None:
-        with self._lock:
-            if t < self._released_t:
-                self.late += 1
-            heapq.heappush(self._heap, (t, next(self._order), actor, thread, kind, key, op, peer,
-                                        keys, extra))
+        # A deque append is atomic: recording takes no lock (the hooks run on dask's threads).
+        self._incoming.append((t, next(self._order), actor, thread, kind, key, op, peer, keys,
+                               extra))
 
     def _local(self, kind: str, key: str | None, op: str | None = None, peer: str | None = None,
                keys: tuple = (), extra: tuple = ()) -> None:
-        self._push(time.time_ns(), self.me, threading.current_thread().name, kind, key, op, peer,
-                   keys, extra)
+        thread = self._threads.get(threading.get_ident())
+        if thread is None:
+            thread = self._threads[threading.get_ident()] = threading.current_thread().name
+        self._incoming.append((time.time_ns(), next(self._order), self.me, thread, kind, key, op,
+                               peer, keys, extra))
 
     def _name(self, raw: str | None) -> str | None:
         if raw is None:
@@ -221,15 +233,15 @@ class DaskTracer:
         actor = self._name(src)
         offset = self._offsets.get(src, 0)
         name = self._name
+        append = self._incoming.append
+        order = self._order
         for t, kind, key, op, peer, keys, extra in msg["events"]:
-            extra = tuple(extra)
-            if kind in ("release.applied", "desire.applied"):
-                extra = (name(extra[0]), extra[1], tuple(name(c) for c in extra[2]), *extra[3:])
-            elif kind == "scatter.registered":
-                extra = (tuple(name(w) for w in extra[0]), tuple(name(c) for c in extra[1]))
-            elif kind == "desire.unknown":
-                extra = (name(extra[0]), extra[1])
-            self._push(t - offset, actor, actor, kind, key, op, name(peer), tuple(keys), extra)
+            if kind in _NAMED:
+                extra = _NAMED[kind](name, extra)
+            elif kind == "msg.sent" or kind == "msg.received":
+                peer = name(peer)
+                keys = tuple(keys)
+            append((t - offset, next(order), actor, actor, kind, key, op, peer, keys, tuple(extra)))
         with self._lock:
             self.dropped_remote += msg["dropped"]
             self._batches[src] = max(self._batches.get(src, 0), msg["batch"])
@@ -246,18 +258,33 @@ class DaskTracer:
     def _release(self, upto: int | None) -> None:
         """Move buffered events up to time ``upto`` (all if None) into the trace, in time order."""
         add = self.trace.add
+        pair = self._pair
+        incoming = self._incoming
         with self._lock:
-            heap = self._heap
-            while heap and (upto is None or heap[0][0] <= upto):
-                t, _, actor, thread, kind, key, op, peer, keys, extra = heapq.heappop(heap)
-                self._released_t = max(self._released_t, t)
-                if kind in ("msg.sent", "msg.received"):
+            fresh = [incoming.popleft() for _ in range(len(incoming))]
+            if fresh:
+                # Each source's events come in time order, so this sort merges a few runs.
+                waiting = self._waiting
+                waiting.extend(fresh)
+                waiting.sort()
+            else:
+                waiting = self._waiting
+            n = len(waiting) if upto is None else bisect.bisect_right(waiting, (upto, 1 << 62))
+            ready, self._waiting = waiting[:n], waiting[n:]
+            last = self._released_t
+            for t, _, actor, thread, kind, key, op, peer, keys, extra in ready:
+                if t < last:
+                    self.late += 1
+                else:
+                    last = t
+                if kind == "msg.sent" or kind == "msg.received":
                     sender, receiver = (actor, peer) if kind == "msg.sent" else (peer, actor)
-                    msg_id, channel = self._pair(kind, sender, receiver, op, keys)
+                    msg_id, channel = pair(kind, sender, receiver, op, keys)
                     add(t, actor, thread, kind, keys[0] if len(keys) == 1 else None, msg_id,
                         channel, op, (keys,))
                 else:
                     add(t, actor, thread, kind, key, extra=extra)
+            self._released_t = last
         self.trace.flush()
 
     def _pair(self, kind: str, sender: str, receiver: str, op: str, keys: tuple) -> tuple[int, str]:
