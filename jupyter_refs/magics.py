@@ -80,6 +80,14 @@ class RefsMagics(Magics):
             raise UsageError("no cluster yet: start one with %cluster (see %cluster?)")
         return self.handle
 
+    def _need_settled_cluster(self) -> ClusterHandle:
+        """The cluster, with what a traced dask cluster has buffered brought into its trace."""
+        cluster = self._need_cluster()
+        sync = getattr(cluster, "sync", None)
+        if sync is not None:
+            sync()
+        return cluster
+
     def _client(self, name: str | None) -> Any:
         self._need_cluster()
         value = self.shell.user_ns.get(name or self.client_name)
@@ -104,13 +112,27 @@ class RefsMagics(Magics):
               help="live (a thread, real latencies), random (seeded, simulated), "
                    "immediate (no overtaking) or manual (nothing moves until %%step)")
     @argument("--seed", "-s", type=int, help="seed of the latencies (live, random)")
+    @argument("--dask", metavar="ADDRESS",
+              help="connect to a real dask scheduler (e.g. tcp://127.0.0.1:8786) and trace it")
+    @argument("--attach", metavar="NAME", help="trace the dask Client bound to NAME")
+    @argument("--ordered-scatter", action="store_true",
+              help="with --dask / --attach: scatters wait behind queued releases (dask#8576 workaround)")
     @line_magic
     def cluster(self, line: str) -> None:
-        """Start (or replace) the kernel-side cluster and bind a client; alone, show the current one."""
+        """Start (or replace) the kernel-side cluster and bind a client; alone, show the current one.
+
+        With ``--dask ADDRESS`` or ``--attach NAME`` it traces a real dask.distributed
+        cluster instead: ``cluster`` becomes the tracer (same trace, checks and views).
+        """
         args = parse_argstring(self.cluster, line)
         if not line.strip():
             print(self._describe())
             return
+        if args.dask or args.attach:
+            self._attach_dask(args)
+            return
+        if args.ordered_scatter:
+            raise UsageError("--ordered-scatter applies to a real dask cluster (--dask or --attach)")
         if args.workers is not None and args.workers < 1:
             raise UsageError("--workers must be at least 1")
         try:
@@ -125,6 +147,42 @@ class RefsMagics(Magics):
         self.handle = new
         self.shell.user_ns[self.client_name] = new.client()
         self.shell.user_ns["cluster"] = new
+        print(f"{self._describe()}; client bound to {self.client_name!r}")
+
+    def _attach_dask(self, args: Any) -> None:
+        if args.dask and args.attach:
+            raise UsageError("use either --dask ADDRESS or --attach NAME, not both")
+        kernel_only = [f"--{n}" for n in ("protocol", "workers", "network", "seed")
+                       if getattr(args, n) is not None]
+        if kernel_only:
+            raise UsageError(f"{', '.join(kernel_only)} only apply to the kernel-side cluster")
+        try:
+            import distributed
+
+            from .dask import attach
+        except ImportError:
+            raise UsageError("tracing dask needs distributed: pip install 'jupyter_refs[dask]'") from None
+        if args.attach:
+            client = self.shell.user_ns.get(args.attach)
+            if not isinstance(client, distributed.Client):
+                raise UsageError(f"{args.attach!r} is not a dask distributed.Client")
+        else:
+            try:
+                client = distributed.Client(args.dask, timeout=10)
+            except (OSError, TimeoutError, ValueError) as exc:
+                raise UsageError(f"cannot connect to {args.dask}: {exc}".splitlines()[0]) from None
+        if self.handle is not None:
+            # One tracer per dask cluster: the old one detaches before the new one attaches.
+            self.handle.close()
+            self.handle = None
+        try:
+            tracer = attach(client, capacity=self.trace_capacity, ordered_scatter=args.ordered_scatter)
+        except Exception as exc:  # noqa: BLE001 - plugin registration failed remotely
+            raise UsageError(f"cannot trace {client.scheduler.address}: {type(exc).__name__}: "
+                             f"{exc}".splitlines()[0]) from None
+        self.handle = tracer
+        self.shell.user_ns[self.client_name] = client
+        self.shell.user_ns["cluster"] = tracer
         print(f"{self._describe()}; client bound to {self.client_name!r}")
 
     # -- %scatter / %release ----------------------------------------------------------------
@@ -159,7 +217,7 @@ class RefsMagics(Magics):
         except JupyterRefsError as exc:
             raise _usage(exc) from None
         old = self.shell.user_ns.pop(name, None)
-        if isinstance(old, Future):
+        if _is_future(old):
             old.release()
         del old
         try:
@@ -175,7 +233,7 @@ class RefsMagics(Magics):
         """Drop the future held by NAME (as ``del NAME``)."""
         args = parse_argstring(self.release, line)
         value = self.shell.user_ns.get(args.name)
-        if not isinstance(value, Future):
+        if not _is_future(value):
             raise UsageError(f"{args.name!r} does not hold a future")
         value.release()
         del self.shell.user_ns[args.name]
@@ -189,7 +247,7 @@ class RefsMagics(Magics):
     def refs(self, line: str) -> None:
         """Show the refs table: per key, every client's refcount and future, the scheduler, the verdict."""
         args = parse_argstring(self.refs, line)
-        cluster = self._need_cluster()
+        cluster = self._need_settled_cluster()
         from .views.refs import RefsTable
 
         table = RefsTable(cluster, keys=args.keys or None, live=not args.text,
@@ -230,7 +288,7 @@ class RefsMagics(Magics):
     def timeline(self, line: str) -> None:
         """Show the timeline of the whole trace (live), or export it by file suffix."""
         args = parse_argstring(self.timeline, line)
-        cluster = self._need_cluster()
+        cluster = self._need_settled_cluster()
         if args.export:
             from .views.export import SUFFIXES, export
 
@@ -291,6 +349,8 @@ class RefsMagics(Magics):
         cluster = self._need_cluster()
         if args.off == bool(args.channel):
             raise UsageError("usage: %hold CHANNEL  or  %hold --off")
+        if getattr(cluster, "network", None) is None:
+            raise UsageError("a real dask cluster delivers its own messages: nothing can be held")
         if args.off:
             released = cluster.release_holds()
             print(f"no longer holding {', '.join(sorted(released)) or 'anything'}")
@@ -303,6 +363,13 @@ class RefsMagics(Magics):
                 raise UsageError(f"{args.channel!r} is not a channel (SENDER->RECEIVER){hint}")
         cluster.hold(args.channel)
         print(f"holding {args.channel}: its messages wait for %step or %hold --off")
+
+
+def _is_future(obj: Any) -> bool:
+    """Ours, or dask's (``distributed.Future``): both have a key and ``release()``."""
+    return isinstance(obj, Future) or (
+        type(obj).__module__.startswith("distributed") and hasattr(obj, "key")
+        and callable(getattr(obj, "release", None)))
 
 
 def _glob(pattern: str) -> str:

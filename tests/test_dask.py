@@ -180,3 +180,50 @@ def test_separate_scheduler_and_worker_processes(tmp_path):
             p.terminate()
         for p in procs:
             p.wait(timeout=30)
+
+
+def test_magics_attach_to_a_real_cluster(inproc, capsys):
+    from IPython import get_ipython
+    from IPython.core.error import UsageError
+    from IPython.testing.globalipapp import start_ipython
+
+    ip = start_ipython() or get_ipython()
+    ip.run_line_magic("load_ext", "jupyter_refs")
+    try:
+        ip.user_ns["dc"] = inproc
+        for bad, says in [("--attach nothing_here", "not a dask"),
+                          ("--attach dc --protocol fixed", "--protocol only apply"),
+                          ("--dask tcp://127.0.0.1:1", "cannot connect")]:
+            with pytest.raises(UsageError, match=says):
+                ip.run_line_magic("cluster", bad)
+        ip.run_line_magic("cluster", "--attach dc --ordered-scatter")
+        tracer = ip.user_ns["cluster"]
+        assert ip.user_ns["client"] is inproc and tracer.client is inproc
+        ip.run_line_magic("scatter", "x = 7")
+        ip.run_line_magic("scatter", "x = 7")  # drops the old x first: #8576, here ordered
+        with pytest.raises(UsageError, match="delivers its own messages"):
+            ip.run_line_magic("step", "")
+        with pytest.raises(UsageError, match="nothing can be held"):
+            ip.run_line_magic("hold", "client:1->scheduler")
+        capsys.readouterr()
+        ip.run_line_magic("refs", "--text")
+        out = capsys.readouterr().out
+        assert ip.user_ns["x"].key in out and "client:1=1/finished" in out
+        ip.run_line_magic("timeline", "")  # a timeline of the real trace (no step controls)
+        assert any(e.actor == "scheduler" for e in tracer.trace.events(kind="transition"))
+    finally:
+        ip.user_ns.pop("x", None)
+        ip.run_line_magic("unload_ext", "jupyter_refs")  # closes the handle: detaches
+        for name in ("client", "cluster", "dc"):
+            ip.user_ns.pop(name, None)
+    assert inproc.run_on_scheduler(lambda dask_scheduler: remote.SCHEDULER_PLUGIN
+                                   not in dask_scheduler.plugins)
+
+
+def test_one_tracer_per_cluster(inproc):
+    from jupyter_refs.dask import AlreadyTracedError
+
+    with attach(inproc):
+        with pytest.raises(AlreadyTracedError, match="already traced"):
+            attach(inproc)
+        assert inproc.submit(sum, [1, 2]).result() == 3  # the first tracer is intact

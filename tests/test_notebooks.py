@@ -80,3 +80,14 @@ def test_future_ids_lesson():
             in text_of(nb, "fixed-threads"))
     assert "every result right: True" in text_of(nb, "fixed-threads")
     assert "BokehModel" in widget_models(nb)
+
+
+@pytest.mark.dask
+def test_real_dask_lesson():
+    pytest.importorskip("distributed")
+    nb = execute("04_real_dask.ipynb")
+    assert "real dask: the scheduler lost x at iteration" in text_of(nb, "dask-loop")
+    assert "dangling_future on int-" in text_of(nb, "dask-violations")
+    ordered = text_of(nb, "dask-ordered")
+    assert "ordered scatter: no failure in 1000 iterations" in ordered and "violations: []" in ordered
+    assert "BokehModel" in widget_models(nb)

@@ -3,6 +3,6 @@
 Needs the optional dependency ``distributed`` (``pip install jupyter_refs[dask]``).
 """
 
-from .tracer import DaskTracer, NotOnDaskError, attach
+from .tracer import AlreadyTracedError, DaskTracer, NotOnDaskError, attach
 
-__all__ = ["DaskTracer", "NotOnDaskError", "attach"]
+__all__ = ["AlreadyTracedError", "DaskTracer", "NotOnDaskError", "attach"]

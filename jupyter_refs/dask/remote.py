@@ -313,6 +313,10 @@ def flush_worker(dask_worker: Any) -> int:
     return plugin.flush() if plugin is not None else 0
 
 
+def installed(dask_scheduler: Any) -> bool:
+    return SCHEDULER_PLUGIN in dask_scheduler.plugins
+
+
 def task_state(dask_scheduler: Any, key: str) -> str:
     ts = dask_scheduler.tasks.get(key)
     return ts.state if ts is not None else "forgotten"

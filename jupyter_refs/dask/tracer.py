@@ -36,6 +36,7 @@ from ..trace import Trace
 from . import remote
 from .hooks import Hooks
 
+_CHUNK = 256  # events merged between two yields of the GIL
 CLIENT_OPS = ("client-releases-keys", "client-desires-keys", "update-graph")
 BATCHED = {"client-releases-keys", "client-desires-keys", "update-graph", *remote.REPORT_OPS}
 
@@ -56,6 +57,10 @@ _NAMED = {
 
 class NotOnDaskError(JupyterRefsError, RuntimeError):
     """Delivering or holding messages by hand: a real cluster delivers its own."""
+
+
+class AlreadyTracedError(JupyterRefsError, RuntimeError):
+    """One tracer per dask cluster: their hooks would wrap each other."""
 
 
 class _SchedulerProxy:
@@ -107,6 +112,9 @@ class DaskTracer:
         self.ordered_scatter = ordered_scatter
         self.me = "client:1"
         self.hooks = Hooks(self._hook_failed)
+        if client.run_on_scheduler(remote.installed):
+            raise AlreadyTracedError(
+                f"{client.scheduler.address} is already traced by another tracer; detach it first")
         self._estimate_offsets()
         client.register_plugin(remote.SchedulerRecorder(remote_capacity, interval),
                                name=remote.SCHEDULER_PLUGIN)
@@ -163,6 +171,10 @@ class DaskTracer:
     def __repr__(self) -> str:
         state = "detached" if self.closed else "attached"
         return f"<DaskTracer {state} to {self.client.scheduler.address}: {len(self.trace)} events>"
+
+    @property
+    def title(self) -> str:
+        return f"dask {self.client.scheduler.address}"
 
     # What the magics need of a cluster (see magics.ClusterHandle).
 
@@ -272,7 +284,13 @@ class DaskTracer:
             n = len(waiting) if upto is None else bisect.bisect_right(waiting, (upto, 1 << 62))
             ready, self._waiting = waiting[:n], waiting[n:]
             last = self._released_t
-            for t, _, actor, thread, kind, key, op, peer, keys, extra in ready:
+            flush = self.trace.flush
+            for i, (t, _, actor, thread, kind, key, op, peer, keys, extra) in enumerate(ready, 1):
+                if i % _CHUNK == 0:
+                    # Hand the checks a slice, then let dask's threads have the GIL: in an
+                    # in-process cluster the scheduler waits on us otherwise.
+                    flush()
+                    time.sleep(0)
                 if t < last:
                     self.late += 1
                 else:

@@ -292,7 +292,8 @@ class Timeline:
         if self.cluster is None:
             return "trace"
         c = self.cluster
-        return f"protocol={c.variant.name} network={c.network_name}"
+        title = getattr(c, "title", None)  # an attached dask cluster names itself
+        return title or f"protocol={c.variant.name} network={c.network_name}"
 
     # -- data --------------------------------------------------------------------------
 
@@ -362,7 +363,8 @@ class Timeline:
         self._refresh_keys()
         rows = [w.HBox([self._key_filter, self._view]), self._bokeh, self._status]
         self._step = None
-        if self.cluster is not None and not self.cluster.policy.autonomous:
+        policy = getattr(self.cluster, "policy", None)  # an attached dask cluster has none
+        if policy is not None and not policy.autonomous:
             self._step = self._step_controls()
             rows.insert(2, self._step)
         return w.VBox(rows)
