@@ -185,7 +185,7 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
     def _registered(self, state: Any, result: Any, *args: Any, who_has: Any = None,
                     client: str | None = None, **kwargs: Any) -> None:
         tasks = self.scheduler.tasks
-        for key, workers in (who_has or {}).items():
+        for key in who_has or {}:
             ts = tasks.get(key)
             if ts is None:
                 continue

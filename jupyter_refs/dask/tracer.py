@@ -20,9 +20,9 @@ out, which is what a batched stream guarantees.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextvars
 import functools
-import bisect
 import itertools
 import socket
 import threading
