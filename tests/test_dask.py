@@ -16,10 +16,7 @@ distributed = pytest.importorskip("distributed")
 
 from distributed import Client, LocalCluster  # noqa: E402
 
-from jupyter_refs.dask import (
-    attach,  # noqa: E402
-    remote,  # noqa: E402
-)
+from jupyter_refs.dask import attach, remote  # noqa: E402
 
 pytestmark = pytest.mark.dask
 
