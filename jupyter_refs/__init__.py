@@ -14,6 +14,7 @@ from .errors import (
     SerializationError,
     UnknownMessageError,
 )
+from .explore import ExploreResult, ScenarioError, ScheduleError, explore, replay
 from .trace import Event, Trace
 
 __version__ = "0.1.0"
@@ -35,6 +36,8 @@ __all__ = [
     "Cluster",
     "ClusterClosedError",
     "Event",
+    "explore",
+    "ExploreResult",
     "export",
     "Future",
     "FutureCancelledError",
@@ -44,6 +47,9 @@ __all__ = [
     "JupyterRefsError",
     "NotDeliverableError",
     "RefsTable",
+    "replay",
+    "ScenarioError",
+    "ScheduleError",
     "SerializationError",
     "Timeline",
     "Trace",

@@ -72,6 +72,7 @@ class RefsMagics(Magics):
     def __init__(self, shell: Any = None, **kwargs: Any):
         super().__init__(shell, **kwargs)
         self.handle: ClusterHandle | None = None
+        self._explored: Any = None  # the last %%explore scenario, for %replay
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -304,6 +305,79 @@ class RefsMagics(Magics):
 
         display(Timeline(cluster, keys=args.keys, rate=self.live_rate))
 
+    # -- exploring message orders ------------------------------------------------------------
+
+    @magic_arguments()
+    @argument("--protocol", "-p", choices=sorted(VARIANTS), help="legacy (dask's) or fixed")
+    @argument("--max", "-m", type=int, default=2000, help="schedules to run at most (default 2000)")
+    @argument("--bound", "-b", type=int, default=2,
+              help="messages that may be delayed behind younger ones (default 2)")
+    @argument("--seed", "-s", type=int, default=0, help="seed of the random runs past the bound")
+    @cell_magic
+    def explore(self, line: str, cell: str) -> None:
+        """Run the cell under many message orders and report the distinct failures.
+
+        The cell is the scenario: it uses ``client`` (a fresh one each run).  Shows a
+        progress bar, a summary, the smallest failing schedule explained, and its
+        timeline; ``%replay SCHEDULE`` reruns any schedule it reports.
+        """
+        args = parse_argstring(self.explore, line)
+        if args.max < 1 or args.bound < 0:
+            raise UsageError("--max must be at least 1 and --bound at least 0")
+        if not cell.strip():
+            raise UsageError("%%explore needs a cell: the operations to explore, using `client`")
+        from .explore import ScenarioError, cell_scenario, explore
+        from .views.timeline import Timeline
+
+        try:
+            scenario = cell_scenario(cell, self.shell.user_ns, self.client_name)
+        except SyntaxError as exc:
+            raise UsageError(f"the cell does not compile: {exc}") from None
+        protocol = args.protocol or self.protocol
+        bar = _progress(args.max)
+        try:
+            result = explore(scenario, protocol=protocol, max_schedules=args.max, bound=args.bound,
+                             seed=args.seed, progress=bar.update)
+        except ScenarioError as exc:
+            raise _usage(exc) from None
+        finally:
+            bar.close()
+        self._explored = scenario
+        self.shell.user_ns["explored"] = result
+        print(result.summary())
+        for failure in result.failures[:5]:
+            print(f"  {failure.schedule}  {', '.join(failure.names)}  ×{failure.count}: "
+                  f"{'; '.join(failure.overtakes) or 'in the default order'}")
+        if result.failures:
+            first = result.failures[0]
+            print()
+            print(first.explain())
+            display(Timeline(first.run.trace, live=False))
+
+    @magic_arguments()
+    @argument("schedule", help="a schedule string printed by %%explore, e.g. legacy@3f9a1c:4>1")
+    @line_magic
+    def replay(self, line: str) -> None:
+        """Replay a schedule of the last %%explore: it becomes the current cluster, timeline shown."""
+        args = parse_argstring(self.replay, line)
+        scenario = getattr(self, "_explored", None)
+        if scenario is None:
+            raise UsageError("nothing to replay yet: run a %%explore cell first")
+        from .explore import replay
+        from .views.timeline import Timeline
+
+        try:
+            run = replay(scenario, args.schedule, keep_open=True)
+        except JupyterRefsError as exc:
+            raise _usage(exc) from None
+        if self.handle is not None:
+            self.handle.close()
+        self.handle = run.cluster
+        self.shell.user_ns["cluster"] = run.cluster
+        verdict = ", ".join(f"{v.name} on {v.key}" for v in run.violations) or "no violation"
+        print(f"replayed {run.schedule}: {verdict}; the replayed cluster is now `cluster`")
+        display(Timeline(run.cluster, live=False))
+
     # -- delivering by hand -------------------------------------------------------------------
 
     @magic_arguments()
@@ -363,6 +437,27 @@ class RefsMagics(Magics):
                 raise UsageError(f"{args.channel!r} is not a channel (SENDER->RECEIVER){hint}")
         cluster.hold(args.channel)
         print(f"holding {args.channel}: its messages wait for %step or %hold --off")
+
+
+class _progress:
+    """An ipywidgets progress bar for long runs (text in a terminal)."""
+
+    def __init__(self, total: int):
+        import ipywidgets as w
+
+        self.total = total
+        self.bar = w.IntProgress(value=0, max=total, description="exploring")
+        self.label = w.HTML("")
+        self.box = w.HBox([self.bar, self.label])
+        display(self.box)
+
+    def update(self, done: int, total: int, failures: int) -> None:
+        self.bar.value = done
+        self.label.value = f"{done:,} / {total:,} schedules, {failures} distinct failure(s)"
+
+    def close(self) -> None:
+        self.bar.bar_style = "success"
+        self.box.close()
 
 
 def _is_future(obj: Any) -> bool:

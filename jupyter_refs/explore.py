@@ -1,0 +1,453 @@
+"""Explore message orders: run a scenario again and again, each time delivering differently.
+
+A *scenario* is a function of one or more clients (``def s(client): ...``).  Each
+run builds a fresh kernel-side cluster whose network is a :class:`Chooser`: every
+time a message must be delivered — while a call of the scenario blocks, and
+after it returns until nothing is in flight — the explorer picks one of the
+deliverable channel heads.  A run is fully determined by those picks, so it can
+be replayed exactly.
+
+**Systematic.** Depth-first over the picks, stateless (each run replays a prefix
+from scratch), with a *bound* on how many messages may be *delayed* — delivered
+after a younger message that overtook them while they could have gone.  Sleep sets prune
+orders that cannot differ: two deliveries to different actors commute — each
+touches only its receiver, and what they send goes on different channels — so
+after exploring "A then B", "B then A" is not run again.
+**Sampling.** Past the bounded space (when it is exhausted and budget remains),
+seeded random runs: each pick uniform among the deliverable heads.
+
+A **schedule string** names a run: ``legacy@3f9a1c:4>1,9>2`` — the protocol, a
+fingerprint of the scenario's code, then each deviation as ``decision>index``
+(the index among the deliverable heads, oldest first).  Only deliveries with a
+choice (two or more deliverable heads) count as decisions.  ``replay(scenario,
+schedule)`` reruns it, trace and violations included.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import random
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .checks import Checks, Violation
+from .cluster import Cluster
+from .errors import JupyterRefsError
+from .network import Chooser
+from .protocol.messages import Message
+from .protocol.variants import get_variant
+from .trace import Trace
+
+Scenario = Callable[..., Any]
+
+
+class ScenarioError(JupyterRefsError, RuntimeError):
+    """The scenario raised; the schedule it raised under is attached."""
+
+    def __init__(self, schedule: str, exc: BaseException):
+        self.schedule = schedule
+        super().__init__(f"the scenario raised {type(exc).__name__}: {exc} (under schedule {schedule})")
+
+
+class ScheduleError(JupyterRefsError, ValueError):
+    """A schedule string that is malformed, or that does not belong to this scenario."""
+
+
+# -- schedules -------------------------------------------------------------------------------
+
+_SCHEDULE = re.compile(r"^(?P<protocol>\w+)@(?P<fp>[0-9a-f]{6}):(?P<devs>(\d+>\d+(,\d+>\d+)*)?)$")
+
+
+def fingerprint(scenario: Scenario) -> str:
+    """Six hex digits from the scenario's code: a schedule only fits the scenario it came from."""
+    given = getattr(scenario, "fingerprint", None)  # e.g. a notebook cell's, from its source
+    if given is not None:
+        return given
+    code = scenario.__code__
+    h = hashlib.blake2b(digest_size=3)
+    h.update(code.co_code)
+    h.update(repr(code.co_consts).encode())
+    h.update(repr(code.co_names).encode())
+    return h.hexdigest()
+
+
+def format_schedule(protocol: str, fp: str, picks: Sequence[int]) -> str:
+    return f"{protocol}@{fp}:" + ",".join(f"{i}>{c}" for i, c in enumerate(picks) if c)
+
+
+def parse_schedule(schedule: str) -> tuple[str, str, dict[int, int]]:
+    match = _SCHEDULE.match(schedule.strip())
+    if match is None:
+        raise ScheduleError(f"{schedule!r} is not a schedule (expected PROTOCOL@XXXXXX:D>I,D>I…, "
+                            "e.g. legacy@3f9a1c:4>1)")
+    devs = {}
+    for part in filter(None, match["devs"].split(",")):
+        decision, index = part.split(">")
+        devs[int(decision)] = int(index)
+    return match["protocol"], match["fp"], devs
+
+
+# -- one run -----------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Decision:
+    heads: list[tuple[int, str, str, str]]  # (msg_id, receiver, op, channel), oldest first
+    pick: int
+    sleep: frozenset[tuple[int, str]] = frozenset()  # asleep on entry: (msg_id, receiver)
+
+
+@dataclass
+class Run:
+    """One execution: its picks, trace and verdict."""
+
+    schedule: str
+    picks: list[int]
+    decisions: list[_Decision]
+    trace: Trace
+    violations: list[Violation]
+    cluster: Cluster
+    pruned: bool = False  # stopped early: every deliverable message was asleep
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.violations)
+
+    @property
+    def deviations(self) -> int:
+        return sum(1 for p in self.picks if p)
+
+    @property
+    def delays(self) -> int:
+        """How many messages were delivered after a younger one that could not overtake them."""
+        delayed: set[int] = set()
+        for d in self.decisions:
+            delayed |= _skipped(d, d.pick)
+        return len(delayed)
+
+
+class _Stop(Exception):
+    """Raised inside the network to abandon a redundant run."""
+
+
+def _run(scenario: Scenario, protocol: str, workers: int, fp: str, prefix: Sequence[int],
+         strict: bool, entry_sleep: frozenset = frozenset(), explored: frozenset = frozenset(),
+         rng: random.Random | None = None, capacity: int = 100_000, keep_open: bool = False) -> Run:
+    """One run: follow ``prefix``, then the oldest awake message (or ``rng``) at each decision.
+
+    At the prefix's last decision the node is re-entered with ``entry_sleep`` asleep and
+    ``explored`` already tried; below it, a message stays asleep until a delivery to the
+    same receiver (one that may not commute with it) happens.
+    """
+    decisions: list[_Decision] = []
+    sleeping: set[tuple[int, str]] = set()
+    last = len(prefix) - 1
+
+    def choose(heads: Sequence[Message]) -> Message:
+        if len(heads) == 1:
+            # No choice, so not a decision: it only wakes what it may not commute with.
+            head = heads[0]
+            if sleeping:
+                if any(m == head.msg_id for m, _ in sleeping):
+                    raise _Stop
+                sleeping.difference_update([s for s in sleeping if s[1] == head.receiver])
+            return head
+        i = len(decisions)
+        view = [(m.msg_id, m.receiver, m.op, m.channel) for m in heads]
+        if i <= last:
+            pick = prefix[i]
+            if pick >= len(heads):
+                if strict:
+                    raise ScheduleError(
+                        f"the schedule does not fit this scenario: decision {i} has "
+                        f"{len(heads)} deliverable messages, not {pick + 1}")
+                pick = 0
+            entry = entry_sleep if i == last else frozenset()
+            base = set(entry_sleep) | set(explored) if i == last else set()
+        elif rng is not None:
+            pick, entry, base = rng.randrange(len(heads)), frozenset(), set()
+        else:
+            entry = frozenset(sleeping)
+            asleep = {m for m, _ in sleeping}
+            pick = next((j for j, h in enumerate(view) if h[0] not in asleep), -1)
+            if pick < 0:
+                raise _Stop
+            base = sleeping
+        decisions.append(_Decision(view, pick, entry))
+        receiver = view[pick][1]
+        # Still asleep below: what commutes with this delivery (another receiver).
+        kept = {s for s in base if s[1] != receiver}
+        sleeping.clear()
+        sleeping.update(kept)
+        return heads[pick]
+
+    cluster = Cluster(protocol=protocol, workers=workers, network=Chooser(choose),
+                      trace_capacity=capacity)
+    clients = [cluster.client() for _ in range(_arity(scenario))]
+    pruned = False
+    try:
+        scenario(*clients)
+        del clients
+        cluster.step(1 << 62)  # drain: every remaining delivery is a decision too
+    except _Stop:
+        pruned = True
+    except ScheduleError:
+        cluster.close()
+        raise
+    except Exception as exc:
+        cluster.close()
+        raise ScenarioError(format_schedule(protocol, fp, [d.pick for d in decisions]), exc) from exc
+    picks = [d.pick for d in decisions]
+    violations = [] if pruned else cluster.violations
+    if not keep_open:
+        cluster.close()
+    return Run(format_schedule(protocol, fp, picks), picks, decisions, cluster.trace, violations,
+               cluster, pruned)
+
+
+def _arity(scenario: Scenario) -> int:
+    params = [p for p in inspect.signature(scenario).parameters.values()
+              if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return max(1, len(params))
+
+
+# -- results ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Failure:
+    """A distinct failure: what broke, the smallest schedule that shows it, how often it came up."""
+
+    names: tuple[str, ...]
+    overtakes: tuple[str, ...]
+    run: Run
+    count: int = 1
+
+    @property
+    def schedule(self) -> str:
+        return self.run.schedule
+
+    @property
+    def violations(self) -> list[Violation]:
+        return self.run.violations
+
+    def explain(self) -> str:
+        """Which messages overtook which, on which channels, and what each side believed."""
+        lines = [f"schedule {self.schedule}: {', '.join(self.names)}"]
+        lines += [f"  - {text}" for text in _overtakes(self.run, verbose=True)]
+        first = self.run.violations[0]
+        lines.append(f"  {first.name} on {first.key} (event {first.first_seq}): {first.explanation}")
+        lines.append("  what each side believed then:")
+        for refs in beliefs(self.run.trace, first.first_seq, first.key):
+            clients = ", ".join(f"{c} refcount {n} ({s})" for c, (n, s) in refs.clients.items())
+            lines.append(f"    {clients or 'no client holds it'}; scheduler: {refs.scheduler}, "
+                         f"who_wants {{{', '.join(refs.who_wants)}}}, on {', '.join(refs.on_workers) or 'no worker'}")
+        return "\n".join(lines)
+
+
+@dataclass
+class ExploreResult:
+    scenario: str
+    protocol: str
+    bound: int
+    schedules: int  # runs made (pruned ones included)
+    pruned: int
+    exhaustive: bool  # every order within the bound was covered
+    sampled: int  # random runs past the bound
+    elapsed: float
+    failures: list[Failure] = field(default_factory=list)
+
+    @property
+    def rate(self) -> float:
+        return self.schedules / self.elapsed if self.elapsed else 0.0
+
+    def summary(self) -> str:
+        scope = (f"every order within bound {self.bound} ({self.schedules - self.sampled} "
+                 f"schedules, {self.pruned} pruned)" if self.exhaustive
+                 else f"{self.schedules - self.sampled} schedules within bound {self.bound} "
+                 "(not exhausted)")
+        sampled = f", then {self.sampled} random" if self.sampled else ""
+        found = (f"{len(self.failures)} distinct failure(s); smallest: {self.failures[0].schedule}"
+                 if self.failures else "no failure")
+        return (f"{self.protocol}: {scope}{sampled} in {self.elapsed:.2f} s "
+                f"({self.rate:,.0f} schedules/s): {found}")
+
+    def __repr__(self) -> str:
+        return f"<ExploreResult {self.summary()}>"
+
+
+def _overtakes(run: Run, verbose: bool = False) -> list[str]:
+    """Each deviation: the message delivered, and the older ones it overtook."""
+    out = []
+    for d in run.decisions:
+        if not d.pick:
+            continue
+        msg_id, _, op, channel = d.heads[d.pick]
+        older = d.heads[:d.pick]
+        if verbose:
+            skipped = ", ".join(f"#{m} {o} on {c}" for m, _, o, c in older)
+            out.append(f"#{msg_id} {op} on {channel} was delivered before {skipped}, sent earlier")
+        else:
+            out.append(f"{op} overtook {'+'.join(o for _, _, o, _ in older)}")
+    return out
+
+
+_NAMES = re.compile(r"[\w.]+-[0-9a-f]{8,}|#\d+|\b(client|worker):[\w:.]+|\d+")
+
+
+def _shape(explanation: str) -> str:
+    """An explanation with its keys, ids and numbers taken out: what kind of failure it is."""
+    return _NAMES.sub("_", explanation)
+
+
+def beliefs(trace: Trace, upto: int, key: str) -> list:
+    """The checks' view of ``key`` right after event ``upto``: each side's beliefs then."""
+    partial = Trace(capacity=max(1, upto + 2))
+    for e in trace.events():
+        if e.seq > upto:
+            break
+        partial.add(e.t_ns, e.actor, e.thread, e.kind, e.key, e.msg_id, e.channel, e.op, e.data)
+    checks = Checks(partial)
+    partial.flush()
+    return checks.snapshot([key])
+
+
+# -- the search -----------------------------------------------------------------------------------
+
+
+def explore(scenario: Scenario, protocol: str = "legacy", max_schedules: int = 10_000,
+            bound: int = 2, seed: int = 0, workers: int = 1, reduce: bool = True,
+            progress: Callable[[int, int, int], None] | None = None) -> ExploreResult:
+    """Run ``scenario`` under many delivery orders; group the failures, smallest first.
+
+    ``progress(done, max_schedules, failures)`` is called every 100 runs.
+    """
+    get_variant(protocol)  # refuse an unknown protocol before running anything
+    if max_schedules < 1 or bound < 0:
+        raise ValueError("max_schedules must be at least 1 and bound at least 0")
+    fp = fingerprint(scenario)
+    start = time.perf_counter()
+    groups: dict[tuple, Failure] = {}
+    runs = pruned = sampled = 0
+    prefix: list[int] = []
+    entry_sleep: frozenset = frozenset()
+    tried: frozenset = frozenset()
+    exhaustive = False
+
+    def record(run: Run) -> None:
+        if not run.failed:
+            return
+        names = tuple(dict.fromkeys(v.name for v in run.violations))
+        group = (names, tuple(_shape(v.explanation) for v in run.violations[:1]))
+        known = groups.get(group)
+        if known is None:
+            groups[group] = Failure(names, tuple(_overtakes(run)), run)
+        else:
+            known.count += 1
+            if _size(run) < _size(known.run):
+                known.run = run
+                known.overtakes = tuple(_overtakes(run))
+
+    while runs < max_schedules:
+        run = _run(scenario, protocol, workers, fp, prefix, strict=False, entry_sleep=entry_sleep,
+                   explored=tried)
+        runs += 1
+        pruned += run.pruned
+        record(run)
+        if progress is not None and runs % 100 == 0:
+            progress(runs, max_schedules, len(groups))
+        nxt = _backtrack(run, bound, reduce)
+        if nxt is None:
+            exhaustive = True
+            break
+        prefix, entry_sleep, tried = nxt
+    rng = random.Random(seed)
+    while exhaustive and runs < max_schedules:
+        run = _run(scenario, protocol, workers, fp, [], strict=False, rng=rng)
+        runs += 1
+        sampled += 1
+        record(run)
+        if progress is not None and runs % 100 == 0:
+            progress(runs, max_schedules, len(groups))
+    failures = sorted(groups.values(), key=lambda f: _size(f.run))
+    return ExploreResult(getattr(scenario, "__name__", "scenario"), protocol, bound, runs, pruned,
+                         exhaustive, sampled, time.perf_counter() - start, failures)
+
+
+def _size(run: Run) -> tuple[int, int, int]:
+    """Smaller is simpler: fewer delayed messages, fewer deviations, a shorter run."""
+    return (run.delays, run.deviations, len(run.picks))
+
+
+def _skipped(d: _Decision, pick: int) -> set[int]:
+    """The messages a pick delays: the older deliverable heads it overtakes (awake ones)."""
+    asleep = {m for m, _ in d.sleep}
+    return {m for m, _, _, _ in d.heads[:pick] if m not in asleep}
+
+
+def _backtrack(run: Run, bound: int, reduce: bool = True
+               ) -> tuple[list[int], frozenset, frozenset] | None:
+    """The next run in depth-first order: its prefix, and its last node's sleep and explored sets.
+
+    The bound counts *delayed messages*: a message is delayed when a younger one is
+    delivered before it while it could have gone.  Race #8576-A needs one: the release.
+    """
+    decisions = run.decisions
+    delayed: list[set[int]] = [set()]  # messages delayed before decision i
+    for d in decisions:
+        delayed.append(delayed[-1] | _skipped(d, d.pick))
+    for i in range(len(decisions) - 1, -1, -1):
+        d = decisions[i]
+        asleep = {m for m, _ in d.sleep}
+        tried = frozenset((m, r) for m, r, _, _ in d.heads[:d.pick + 1] if m not in asleep)
+        for j in range(d.pick + 1, len(d.heads)):
+            if d.heads[j][0] in asleep:
+                continue
+            if len(delayed[i] | _skipped(d, j)) > bound:
+                break  # later picks delay even more
+            if not reduce:
+                return [x.pick for x in decisions[:i]] + [j], frozenset(), frozenset()
+            return [x.pick for x in decisions[:i]] + [j], d.sleep, tried
+    return None
+
+
+def replay(scenario: Scenario, schedule: str, workers: int = 1, keep_open: bool = False) -> Run:
+    """Rerun the run ``schedule`` names; raises :class:`ScheduleError` if it is not this scenario's.
+
+    With ``keep_open`` the replayed cluster stays usable (past the schedule, the oldest
+    deliverable message goes first).
+    """
+    protocol, fp, devs = parse_schedule(schedule)
+    get_variant(protocol)
+    if fp != fingerprint(scenario):
+        raise ScheduleError(f"schedule {schedule} was recorded for another scenario "
+                            f"(fingerprint {fp}, this one is {fingerprint(scenario)})")
+    length = max(devs) + 1 if devs else 0
+    prefix = [devs.get(i, 0) for i in range(length)]
+    return _run(scenario, protocol, workers, fp, prefix, strict=True, keep_open=keep_open)
+
+
+def cell_scenario(source: str, namespace: dict[str, Any], client_name: str = "client") -> Scenario:
+    """A scenario from notebook code: ``source`` runs with ``client_name`` bound to the run's client.
+
+    Each run gets a fresh copy of ``namespace``; the names the code binds die when it ends,
+    as a function's locals do, so the futures it dropped or kept are released then.
+    """
+    code = compile(source, "<%%explore>", "exec")
+    base = dict(namespace)
+
+    def scenario(client: Any) -> None:
+        env = base.copy()
+        env[client_name] = client
+        try:
+            exec(code, env)
+        finally:
+            env.clear()
+
+    scenario.fingerprint = hashlib.blake2b(source.strip().encode(), digest_size=3).hexdigest()
+    scenario.__name__ = "cell"
+    return scenario
