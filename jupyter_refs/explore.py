@@ -244,8 +244,9 @@ class Failure:
         lines.append("  what each side believed then:")
         for refs in beliefs(self.run.trace, first.first_seq, first.key):
             clients = ", ".join(f"{c} refcount {n} ({s})" for c, (n, s) in refs.clients.items())
+            workers = ", ".join(refs.on_workers) or "no worker"
             lines.append(f"    {clients or 'no client holds it'}; scheduler: {refs.scheduler}, "
-                         f"who_wants {{{', '.join(refs.who_wants)}}}, on {', '.join(refs.on_workers) or 'no worker'}")
+                         f"who_wants {{{', '.join(refs.who_wants)}}}, on {workers}")
         return "\n".join(lines)
 
 
