@@ -263,6 +263,11 @@ class ExploreResult:
     failures: list[Failure] = field(default_factory=list)
 
     @property
+    def systematic(self) -> int:
+        """Runs of the bounded depth-first search (pruned ones included)."""
+        return self.schedules - self.sampled
+
+    @property
     def rate(self) -> float:
         return self.schedules / self.elapsed if self.elapsed else 0.0
 

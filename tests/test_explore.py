@@ -1,0 +1,115 @@
+"""The explorer: it finds the races, replays them exactly, and finds nothing under fixed."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import inc, keep
+
+from jupyter_refs import ScenarioError, ScheduleError, explore, replay
+from jupyter_refs.explore import _run, fingerprint
+
+
+def scatter_race(client):
+    x = client.scatter(123)
+    del x
+    x = client.scatter(123)
+    client.submit(inc, x)
+
+
+def ghost(client):
+    x = client.scatter(41)
+    g = client.submit(keep, [x])  # noqa: F841 - held until the scenario ends
+    del x
+
+
+def two_releases(c1, c2):
+    x, y = c1.scatter(1), c2.scatter(2)
+    del x, y
+
+
+def kind_of(failure) -> str:
+    first = failure.violations[0]
+    if first.name == "ghost_task":
+        return "ghost"
+    if "before it scattered" in first.explanation:
+        return "8576-A"  # the late release
+    if "no longer hold it" in first.explanation or "free-keys meant" in first.explanation:
+        return "8576-B"  # the late free
+    return first.name
+
+
+@pytest.fixture(scope="module")
+def legacy_race():
+    return explore(scatter_race, protocol="legacy", max_schedules=2000, bound=2)
+
+
+def test_finds_both_variants_of_8576(legacy_race):
+    kinds = {kind_of(f) for f in legacy_race.failures}
+    assert {"8576-A", "8576-B"} <= kinds, [f.violations[0].explanation for f in legacy_race.failures]
+    assert legacy_race.exhaustive
+    sizes = [(f.run.delays, f.run.deviations) for f in legacy_race.failures]
+    assert sizes == sorted(sizes)  # the smallest schedule first
+    a = next(f for f in legacy_race.failures if kind_of(f) == "8576-A")
+    assert "scatter on rpc:client:1" in a.explain() and "client-releases-keys on client:1->scheduler" in a.explain()
+
+
+def test_finds_the_ghost_task():
+    result = explore(ghost, protocol="legacy", max_schedules=500, bound=2)
+    assert "ghost" in {kind_of(f) for f in result.failures}
+
+
+@pytest.mark.parametrize("scenario", [scatter_race, ghost])
+def test_every_reported_schedule_replays_exactly(legacy_race, scenario):
+    result = legacy_race if scenario is scatter_race else explore(scenario, max_schedules=500)
+    assert result.failures
+    for failure in result.failures:
+        expected = [(v.name, v.key, v.first_seq) for v in failure.violations]
+        for _ in range(10):
+            run = replay(scenario, failure.schedule)
+            assert [(v.name, v.key, v.first_seq) for v in run.violations] == expected
+            assert run.schedule == failure.schedule
+
+
+@pytest.mark.parametrize("scenario", [scatter_race, ghost, two_releases])
+def test_fixed_fails_in_no_order_within_the_bound(scenario):
+    result = explore(scenario, protocol="fixed", max_schedules=1500, bound=2)
+    assert result.exhaustive  # every order within the bound, then random ones past it
+    assert result.failures == []
+
+
+def _all_orders(scenario, prefix=()) -> int:
+    """An independent count: branch on every deliverable message at every decision."""
+    run = _run(scenario, "legacy", 1, fingerprint(scenario), list(prefix), strict=True)
+    total = 1
+    for i in range(len(prefix), len(run.decisions)):
+        for j in range(1, len(run.decisions[i].heads)):
+            total += _all_orders(scenario, [d.pick for d in run.decisions[:i]] + [j])
+    return total
+
+
+def test_the_search_counts_every_order_once():
+    everything = _all_orders(two_releases)
+    unreduced = explore(two_releases, max_schedules=everything + 1, bound=100, reduce=False)
+    assert unreduced.exhaustive and unreduced.systematic == everything
+    reduced = explore(two_releases, max_schedules=everything + 1, bound=100)
+    # Sleep sets skip orders that only swap deliveries to different actors.
+    assert reduced.exhaustive and reduced.systematic - reduced.pruned < everything
+    print(f"\ntwo releases from two clients: {everything} delivery orders, "
+          f"{reduced.systematic - reduced.pruned} after sleep sets")
+
+
+def test_bad_input_is_named():
+    def raises(client):
+        client.scatter(1)
+        raise KeyError("boom")
+
+    with pytest.raises(ScenarioError, match="KeyError: 'boom'"):
+        explore(raises, max_schedules=5)
+    with pytest.raises(ScheduleError, match="is not a schedule"):
+        replay(scatter_race, "legacy:4>1")
+    with pytest.raises(ScheduleError, match="another scenario"):
+        replay(ghost, replay(scatter_race, f"legacy@{fingerprint(scatter_race)}:").schedule)
+    with pytest.raises(ScheduleError, match="does not fit"):
+        replay(scatter_race, f"legacy@{fingerprint(scatter_race)}:0>7")
+    with pytest.raises(Exception, match="unknown protocol"):
+        explore(scatter_race, protocol="nope")
