@@ -85,6 +85,9 @@ class Cluster:
         self._drops: deque[tuple[ClientState, str]] = deque()
         self._ids = (AtomicIds if self.variant.atomic_ids else RacyIds)(self.trace.record)
         self.closed = False
+        #: Hand each call's events to the subscribers when it returns (the explorer, which
+        #: reads the verdict once per run, turns this off).
+        self._flush_calls = True
         self.checks = Checks(self.trace) if checks else None
         self._thread: threading.Thread | None = None
         if self.live:
@@ -254,7 +257,8 @@ class Cluster:
         self.trace.cell = None
         if self.policy.drains and not self.live:
             self._drain_network()
-        self.trace.flush()
+        if self._flush_calls:
+            self.trace.flush()
         if self.live:
             self._cond.notify_all()
 

@@ -25,6 +25,7 @@ schedule)`` reruns it, trace and violations included.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import inspect
 import random
@@ -187,6 +188,7 @@ def _run(scenario: Scenario, protocol: str, workers: int, fp: str, prefix: Seque
 
     cluster = Cluster(protocol=protocol, workers=workers, network=Chooser(choose),
                       trace_capacity=capacity)
+    cluster._flush_calls = keep_open  # the checks read the run once, at the end
     clients = [cluster.client() for _ in range(_arity(scenario))]
     pruned = False
     try:
@@ -327,16 +329,33 @@ def beliefs(trace: Trace, upto: int, key: str) -> list:
 
 def explore(scenario: Scenario, protocol: str = "legacy", max_schedules: int = 10_000,
             bound: int = 2, seed: int = 0, workers: int = 1, reduce: bool = True,
+            sample: bool = True, first: bool = False,
             progress: Callable[[int, int, int], None] | None = None) -> ExploreResult:
     """Run ``scenario`` under many delivery orders; group the failures, smallest first.
 
-    ``progress(done, max_schedules, failures)`` is called every 100 runs.
+    ``sample=False`` stops once the bounded space is exhausted (no random runs);
+    ``first=True`` stops at the first failure.  ``progress(done, max_schedules,
+    failures)`` is called every 100 runs.
     """
     get_variant(protocol)  # refuse an unknown protocol before running anything
     if max_schedules < 1 or bound < 0:
         raise ValueError("max_schedules must be at least 1 and bound at least 0")
     fp = fingerprint(scenario)
     start = time.perf_counter()
+    collecting = gc.isenabled()
+    gc.disable()  # every run leaves young cycles (a cluster and its actors): collect in bulk
+    try:
+        return _explore(scenario, protocol, max_schedules, bound, seed, workers, reduce, sample,
+                        first, progress, fp, start)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _explore(scenario: Scenario, protocol: str, max_schedules: int, bound: int, seed: int,
+             workers: int, reduce: bool, sample: bool, first: bool,
+             progress: Callable[[int, int, int], None] | None, fp: str,
+             start: float) -> ExploreResult:
     groups: dict[tuple, Failure] = {}
     runs = pruned = sampled = 0
     prefix: list[int] = []
@@ -364,21 +383,27 @@ def explore(scenario: Scenario, protocol: str = "legacy", max_schedules: int = 1
         runs += 1
         pruned += run.pruned
         record(run)
-        if progress is not None and runs % 100 == 0:
-            progress(runs, max_schedules, len(groups))
+        if runs % 100 == 0:
+            gc.collect(0)
+            if progress is not None:
+                progress(runs, max_schedules, len(groups))
+        if first and groups:
+            break
         nxt = _backtrack(run, bound, reduce)
         if nxt is None:
             exhaustive = True
             break
         prefix, entry_sleep, tried = nxt
     rng = random.Random(seed)
-    while exhaustive and runs < max_schedules:
+    while exhaustive and sample and runs < max_schedules and not (first and groups):
         run = _run(scenario, protocol, workers, fp, [], strict=False, rng=rng)
         runs += 1
         sampled += 1
         record(run)
-        if progress is not None and runs % 100 == 0:
-            progress(runs, max_schedules, len(groups))
+        if runs % 100 == 0:
+            gc.collect(0)
+            if progress is not None:
+                progress(runs, max_schedules, len(groups))
     failures = sorted(groups.values(), key=lambda f: _size(f.run))
     return ExploreResult(getattr(scenario, "__name__", "scenario"), protocol, bound, runs, pruned,
                          exhaustive, sampled, time.perf_counter() - start, failures)

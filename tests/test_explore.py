@@ -50,7 +50,8 @@ def test_finds_both_variants_of_8576(legacy_race):
     sizes = [(f.run.delays, f.run.deviations) for f in legacy_race.failures]
     assert sizes == sorted(sizes)  # the smallest schedule first
     a = next(f for f in legacy_race.failures if kind_of(f) == "8576-A")
-    assert "scatter on rpc:client:1" in a.explain() and "client-releases-keys on client:1->scheduler" in a.explain()
+    text = a.explain()
+    assert "scatter on rpc:client:1" in text and "client-releases-keys on client:1->scheduler" in text
 
 
 def test_finds_the_ghost_task():
@@ -113,3 +114,37 @@ def test_bad_input_is_named():
         replay(scatter_race, f"legacy@{fingerprint(scatter_race)}:0>7")
     with pytest.raises(Exception, match="unknown protocol"):
         explore(scatter_race, protocol="nope")
+
+
+def test_magics_explore_and_replay(capsys):
+    from IPython import get_ipython
+    from IPython.core.error import UsageError
+    from IPython.testing.globalipapp import start_ipython
+
+    ip = start_ipython() or get_ipython()
+    ip.run_line_magic("load_ext", "jupyter_refs")
+    try:
+        with pytest.raises(UsageError, match="nothing to replay"):
+            ip.run_line_magic("replay", "legacy@000000:")
+        with pytest.raises(UsageError, match="--max must be"):
+            ip.run_cell_magic("explore", "--max 0", "client.scatter(1)")
+        with pytest.raises(UsageError, match="needs a cell"):
+            ip.run_cell_magic("explore", "", "  ")
+        with pytest.raises(UsageError, match="the scenario raised ZeroDivisionError"):
+            ip.run_cell_magic("explore", "", "1 / 0")
+        ip.user_ns["inc"] = inc
+        capsys.readouterr()
+        ip.run_cell_magic("explore", "--protocol legacy --max 200",
+                          "x = client.scatter(123)\ndel x\nx = client.scatter(123)\nclient.submit(inc, x)")
+        out = capsys.readouterr().out
+        result = ip.user_ns["explored"]
+        assert result.failures and result.failures[0].schedule in out and "overtook" in out
+        with pytest.raises(UsageError, match="is not a schedule"):
+            ip.run_line_magic("replay", "nonsense")
+        ip.run_line_magic("replay", result.failures[0].schedule)
+        cluster = ip.user_ns["cluster"]
+        assert [v.name for v in cluster.violations] == [v.name for v in result.failures[0].violations]
+    finally:
+        ip.run_line_magic("unload_ext", "jupyter_refs")
+        for name in ("cluster", "explored", "inc"):
+            ip.user_ns.pop(name, None)

@@ -91,3 +91,17 @@ def test_real_dask_lesson():
     ordered = text_of(nb, "dask-ordered")
     assert "ordered scatter: no failure in 1000 iterations" in ordered and "violations: []" in ordered
     assert "BokehModel" in widget_models(nb)
+
+
+def test_explore_lesson():
+    nb = execute("05_explore.ipynb")
+    legacy = text_of(nb, "legacy-8576")
+    assert "legacy: every order within bound 2" in legacy and "distinct failure(s)" in legacy
+    variants = text_of(nb, "variants")
+    assert "A: the late release" in variants and "B: the late free" in variants
+    assert "replayed legacy@" in text_of(nb, "replay") and "dangling_future" in text_of(nb, "replay")
+    assert "ghost_task" in text_of(nb, "legacy-ghost")
+    for tag in ("fixed-8576", "fixed-ghost"):
+        assert "fixed: every order within bound 2" in text_of(nb, tag)
+        assert text_of(nb, tag).rstrip().endswith("no failure")
+    assert "BokehModel" in widget_models(nb)
