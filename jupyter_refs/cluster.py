@@ -72,6 +72,9 @@ class Cluster:
         self._t0 = time.perf_counter_ns()
         self.trace = Trace(trace_capacity, clock=self._live_clock if self.live else self._sim_clock)
         self.network = Network()
+        # Only policies that time messages need to hear of each send.
+        self._on_send = (self.policy.on_send if type(self.policy).on_send is not Policy.on_send
+                         else None)
         self.scheduler = SchedulerState(self.variant, names, self.trace.record)
         self.workers = {n: WorkerState(n, self.variant, self.trace.record, self._bind)
                         for n in names}
@@ -265,9 +268,11 @@ class Cluster:
     def _send(self, messages: list[Message]) -> None:
         now = self.trace.clock()
         record = self.trace.record_msg
+        accept, on_send = self.network.accept, self._on_send
         for msg in messages:
-            self.network.accept(msg, now)
-            self.policy.on_send(msg, now)
+            accept(msg, now)
+            if on_send is not None:
+                on_send(msg, now)
             record(msg.sender, "msg.sent", msg)
 
     def _drop(self, state: ClientState, key: str) -> None:

@@ -25,6 +25,7 @@ schedule)`` reruns it, trace and violations included.
 
 from __future__ import annotations
 
+import functools
 import gc
 import hashlib
 import inspect
@@ -307,6 +308,7 @@ def _overtakes(run: Run, verbose: bool = False) -> list[str]:
 _NAMES = re.compile(r"[\w.]+-[0-9a-f]{8,}|#\d+|\b(client|worker):[\w:.]+|\d+")
 
 
+@functools.lru_cache(maxsize=4096)
 def _shape(explanation: str) -> str:
     """An explanation with its keys, ids and numbers taken out: what kind of failure it is."""
     return _NAMES.sub("_", explanation)
