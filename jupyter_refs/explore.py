@@ -187,7 +187,7 @@ def _run(scenario: Scenario, protocol: str, workers: int, fp: str, prefix: Seque
         sleeping.update(kept)
         return heads[pick]
 
-    cluster = Cluster(protocol=protocol, workers=workers, network=Chooser(choose),
+    cluster = Cluster(protocol=protocol, workers=workers, network=_Policy(choose, sleeping),
                       trace_capacity=capacity)
     cluster._flush_calls = keep_open  # the checks read the run once, at the end
     clients = [cluster.client() for _ in range(_arity(scenario))]
@@ -212,6 +212,27 @@ def _run(scenario: Scenario, protocol: str, workers: int, fp: str, prefix: Seque
                cluster, pruned)
 
 
+def _by_id(msg: Message) -> int:
+    return msg.msg_id
+
+
+class _Policy(Chooser):
+    """The explorer's chooser: a lone deliverable message with nothing asleep goes straight on."""
+
+    def __init__(self, choose: Callable[[Sequence[Message]], Message], sleeping: set):
+        super().__init__(choose)
+        self.sleeping = sleeping
+
+    def next(self, network: Any, now_ns: int) -> tuple[Message, int] | None:
+        heads = network.heads()
+        if len(heads) == 1 and not self.sleeping:
+            return heads[0], now_ns
+        if not heads:
+            return None
+        heads.sort(key=_by_id)
+        return self.choose(heads), now_ns
+
+
 def _unlink(cluster: Cluster) -> None:
     """Cut the reference cycles of a finished cluster (actors, trace, checks, clients).
 
@@ -232,6 +253,7 @@ def _unlink(cluster: Cluster) -> None:
     cluster._actors.clear()
 
 
+@functools.lru_cache(maxsize=64)
 def _arity(scenario: Scenario) -> int:
     params = [p for p in inspect.signature(scenario).parameters.values()
               if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]

@@ -148,6 +148,7 @@ def _event(seq: int, row: Row) -> Event:
 
 
 Subscriber = Callable[[Batch], None]
+_get_ident = threading.get_ident
 
 
 class Trace:
@@ -159,6 +160,7 @@ class Trace:
         self.capacity = capacity
         self._rows: deque[Row] = deque()
         self._slack = max(1, capacity // 64)
+        self._limit = capacity + self._slack  # trimmed past this
         self._dropped = 0
         self._trim_lock = threading.Lock()
         self.clock: Callable[[], int] = clock or time.perf_counter_ns
@@ -173,20 +175,21 @@ class Trace:
     def record(self, actor: str, kind: str, key: str | None, *extra: Any) -> None:
         rows = self._rows
         rows.append(
-            (self.clock(), actor, self._threads.get(threading.get_ident()) or self._thread(),
+            (self.clock(), actor, self._threads.get(_get_ident()) or self._thread(),
              kind, key, None, None, None, self.cell, extra)
         )
-        if len(rows) > self.capacity + self._slack:
+        if len(rows) > self._limit:
             self._trim()
 
     def record_msg(self, actor: str, kind: str, msg: Message) -> None:
         rows = self._rows
+        keys = msg.keys
         rows.append(
-            (self.clock(), actor, self._threads.get(threading.get_ident()) or self._thread(),
-             kind, msg.keys[0] if len(msg.keys) == 1 else None, msg.msg_id, msg.channel,
-             msg.op, self.cell, (msg.keys,))
+            (self.clock(), actor, self._threads.get(_get_ident()) or self._thread(),
+             kind, keys[0] if len(keys) == 1 else None, msg.msg_id, msg.channel,
+             msg.op, self.cell, (keys,))
         )
-        if len(rows) > self.capacity + self._slack:
+        if len(rows) > self._limit:
             self._trim()
 
     def add(self, t_ns: int, actor: str, thread: str, kind: str, key: str | None,
@@ -195,7 +198,7 @@ class Trace:
         """Append an event recorded elsewhere (another process, another clock), as it is."""
         rows = self._rows
         rows.append((t_ns, actor, thread, kind, key, msg_id, channel, op, None, extra))
-        if len(rows) > self.capacity + self._slack:
+        if len(rows) > self._limit:
             self._trim()
 
     def _thread(self) -> str:
