@@ -14,11 +14,14 @@ Usage: ``python benchmarks/bench_races.py [--runs N]``.
 from __future__ import annotations
 
 import argparse
+import pathlib
 import statistics
 import sys
-import threading
 
 from jupyter_refs import Cluster
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests"))
+from helpers import in_threads  # noqa: E402 - the threaded harness the id tests use
 
 
 def keep(futures: list) -> list:
@@ -45,21 +48,11 @@ def collisions(protocol: str, interval: float | None, threads: int = 32, each: i
     cluster = Cluster(protocol=protocol, network="manual", workers=2, trace_capacity=3_000_000)
     client = cluster.client()
 
-    def work() -> None:
+    def work(_: int) -> None:
         for j in range(each):
             client.submit(inc, j, pure=False)
 
-    pool = [threading.Thread(target=work) for _ in range(threads)]
-    before = sys.getswitchinterval()
-    if interval is not None:
-        sys.setswitchinterval(interval)
-    try:
-        for t in pool:
-            t.start()
-        for t in pool:
-            t.join()
-    finally:
-        sys.setswitchinterval(before)
+    in_threads(work, threads, interval)
     found = sum(v.name == "id_collision" for v in cluster.violations)
     cluster.close()
     return found

@@ -68,6 +68,10 @@ class KeyRefs:
     violations: tuple[str, ...]
 
 
+def _nothing() -> None:
+    pass
+
+
 _CLOSED_STATES = {"cancelled", "lost", "error"}
 _DESIRES = ("scatter", "update-graph", "client-desires-keys")
 
@@ -124,6 +128,12 @@ class Checks:
         }
         self._lock = threading.Lock()
         self.unsubscribe = trace.subscribe(self._on_batch, from_start=True)
+
+    def close(self) -> None:
+        """Stop following the trace (and drop the handler table, a cycle through ``self``)."""
+        self.unsubscribe()
+        self.unsubscribe = _nothing  # the closure holds our callback: another cycle
+        self._handlers = {}
 
     def _on_batch(self, batch: Batch) -> None:
         handlers = self._handlers

@@ -211,6 +211,25 @@ class Cluster:
             self._thread = None
         self.trace.flush()
 
+    def dispose(self) -> None:
+        """Close, then cut the reference cycles between actors, trace, checks and clients.
+
+        For callers that make clusters by the thousand (the explorer): a disposed cluster
+        is freed by reference counting the moment it is dropped, not by the cycle
+        collector.  Its trace stays readable; its checks and clients are gone.
+        """
+        self.close()
+        if self.checks is not None:
+            self.checks.close()
+            self.checks = None
+        for worker in self.workers.values():
+            worker._bind = None
+        for client in self.clients.values():
+            client.cluster = None
+        self.clients.clear()
+        self._actors.clear()
+        self.trace.clock = time.perf_counter_ns
+
     def __enter__(self) -> Cluster:
         return self
 

@@ -233,26 +233,6 @@ class _Policy(Chooser):
         return self.choose(heads), now_ns
 
 
-def _unlink(cluster: Cluster) -> None:
-    """Cut the reference cycles of a finished cluster (actors, trace, checks, clients).
-
-    An exploration makes thousands of clusters; without their cycles each is freed the
-    moment its run is dropped, instead of piling up for the cycle collector.
-    """
-    cluster.trace._subscribers.clear()
-    cluster.trace.clock = time.perf_counter_ns
-    if cluster.checks is not None:
-        cluster.checks._handlers.clear()  # bound methods of the checks themselves
-        cluster.checks.unsubscribe = None
-        cluster.checks = None
-    for worker in cluster.workers.values():
-        worker._bind = None
-    for client in cluster.clients.values():
-        client.cluster = None
-    cluster.clients.clear()
-    cluster._actors.clear()
-
-
 @functools.lru_cache(maxsize=64)
 def _arity(scenario: Scenario) -> int:
     params = [p for p in inspect.signature(scenario).parameters.values()
@@ -410,7 +390,7 @@ def _explore(scenario: Scenario, protocol: str, max_schedules: int, bound: int, 
     def record(run: Run) -> None:
         """Keep the run if it is the smallest of its failure group; free anything else at once."""
         if not run.failed:
-            _unlink(run.cluster)
+            run.cluster.dispose()
             return
         names = tuple(dict.fromkeys(v.name for v in run.violations))
         group = (names, tuple(_shape(v.explanation) for v in run.violations[:1]))
@@ -422,7 +402,7 @@ def _explore(scenario: Scenario, protocol: str, max_schedules: int, bound: int, 
         if _size(run) < _size(known.run):
             run, known.run = known.run, run
             known.overtakes = tuple(_overtakes(known.run))
-        _unlink(run.cluster)
+        run.cluster.dispose()
 
     while runs < max_schedules:
         run = _run(scenario, protocol, workers, fp, prefix, strict=False, entry_sleep=entry_sleep,

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import sys
+import threading
 import time
+from collections.abc import Callable
 from queue import Empty
 
 from jupyter_refs import Cluster
@@ -44,6 +47,26 @@ def keep(futures: list) -> list:
 def count(futures: list) -> int:
     """A task that looks at the futures it was sent and lets them go."""
     return len(futures)
+
+
+def in_threads(work: Callable[[int], None], n: int, switch_interval: float | None = 1e-5) -> None:
+    """Run ``work(i)`` for i < n, each in its own thread, all at once.
+
+    CPython switches threads every ``switch_interval`` seconds (``None``: its default,
+    5 ms); race 3's tests and benchmark lower it so threads interleave about as finely
+    as truly parallel ones would.
+    """
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(n)]
+    before = sys.getswitchinterval()
+    if switch_interval is not None:
+        sys.setswitchinterval(switch_interval)
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(before)
 
 
 # -- a real kernel, read from the wire (jupyter_client) ---------------------------------

@@ -11,11 +11,9 @@ certain.
 
 from __future__ import annotations
 
-import sys
-import threading
 from collections import Counter
 
-from helpers import inc
+from helpers import in_threads, inc
 
 from jupyter_refs import Cluster
 
@@ -30,16 +28,7 @@ def many_threads(protocol: str):
     def work(i: int) -> None:
         futures[i] = [client.submit(inc, j, pure=False) for j in range(PER_THREAD)]
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(THREADS)]
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-5)
-    try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    finally:
-        sys.setswitchinterval(interval)
+    in_threads(work, THREADS, switch_interval=1e-5)
     cluster.run_until_idle()
     return cluster, futures
 

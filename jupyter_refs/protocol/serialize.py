@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import pickle
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -139,7 +139,6 @@ class Adoption:
     adopt: Adopt
     #: Messages the adopted futures send (legacy: a ``client-desires-keys`` each).
     messages: list[Any] = field(default_factory=list)
-    keys: list[str] = field(default_factory=list)
 
 
 _adoption: ContextVar[Adoption | None] = ContextVar("jupyter_refs_adoption", default=None)
@@ -147,25 +146,22 @@ _sending: ContextVar[list[Any] | None] = ContextVar("jupyter_refs_sending", defa
 
 
 @contextmanager
-def adopting(adopt: Adopt) -> Iterator[Adoption]:
+def _bound(var: ContextVar[Any], value: Any) -> Iterator[Any]:
+    token = var.set(value)
+    try:
+        yield value
+    finally:
+        var.reset(token)
+
+
+def adopting(adopt: Adopt) -> AbstractContextManager[Adoption]:
     """Unpickle inside this block and every future found is handed to ``adopt``."""
-    adoption = Adoption(adopt)
-    token = _adoption.set(adoption)
-    try:
-        yield adoption
-    finally:
-        _adoption.reset(token)
+    return _bound(_adoption, Adoption(adopt))
 
 
-@contextmanager
-def sending() -> Iterator[list[Any]]:
+def sending() -> AbstractContextManager[list[Any]]:
     """Pickle inside this block and every future pickled is listed (the ones that travel)."""
-    seen: list[Any] = []
-    token = _sending.set(seen)
-    try:
-        yield seen
-    finally:
-        _sending.reset(token)
+    return _bound(_sending, [])
 
 
 def reduce_future(future: Any) -> tuple:
@@ -182,5 +178,4 @@ def rebuild_future(key: str) -> Any:
         return FutureRef(key)
     obj, messages = adoption.adopt(key)
     adoption.messages.extend(messages)
-    adoption.keys.append(key)
     return obj

@@ -9,9 +9,12 @@ once (``_failed``) and the pump stops — a broken view never breaks the cluster
 
 from __future__ import annotations
 
+import html
 import threading
 import time
+import warnings
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 
@@ -50,3 +53,32 @@ class Pump:
         self.wake.set()
         if self.thread is not threading.current_thread():
             self.thread.join(timeout=10)
+
+
+class LiveView:
+    """How a live view ends: by ``close()``, or by its update failing (said once, in the view).
+
+    A subclass sets ``widget``, ``_pump`` (or None), ``_unsubscribe``, the widget its
+    failure is written into (``_status_widget``) and what it is called (``_view_name``).
+    """
+
+    widget: Any
+    _pump: Pump | None
+    _unsubscribe: Callable[[], None]
+    _status_widget: Any
+    _view_name: str
+
+    def _failed(self, exc: Exception) -> None:
+        """The pump broke: say so once, stop following the trace, leave the cluster alone."""
+        self._unsubscribe()
+        self._status_widget.value = (f"<span style='color:#b00'>live updates stopped: "
+                                     f"{type(exc).__name__}: {html.escape(str(exc))}</span>")
+        warnings.warn(f"jupyter_refs: {self._view_name} stopped updating: {exc!r}", RuntimeWarning,
+                      stacklevel=1)
+
+    def close(self) -> None:
+        """Stop following the trace and close the widgets."""
+        if self._pump is not None:
+            self._pump.stop()
+        self._unsubscribe()
+        self.widget.close()

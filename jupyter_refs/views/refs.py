@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import html
 import threading
-import warnings
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 
 from ..checks import Checks, KeyRefs
 from ..trace import Batch, Trace
-from .pump import Pump
+from .pump import LiveView, Pump
 
 if TYPE_CHECKING:
     from ..cluster import Cluster
@@ -59,8 +58,14 @@ def refs_text(rows: list[KeyRefs]) -> str:
     return "\n".join(lines)
 
 
-class RefsTable:
+class RefsTable(LiveView):
     """A live table of every key's references."""
+
+    _view_name = "the refs table"
+
+    @property
+    def _status_widget(self) -> Any:
+        return self.widget  # the table itself says it stopped
 
     def __init__(self, source: Cluster | Trace, keys: list[str] | None = None, live: bool = True,
                  rate: float = 4.0):
@@ -97,19 +102,7 @@ class RefsTable:
     def _apply_pending(self) -> None:
         self.refresh()
 
-    def _failed(self, exc: Exception) -> None:
-        self._unsubscribe()
-        self.widget.value = (f"<span style='color:#b00'>live updates stopped: "
-                             f"{html.escape(repr(exc))}</span>")
-        warnings.warn(f"jupyter_refs: the refs table stopped updating: {exc!r}", RuntimeWarning,
-                      stacklevel=1)
-
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         return self.widget._repr_mimebundle_(**kwargs)
 
-    def close(self) -> None:
-        if self._pump is not None:
-            self._pump.stop()
-        self._unsubscribe()
-        self.widget.close()
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import threading
 import time
-import warnings
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,7 +28,7 @@ from bokeh.plotting import figure
 from bokeh.transform import linear_cmap
 
 from ..trace import Batch, Trace
-from .pump import Pump
+from .pump import LiveView, Pump
 from .timeline_model import _DEFAULT_COLOR, KIND_COLORS, OP_COLORS, TimelineModel
 
 if TYPE_CHECKING:
@@ -254,12 +253,18 @@ def _batched_bokeh_model(fig: Any) -> Any:
     return BatchedBokehModel(fig)
 
 
-class Timeline:
+class Timeline(LiveView):
     """A live timeline of a cluster's (or a trace's) events.
 
     >>> Timeline(cluster)                       # every key, logical order, live
     >>> Timeline(cluster, keys=[x.key], view="wall")
     """
+
+    _view_name = "the live timeline"
+
+    @property
+    def _status_widget(self) -> Any:
+        return self._status
 
     def __init__(self, source: Cluster | Trace, keys: list[str] | None = None,
                  view: str = "logical", live: bool = True, rate: float = 6.0,
@@ -331,14 +336,6 @@ class Timeline:
     def _pause(self) -> None:
         """Between chunks of a live update: let the cluster's threads run."""
         time.sleep(0)
-
-    def _failed(self, exc: Exception) -> None:
-        """The pump broke: say so once, stop following the trace, leave the cluster alone."""
-        self._unsubscribe()
-        self._status.value = (f"<span style='color:#b00'>live updates stopped: "
-                              f"{type(exc).__name__}: {exc}</span>")
-        warnings.warn(f"jupyter_refs: the live timeline stopped updating: {exc!r}", RuntimeWarning,
-                      stacklevel=1)
 
     def update(self) -> None:
         """Bring the figure up to date now, redrawing the whole trace if a live window cut it."""
@@ -452,13 +449,6 @@ class Timeline:
 
         ensure_bokehjs()
         return self.widget._repr_mimebundle_(**kwargs)
-
-    def close(self) -> None:
-        """Stop following the trace and close the widgets."""
-        if self._pump is not None:
-            self._pump.stop()
-        self._unsubscribe()
-        self.widget.close()
 
     @property
     def updates_sent(self) -> int:
