@@ -58,6 +58,11 @@ __all__ = [
 ]
 
 
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """The prebuilt JupyterLab extension (``labextension/``, built by ``pip install``)."""
+    return [{"src": "labextension", "dest": "jupyter-refs"}]
+
+
 def _jupyter_server_extension_points() -> list[dict[str, str]]:
     """The server extension that serves BokehJS offline (enabled by ``pip install``)."""
     return [{"module": "jupyter_refs.server"}]
@@ -78,6 +83,8 @@ def unload_ipython_extension(ipython) -> None:
         if isinstance(magics, RefsMagics):
             if magics.handle is not None:
                 magics.handle.close()
+            if magics.lab is not None:
+                magics.lab.close()
             del ipython.magics_manager.registry[name]
             for kind in ("line", "cell"):
                 for magic in [k for k, v in ipython.magics_manager.magics[kind].items()

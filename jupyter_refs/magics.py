@@ -71,8 +71,21 @@ class RefsMagics(Magics):
 
     def __init__(self, shell: Any = None, **kwargs: Any):
         super().__init__(shell, **kwargs)
-        self.handle: ClusterHandle | None = None
+        self._handle: ClusterHandle | None = None
         self._explored: Any = None  # the last %%explore scenario, for %replay
+        #: The JupyterLab sidebar's feed (``views/lab.py``), started by ``%load_ext``.
+        self.lab: Any = None
+
+    @property
+    def handle(self) -> ClusterHandle | None:
+        """The current cluster (kernel-side, replayed, or a traced dask cluster)."""
+        return self._handle
+
+    @handle.setter
+    def handle(self, new: ClusterHandle | None) -> None:
+        self._handle = new
+        if self.lab is not None:
+            self.lab.follow(new)
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -472,7 +485,10 @@ def _glob(pattern: str) -> str:
 
 
 def load(shell: Any) -> RefsMagics:
+    from .views.lab import LabChannel
+
     magics = RefsMagics(shell)
     shell.register_magics(magics)
     shell.configurables.append(magics)
+    magics.lab = LabChannel()
     return magics

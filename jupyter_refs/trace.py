@@ -238,14 +238,16 @@ class Trace:
         kind: str | Iterable[str] | None = None,
         actor: str | None = None,
         since: int = 0,
+        until: int | None = None,
     ) -> list[Event]:
-        """Events in seq order, optionally only those about ``key``, of ``kind``, by ``actor``."""
+        """Events in seq order, optionally only those about ``key``, of ``kind``, by ``actor``,
+        with ``since <= seq < until``."""
         start, rows = self._snapshot()
         kinds = {kind} if isinstance(kind, str) else set(kind) if kind is not None else None
         out = []
-        for seq, row in enumerate(rows, start):
-            if seq < since:
-                continue
+        first = max(since - start, 0)
+        last = len(rows) if until is None else max(min(until - start, len(rows)), first)
+        for seq, row in enumerate(islice(rows, first, last), start + first):
             if kinds is not None and row[KIND] not in kinds:
                 continue
             if actor is not None and row[ACTOR] != actor:

@@ -14,8 +14,10 @@ view calls into the cluster, and only through its public driver API.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,10 +31,16 @@ from bokeh.transform import linear_cmap
 
 from ..trace import Batch, Trace
 from .pump import LiveView, Pump
+from .saved import MIME, trace_bundle
 from .timeline_model import _DEFAULT_COLOR, KIND_COLORS, OP_COLORS, TimelineModel
 
 if TYPE_CHECKING:
     from ..cluster import Cluster
+
+_IDS = itertools.count(1)
+#: Every timeline of this kernel that is still open: the JupyterLab sidebar filters them all
+#: to a key, and keeps their saved traces up to date (``views/lab.py``).
+OPEN_TIMELINES: weakref.WeakSet[Timeline] = weakref.WeakSet()
 
 _TOOLS = "xpan,xwheel_zoom,xbox_zoom,reset,save"
 _SLICE_S = 0.001  # how long the pump works before letting other threads run
@@ -272,6 +280,8 @@ class Timeline(LiveView):
                  since: int = 0):
         self.trace: Trace = source if isinstance(source, Trace) else source.trace
         self.cluster = None if isinstance(source, Trace) else source
+        #: Names this timeline's outputs, so a front end can refresh their saved trace.
+        self.id = f"{time.time_ns():x}-{next(_IDS)}"
         self.rate = rate
         #: While live, only the latest rows of each kind stay drawn, so the page keeps up
         #: with a fast loop; ``update()`` or a filter change redraws the whole trace.
@@ -292,6 +302,7 @@ class Timeline(LiveView):
         if live:
             self._pump = Pump(self, rate, "jupyter-refs-timeline")
             self._pump.wake.set()  # catch up with whatever arrived while building
+        OPEN_TIMELINES.add(self)
 
     def _default_title(self) -> str:
         if self.cluster is None:
@@ -395,6 +406,16 @@ class Timeline(LiveView):
     def _on_view(self, change: dict[str, Any]) -> None:
         self._rebuild(self._keys, change["new"])
 
+    def show_key(self, key: str | None) -> bool:
+        """Show only ``key`` (None: every key), as typing it in the key box does.
+
+        Returns whether the filter applied: a key this timeline has not seen is ignored.
+        """
+        if key is not None and key not in self.model.seen_keys:
+            return False
+        self._key_filter.value = key or ""
+        return True
+
     # -- step controls (manual network) ---------------------------------------------------------
 
     def _step_controls(self) -> w.VBox:
@@ -444,11 +465,32 @@ class Timeline(LiveView):
 
     # -- display and lifetime ----------------------------------------------------------------------
 
+    @property
+    def drawn_until(self) -> int:
+        """One past the last event the figure has taken in (what a saved trace shows)."""
+        return self.model.next_seq
+
+    def saved_bundle(self, max_events: int | None = None) -> dict[str, Any]:
+        """What the figure shows, as the saved-trace MIME data (``views/saved.py``)."""
+        kwargs = {} if max_events is None else {"max_events": max_events}
+        return trace_bundle(self.trace, keys=self._keys, view=self.model.view, title=self._title,
+                            since=self._since, until=self.drawn_until, timeline_id=self.id,
+                            max_key_lanes=self._max_key_lanes, **kwargs)
+
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         from .resources import ensure_bokehjs
 
         ensure_bokehjs()
-        return self.widget._repr_mimebundle_(**kwargs)
+        bundle = self.widget._repr_mimebundle_(**kwargs)
+        if MIME not in (kwargs.get("exclude") or ()):
+            # With no kernel (or after a restart) the widget is gone; JupyterLab then
+            # draws this instead, so a saved notebook still shows its race.
+            bundle[MIME] = self.saved_bundle()
+        return bundle
+
+    def close(self) -> None:
+        OPEN_TIMELINES.discard(self)
+        super().close()
 
     @property
     def updates_sent(self) -> int:

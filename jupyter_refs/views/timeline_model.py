@@ -136,7 +136,7 @@ class TimelineModel:
         self.max_key_lanes = max_key_lanes
         self.lanes: list[str] = []
         self._lane_ids: dict[str, int] = {}
-        self._lane_group: list[int] = []  # 0 actors, 1 channels, 2 keys
+        self.lane_groups: list[int] = []  # 0 actors, 1 channels, 2 keys
         self.lanes_changed = False
         self.events = Columns(EVENT_COLS)
         self.messages = Columns(MESSAGE_COLS)
@@ -154,6 +154,7 @@ class TimelineModel:
         self.seen_keys: dict[str, None] = {}  # every key, in order of appearance
         self._cells: dict[str, str] = {}
         self.last_x = 0.0
+        self.next_seq = since  # one past the last row consumed
 
     # -- lanes ------------------------------------------------------------------------
 
@@ -162,14 +163,14 @@ class TimelineModel:
         if lane is None:
             lane = self._lane_ids[name] = len(self.lanes)
             self.lanes.append(name)
-            self._lane_group.append(group)
+            self.lane_groups.append(group)
             self.lanes_changed = True
         return lane
 
     def lane_order(self) -> list[int]:
         """Lane ids top to bottom: clients, scheduler, workers, channels, keys."""
         def rank(i: int) -> tuple:
-            name, group = self.lanes[i], self._lane_group[i]
+            name, group = self.lanes[i], self.lane_groups[i]
             kind = name.split(":", 1)[0]
             order = {"client": 0, "scheduler": 1, "worker": 2, "checks": 3}.get(kind, 4)
             return (group, order if group == 0 else 0, i)
@@ -214,6 +215,7 @@ class TimelineModel:
             self._first_seq = seq
         x = float(seq) if self.view == "logical" else row[T] / 1e6
         self.last_x = x
+        self.next_seq = seq + 1
         kind, key, actor = row[KIND], row[KEY], row[ACTOR]
         extra = row[EXTRA]
         self._x.append(x)

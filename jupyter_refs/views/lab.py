@@ -1,0 +1,207 @@
+"""The kernel's end of the JupyterLab refs sidebar: one comm target, a feed of the refs.
+
+``%load_ext jupyter_refs`` starts a :class:`LabChannel`.  It registers the comm
+target ``jupyter-refs`` (a sidebar that appears later opens a comm to it) and
+opens one comm itself (a sidebar already showing this kernel hears about the
+extension at once).  Each open comm gets:
+
+* ``{"type": "refs", ...}`` — every key the current cluster knows, as the refs
+  table shows it (client refcounts and future states, scheduler state,
+  who_wants, violations), sent when the trace changes, a few times a second at
+  most, and at once when ``%cluster`` replaces the cluster;
+* ``{"type": "trace", "timeline_id": ..., "bundle": ...}`` — the saved-trace
+  bundle of each open timeline whose figure has moved on, every couple of
+  seconds, so the front end can keep the output's saved copy as current as the
+  live picture.
+
+The front end may send ``{"type": "filter", "key": KEY or null}`` (show only that
+key in this kernel's timelines) and ``{"type": "refresh"}``.
+
+Like every view, the channel reads the trace and the checks, never an actor;
+like every view, it runs in its own thread and a failure stops only it.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import weakref
+from dataclasses import asdict
+from typing import Any
+
+from ..trace import Batch
+from .pump import Pump
+
+TARGET = "jupyter-refs"
+MAX_ROWS = 500  # keys sent to the sidebar; the rest are counted
+MAX_VIOLATIONS = 50
+SAVE_INTERVAL = 2.0  # seconds between refreshes of the open timelines' saved traces
+
+
+def _describe(source: Any) -> dict[str, Any]:
+    title = getattr(source, "title", None)
+    if title is None:
+        title = f"protocol={source.variant.name} network={source.network_name}"
+    return {"title": title, "events": source.trace.next_seq, "dropped": source.trace.dropped,
+            "violations": len(source.checks.violations) if source.checks else 0}
+
+
+def refs_message(source: Any | None) -> dict[str, Any]:
+    """What the sidebar shows for ``source`` (a cluster, a dask tracer, or None)."""
+    if source is None or getattr(source, "closed", False) or source.checks is None:
+        return {"type": "refs", "cluster": None, "rows": [], "violations": [], "more": 0}
+    rows = source.checks.snapshot()
+    violations = source.checks.violations[-MAX_VIOLATIONS:]
+    return {
+        "type": "refs",
+        "cluster": _describe(source),
+        "rows": [{"key": r.key, "clients": {c: list(v) for c, v in r.clients.items()},
+                  "scheduler": r.scheduler, "who_wants": list(r.who_wants),
+                  "on_workers": list(r.on_workers), "violations": list(r.violations)}
+                 for r in rows[:MAX_ROWS]],
+        "more": max(0, len(rows) - MAX_ROWS),
+        "violations": [asdict(v) for v in violations],
+    }
+
+
+class LabChannel:
+    """Feeds every open sidebar comm of this kernel; follows the magics' current cluster."""
+
+    _view_name = "the JupyterLab sidebar feed"
+
+    def __init__(self, rate: float = 4.0, save_interval: float = SAVE_INTERVAL):
+        from comm import create_comm, get_comm_manager
+
+        self._create_comm = create_comm
+        self.comms: list[Any] = []
+        self.source: Any | None = None
+        self.sent = 0
+        self._lock = threading.Lock()
+        self._unsubscribe = _nothing
+        self._saved: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+        self._manager = get_comm_manager()
+        self._manager.register_target(TARGET, self._on_comm_open)
+        self._pump: Pump | None = Pump(self, rate, "jupyter-refs-lab")
+        self._stop = threading.Event()
+        self._saver = threading.Thread(target=self._save_loop, args=(save_interval,),
+                                       name="jupyter-refs-lab-saver", daemon=True)
+        self._saver.start()
+        self._add(self._create_comm(target_name=TARGET, data={"type": "hello"}))
+
+    # -- comms ----------------------------------------------------------------------------
+
+    def _on_comm_open(self, comm: Any, msg: dict[str, Any]) -> None:
+        self._add(comm)
+
+    def _add(self, comm: Any) -> None:
+        comm.on_msg(lambda msg, comm=comm: self._on_msg(comm, msg))
+        comm.on_close(lambda _msg, comm=comm: self._drop(comm))
+        with self._lock:
+            self.comms.append(comm)
+        self._send_to(comm, refs_message(self.source))
+
+    def _drop(self, comm: Any) -> None:
+        with self._lock:
+            if comm in self.comms:
+                self.comms.remove(comm)
+
+    def _on_msg(self, comm: Any, msg: dict[str, Any]) -> None:
+        data = msg.get("content", {}).get("data", {}) or {}
+        what = data.get("type")
+        if what == "filter":
+            self.filter(data.get("key"))
+        elif what == "refresh":
+            self._send_to(comm, refs_message(self.source))
+
+    def _send_to(self, comm: Any, data: dict[str, Any]) -> None:
+        try:
+            comm.send(data)
+        except Exception:  # noqa: BLE001 - a front end that went away is just dropped
+            self._drop(comm)
+        else:
+            self.sent += 1
+
+    def _broadcast(self, data: dict[str, Any]) -> None:
+        with self._lock:
+            comms = list(self.comms)
+        for comm in comms:
+            self._send_to(comm, data)
+
+    # -- following the cluster ----------------------------------------------------------------
+
+    def follow(self, source: Any | None) -> None:
+        """Show ``source`` from now on (``%cluster`` calls this when it replaces the cluster)."""
+        self._unsubscribe()
+        self.source = source
+        self._unsubscribe = _nothing
+        if source is not None:
+            self._unsubscribe = source.trace.subscribe(self._on_batch)
+        self._broadcast(refs_message(source))
+
+    def _on_batch(self, batch: Batch) -> None:
+        if self._pump is not None:
+            self._pump.wake.set()
+
+    def _apply_pending(self) -> None:
+        if self.comms:
+            self._broadcast(refs_message(self.source))
+
+    def _failed(self, exc: Exception) -> None:
+        import warnings
+
+        self._pump = None
+        warnings.warn(f"jupyter_refs: {self._view_name} stopped: {exc!r}", RuntimeWarning, stacklevel=1)
+
+    # -- the timelines ---------------------------------------------------------------------------
+
+    def filter(self, key: str | None) -> int:
+        """Show only ``key`` in every open timeline of this kernel; returns how many took it."""
+        return sum(t.show_key(key) for t in _open_timelines())
+
+    def save_timelines(self) -> int:
+        """Send the saved trace of every open timeline whose figure moved on; returns how many."""
+        if not self.comms:
+            return 0
+        sent = 0
+        for timeline in _open_timelines():
+            drawn = timeline.drawn_until
+            if self._saved.get(timeline) == drawn:
+                continue
+            self._saved[timeline] = drawn
+            self._broadcast({"type": "trace", "timeline_id": timeline.id,
+                             "bundle": timeline.saved_bundle()})
+            sent += 1
+        return sent
+
+    def _save_loop(self, interval: float) -> None:
+        while not self._stop.wait(interval):
+            try:
+                self.save_timelines()
+            except Exception as exc:  # noqa: BLE001 - saving stops; the kernel goes on
+                self._failed(exc)
+                return
+
+    def close(self) -> None:
+        """Stop feeding: unregister the target, close the comms, end the threads."""
+        self._stop.set()
+        if self._pump is not None:
+            self._pump.stop()
+        self._unsubscribe()
+        self._manager.unregister_target(TARGET, self._on_comm_open)
+        with self._lock:
+            comms, self.comms = self.comms, []
+        for comm in comms:
+            try:
+                comm.close()
+            except Exception:  # noqa: BLE001, S110 - closing a comm whose kernel went away
+                pass
+
+
+def _nothing() -> None:
+    pass
+
+
+def _open_timelines() -> list[Any]:
+    """The open timelines, without importing bokeh when no timeline was ever made."""
+    module = sys.modules.get("jupyter_refs.views.timeline")
+    return list(module.OPEN_TIMELINES) if module is not None else []

@@ -1,0 +1,208 @@
+/**
+ * One notebook's line to the jupyter_refs feed in its kernel.
+ *
+ * The kernel end (``jupyter_refs/views/lab.py``) registers the comm target
+ * ``jupyter-refs`` and, at ``%load_ext jupyter_refs``, opens a comm to us.  We
+ * also open one to it whenever a kernel appears or comes back from a restart:
+ * if the extension is not loaded there, the kernel closes that comm at once and
+ * we say so.  Either way round, the first comm that answers carries the refs.
+ */
+
+import { ISessionContext } from '@jupyterlab/apputils';
+import { NotebookPanel } from '@jupyterlab/notebook';
+import { Kernel, KernelMessage } from '@jupyterlab/services';
+import { ISignal, Signal } from '@lumino/signaling';
+
+import { TRACE_MIME } from './bundle';
+
+export const COMM_TARGET = 'jupyter-refs';
+
+export interface IRefsRow {
+  key: string;
+  clients: Record<string, [number, string]>;
+  scheduler: string;
+  who_wants: string[];
+  on_workers: string[];
+  violations: string[];
+}
+
+export interface IViolation {
+  name: string;
+  key: string;
+  client: string | null;
+  first_seq: number;
+  seq: number;
+  explanation: string;
+}
+
+export interface IRefs {
+  cluster: { title: string; events: number; dropped: number; violations: number } | null;
+  rows: IRefsRow[];
+  more: number;
+  violations: IViolation[];
+}
+
+/** What the sidebar can say about a notebook's kernel. */
+export type LinkStatus = 'no-kernel' | 'probing' | 'not-loaded' | 'loaded';
+
+export class KernelLink {
+  status: LinkStatus = 'no-kernel';
+  refs: IRefs | null = null;
+  private _comm: Kernel.IComm | null = null;
+  private _kernel: Kernel.IKernelConnection | null = null;
+  private _changed = new Signal<this, void>(this);
+  private _disposed = false;
+  private _restarted = false;
+
+  constructor(private _panel: NotebookPanel) {
+    const session = _panel.sessionContext;
+    session.kernelChanged.connect(this._onKernelChanged, this);
+    session.statusChanged.connect(this._onStatus, this);
+    void session.ready.then(() => this._attach(session));
+  }
+
+  get changed(): ISignal<this, void> {
+    return this._changed;
+  }
+
+  get panel(): NotebookPanel {
+    return this._panel;
+  }
+
+  /** Ask the kernel to show only `key` in its live timelines (null: every key). */
+  filter(key: string | null): void {
+    this._send({ type: 'filter', key });
+  }
+
+  refresh(): void {
+    if (!this._send({ type: 'refresh' })) {
+      this._probe();
+    }
+  }
+
+  dispose(): void {
+    if (this._disposed) return;
+    this._disposed = true;
+    const session = this._panel.sessionContext;
+    session.kernelChanged.disconnect(this._onKernelChanged, this);
+    session.statusChanged.disconnect(this._onStatus, this);
+    this._closeComm();
+    Signal.clearData(this);
+  }
+
+  private _send(data: Record<string, unknown>): boolean {
+    if (this._comm === null || this._comm.isDisposed) {
+      return false;
+    }
+    this._comm.send(data as any);
+    return true;
+  }
+
+  private _set(status: LinkStatus, refs: IRefs | null = this.refs): void {
+    this.status = status;
+    this.refs = refs;
+    this._changed.emit();
+  }
+
+  private _onKernelChanged(): void {
+    this._closeComm();
+    this._attach(this._panel.sessionContext);
+  }
+
+  private _onStatus(_: ISessionContext, status: Kernel.Status): void {
+    if (status === 'restarting' || status === 'autorestarting' || status === 'dead') {
+      // The kernel's feed died with it; whatever was shown is no longer true.
+      this._closeComm();
+      this._restarted = status !== 'dead';
+      this._set(status === 'dead' ? 'no-kernel' : 'probing', null);
+    } else if (status === 'idle' && this._restarted) {
+      this._restarted = false;
+      this._probe(); // back from a restart: the extension may be loaded at startup
+    }
+  }
+
+  private _attach(session: ISessionContext): void {
+    const kernel = session.session?.kernel ?? null;
+    this._kernel = kernel;
+    if (kernel === null) {
+      this._set('no-kernel', null);
+      return;
+    }
+    kernel.registerCommTarget(COMM_TARGET, (comm, msg) => this._adopt(comm, msg));
+    this._probe();
+  }
+
+  private _probe(): void {
+    const kernel = this._kernel;
+    if (kernel === null || kernel.isDisposed || this._disposed) {
+      return;
+    }
+    this._set('probing', null);
+    const comm = kernel.createComm(COMM_TARGET);
+    this._wire(comm);
+    comm.open({ type: 'hello' });
+  }
+
+  private _adopt(comm: Kernel.IComm, _msg: KernelMessage.ICommOpenMsg): void {
+    this._wire(comm);
+  }
+
+  private _wire(comm: Kernel.IComm): void {
+    comm.onMsg = msg => this._onMsg(comm, msg);
+    comm.onClose = () => {
+      if (this._comm === comm || this._comm === null) {
+        this._comm = null;
+        if (!this._disposed && this.status !== 'no-kernel') {
+          this._set('not-loaded', null);
+        }
+      }
+    };
+  }
+
+  private _onMsg(comm: Kernel.IComm, msg: KernelMessage.ICommMsgMsg): void {
+    const data = msg.content.data as Record<string, any>;
+    if (this._comm !== comm) {
+      // The first comm to speak is the one we keep; a second one is closed.
+      if (this._comm !== null && !this._comm.isDisposed) {
+        comm.close();
+        return;
+      }
+      this._comm = comm;
+    }
+    if (data.type === 'refs') {
+      this._set('loaded', data as unknown as IRefs);
+    } else if (data.type === 'trace') {
+      this._saveTrace(String(data.timeline_id), data.bundle);
+    }
+  }
+
+  /** Keep the saved copy in a timeline's outputs as current as its live figure. */
+  private _saveTrace(timelineId: string, bundle: unknown): void {
+    const cells = this._panel.content.model?.cells;
+    if (!cells) return;
+    for (let c = 0; c < cells.length; c++) {
+      const cell = cells.get(c) as any;
+      const outputs = cell.type === 'code' ? cell.outputs : null;
+      if (!outputs) continue;
+      for (let i = 0; i < outputs.length; i++) {
+        const output = outputs.get(i);
+        const saved = output.data[TRACE_MIME] as { timeline_id?: string } | undefined;
+        if (saved?.timeline_id === timelineId) {
+          output.setData({ data: { ...output.data, [TRACE_MIME]: bundle as any } });
+        }
+      }
+    }
+  }
+
+  private _closeComm(): void {
+    const comm = this._comm;
+    this._comm = null;
+    if (comm !== null && !comm.isDisposed) {
+      try {
+        comm.close();
+      } catch {
+        // the kernel is already gone
+      }
+    }
+  }
+}

@@ -1,0 +1,165 @@
+/**
+ * The refs sidebar: what the active notebook's kernel believes about every key.
+ *
+ * It follows the notebook in focus, shows the refs its kernel's feed sends
+ * (client refcounts and future states, scheduler state, who_wants, where the
+ * data is, the checks' verdict) and says plainly when there is nothing to show:
+ * no notebook, no kernel, the extension not loaded, no cluster yet.  Clicking a
+ * key filters the notebook's timelines to it — the live ones through the
+ * kernel, the saved ones here; clicking it again shows every key.
+ */
+
+import { Widget } from '@lumino/widgets';
+
+import { KeyFilter } from './keyfilter';
+import { IRefs, IRefsRow, KernelLink } from './link';
+
+const STATE_CLASS: Record<string, string> = {
+  finished: 'ok', memory: 'ok', pending: 'muted', borrowed: 'muted', released: 'muted',
+  lost: 'warn', cancelled: 'bad', error: 'bad', forgotten: 'bad'
+};
+
+function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls = '', text?: string): HTMLElementTagNameMap[K] {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+function state(text: string): HTMLElement {
+  const cls = text.endsWith('(ghost)') ? 'ghost' : STATE_CLASS[text] ?? '';
+  return el('span', `jp-RefsSidebar-state ${cls ? `jp-RefsSidebar-${cls}` : ''}`, text);
+}
+
+/** What to say instead of a table, or null when there is a table to show. */
+export function statusText(link: KernelLink | null): string | null {
+  if (link === null) return 'Open a notebook to see the references its cluster holds.';
+  switch (link.status) {
+    case 'no-kernel':
+      return 'This notebook has no running kernel. Start one, then run %load_ext jupyter_refs.';
+    case 'probing':
+      return 'Asking the kernel…';
+    case 'not-loaded':
+      return 'jupyter_refs is not loaded in this kernel. Run %load_ext jupyter_refs in a cell.';
+  }
+  if (link.refs === null || link.refs.cluster === null) {
+    return 'This kernel has no cluster yet. Start one with %cluster (or %cluster --attach NAME for dask).';
+  }
+  return null;
+}
+
+export class RefsSidebar extends Widget {
+  private _link: KernelLink | null = null;
+  private _head = el('div', 'jp-RefsSidebar-head');
+  private _body = el('div', 'jp-RefsSidebar-body');
+
+  constructor(private _filters: KeyFilter) {
+    super();
+    this.id = 'jupyter-refs-sidebar';
+    this.addClass('jp-RefsSidebar');
+    this.title.caption = 'jupyter_refs: references of the kernel’s cluster';
+    this.node.append(this._head, this._body);
+    _filters.changed.connect(() => this.render());
+    this.render();
+  }
+
+  /** Show `link`'s notebook from now on (null: no notebook in focus). */
+  follow(link: KernelLink | null): void {
+    if (this._link === link) return;
+    this._link?.changed.disconnect(this.render, this);
+    this._link = link;
+    link?.changed.connect(this.render, this);
+    this.render();
+  }
+
+  get link(): KernelLink | null {
+    return this._link;
+  }
+
+  render(): void {
+    const link = this._link;
+    this._head.replaceChildren(el('div', 'jp-RefsSidebar-title', 'References'));
+    if (link) {
+      const name = el('div', 'jp-RefsSidebar-notebook', link.panel.context.localPath);
+      this._head.appendChild(name);
+    }
+    const said = statusText(link);
+    this.node.dataset.status = link?.status ?? 'no-notebook';
+    if (said !== null || link === null || link.refs === null) {
+      this._body.replaceChildren(el('p', 'jp-RefsSidebar-message', said ?? ''));
+      return;
+    }
+    this._body.replaceChildren(...this._content(link, link.refs));
+  }
+
+  private _content(link: KernelLink, refs: IRefs): HTMLElement[] {
+    const c = refs.cluster!;
+    const session = link.panel.id;
+    const chosen = this._filters.get(session);
+    const out: HTMLElement[] = [];
+    out.push(el('div', 'jp-RefsSidebar-cluster',
+      `${c.title} · ${c.events} events${c.dropped ? ` (${c.dropped} dropped)` : ''} · ${c.violations} violation${c.violations === 1 ? '' : 's'}`));
+    if (refs.violations.length) {
+      const list = el('ul', 'jp-RefsSidebar-violations');
+      for (const v of refs.violations.slice(-5)) {
+        const item = el('li', '', `✗ ${v.name} on ${v.key} (event ${v.first_seq})`);
+        item.title = v.explanation;
+        list.appendChild(item);
+      }
+      out.push(list);
+    }
+    if (chosen !== null) {
+      const bar = el('div', 'jp-RefsSidebar-filter', `timelines show only ${chosen} `);
+      const clear = el('button', 'jp-RefsSidebar-clear', 'show all keys');
+      clear.onclick = () => this._choose(link, null);
+      bar.appendChild(clear);
+      out.push(bar);
+    }
+    if (!refs.rows.length) {
+      out.push(el('p', 'jp-RefsSidebar-message', 'No keys yet: scatter or submit something.'));
+      return out;
+    }
+    const table = el('table', 'jp-RefsSidebar-table');
+    const head = el('tr');
+    for (const h of ['key', 'clients', 'scheduler', 'who_wants', 'workers', 'checks']) {
+      head.appendChild(el('th', '', h));
+    }
+    table.appendChild(el('thead')).appendChild(head);
+    const body = table.appendChild(el('tbody'));
+    for (const row of refs.rows) {
+      body.appendChild(this._row(link, row, row.key === chosen));
+    }
+    out.push(table);
+    if (refs.more) {
+      out.push(el('p', 'jp-RefsSidebar-message', `and ${refs.more} more keys`));
+    }
+    return out;
+  }
+
+  private _row(link: KernelLink, row: IRefsRow, chosen: boolean): HTMLElement {
+    const tr = el('tr', `jp-RefsSidebar-row${chosen ? ' jp-mod-selected' : ''}${row.violations.length ? ' jp-RefsSidebar-broken' : ''}`);
+    tr.dataset.key = row.key;
+    tr.title = chosen ? 'click to show every key again' : `click to show only ${row.key} in this notebook's timelines`;
+    tr.onclick = () => this._choose(link, chosen ? null : row.key);
+    tr.appendChild(el('td', 'jp-RefsSidebar-key')).appendChild(el('code', '', row.key));
+    const clients = el('td');
+    for (const [client, [count, st]] of Object.entries(row.clients)) {
+      const line = el('div', '', `${client}: ${count} `);
+      line.appendChild(state(st));
+      clients.appendChild(line);
+    }
+    if (!clients.childNodes.length) clients.textContent = '–';
+    tr.appendChild(clients);
+    tr.appendChild(el('td')).appendChild(state(row.scheduler));
+    tr.appendChild(el('td', '', row.who_wants.join(', ') || '∅'));
+    tr.appendChild(el('td', '', row.on_workers.join(', ') || '–'));
+    tr.appendChild(el('td', row.violations.length ? 'jp-RefsSidebar-bad' : 'jp-RefsSidebar-ok',
+      row.violations.length ? `✗ ${row.violations.join(', ')}` : '✓'));
+    return tr;
+  }
+
+  private _choose(link: KernelLink, key: string | null): void {
+    this._filters.set(link.panel.id, key);
+    link.filter(key);
+  }
+}
