@@ -85,6 +85,8 @@ def unload_ipython_extension(ipython) -> None:
                 magics.handle.close()
             if magics.lab is not None:
                 magics.lab.close()
+            if magics.after_cell in ipython.events.callbacks["post_run_cell"]:
+                ipython.events.unregister("post_run_cell", magics.after_cell)
             del ipython.magics_manager.registry[name]
             for kind in ("line", "cell"):
                 for magic in [k for k, v in ipython.magics_manager.magics[kind].items()

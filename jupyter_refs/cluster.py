@@ -294,6 +294,19 @@ class Cluster:
                 on_send(msg, now)
             record(msg.sender, "msg.sent", msg)
 
+    def apply_drops(self) -> None:
+        """Send the releases of futures dropped since the last call, as the next call would.
+
+        A dropped future is released at the cluster's next safe point.  In a
+        notebook the end of a cell is one (dask's event loop runs between cells
+        too), so ``%load_ext jupyter_refs`` calls this after every cell: ``del x``
+        then shows in the refs and the sidebar without another call.
+        """
+        with self._lock:
+            if self._drops and not self.closed:
+                self._process_drops()
+                self._end_call()
+
     def _drop(self, state: ClientState, key: str) -> None:
         """A Future was garbage collected.  Safe from any thread and from ``__del__``."""
         self._drops.append((state, key))

@@ -87,6 +87,12 @@ class RefsMagics(Magics):
         if self.lab is not None:
             self.lab.follow(new)
 
+    def after_cell(self, _result: Any = None) -> None:
+        """The end of a cell is the cluster's safe point: futures the cell dropped are released."""
+        apply_drops = getattr(self._handle, "apply_drops", None)  # a dask tracer has none
+        if apply_drops is not None:
+            apply_drops()
+
     # -- helpers --------------------------------------------------------------------------
 
     def _need_cluster(self) -> ClusterHandle:
@@ -491,4 +497,5 @@ def load(shell: Any) -> RefsMagics:
     shell.register_magics(magics)
     shell.configurables.append(magics)
     magics.lab = LabChannel()
+    shell.events.register("post_run_cell", magics.after_cell)
     return magics

@@ -14,59 +14,11 @@ import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { Widget } from '@lumino/widgets';
 
-import { checkBundle, ITraceBundle, TRACE_MIME, WIDGET_MIME } from './bundle';
-import { renderTimeline } from './timeline';
+import { TRACE_MIME, WIDGET_MIME } from './bundle';
+import { IFilterSource, StaticTimeline } from './static';
 
-/** Where a static timeline learns the key its notebook is filtered to. */
-export interface IFilterSource {
-  key(): string | null;
-  setKey(key: string | null): void;
-  onChange(callback: () => void): () => void;
-}
-
-const NO_FILTER: IFilterSource = { key: () => null, setKey: () => undefined, onChange: () => () => undefined };
-
-/** The static view of one bundle, redrawn when its data or the notebook's key filter changes. */
-export class StaticTimeline {
-  readonly node: HTMLElement;
-  private _bundle: ITraceBundle | null = null;
-  private _disconnect: () => void;
-
-  constructor(private _filter: IFilterSource = NO_FILTER) {
-    this.node = document.createElement('div');
-    this.node.className = 'jp-RefsStatic';
-    this._disconnect = _filter.onChange(() => this.draw());
-  }
-
-  set bundle(data: unknown) {
-    const problem = checkBundle(data);
-    if (problem !== null) {
-      this._bundle = null;
-      this.node.textContent = `jupyter_refs: cannot draw this saved trace: ${problem}`;
-      this.node.classList.add('jp-RefsStatic-error');
-      return;
-    }
-    this.node.classList.remove('jp-RefsStatic-error');
-    this._bundle = data as ITraceBundle;
-    this.draw();
-  }
-
-  draw(): void {
-    if (this._bundle === null) {
-      return;
-    }
-    const key = this._filter.key();
-    const known = key === null || this._bundle.seen_keys.includes(key);
-    this.node.replaceChildren(renderTimeline(this._bundle, {
-      key: known ? key : null,
-      onKey: k => this._filter.setKey(k)
-    }));
-  }
-
-  dispose(): void {
-    this._disconnect();
-  }
-}
+export type { IFilterSource };
+export { StaticTimeline };
 
 /** Only the saved trace (an output with no widget view). */
 export class TraceRenderer extends Widget implements IRenderMime.IRenderer {

@@ -119,43 +119,44 @@ export class RefsSidebar extends Widget {
       out.push(el('p', 'jp-RefsSidebar-message', 'No keys yet: scatter or submit something.'));
       return out;
     }
-    const table = el('table', 'jp-RefsSidebar-table');
-    const head = el('tr');
-    for (const h of ['key', 'clients', 'scheduler', 'who_wants', 'workers', 'checks']) {
-      head.appendChild(el('th', '', h));
-    }
-    table.appendChild(el('thead')).appendChild(head);
-    const body = table.appendChild(el('tbody'));
+    const list = el('div', 'jp-RefsSidebar-keys');
     for (const row of refs.rows) {
-      body.appendChild(this._row(link, row, row.key === chosen));
+      list.appendChild(this._row(link, row, row.key === chosen));
     }
-    out.push(table);
+    out.push(list);
     if (refs.more) {
       out.push(el('p', 'jp-RefsSidebar-message', `and ${refs.more} more keys`));
     }
     return out;
   }
 
+  /**
+   * One key as a small card (a sidebar is narrow): the key and the verdict, then a
+   * line per client (refcount, future state), then what the scheduler believes.
+   */
   private _row(link: KernelLink, row: IRefsRow, chosen: boolean): HTMLElement {
-    const tr = el('tr', `jp-RefsSidebar-row${chosen ? ' jp-mod-selected' : ''}${row.violations.length ? ' jp-RefsSidebar-broken' : ''}`);
-    tr.dataset.key = row.key;
-    tr.title = chosen ? 'click to show every key again' : `click to show only ${row.key} in this notebook's timelines`;
-    tr.onclick = () => this._choose(link, chosen ? null : row.key);
-    tr.appendChild(el('td', 'jp-RefsSidebar-key')).appendChild(el('code', '', row.key));
-    const clients = el('td');
-    for (const [client, [count, st]] of Object.entries(row.clients)) {
-      const line = el('div', '', `${client}: ${count} `);
+    const broken = row.violations.length > 0;
+    const card = el('div', `jp-RefsSidebar-row${chosen ? ' jp-mod-selected' : ''}${broken ? ' jp-RefsSidebar-broken' : ''}`);
+    card.dataset.key = row.key;
+    card.title = chosen ? 'click to show every key again' : `click to show only ${row.key} in this notebook's timelines`;
+    card.onclick = () => this._choose(link, chosen ? null : row.key);
+    const head = card.appendChild(el('div', 'jp-RefsSidebar-rowhead'));
+    head.appendChild(el('code', 'jp-RefsSidebar-key', row.key));
+    head.appendChild(el('span', broken ? 'jp-RefsSidebar-bad' : 'jp-RefsSidebar-ok',
+      broken ? `✗ ${row.violations.join(', ')}` : '✓'));
+    const clients = Object.entries(row.clients);
+    for (const [client, [count, st]] of clients) {
+      const line = card.appendChild(el('div', 'jp-RefsSidebar-line', `${client} refcount ${count} `));
       line.appendChild(state(st));
-      clients.appendChild(line);
     }
-    if (!clients.childNodes.length) clients.textContent = '–';
-    tr.appendChild(clients);
-    tr.appendChild(el('td')).appendChild(state(row.scheduler));
-    tr.appendChild(el('td', '', row.who_wants.join(', ') || '∅'));
-    tr.appendChild(el('td', '', row.on_workers.join(', ') || '–'));
-    tr.appendChild(el('td', row.violations.length ? 'jp-RefsSidebar-bad' : 'jp-RefsSidebar-ok',
-      row.violations.length ? `✗ ${row.violations.join(', ')}` : '✓'));
-    return tr;
+    if (!clients.length) {
+      card.appendChild(el('div', 'jp-RefsSidebar-line jp-RefsSidebar-muted', 'no client holds it'));
+    }
+    const sched = card.appendChild(el('div', 'jp-RefsSidebar-line', 'scheduler '));
+    sched.appendChild(state(row.scheduler));
+    sched.appendChild(document.createTextNode(
+      ` · who_wants ${row.who_wants.join(', ') || '∅'} · on ${row.on_workers.join(', ') || 'no worker'}`));
+    return card;
   }
 
   private _choose(link: KernelLink, key: string | null): void {

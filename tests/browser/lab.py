@@ -42,6 +42,10 @@ def free_port() -> int:
 def jupyter_lab(root: Path, timeout: float = 60):
     """A JupyterLab server on 127.0.0.1 serving ``root``; yields its base URL."""
     port = free_port()
+    # No "get notified about Jupyter news?" toast over the screenshots.
+    settings = root / ".jupyter-config" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True, exist_ok=True)
+    (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
     log = open(root / "jupyter.log", "w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root", "--ip", "127.0.0.1",

@@ -1,0 +1,225 @@
+"""The JupyterLab extension's kernel side, its packaging, and its TypeScript unit tests.
+
+The comm feed is tested on a real kernel, read from the wire as a front end
+would see it; the TypeScript tests (vitest, in ``labextension/test``) draw
+bundles that the Python side really writes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from helpers import collect, run
+
+from jupyter_refs import Cluster
+from jupyter_refs.demo import scatter_race
+from jupyter_refs.views.saved import MIME, SavedTrace, trace_bundle, window
+
+ROOT = Path(__file__).resolve().parents[1]
+LABEXT = ROOT / "labextension"
+
+
+# -- the saved-trace bundle ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def legacy_race():
+    return scatter_race("legacy", seed=1, iterations=40).cluster
+
+
+def test_bundle_is_the_laid_out_trace_and_plain_json(legacy_race):
+    trace = legacy_race.trace
+    bundle = json.loads(json.dumps(trace_bundle(trace, title="t")))
+    assert bundle["version"] == 1 and bundle["title"] == "t"
+    assert bundle["window"] == {"first": 0, "next": len(trace), "total": len(trace), "dropped": 0}
+    kinds = {e.kind for e in trace}
+    drawn = set(bundle["events"]["kind"])
+    assert drawn and drawn <= kinds
+    sent = [e for e in trace if e.kind == "msg.received"]
+    assert len(bundle["messages"]["x0"]) == len(sent)  # every delivered message is an arrow
+    violations = [e for e in trace if e.kind == "violation"]
+    assert len(violations) > 0
+    assert bundle["violations"]["name"] == [v.get("name") for v in violations]
+    lanes = len(bundle["lanes"])
+    for name in ("events", "states", "violations"):
+        assert all(0 <= lane < lanes for lane in bundle[name]["lane"])
+
+
+def test_bundle_window_keeps_the_first_violation_of_a_long_trace(legacy_race):
+    trace = legacy_race.trace
+    first = trace.events(kind="violation")[0]
+    lo, hi = window(trace, 50)
+    assert hi - lo == 50
+    assert lo <= first.get("first_seq") < hi
+    small = trace_bundle(trace, max_events=50)
+    assert small["window"]["first"] == lo and small["window"]["next"] == hi
+    assert len(small["violations"]["x"]) >= 1
+    fixed = scatter_race("fixed", seed=1, iterations=40).cluster.trace
+    assert window(fixed, 50) == (len(fixed) - 50, len(fixed))  # no violation: the latest events
+    with pytest.raises(ValueError, match="max_events must be at least 1"):
+        window(trace, 0)
+
+
+def test_timeline_outputs_carry_the_saved_trace(legacy_race):
+    from jupyter_refs.views.timeline import OPEN_TIMELINES, Timeline
+
+    tl = Timeline(legacy_race, live=False)
+    try:
+        data = tl._repr_mimebundle_()
+        assert "application/vnd.jupyter.widget-view+json" in data
+        saved = data[MIME]
+        assert saved["timeline_id"] == tl.id
+        assert saved["window"]["next"] == tl.drawn_until == legacy_race.trace.next_seq
+        assert MIME not in tl._repr_mimebundle_(exclude=[MIME])
+        assert tl in OPEN_TIMELINES
+    finally:
+        tl.close()
+    assert tl not in OPEN_TIMELINES
+    alone = SavedTrace(legacy_race.trace)._repr_mimebundle_()
+    assert set(alone) == {MIME, "text/plain"} and "violations" in alone["text/plain"]
+
+
+def test_show_key_filters_a_timeline_and_ignores_unknown_keys():
+    from jupyter_refs.views.timeline import Timeline
+
+    cluster = Cluster(network="immediate")
+    client = cluster.client()
+    a, b = client.scatter(1), client.scatter(2)
+    tl = Timeline(cluster, live=False)
+    try:
+        assert tl.show_key(a.key)
+        assert tl.model.keys == {a.key} and tl._key_filter.value == a.key
+        assert not tl.show_key("nope") and tl.model.keys == {a.key}
+        assert tl.show_key(None) and tl.model.keys is None
+        assert b.key in tl.model.seen_keys
+    finally:
+        tl.close()
+        cluster.close()
+
+
+# -- the comm feed, on a real kernel -------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    pytest.importorskip("jupyter_client")
+    from jupyter_client.manager import start_new_kernel
+
+    km, kc = start_new_kernel(kernel_name="python3")
+    try:
+        yield kc
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+def _comm_data(msgs: list[dict], kind: str) -> list[dict]:
+    return [m["content"]["data"] for m in msgs
+            if m["msg_type"] == "comm_msg" and m["content"]["data"].get("type") == kind]
+
+
+def _send(kc, msg_type: str, content: dict) -> None:
+    kc.shell_channel.send(kc.session.msg(msg_type, content))
+
+
+def _wait_for(kc, predicate, seconds: float = 10, got: list[dict] | None = None) -> list[dict]:
+    """iopub messages until one satisfies ``predicate`` (all of them, in order), counting
+    those already ``got``."""
+    got = list(got or [])
+    if any(predicate(m) for m in got):
+        return got
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        got += collect(kc, 0.2)
+        if any(predicate(m) for m in got):
+            return got
+    raise AssertionError(f"not seen in {seconds} s; got {[m['msg_type'] for m in got]}")
+
+
+def test_the_sidebar_feed_over_a_real_kernel_comm(kernel):
+    # Before %load_ext: the kernel refuses a sidebar's comm (it closes it at once).
+    _send(kernel, "comm_open", {"comm_id": "probe-1", "target_name": "jupyter-refs", "data": {}})
+    _wait_for(kernel, lambda m: m["msg_type"] == "comm_close" and m["content"]["comm_id"] == "probe-1")
+
+    # %load_ext opens a comm to the front end and says there is no cluster yet.
+    msgs = run(kernel, "%load_ext jupyter_refs")
+    opened = [m for m in msgs if m["msg_type"] == "comm_open"]
+    assert [m["content"]["target_name"] for m in opened] == ["jupyter-refs"]
+    comm_id = opened[0]["content"]["comm_id"]
+    msgs = _wait_for(kernel, lambda m: bool(_comm_data([m], "refs")), got=msgs)
+    assert _comm_data(msgs, "refs")[0]["cluster"] is None
+
+    # A cluster and a future: the feed sends the key with the client's refcount.
+    msgs = run(kernel, "%cluster --network immediate\n%scatter x = 123")
+    msgs = _wait_for(kernel, lambda m: any(r["rows"] for r in _comm_data([m], "refs")), got=msgs)
+    refs = [r for r in _comm_data(msgs, "refs") if r["rows"]][-1]
+    row = refs["rows"][0]
+    assert refs["cluster"]["title"].startswith("protocol=legacy")
+    assert row["clients"] == {"client:1": [1, "finished"]} and row["scheduler"] == "memory"
+    key = row["key"]
+
+    # Dropping the future in a cell updates the feed: the key is released and forgotten.
+    msgs = run(kernel, "del x")
+    _wait_for(kernel, lambda m: any(r["cluster"] and key not in [row["key"] for row in r["rows"]]
+                                    for r in _comm_data([m], "refs")), got=msgs)
+
+    # A second front end opens its own comm and gets the refs at once.
+    _send(kernel, "comm_open", {"comm_id": "sidebar-2", "target_name": "jupyter-refs",
+                                "data": {"type": "hello"}})
+    _wait_for(kernel, lambda m: m["msg_type"] == "comm_msg"
+              and m["content"]["comm_id"] == "sidebar-2" and m["content"]["data"]["type"] == "refs")
+
+    # A click on a key filters the kernel's open timelines.
+    run(kernel, "%scatter y = 7\nfrom jupyter_refs.views.timeline import Timeline\n"
+                "tl = Timeline(cluster, live=False)")
+    _send(kernel, "comm_msg", {"comm_id": comm_id, "data": {"type": "filter", "key": key}})
+    _wait_for(kernel, lambda m: m["msg_type"] == "status")
+    time.sleep(0.2)
+    out = run(kernel, "print(sorted(tl.model.keys or []))")
+    printed = "".join(m["content"]["text"] for m in out if m["msg_type"] == "stream")
+    assert key in printed
+
+    # A live timeline's saved trace is refreshed over the comm once its figure moves on.
+    msgs = run(kernel, "tl2 = Timeline(cluster, rate=20)\ndisplay(tl2)\n%scatter z = 9")
+    msgs = _wait_for(kernel, lambda m: bool(_comm_data([m], "trace")), seconds=15, got=msgs)
+    saved = _comm_data(msgs, "trace")[-1]
+    out = run(kernel, "print(tl2.id, tl2.drawn_until)")
+    tl_id, drawn = "".join(m["content"]["text"] for m in out if m["msg_type"] == "stream").split()
+    assert saved["timeline_id"] == tl_id
+    assert saved["bundle"]["window"]["next"] <= int(drawn)
+
+    # %cluster replacing the cluster is followed at once; unloading closes the comms.
+    msgs = run(kernel, "%cluster --network immediate --protocol fixed")
+    _wait_for(kernel, lambda m: any(r["cluster"] and "fixed" in r["cluster"]["title"]
+                                    for r in _comm_data([m], "refs")), got=msgs)
+    msgs = run(kernel, "tl.close(); tl2.close()\n%unload_ext jupyter_refs")
+    _wait_for(kernel, lambda m: m["msg_type"] == "comm_close", got=msgs)
+
+
+# -- packaging and the TypeScript tests -------------------------------------------------------------
+
+
+def test_the_extension_is_installed_and_enabled():
+    out = subprocess.run([sys.executable, "-m", "jupyter", "labextension", "list"],
+                         capture_output=True, text=True, timeout=120)
+    text = out.stdout + out.stderr
+    line = next((x for x in text.splitlines() if "jupyter-refs" in x), "")
+    assert "enabled" in line and "OK" in line, text
+
+
+def test_typescript_unit_tests():
+    if not (LABEXT / "node_modules").is_dir() or shutil.which("jlpm") is None:
+        if os.environ.get("CI"):
+            pytest.fail("labextension/node_modules is missing: pip install -e . builds it")
+        pytest.skip("the labextension is not built here (pip install -e . builds it)")
+    proc = subprocess.run(["jlpm", "test"], cwd=LABEXT, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHON": sys.executable})
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert " passed" in proc.stdout
