@@ -210,6 +210,16 @@ def test_magics_attach_to_a_real_cluster(inproc, capsys):
         assert ip.user_ns["x"].key in out and "client:1=1/finished" in out
         ip.run_line_magic("timeline", "")  # a timeline of the real trace (no step controls)
         assert any(e.actor == "scheduler" for e in tracer.trace.events(kind="transition"))
+        # What the JupyterLab sidebar is sent follows the traced dask cluster.
+        from jupyter_refs.magics import RefsMagics
+        from jupyter_refs.views.lab import refs_message
+
+        magics = next(m for m in ip.magics_manager.registry.values() if isinstance(m, RefsMagics))
+        assert magics.lab.source is tracer
+        sent = refs_message(tracer)
+        assert sent["cluster"]["title"] == tracer.title
+        row = next(r for r in sent["rows"] if r["key"] == ip.user_ns["x"].key)
+        assert row["clients"] == {"client:1": [1, "finished"]} and row["scheduler"] == "memory"
     finally:
         ip.user_ns.pop("x", None)
         ip.run_line_magic("unload_ext", "jupyter_refs")  # closes the handle: detaches

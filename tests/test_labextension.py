@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -223,3 +224,17 @@ def test_typescript_unit_tests():
                           env={**os.environ, "PYTHON": sys.executable})
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert " passed" in proc.stdout
+
+
+@pytest.mark.slow
+def test_pip_builds_a_wheel_that_carries_the_prebuilt_extension(tmp_path):
+    """``pip install .`` installs what this wheel holds: the front end, built by the build hook."""
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q",
+                           "-w", str(tmp_path)], capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    wheel = next(tmp_path.glob("jupyter_refs-*.whl"))
+    names = set(zipfile.ZipFile(wheel).namelist())
+    prefix = "jupyter_refs-0.1.0.data/data/share/jupyter/labextensions/jupyter-refs/"
+    assert {prefix + "package.json", prefix + "install.json"} <= names
+    assert any(n.startswith(prefix + "static/remoteEntry.") for n in names)
+    assert "jupyter_refs/views/lab.py" in names
