@@ -141,6 +141,17 @@ def test_sidebar_follows_the_cluster_and_filters_the_timeline(lab):
         assert set(x_key) <= set(saved[0]["seen_keys"])  # scattered after the timeline was shown
         assert saved[0]["keys"] == [x_key[1]]  # saved as shown: filtered to y by the click
         assert "refcount.inc" in saved[0]["events"]["kind"]
+
+        # A kernel restart: the sidebar notices the extension is gone, then that it is back.
+        page.evaluate(f"async () => {{ await {NB}.sessionContext.restartKernel(); }}")
+        page.wait_for_function("document.querySelector('#jupyter-refs-sidebar').dataset.status "
+                               "=== 'not-loaded'", timeout=60_000)
+        page.evaluate(f"""async () => {{
+            await {NB}.sessionContext.session.kernel.requestExecute({{code: '%load_ext jupyter_refs'}}).done;
+        }}""")
+        page.wait_for_function("document.querySelector('#jupyter-refs-sidebar').dataset.status "
+                               "=== 'loaded'", timeout=30_000)
+        assert "no cluster yet" in page.inner_text("#jupyter-refs-sidebar")
     finally:
         page.close()
 
