@@ -21,7 +21,7 @@ __version__ = "0.1.0"
 
 # The views import bokeh and ipywidgets; load them only when asked for.
 _VIEWS = {"Timeline": "jupyter_refs.views.timeline", "RefsTable": "jupyter_refs.views.refs",
-          "export": "jupyter_refs.views.export"}
+          "export": "jupyter_refs.views.export", "SavedTrace": "jupyter_refs.views.saved"}
 
 
 def __getattr__(name: str):
@@ -48,6 +48,7 @@ __all__ = [
     "NotDeliverableError",
     "RefsTable",
     "replay",
+    "SavedTrace",
     "ScenarioError",
     "ScheduleError",
     "SerializationError",

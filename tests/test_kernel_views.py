@@ -13,16 +13,6 @@ from helpers import collect, comm_models, is_patch, run
 jupyter_client = pytest.importorskip("jupyter_client")
 
 
-@pytest.fixture(scope="module")
-def kernel():
-    from jupyter_client.manager import start_new_kernel
-
-    km, kc = start_new_kernel(kernel_name="python3")
-    try:
-        yield kc
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
 
 
 def test_timeline_updates_reach_iopub_while_the_cell_runs(kernel):

@@ -108,17 +108,6 @@ def test_show_key_filters_a_timeline_and_ignores_unknown_keys():
 # -- the comm feed, on a real kernel -------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def kernel():
-    pytest.importorskip("jupyter_client")
-    from jupyter_client.manager import start_new_kernel
-
-    km, kc = start_new_kernel(kernel_name="python3")
-    try:
-        yield kc
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
 
 
 def _comm_data(msgs: list[dict], kind: str) -> list[dict]:

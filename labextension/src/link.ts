@@ -9,8 +9,10 @@
  */
 
 import { ISessionContext } from '@jupyterlab/apputils';
+import { ICodeCellModel } from '@jupyterlab/cells';
 import { NotebookPanel } from '@jupyterlab/notebook';
 import { Kernel, KernelMessage } from '@jupyterlab/services';
+import { JSONObject, PartialJSONObject } from '@lumino/coreutils';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { TRACE_MIME } from './bundle';
@@ -90,11 +92,11 @@ export class KernelLink {
     Signal.clearData(this);
   }
 
-  private _send(data: Record<string, unknown>): boolean {
+  private _send(data: JSONObject): boolean {
     if (this._comm === null || this._comm.isDisposed) {
       return false;
     }
-    this._comm.send(data as any);
+    this._comm.send(data);
     return true;
   }
 
@@ -160,7 +162,7 @@ export class KernelLink {
   }
 
   private _onMsg(comm: Kernel.IComm, msg: KernelMessage.ICommMsgMsg): void {
-    const data = msg.content.data as Record<string, any>;
+    const data = msg.content.data;
     if (this._comm !== comm) {
       // The first comm to speak is the one we keep; a second one is closed.
       if (this._comm !== null && !this._comm.isDisposed) {
@@ -172,23 +174,23 @@ export class KernelLink {
     if (data.type === 'refs') {
       this._set('loaded', data as unknown as IRefs);
     } else if (data.type === 'trace') {
-      this._saveTrace(String(data.timeline_id), data.bundle);
+      this._saveTrace(String(data.timeline_id), data.bundle as PartialJSONObject);
     }
   }
 
   /** Keep the saved copy in a timeline's outputs as current as its live figure. */
-  private _saveTrace(timelineId: string, bundle: unknown): void {
+  private _saveTrace(timelineId: string, bundle: PartialJSONObject): void {
     const cells = this._panel.content.model?.cells;
     if (!cells) return;
     for (let c = 0; c < cells.length; c++) {
-      const cell = cells.get(c) as any;
-      const outputs = cell.type === 'code' ? cell.outputs : null;
-      if (!outputs) continue;
+      const cell = cells.get(c);
+      if (cell.type !== 'code') continue;
+      const outputs = (cell as ICodeCellModel).outputs;
       for (let i = 0; i < outputs.length; i++) {
         const output = outputs.get(i);
-        const saved = output.data[TRACE_MIME] as { timeline_id?: string } | undefined;
+        const saved = output.data[TRACE_MIME] as PartialJSONObject | undefined;
         if (saved?.timeline_id === timelineId) {
-          output.setData({ data: { ...output.data, [TRACE_MIME]: bundle as any } });
+          output.setData({ data: { ...output.data, [TRACE_MIME]: bundle } });
         }
       }
     }

@@ -90,6 +90,16 @@ def browser():
             b.close()
 
 
+@contextmanager
+def new_page(b, width: int = 1400, height: int = 900):
+    """A page of browser ``b``, closed however the test ends."""
+    page = b.new_page(viewport={"width": width, "height": height})
+    try:
+        yield page
+    finally:
+        page.close()
+
+
 def write_notebook(path: Path, cells: list[str]) -> None:
     import nbformat
 

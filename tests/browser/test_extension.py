@@ -14,7 +14,7 @@ import time
 
 import nbformat
 import pytest
-from lab import browser, jupyter_lab, write_notebook
+from lab import browser, jupyter_lab, new_page, write_notebook
 from test_lab import DOCS
 
 from jupyter_refs.views.saved import MIME
@@ -79,8 +79,7 @@ def sidebar_keys(page) -> list[str]:
 
 def test_extension_activates_and_says_when_it_is_not_loaded(lab):
     url, b, _ = lab
-    page = b.new_page(viewport={"width": 1400, "height": 900})
-    try:
+    with new_page(b) as page:
         open_notebook(page, url, "plain.ipynb")
         assert page.evaluate(f"() => {APP}.isPluginActivated('jupyter-refs:plugin')")
         show_sidebar(page)
@@ -88,14 +87,11 @@ def test_extension_activates_and_says_when_it_is_not_loaded(lab):
                                "=== 'not-loaded'", timeout=30_000)
         text = page.inner_text("#jupyter-refs-sidebar")
         assert "jupyter_refs is not loaded in this kernel" in text and "%load_ext jupyter_refs" in text
-    finally:
-        page.close()
 
 
 def test_sidebar_follows_the_cluster_and_filters_the_timeline(lab):
     url, b, root = lab
-    page = b.new_page(viewport={"width": 1500, "height": 950})
-    try:
+    with new_page(b, 1500, 950) as page:
         open_notebook(page, url, "sidebar.ipynb")
         show_sidebar(page)
         run_cells(page, 0, 2)  # %load_ext, %cluster
@@ -152,14 +148,11 @@ def test_sidebar_follows_the_cluster_and_filters_the_timeline(lab):
         page.wait_for_function("document.querySelector('#jupyter-refs-sidebar').dataset.status "
                                "=== 'loaded'", timeout=30_000)
         assert "no cluster yet" in page.inner_text("#jupyter-refs-sidebar")
-    finally:
-        page.close()
 
 
 def test_saved_notebook_shows_static_timeline_without_kernel(lab):
     url, b, root = lab
-    page = b.new_page(viewport={"width": 1400, "height": 900})
-    try:
+    with new_page(b) as page:
         open_notebook(page, url, "race.ipynb")
         run_cells(page, 0, 3)
         # Live first: the widget renders (bokeh canvas) and the fallback stays out of the way.
@@ -167,8 +160,6 @@ def test_saved_notebook_shows_static_timeline_without_kernel(lab):
         assert page.locator(".jp-RefsFallback").count() == 0
         page.evaluate(f"async () => {{ await {APP}.commands.execute('docmanager:save'); }}")
         page.evaluate(f"async () => {{ await {NB}.sessionContext.shutdown(); }}")
-    finally:
-        page.close()
     # The saved file opened with no kernel at all: told no kernel or language, JupyterLab
     # asks which kernel to start, the reader answers "No Kernel", no widget model
     # exists, and the output still shows the race.
@@ -176,8 +167,7 @@ def test_saved_notebook_shows_static_timeline_without_kernel(lab):
     nb.metadata.pop("kernelspec", None)
     nb.metadata.pop("language_info", None)
     nbformat.write(nb, str(root / "handout.ipynb"))
-    page = b.new_page(viewport={"width": 1400, "height": 900})
-    try:
+    with new_page(b) as page:
         page.set_default_timeout(60_000)
         page.goto(f"{url}lab/tree/handout.ipynb?reset")
         page.wait_for_function(f"{APP} && {NB} && {NB}.context && {NB}.context.isReady")
@@ -198,5 +188,3 @@ def test_saved_notebook_shows_static_timeline_without_kernel(lab):
         page.wait_for_timeout(300)
         page.locator(".jp-Cell-outputArea").last.screenshot(path=str(DOCS / "saved-trace.png"))
         assert (DOCS / "saved-trace.png").stat().st_size > 10_000
-    finally:
-        page.close()
