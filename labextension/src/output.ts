@@ -67,8 +67,10 @@ export function withFallback(renderer: IRenderMime.IRenderer, filter: IFilterSou
   renderer.renderModel = async (model: IRenderMime.IMimeModel) => {
     fallback.bundle = model.data[TRACE_MIME];
     const widget = model.data[WIDGET_MIME] as { model_id?: string } | undefined;
-    if (widget === undefined) {
-      update(); // a saved trace alone: the fallback is all there is
+    if (widget === undefined || !model.trusted) {
+      // A saved trace alone, or an untrusted output (the widget factory is not safe;
+      // the static view is: it only ever sets text): the fallback is all there is.
+      update();
       return;
     }
     // A refreshed saved trace on a live view: keep the view, do not rebuild it.
