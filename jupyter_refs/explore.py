@@ -29,6 +29,7 @@ import functools
 import gc
 import hashlib
 import inspect
+import operator
 import random
 import re
 import time
@@ -168,10 +169,10 @@ def _run(scenario: Scenario, protocol: str, workers: int, fp: str, prefix: Seque
                         f"the schedule does not fit this scenario: decision {i} has "
                         f"{len(heads)} deliverable messages, not {pick + 1}")
                 pick = 0
-            entry = entry_sleep if i == last else frozenset()
+            entry = entry_sleep if i == last else _EMPTY
             base = set(entry_sleep) | set(explored) if i == last else set()
         elif rng is not None:
-            pick, entry, base = rng.randrange(len(heads)), frozenset(), set()
+            pick, entry, base = rng.randrange(len(heads)), _EMPTY, set()
         else:
             entry = frozenset(sleeping)
             asleep = {m for m, _ in sleeping}
@@ -187,8 +188,19 @@ def _run(scenario: Scenario, protocol: str, workers: int, fp: str, prefix: Seque
         sleeping.update(kept)
         return heads[pick]
 
-    cluster = Cluster(protocol=protocol, workers=workers, network=_Policy(choose, sleeping),
-                      trace_capacity=capacity)
+    def choose_at_random(heads: Sequence[Message]) -> Message:
+        # A sampled run has no prefix and nothing asleep: each pick is uniform.
+        pick = randrange(len(heads))
+        decisions.append(_Decision([(m.msg_id, m.receiver, m.op, m.channel) for m in heads],
+                                   pick))
+        return heads[pick]
+
+    if rng is not None and not prefix:
+        randrange = rng.randrange
+        policy = _Policy(choose_at_random, sleeping)
+    else:
+        policy = _Policy(choose, sleeping)
+    cluster = Cluster(protocol=protocol, workers=workers, network=policy, trace_capacity=capacity)
     cluster._flush_calls = keep_open  # the checks read the run once, at the end
     clients = [cluster.client() for _ in range(_arity(scenario))]
     pruned = False
@@ -212,8 +224,8 @@ def _run(scenario: Scenario, protocol: str, workers: int, fp: str, prefix: Seque
                cluster, pruned)
 
 
-def _by_id(msg: Message) -> int:
-    return msg.msg_id
+_by_id = operator.attrgetter("msg_id")
+_EMPTY: frozenset = frozenset()
 
 
 class _Policy(Chooser):
