@@ -124,12 +124,16 @@ class Run:
     def deviations(self) -> int:
         return sum(1 for p in self.picks if p)
 
-    @property
+    @functools.cached_property
     def delays(self) -> int:
-        """How many messages were delivered after a younger one that could not overtake them."""
+        """How many messages were delivered after a younger one that could not overtake them.
+
+        Cached: a failure group compares its smallest run with every new one.
+        """
         delayed: set[int] = set()
         for d in self.decisions:
-            delayed |= _skipped(d, d.pick)
+            if d.pick:
+                delayed |= _skipped(d, d.pick)
         return len(delayed)
 
 
