@@ -195,7 +195,8 @@ class Checks:
         holders = self._holders.get(key)
         if holders is not None:
             holders.discard(client)
-        self._open = {o for o in self._open if o[1:] != pair}
+        if self._open:
+            self._open = {o for o in self._open if o[1:] != pair}
 
     def _future_state(self, seq: int, row: tuple) -> None:
         client, key = row[ACTOR], row[KEY]
@@ -398,6 +399,8 @@ class Checks:
                            sent[2] if sent else "?")
 
     def _drained(self, seq: int, row: tuple) -> None:
+        if not self._cancelled and not self._suspects:
+            return  # the usual case: nothing to judge
         for (client, key), first in list(self._cancelled.items()):
             if self._sched.get(key) == "memory" and client in self._who_wants.get(key, ()):
                 self._report(

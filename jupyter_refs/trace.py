@@ -302,6 +302,8 @@ class Trace:
         # and everyone else also see those events before flush returns.
         while subscribers:
             since = subscribers[0][1] if len(subscribers) == 1 else min(e[1] for e in subscribers)
+            if since >= self._dropped + len(self._rows):
+                return  # nothing new for anyone
             first, end, tail = self._tail(since)
             if first == end:
                 return
