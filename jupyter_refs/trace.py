@@ -287,6 +287,11 @@ class Trace:
 
         return unsubscribe
 
+    @property
+    def subscribers(self) -> int:
+        """How many callbacks follow the log (a driver may skip work nobody watches live)."""
+        return len(self._subscribers)
+
     def flush(self) -> None:
         """Hand every subscriber the events recorded since its last batch.
 
