@@ -87,7 +87,8 @@ class Cluster:
         self.clients: dict[str, Client] = {}
         self._worker_clients: dict[str, Client] = {}
         self._lock = threading.RLock()
-        self._cond = threading.Condition(self._lock)
+        # Only the live network has a thread to wake; a stepped cluster runs in its caller's.
+        self._cond = threading.Condition(self._lock) if self.live else None
         self._drops: deque[tuple[ClientState, str]] = deque()
         self._ids = (AtomicIds if self.variant.atomic_ids else RacyIds)(self.trace.record)
         self.closed = False
@@ -169,15 +170,15 @@ class Cluster:
         :meth:`release_holds`; every other channel keeps flowing.  This is how a
         race is forced by hand on the live network.
         """
-        with self._cond:
+        with self._lock:
             self._check_open()
             self.network.hold(pattern)
 
     def release_holds(self) -> set[str]:
         """Stop holding; held messages then flow in the policy's order."""
-        with self._cond:
+        with self._lock:
             released = self.network.unhold()
-            self._cond.notify_all()
+            self._wake()
             return released
 
     @property
@@ -203,11 +204,11 @@ class Cluster:
 
     def close(self) -> None:
         """Stop the network thread (if any).  Futures stay readable; nothing more is sent."""
-        with self._cond:
+        with self._lock:
             if self.closed:
                 return
             self.closed = True
-            self._cond.notify_all()
+            self._wake()
         if self._thread is not None:
             self._thread.join()
             self._thread = None
@@ -231,6 +232,11 @@ class Cluster:
         self.clients.clear()
         self._actors.clear()
         self.trace.clock = time.perf_counter_ns
+
+    def _wake(self) -> None:
+        """Wake the live thread and live waiters (call under the lock)."""
+        if self._cond is not None:
+            self._cond.notify_all()
 
     def __enter__(self) -> Cluster:
         return self
