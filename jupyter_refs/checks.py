@@ -105,27 +105,6 @@ class Checks:
         # reported as ghost_task) or a desire for a key the scheduler no longer knows.
         self._settled: set[tuple[str, str]] = set()
         self._disconnected: set[tuple[str, str]] = set()  # cancelled by a lost connection
-        self._handlers = {
-            "future.created": self._future_created,
-            "refcount.inc": self._refcount_changed,
-            "refcount.dec": self._refcount_changed,
-            "future.state": self._future_state,
-            "transition": self._transition,
-            "scatter.registered": self._registered,
-            "worker.put": self._worker_put,
-            "worker.free": self._worker_free,
-            "desire.applied": self._desire_applied,
-            "scheduler.assertion": self._assertion,
-            "client.removed": self._client_removed,
-            "desire.unknown": self._desire_unknown,
-            "connection.lost": self._connection_lost,
-            "release.applied": self._release_applied,
-            "msg.sent": self._msg_sent,
-            "msg.received": self._msg_received,
-            "network.drained": self._drained,
-            "id.alloc": self._id_alloc,
-            "future.put_rejected": self._put_rejected,
-        }
         self._lock = threading.Lock()
         self.unsubscribe = trace.subscribe(self._on_batch, from_start=True)
 
@@ -133,15 +112,31 @@ class Checks:
         """Stop following the trace (and drop the handler table, a cycle through ``self``)."""
         self.unsubscribe()
         self.unsubscribe = _nothing  # the closure holds our callback: another cycle
-        self._handlers = {}
 
     def _on_batch(self, batch: Batch) -> None:
-        handlers = self._handlers
+        # The dispatch table is the class's (plain functions): a Checks is made per
+        # explored run, and a table of bound methods per instance cost more than the run's
+        # events did to check.
+        # Half of all events are message sends and receipts: they are handled inline
+        # (what ``_msg_sent`` / ``_msg_received`` do), the rest through the table.
+        get = _HANDLERS.get
+        sent = self._sent
         with self._lock:
             for seq, row in enumerate(batch.rows, batch.start):
-                handler = handlers.get(row[KIND])
-                if handler is not None:
-                    handler(seq, row)
+                kind = row[KIND]
+                if kind == "msg.received":
+                    got = sent.pop(row[MSG_ID], None)
+                    self._receiving = ((row[MSG_ID], row[OP], got[0], got[2]) if got is not None
+                                       else (row[MSG_ID], row[OP], -1, "?"))
+                elif kind == "msg.sent":
+                    op = row[OP]
+                    sent[row[MSG_ID]] = (seq, op, row[ACTOR])
+                    if op in _DESIRES:
+                        self._desired(seq, row)
+                else:
+                    handler = get(kind)
+                    if handler is not None:
+                        handler(self, seq, row)
 
     def snapshot(self, keys: list[str] | None = None) -> list[KeyRefs]:
         """Per key: every client's refcount and future state, the scheduler's view, the verdict.
@@ -200,7 +195,8 @@ class Checks:
         holders = self._holders.get(key)
         if holders is not None:
             holders.discard(client)
-        self._open = {o for o in self._open if o[1:] != pair}
+        if self._open:
+            self._open = {o for o in self._open if o[1:] != pair}
 
     def _future_state(self, seq: int, row: tuple) -> None:
         client, key = row[ACTOR], row[KEY]
@@ -385,11 +381,17 @@ class Checks:
     # -- network --------------------------------------------------------------------
 
     def _msg_sent(self, seq: int, row: tuple) -> None:
-        msg_id, op, sender = row[MSG_ID], row[OP], row[ACTOR]
-        self._sent[msg_id] = (seq, op, sender)
-        if op in _DESIRES and sender.startswith("client"):
+        msg_id, op = row[MSG_ID], row[OP]
+        self._sent[msg_id] = (seq, op, row[ACTOR])
+        if op in _DESIRES:
+            self._desired(seq, row)
+
+    def _desired(self, seq: int, row: tuple) -> None:
+        """A message that may start a hold: remember it per (client, key) for explanations."""
+        sender = row[ACTOR]
+        if sender.startswith("client"):
             for key in row[EXTRA][0]:
-                self._desired_by[(sender, key)] = (msg_id, seq)
+                self._desired_by[(sender, key)] = (row[MSG_ID], seq)
 
     def _msg_received(self, seq: int, row: tuple) -> None:
         sent = self._sent.pop(row[MSG_ID], None)
@@ -397,6 +399,8 @@ class Checks:
                            sent[2] if sent else "?")
 
     def _drained(self, seq: int, row: tuple) -> None:
+        if not self._cancelled and not self._suspects:
+            return  # the usual case: nothing to judge
         for (client, key), first in list(self._cancelled.items()):
             if self._sched.get(key) == "memory" and client in self._who_wants.get(key, ()):
                 self._report(
@@ -466,3 +470,27 @@ class Checks:
         seq = self.trace.next_seq
         self.trace.record("checks", "violation", key, name, first_seq, client, explanation)
         self.violations.append(Violation(name, key, client, first_seq, seq, explanation))
+
+
+#: Event kind -> the handler that reads it (plain functions, shared by every ``Checks``).
+_HANDLERS = {
+    "future.created": Checks._future_created,
+    "refcount.inc": Checks._refcount_changed,
+    "refcount.dec": Checks._refcount_changed,
+    "future.state": Checks._future_state,
+    "transition": Checks._transition,
+    "scatter.registered": Checks._registered,
+    "worker.put": Checks._worker_put,
+    "worker.free": Checks._worker_free,
+    "desire.applied": Checks._desire_applied,
+    "scheduler.assertion": Checks._assertion,
+    "client.removed": Checks._client_removed,
+    "desire.unknown": Checks._desire_unknown,
+    "connection.lost": Checks._connection_lost,
+    "release.applied": Checks._release_applied,
+    "msg.sent": Checks._msg_sent,
+    "msg.received": Checks._msg_received,
+    "network.drained": Checks._drained,
+    "id.alloc": Checks._id_alloc,
+    "future.put_rejected": Checks._put_rejected,
+}

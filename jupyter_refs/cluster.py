@@ -22,9 +22,10 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .checks import Checks, Violation
+from .client import Client, Future
 from .errors import ClusterClosedError, HeldMessagesError, ProtocolError, TaskContextError
 from .ids import AtomicIds, RacyIds
 from .network import Network, Policy, RandomLatency, make_policy
@@ -34,9 +35,6 @@ from .protocol.scheduler import SchedulerState
 from .protocol.variants import ProtocolVariant, get_variant
 from .protocol.worker import WorkerState, running_task
 from .trace import Trace
-
-if TYPE_CHECKING:
-    from .client import Client
 
 # How often the live thread looks for futures dropped by the GC: often while
 # messages are in flight (a drop's release must not lag behind them), rarely when idle.
@@ -72,9 +70,14 @@ class Cluster:
         self._t0 = time.perf_counter_ns()
         self.trace = Trace(trace_capacity, clock=self._live_clock if self.live else self._sim_clock)
         self.network = Network()
-        # Only policies that time messages need to hear of each send.
+        # Only policies that time messages need to hear of each send, and only those that
+        # simulate the user's own time need asking at each call (the explorer makes a
+        # cluster per run: what a policy does not need is not called).
         self._on_send = (self.policy.on_send if type(self.policy).on_send is not Policy.on_send
                          else None)
+        self._user_delay = (self.policy.user_delay_ns
+                            if type(self.policy).user_delay_ns is not Policy.user_delay_ns
+                            else None)
         self.scheduler = SchedulerState(self.variant, names, self.trace.record)
         self.workers = {n: WorkerState(n, self.variant, self.trace.record, self._bind)
                         for n in names}
@@ -84,7 +87,8 @@ class Cluster:
         self.clients: dict[str, Client] = {}
         self._worker_clients: dict[str, Client] = {}
         self._lock = threading.RLock()
-        self._cond = threading.Condition(self._lock)
+        # Only the live network has a thread to wake; a stepped cluster runs in its caller's.
+        self._cond = threading.Condition(self._lock) if self.live else None
         self._drops: deque[tuple[ClientState, str]] = deque()
         self._ids = (AtomicIds if self.variant.atomic_ids else RacyIds)(self.trace.record)
         self.closed = False
@@ -109,8 +113,6 @@ class Cluster:
     # -- public surface ----------------------------------------------------------------
 
     def client(self, name: str | None = None) -> Client:
-        from .client import Client
-
         with self._lock:
             self._check_open()
             name = name or f"client:{len(self.clients) + 1}"
@@ -151,11 +153,12 @@ class Cluster:
         with self._lock:
             self._check_open()
             self._process_drops()
+            deliver, next_ = self._deliver, self._next
             for _ in range(n):
-                msg = self._next(force=True)
+                msg = next_(True)
                 if msg is None:
                     break
-                self._deliver(msg)
+                deliver(msg)
                 delivered.append(msg)
             self.trace.flush()
         return delivered
@@ -167,15 +170,15 @@ class Cluster:
         :meth:`release_holds`; every other channel keeps flowing.  This is how a
         race is forced by hand on the live network.
         """
-        with self._cond:
+        with self._lock:
             self._check_open()
             self.network.hold(pattern)
 
     def release_holds(self) -> set[str]:
         """Stop holding; held messages then flow in the policy's order."""
-        with self._cond:
+        with self._lock:
             released = self.network.unhold()
-            self._cond.notify_all()
+            self._wake()
             return released
 
     @property
@@ -201,11 +204,11 @@ class Cluster:
 
     def close(self) -> None:
         """Stop the network thread (if any).  Futures stay readable; nothing more is sent."""
-        with self._cond:
+        with self._lock:
             if self.closed:
                 return
             self.closed = True
-            self._cond.notify_all()
+            self._wake()
         if self._thread is not None:
             self._thread.join()
             self._thread = None
@@ -229,6 +232,11 @@ class Cluster:
         self.clients.clear()
         self._actors.clear()
         self.trace.clock = time.perf_counter_ns
+
+    def _wake(self) -> None:
+        """Wake the live thread and live waiters (call under the lock)."""
+        if self._cond is not None:
+            self._cond.notify_all()
 
     def __enter__(self) -> Cluster:
         return self
@@ -255,8 +263,6 @@ class Cluster:
 
     def _bind(self, state: ClientState, key: str, fs: Any, future_id: int) -> Any:
         """The ``Future`` a task receives for a future in its arguments (the worker's client's)."""
-        from .client import Client, Future
-
         client = self._worker_clients.get(state.name)
         if client is None:
             client = self._worker_clients[state.name] = Client(self, state)
@@ -270,9 +276,10 @@ class Cluster:
             raise TaskContextError(
                 f"task {task} called the cluster while running; the kernel-side cluster runs "
                 "tasks inline, so a task cannot scatter, submit or wait for a result")
-        if not self.live:
-            self._now += self.policy.user_delay_ns()
-        self._process_drops()
+        if self._user_delay is not None and not self.live:
+            self._now += self._user_delay()
+        if self._drops:
+            self._process_drops()
         self.trace.cell = cell
 
     def _end_call(self) -> None:
@@ -336,8 +343,10 @@ class Cluster:
                                                if self.network.is_held(m.channel)])
             return
         while not done():
-            self._check_open()
-            self._process_drops()
+            if self.closed:
+                self._check_open()
+            if self._drops:
+                self._process_drops()
             msg = self._next(force=False)
             if msg is None:
                 held = needs() if needs is not None else []
@@ -350,7 +359,8 @@ class Cluster:
 
     def _drain_network(self) -> None:
         while True:
-            self._process_drops()
+            if self._drops:
+                self._process_drops()
             choice = self.policy.next(self.network, self._now)
             if choice is None:
                 return
@@ -376,8 +386,9 @@ class Cluster:
     def _deliver(self, msg: Message) -> None:
         network = self.network
         network.take(msg)
-        self.trace.record_msg(msg.receiver, "msg.received", msg)
-        out = self._actors[msg.receiver].handle(msg)
+        receiver = msg.receiver
+        self.trace.record_msg(receiver, "msg.received", msg)
+        out = self._actors[receiver].handle(msg)
         if out:
             self._send(out)
         if not network.in_flight:

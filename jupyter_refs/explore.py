@@ -29,6 +29,7 @@ import functools
 import gc
 import hashlib
 import inspect
+import operator
 import random
 import re
 import time
@@ -98,7 +99,10 @@ def parse_schedule(schedule: str) -> tuple[str, str, dict[int, int]]:
 
 @dataclass(slots=True)
 class _Decision:
-    heads: list[tuple[int, str, str, str]]  # (msg_id, receiver, op, channel), oldest first
+    #: The deliverable messages, oldest first (the network's own objects: a run makes one
+    #: decision per delivery with a choice, and copying their fields each time cost more
+    #: than choosing; msg_id, receiver, op and channel never change once sent).
+    heads: list[Message]
     pick: int
     sleep: frozenset[tuple[int, str]] = frozenset()  # asleep on entry: (msg_id, receiver)
 
@@ -123,12 +127,16 @@ class Run:
     def deviations(self) -> int:
         return sum(1 for p in self.picks if p)
 
-    @property
+    @functools.cached_property
     def delays(self) -> int:
-        """How many messages were delivered after a younger one that could not overtake them."""
+        """How many messages were delivered after a younger one that could not overtake them.
+
+        Cached: a failure group compares its smallest run with every new one.
+        """
         delayed: set[int] = set()
         for d in self.decisions:
-            delayed |= _skipped(d, d.pick)
+            if d.pick:
+                delayed |= _skipped(d, d.pick)
         return len(delayed)
 
 
@@ -159,7 +167,6 @@ def _run(scenario: Scenario, protocol: str, workers: int, fp: str, prefix: Seque
                 sleeping.difference_update([s for s in sleeping if s[1] == head.receiver])
             return head
         i = len(decisions)
-        view = [(m.msg_id, m.receiver, m.op, m.channel) for m in heads]
         if i <= last:
             pick = prefix[i]
             if pick >= len(heads):
@@ -168,27 +175,37 @@ def _run(scenario: Scenario, protocol: str, workers: int, fp: str, prefix: Seque
                         f"the schedule does not fit this scenario: decision {i} has "
                         f"{len(heads)} deliverable messages, not {pick + 1}")
                 pick = 0
-            entry = entry_sleep if i == last else frozenset()
+            entry = entry_sleep if i == last else _EMPTY
             base = set(entry_sleep) | set(explored) if i == last else set()
         elif rng is not None:
-            pick, entry, base = rng.randrange(len(heads)), frozenset(), set()
+            pick, entry, base = rng.randrange(len(heads)), _EMPTY, set()
         else:
             entry = frozenset(sleeping)
             asleep = {m for m, _ in sleeping}
-            pick = next((j for j, h in enumerate(view) if h[0] not in asleep), -1)
+            pick = next((j for j, h in enumerate(heads) if h.msg_id not in asleep), -1)
             if pick < 0:
                 raise _Stop
             base = sleeping
-        decisions.append(_Decision(view, pick, entry))
-        receiver = view[pick][1]
+        decisions.append(_Decision(heads, pick, entry))
+        receiver = heads[pick].receiver
         # Still asleep below: what commutes with this delivery (another receiver).
         kept = {s for s in base if s[1] != receiver}
         sleeping.clear()
         sleeping.update(kept)
         return heads[pick]
 
-    cluster = Cluster(protocol=protocol, workers=workers, network=_Policy(choose, sleeping),
-                      trace_capacity=capacity)
+    def choose_at_random(heads: Sequence[Message]) -> Message:
+        # A sampled run has no prefix and nothing asleep: each pick is uniform.
+        pick = randrange(len(heads))
+        decisions.append(_Decision(heads, pick))
+        return heads[pick]
+
+    if rng is not None and not prefix:
+        randrange = rng.randrange
+        policy = _Policy(choose_at_random, sleeping)
+    else:
+        policy = _Policy(choose, sleeping)
+    cluster = Cluster(protocol=protocol, workers=workers, network=policy, trace_capacity=capacity)
     cluster._flush_calls = keep_open  # the checks read the run once, at the end
     clients = [cluster.client() for _ in range(_arity(scenario))]
     pruned = False
@@ -212,8 +229,8 @@ def _run(scenario: Scenario, protocol: str, workers: int, fp: str, prefix: Seque
                cluster, pruned)
 
 
-def _by_id(msg: Message) -> int:
-    return msg.msg_id
+_by_id = operator.attrgetter("msg_id")
+_EMPTY: frozenset = frozenset()
 
 
 class _Policy(Chooser):
@@ -317,8 +334,9 @@ def _overtakes(run: Run, verbose: bool = False) -> list[str]:
     for d in run.decisions:
         if not d.pick:
             continue
-        msg_id, _, op, channel = d.heads[d.pick]
-        older = d.heads[:d.pick]
+        chosen = d.heads[d.pick]
+        msg_id, op, channel = chosen.msg_id, chosen.op, chosen.channel
+        older = [(m.msg_id, m.receiver, m.op, m.channel) for m in d.heads[:d.pick]]
         if verbose:
             skipped = ", ".join(f"#{m} {o} on {c}" for m, _, o, c in older)
             out.append(f"#{msg_id} {op} on {channel} was delivered before {skipped}, sent earlier")
@@ -444,7 +462,7 @@ def _size(run: Run) -> tuple[int, int, int]:
 def _skipped(d: _Decision, pick: int) -> set[int]:
     """The messages a pick delays: the older deliverable heads it overtakes (awake ones)."""
     asleep = {m for m, _ in d.sleep}
-    return {m for m, _, _, _ in d.heads[:pick] if m not in asleep}
+    return {h.msg_id for h in d.heads[:pick] if h.msg_id not in asleep}
 
 
 def _backtrack(run: Run, bound: int, reduce: bool = True
@@ -461,9 +479,10 @@ def _backtrack(run: Run, bound: int, reduce: bool = True
     for i in range(len(decisions) - 1, -1, -1):
         d = decisions[i]
         asleep = {m for m, _ in d.sleep}
-        tried = frozenset((m, r) for m, r, _, _ in d.heads[:d.pick + 1] if m not in asleep)
+        tried = frozenset((h.msg_id, h.receiver) for h in d.heads[:d.pick + 1]
+                          if h.msg_id not in asleep)
         for j in range(d.pick + 1, len(d.heads)):
-            if d.heads[j][0] in asleep:
+            if d.heads[j].msg_id in asleep:
                 continue
             if len(delayed[i] | _skipped(d, j)) > bound:
                 break  # later picks delay even more

@@ -289,6 +289,11 @@ class Trace:
 
         return unsubscribe
 
+    @property
+    def subscribers(self) -> int:
+        """How many callbacks follow the log (a driver may skip work nobody watches live)."""
+        return len(self._subscribers)
+
     def flush(self) -> None:
         """Hand every subscriber the events recorded since its last batch.
 
@@ -303,7 +308,10 @@ class Trace:
         # A subscriber (the checks) may record while being flushed; loop so it
         # and everyone else also see those events before flush returns.
         while subscribers:
-            first, end, tail = self._tail(min(entry[1] for entry in subscribers))
+            since = subscribers[0][1] if len(subscribers) == 1 else min(e[1] for e in subscribers)
+            if since >= self._dropped + len(self._rows):
+                return  # nothing new for anyone
+            first, end, tail = self._tail(since)
             if first == end:
                 return
             for entry in list(subscribers):
@@ -313,7 +321,8 @@ class Trace:
                 start = max(cursor, first)
                 entry[1] = end
                 try:
-                    callback(Batch(start, tail[start - first:], start - cursor))
+                    callback(Batch(start, tail if start == first else tail[start - first:],
+                                   start - cursor))
                 except Exception as exc:  # noqa: BLE001 - reported, not swallowed
                     subscribers.remove(entry)
                     warnings.warn(
@@ -325,16 +334,20 @@ class Trace:
         """``(first, end, rows)``: the retained rows with seq in ``[max(since, dropped), end)``."""
         while True:
             with self._trim_lock:
-                end = self._dropped + len(self._rows)
-                first = max(since, self._dropped)
+                rows, dropped = self._rows, self._dropped
+                end = dropped + len(rows)
+                first = max(since, dropped)
                 try:
-                    tail = list(islice(reversed(self._rows), max(0, end - first)))
+                    if first == dropped:  # the whole log (a new subscriber, an explored run)
+                        tail = list(rows)
+                    else:
+                        tail = list(islice(reversed(rows), max(0, end - first)))
+                        tail.reverse()
                 except RuntimeError:  # appended to by another thread mid-copy
                     continue
-                if self._dropped + len(self._rows) != end:
+                if dropped + len(rows) != end or len(tail) != end - first:
                     continue  # a record landed while copying: the tail shifted
-            tail.reverse()
-            return first, first + len(tail), tail
+            return first, end, tail
 
     # -- JSON Lines --------------------------------------------------------------
 

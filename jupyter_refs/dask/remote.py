@@ -43,6 +43,9 @@ WORKER_BARRIER_ACK = "jupyter-refs-worker-barrier-ack"
 REPORT_OPS = ("key-in-memory", "lost-data", "cancelled-keys", "task-erred")
 
 
+_time_ns = time.time_ns
+
+
 def _k(key: Any) -> str:
     return key if isinstance(key, str) else str(key)
 
@@ -62,6 +65,14 @@ class Recorder:
         if len(events) == events.maxlen:
             self.dropped += 1
         events.append((time.time_ns(), kind, None if key is None else _k(key), op, peer, keys, extra))
+
+    def record_key(self, kind: str, key: Any, extra: tuple) -> None:
+        """``record(kind, key, extra=extra)`` for the per-task hooks: no keywords, one call."""
+        events = self.events
+        if len(events) == events.maxlen:
+            self.dropped += 1
+        events.append((_time_ns(), kind, key if type(key) is str else str(key), None, None, (),
+                       extra))
 
     def drain(self) -> dict[str, Any] | None:
         if not self.events and not self.dropped:
@@ -138,7 +149,7 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
 
     def transition(self, key: Any, start: str, finish: str, *args: Any, stimulus_id: str = "",
                    **kwargs: Any) -> None:
-        self.rec.record("transition", key, extra=(start, finish, stimulus_id))
+        self.rec.record_key("transition", key, (start, finish, stimulus_id))
 
     def update_graph(self, scheduler: Any, *, client: str, keys: Any, **kwargs: Any) -> None:
         tasks = scheduler.tasks
@@ -290,9 +301,9 @@ class WorkerRecorder(WorkerPlugin, _Periodic):
 
     def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
         if finish == "memory":
-            self.rec.record("worker.put", key, extra=(0, ()))
+            self.rec.record_key("worker.put", key, (0, ()))
         elif start == "memory":
-            self.rec.record("worker.free", key, extra=(0,))
+            self.rec.record_key("worker.free", key, (0,))
 
 
 # -- called with client.run_on_scheduler / client.run ------------------------------------

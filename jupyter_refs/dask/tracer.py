@@ -88,16 +88,22 @@ class DaskTracer:
     """The trace, checks and views of one dask ``Client`` and the cluster it talks to."""
 
     def __init__(self, client: Any, *, capacity: int = 1_000_000, remote_capacity: int = 100_000,
-                 interval: float = 0.05, lag: float = 0.25, ordered_scatter: bool = False):
+                 interval: float = 0.05, lag: float = 0.25, ordered_scatter: bool = False,
+                 buffer: int = 200_000):
         self.client = client
         self.trace = Trace(capacity, clock=time.time_ns)
         self.checks = Checks(self.trace)
+        self._watchers = self.trace.subscribers  # the checks: beyond them, someone watches live
         self.lag_ns = int(lag * 1e9)
+        #: Events buffered before the background thread merges them even with nobody watching.
+        self.buffer = buffer
         self.closed = False
         self.late = 0  # events that arrived after later ones had entered the trace
         self.dropped_remote = 0
         self._lock = threading.Lock()
-        self._incoming: deque[tuple] = deque()  # recorded, not yet sorted
+        self._incoming: deque[tuple] = deque()  # recorded here, not yet sorted
+        self._remote: deque[tuple[str, list]] = deque()  # (source, events) as they came
+        self._buffered = 0  # remote events in ``_remote`` (a hint: updated without the lock)
         self._waiting: list[tuple] = []  # sorted by time, not yet old enough for the trace
         self._threads: dict[int, str] = {}
         self._order = itertools.count()
@@ -239,24 +245,40 @@ class DaskTracer:
         return name
 
     def _on_remote(self, event: tuple) -> None:
-        """A batch from the scheduler or a worker (runs on the client's event loop)."""
+        """A batch from the scheduler or a worker (runs on the client's event loop).
+
+        It is only queued: naming its actors and ordering its events is the merge's job,
+        off the event loop that the client, and in-process the scheduler and workers, share.
+        """
         _, msg = event
-        src = msg["src"]
-        actor = self._name(src)
-        offset = self._offsets.get(src, 0)
-        name = self._name
-        append = self._incoming.append
-        order = self._order
-        for t, kind, key, op, peer, keys, extra in msg["events"]:
-            if kind in _NAMED:
-                extra = _NAMED[kind](name, extra)
-            elif kind == "msg.sent" or kind == "msg.received":
-                peer = name(peer)
-                keys = tuple(keys)
-            append((t - offset, next(order), actor, actor, kind, key, op, peer, keys, tuple(extra)))
+        events = msg["events"]
+        self._remote.append((msg["src"], events))
+        self._buffered += len(events)
         with self._lock:
             self.dropped_remote += msg["dropped"]
-            self._batches[src] = max(self._batches.get(src, 0), msg["batch"])
+            self._batches[msg["src"]] = max(self._batches.get(msg["src"], 0), msg["batch"])
+
+    def _unpack_remote(self) -> list[tuple]:
+        """The queued remote batches as trace-ready tuples, named (call under the lock)."""
+        out: list[tuple] = []
+        append = out.append
+        name = self._name
+        order = self._order
+        batches = self._remote
+        for _ in range(len(batches)):
+            src, events = batches.popleft()
+            self._buffered -= len(events)
+            actor = name(src)
+            offset = self._offsets.get(src, 0)
+            for t, kind, key, op, peer, keys, extra in events:
+                if kind in _NAMED:
+                    extra = _NAMED[kind](name, extra)
+                elif kind == "msg.sent" or kind == "msg.received":
+                    peer = name(peer)
+                    keys = tuple(keys)
+                append((t - offset, next(order), actor, actor, kind, key, op, peer, keys,
+                        tuple(extra)))
+        return out
 
     def _hook_failed(self, label: str, exc: BaseException) -> None:
         self._local("hook.failed", None, extra=(label, f"{type(exc).__name__}: {exc}"))
@@ -264,8 +286,18 @@ class DaskTracer:
     # -- merging into the trace ------------------------------------------------------------
 
     def _run(self) -> None:
+        """Merge in the background only while it is worth its cost.
+
+        Merging and checking take the GIL from dask's own threads (in-process, from the
+        event loop the scheduler and workers share), so nobody pays for them during a
+        computation unless a live view watches the trace or the buffer grows past
+        ``buffer`` events; ``sync()`` (and ``violations``, the magics, ``detach``) merges
+        everything at once.
+        """
         while not self._stop.wait(self.lag_ns / 2e9):
-            self._release(time.time_ns() - self.lag_ns)
+            if (self.trace.subscribers > self._watchers
+                    or len(self._incoming) + self._buffered > self.buffer):
+                self._release(time.time_ns() - self.lag_ns)
 
     def _release(self, upto: int | None) -> None:
         """Move buffered events up to time ``upto`` (all if None) into the trace, in time order."""
@@ -274,6 +306,8 @@ class DaskTracer:
         incoming = self._incoming
         with self._lock:
             fresh = [incoming.popleft() for _ in range(len(incoming))]
+            if self._remote:
+                fresh += self._unpack_remote()
             if fresh:
                 # Each source's events come in time order, so this sort merges a few runs.
                 waiting = self._waiting

@@ -82,13 +82,9 @@ class _GatherCall:
     errors: dict[str, str] = field(default_factory=dict)
 
 
-class _Out:
-    """Messages produced while handling one stimulus, grouped like dask's worker/client msgs."""
-
-    __slots__ = ("messages",)
-
-    def __init__(self) -> None:
-        self.messages: list[Message] = []
+#: The messages produced while handling one stimulus, in sending order (a plain list: one
+#: is made per message handled).
+_Out = list[Message]
 
 
 class SchedulerState:
@@ -105,11 +101,12 @@ class SchedulerState:
         self._load = dict.fromkeys(self.workers, 0)
         self._scatters: dict[str, _ScatterCall] = {}
         self._gathers: dict[str, _GatherCall] = {}
+        self._streams: dict[str, str] = {}  # receiver -> its stream's name, made once
 
     # -- plumbing ----------------------------------------------------------------
 
     def handle(self, msg: Message) -> list[Message]:
-        out = _Out()
+        out: _Out = []
         stimulus = f"{msg.op}-{msg.msg_id}"
         try:
             self._handlers[msg.op](self, msg, out, stimulus)
@@ -122,9 +119,9 @@ class SchedulerState:
             # the stream and removes the client.  Nothing the handler prepared is sent
             # (dask sends a stimulus's messages only once its transitions succeed), but
             # the state it changed stays changed.
-            out = _Out()
+            out: _Out = []
             self._remove_client(client, f"AssertionError: {exc}", out, stimulus)
-        return out.messages
+        return out
 
     def _remove_client(self, client: str, reason: str, out: _Out, stimulus: str) -> None:
         """Drop ``client``: release every key it wants, then close its stream."""
@@ -138,12 +135,14 @@ class SchedulerState:
 
     def _send(self, out: _Out, receiver: str, op: str, keys: tuple[str, ...],
               **payload: Any) -> None:
-        out.messages.append(Message(SCHEDULER, receiver, op, m.stream_channel(SCHEDULER, receiver),
-                                    True, keys, payload))
+        channel = self._streams.get(receiver)
+        if channel is None:
+            channel = self._streams[receiver] = m.stream_channel(SCHEDULER, receiver)
+        out.append(Message(SCHEDULER, receiver, op, channel, True, keys, payload))
 
     def _rpc(self, out: _Out, receiver: str, op: str, keys: tuple[str, ...], **payload: Any) -> str:
         call = f"rpc:{SCHEDULER}#{next(self._calls)}"
-        out.messages.append(Message(SCHEDULER, receiver, op, call, False, keys, payload))
+        out.append(Message(SCHEDULER, receiver, op, call, False, keys, payload))
         return call
 
     def _report(self, out: _Out, ts: TaskState, op: str, **payload: Any) -> None:
@@ -284,8 +283,8 @@ class SchedulerState:
             return
         self._update_data(call, out, stimulus)
         request = call.client_msg
-        out.messages.append(Message(SCHEDULER, request.sender, m.SCATTER_REPLY, request.channel,
-                                    False, request.keys, {}))
+        out.append(Message(SCHEDULER, request.sender, m.SCATTER_REPLY, request.channel,
+                           False, request.keys, {}))
 
     def _update_data(self, call: _ScatterCall, out: _Out, stimulus: str) -> None:
         """Learn that data entered the workers from outside: dask's ``Scheduler.update_data``.
@@ -427,10 +426,9 @@ class SchedulerState:
 
     def _gather_done(self, call: _GatherCall, out: _Out) -> None:
         request = call.client_msg
-        out.messages.append(Message(SCHEDULER, request.sender, m.GATHER_REPLY, request.channel,
-                                    False, request.keys,
-                                    {"data": call.data, "missing": call.missing,
-                                     "errors": call.errors}))
+        out.append(Message(SCHEDULER, request.sender, m.GATHER_REPLY, request.channel,
+                           False, request.keys,
+                           {"data": call.data, "missing": call.missing, "errors": call.errors}))
 
     # -- transitions ----------------------------------------------------------------------
 

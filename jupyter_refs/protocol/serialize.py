@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import pickle
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -145,23 +145,35 @@ _adoption: ContextVar[Adoption | None] = ContextVar("jupyter_refs_adoption", def
 _sending: ContextVar[list[Any] | None] = ContextVar("jupyter_refs_sending", default=None)
 
 
-@contextmanager
-def _bound(var: ContextVar[Any], value: Any) -> Iterator[Any]:
-    token = var.set(value)
-    try:
-        yield value
-    finally:
-        var.reset(token)
+class _Bound:
+    """``var`` set to ``value`` inside the block, restored after.
+
+    A class rather than ``@contextmanager``: every task and every submit enters one,
+    and a generator-based context manager costs several times more to enter and leave.
+    """
+
+    __slots__ = ("var", "value", "token")
+
+    def __init__(self, var: ContextVar[Any], value: Any):
+        self.var = var
+        self.value = value
+
+    def __enter__(self) -> Any:
+        self.token = self.var.set(self.value)
+        return self.value
+
+    def __exit__(self, *exc: object) -> None:
+        self.var.reset(self.token)
 
 
 def adopting(adopt: Adopt) -> AbstractContextManager[Adoption]:
     """Unpickle inside this block and every future found is handed to ``adopt``."""
-    return _bound(_adoption, Adoption(adopt))
+    return _Bound(_adoption, Adoption(adopt))
 
 
 def sending() -> AbstractContextManager[list[Any]]:
     """Pickle inside this block and every future pickled is listed (the ones that travel)."""
-    return _bound(_sending, [])
+    return _Bound(_sending, [])
 
 
 def reduce_future(future: Any) -> tuple:
