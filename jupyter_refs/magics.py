@@ -13,6 +13,7 @@ actors directly.
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any, Protocol
 
 from IPython.core.error import UsageError
@@ -88,10 +89,16 @@ class RefsMagics(Magics):
             self.lab.follow(new)
 
     def after_cell(self, _result: Any = None) -> None:
-        """The end of a cell is the cluster's safe point: futures the cell dropped are released."""
+        """The end of a cell is the cluster's safe point: futures the cell dropped are released.
+
+        Then the outputs of live timelines are brought up to date, saved trace included.
+        """
         apply_drops = getattr(self._handle, "apply_drops", None)  # a dask tracer has none
         if apply_drops is not None:
             apply_drops()
+        timeline = sys.modules.get("jupyter_refs.views.timeline")  # loaded once one was shown
+        if timeline is not None:
+            timeline.refresh_saved_outputs()
 
     # -- helpers --------------------------------------------------------------------------
 

@@ -228,3 +228,21 @@ def test_pip_builds_a_wheel_that_carries_the_prebuilt_extension(tmp_path):
     assert {prefix + "package.json", prefix + "install.json"} <= names
     assert any(n.startswith(prefix + "static/remoteEntry.") for n in names)
     assert "jupyter_refs/views/lab.py" in names
+
+
+def test_a_notebook_run_headless_saves_the_trace_its_live_timeline_ended_with(tmp_path):
+    """nbconvert/nbclient: the timeline is shown before the race; the saved copy has the race."""
+    nbclient = pytest.importorskip("nbclient")
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in (
+        "%load_ext jupyter_refs", "%cluster --network immediate", "%timeline",
+        "%scatter x = 123\n%scatter y = 7\nprint(x.key, y.key)")]
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    outputs = [o for o in nb.cells[2].outputs if MIME in o.get("data", {})]
+    assert len(outputs) == 1  # updated in place, not shown again
+    saved = outputs[0]["data"][MIME]
+    keys = nb.cells[3].outputs[0]["text"].split()
+    assert set(keys) <= set(saved["seen_keys"])
+    assert saved["events"]["kind"].count("refcount.inc") >= 2

@@ -208,6 +208,29 @@ class TimelineFigure:
                 self.sources[name].data = self._data(name, cols, y)
 
 
+def refresh_saved_outputs() -> int:
+    """Re-send the outputs of the shown live timelines whose figure moved on; returns how many.
+
+    Called at the end of every cell (``%load_ext`` registers it): an output's saved
+    trace is what it was when shown, and a live timeline shown before the cell that
+    ran the race would otherwise be saved without it.  ``update_display`` replaces the
+    output's data by display id — nbclient/nbconvert apply it to the notebook; in
+    JupyterLab the extension does the same over its comm while the cell runs.
+    """
+    from IPython.display import update_display
+
+    sent = 0
+    for timeline in list(OPEN_TIMELINES):
+        if timeline.saved_until is None or timeline._pump is None:
+            continue
+        timeline.update()
+        if timeline.drawn_until != timeline.saved_until:
+            update_display(timeline._repr_mimebundle_(), raw=True, display_id=timeline.id)
+            timeline.saved_until = timeline.drawn_until
+            sent += 1
+    return sent
+
+
 def _batched_bokeh_model(fig: Any) -> Any:
     """jupyter_bokeh's BokehModel, sending one PATCH-DOC per update instead of one per change.
 
@@ -282,6 +305,8 @@ class Timeline(LiveView):
         self.cluster = None if isinstance(source, Trace) else source
         #: Names this timeline's outputs, so a front end can refresh their saved trace.
         self.id = f"{time.time_ns():x}-{next(_IDS)}"
+        #: How far the trace in this timeline's last displayed output goes (None: not shown).
+        self.saved_until: int | None = None
         self.rate = rate
         #: While live, only the latest rows of each kind stay drawn, so the page keeps up
         #: with a fast loop; ``update()`` or a filter change redraws the whole trace.
@@ -476,6 +501,13 @@ class Timeline(LiveView):
         return trace_bundle(self.trace, keys=self._keys, view=self.model.view, title=self._title,
                             since=self._since, until=self.drawn_until, timeline_id=self.id,
                             max_key_lanes=self._max_key_lanes, **kwargs)
+
+    def _ipython_display_(self) -> None:
+        """Display under this timeline's id, so its saved trace can be brought up to date."""
+        from IPython.display import display
+
+        display(self._repr_mimebundle_(), raw=True, display_id=self.id)
+        self.saved_until = self.drawn_until
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         from .resources import ensure_bokehjs
