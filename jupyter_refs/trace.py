@@ -228,9 +228,15 @@ class Trace:
     def next_seq(self) -> int:
         return self._dropped + len(self._rows)
 
-    def _snapshot(self) -> tuple[int, list[Row]]:
+    def _snapshot(self, since: int = 0, until: int | None = None) -> tuple[int, list[Row]]:
+        """The first seq and the rows of ``[since, until)``, copied under the trim lock."""
         with self._trim_lock:
-            return self._dropped, list(self._rows)
+            start, n = self._dropped, len(self._rows)
+            first = max(since - start, 0)
+            last = n if until is None else max(min(until - start, n), first)
+            if first == 0 and last == n:
+                return start, list(self._rows)
+            return start + first, list(islice(self._rows, first, last))
 
     def events(
         self,
@@ -242,12 +248,10 @@ class Trace:
     ) -> list[Event]:
         """Events in seq order, optionally only those about ``key``, of ``kind``, by ``actor``,
         with ``since <= seq < until``."""
-        start, rows = self._snapshot()
+        start, rows = self._snapshot(since, until)
         kinds = {kind} if isinstance(kind, str) else set(kind) if kind is not None else None
         out = []
-        first = max(since - start, 0)
-        last = len(rows) if until is None else max(min(until - start, len(rows)), first)
-        for seq, row in enumerate(islice(rows, first, last), start + first):
+        for seq, row in enumerate(rows, start):
             if kinds is not None and row[KIND] not in kinds:
                 continue
             if actor is not None and row[ACTOR] != actor:

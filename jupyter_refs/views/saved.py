@@ -17,6 +17,8 @@ was left out is counted in ``window``.
 
 from __future__ import annotations
 
+import threading
+import weakref
 from typing import Any
 
 from ..trace import Trace
@@ -30,6 +32,29 @@ _LANE_COLUMNS = {"events": ("lane",), "messages": ("lane0", "lane1", "chan"), "s
                  "refcounts": ("lane",), "violations": ("lane",), "pending": ("lane",)}
 
 
+class _Violations:
+    """Where each trace's violations are, scanned once: a live timeline's bundle is rebuilt
+    every couple of seconds, and rescanning a long log for them each time was most of it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seen: weakref.WeakKeyDictionary[Trace, tuple[int, list[tuple[int, int]]]] = (
+            weakref.WeakKeyDictionary())
+
+    def of(self, trace: Trace) -> list[tuple[int, int]]:
+        """``(seq, first_seq)`` of every violation in the trace, in order."""
+        with self._lock:
+            scanned, found = self._seen.get(trace, (0, []))
+            end = trace.next_seq
+            found = found + [(v.seq, v.get("first_seq", v.seq))
+                             for v in trace.events(kind="violation", since=scanned)]
+            self._seen[trace] = (end, found)
+            return found
+
+
+_VIOLATIONS = _Violations()
+
+
 def window(trace: Trace, max_events: int, since: int = 0, until: int | None = None) -> tuple[int, int]:
     """``[lo, hi)``: at most ``max_events`` seqs of the trace, around the first violation if any."""
     if max_events < 1:
@@ -38,11 +63,10 @@ def window(trace: Trace, max_events: int, since: int = 0, until: int | None = No
     hi = trace.next_seq if until is None else min(until, trace.next_seq)
     if hi - lo <= max_events:
         return lo, hi
-    first = trace.events(kind="violation", since=lo, until=hi)
-    if first:
+    first = next((f for seq, f in _VIOLATIONS.of(trace) if lo <= seq < hi), None)
+    if first is not None:
         # A third before the broken event, the rest after: the cause and what followed.
-        start = max(lo, min(first[0].get("first_seq", first[0].seq) - max_events // 3,
-                            hi - max_events))
+        start = max(lo, min(first - max_events // 3, hi - max_events))
         return start, start + max_events
     return hi - max_events, hi
 
