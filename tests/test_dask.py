@@ -236,3 +236,33 @@ def test_one_tracer_per_cluster(inproc):
         with pytest.raises(AlreadyTracedError, match="already traced"):
             attach(inproc)
         assert inproc.submit(sum, [1, 2]).result() == 3  # the first tracer is intact
+
+
+def test_the_merge_waits_for_someone_to_look(inproc):
+    """Nobody watching: events stay buffered (off dask's event loop) until sync().
+
+    A live subscriber, or more than ``buffer`` waiting events, starts the background merge.
+    """
+    def scheduler_events(tracer) -> int:
+        return sum(1 for e in tracer.trace.events(kind="transition") if e.actor == "scheduler")
+
+    with attach(inproc, lag=0.05) as tracer:
+        inproc.gather(inproc.map(lambda v: v + 1, range(20), pure=False))
+        inproc.run_on_scheduler(remote.flush_scheduler)
+        time.sleep(0.5)  # ten merge periods: an eager merge would have taken them in
+        assert scheduler_events(tracer) == 0
+        tracer.sync()
+        assert scheduler_events(tracer) >= 20
+        seen: list[int] = []
+        tracer.trace.subscribe(lambda batch: seen.append(len(batch.rows)))  # a live view
+        inproc.gather(inproc.map(lambda v: v + 2, range(20), pure=False))
+        deadline = time.monotonic() + 10
+        while not seen and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert seen, "a live subscriber got nothing from the background merge"
+    with attach(inproc, lag=0.05, buffer=10) as tracer:  # a tiny buffer: merged all the same
+        inproc.gather(inproc.map(lambda v: v + 3, range(20), pure=False))
+        deadline = time.monotonic() + 10
+        while scheduler_events(tracer) == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert scheduler_events(tracer) > 0
