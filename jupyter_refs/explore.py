@@ -14,7 +14,11 @@ orders that cannot differ: two deliveries to different actors commute — each
 touches only its receiver, and what they send goes on different channels — so
 after exploring "A then B", "B then A" is not run again.
 **Sampling.** Past the bounded space (when it is exhausted and budget remains),
-seeded random runs: each pick uniform among the deliverable heads.
+seeded random runs: each pick uniform among the deliverable heads.  Random runs
+are independent, so with ``processes > 1`` they are shared with forked copies of
+this process (each with its own seed); a copy sends back only its count and, per
+failure group, the picks of its smallest run, which is replayed here — a replay
+is exact — to give the failure its trace.
 
 A **schedule string** names a run: ``legacy@3f9a1c:4>1,9>2`` — the protocol, a
 fingerprint of the scenario's code, then each deviation as ``decision>index``
@@ -29,9 +33,12 @@ import functools
 import gc
 import hashlib
 import inspect
+import multiprocessing
 import operator
+import os
 import random
 import re
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -369,35 +376,58 @@ def beliefs(trace: Trace, upto: int, key: str) -> list:
 # -- the search -----------------------------------------------------------------------------------
 
 
+#: Random runs worth a forked helper process (fewer are not worth the fork).
+_FORK_MIN_RUNS = 400
+
+
+def default_processes() -> int:
+    """Processes for the random runs: one per core (up to 4) where ``fork`` exists, else 1."""
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    return max(1, min(4, os.cpu_count() or 1))
+
+
 def explore(scenario: Scenario, protocol: str = "legacy", max_schedules: int = 10_000,
             bound: int = 2, seed: int = 0, workers: int = 1, reduce: bool = True,
             sample: bool = True, first: bool = False,
-            progress: Callable[[int, int, int], None] | None = None) -> ExploreResult:
+            progress: Callable[[int, int, int], None] | None = None,
+            processes: int | None = None) -> ExploreResult:
     """Run ``scenario`` under many delivery orders; group the failures, smallest first.
 
     ``sample=False`` stops once the bounded space is exhausted (no random runs);
     ``first=True`` stops at the first failure.  ``progress(done, max_schedules,
-    failures)`` is called every 100 runs.
+    failures)`` is called every 100 runs.  ``processes`` share the random runs
+    (default: one per core, see :func:`default_processes`; 1 runs them all here).
+    The result depends on ``seed`` and ``processes``, never on timing.
     """
     get_variant(protocol)  # refuse an unknown protocol before running anything
     if max_schedules < 1 or bound < 0:
         raise ValueError("max_schedules must be at least 1 and bound at least 0")
+    processes = default_processes() if processes is None else processes
+    if processes < 1:
+        raise ValueError(f"processes must be at least 1, not {processes}")
     fp = fingerprint(scenario)
     start = time.perf_counter()
     collecting = gc.isenabled()
     gc.disable()  # every run leaves young cycles (a cluster and its actors): collect in bulk
     try:
         return _explore(scenario, protocol, max_schedules, bound, seed, workers, reduce, sample,
-                        first, progress, fp, start)
+                        first, progress, fp, start, processes)
     finally:
         if collecting:
             gc.enable()
 
 
+def _group(run: Run) -> tuple:
+    """What makes two failures the same: the violations' names, the first one's shape."""
+    names = tuple(dict.fromkeys(v.name for v in run.violations))
+    return (names, tuple(_shape(v.explanation) for v in run.violations[:1]))
+
+
 def _explore(scenario: Scenario, protocol: str, max_schedules: int, bound: int, seed: int,
              workers: int, reduce: bool, sample: bool, first: bool,
              progress: Callable[[int, int, int], None] | None, fp: str,
-             start: float) -> ExploreResult:
+             start: float, processes: int = 1) -> ExploreResult:
     groups: dict[tuple, Failure] = {}
     runs = pruned = sampled = 0
     prefix: list[int] = []
@@ -405,18 +435,17 @@ def _explore(scenario: Scenario, protocol: str, max_schedules: int, bound: int, 
     tried: frozenset = frozenset()
     exhaustive = False
 
-    def record(run: Run) -> None:
+    def record(run: Run, count: int = 1) -> None:
         """Keep the run if it is the smallest of its failure group; free anything else at once."""
         if not run.failed:
             run.cluster.dispose()
             return
-        names = tuple(dict.fromkeys(v.name for v in run.violations))
-        group = (names, tuple(_shape(v.explanation) for v in run.violations[:1]))
+        group = _group(run)
         known = groups.get(group)
         if known is None:
-            groups[group] = Failure(names, tuple(_overtakes(run)), run)
+            groups[group] = Failure(group[0], tuple(_overtakes(run)), run, count)
             return
-        known.count += 1
+        known.count += count
         if _size(run) < _size(known.run):
             run, known.run = known.run, run
             known.overtakes = tuple(_overtakes(known.run))
@@ -439,19 +468,99 @@ def _explore(scenario: Scenario, protocol: str, max_schedules: int, bound: int, 
             exhaustive = True
             break
         prefix, entry_sleep, tried = nxt
+    left = max_schedules - runs if exhaustive and sample and not (first and groups) else 0
+    helpers = min(processes - 1, left // _FORK_MIN_RUNS) if not first else 0
+    share = left // (helpers + 1)
+    forked = [_fork(scenario, protocol, workers, fp, f"{seed}/{i}", share) for i in range(1, helpers + 1)]
     rng = random.Random(seed)
-    while exhaustive and sample and runs < max_schedules and not (first and groups):
+    mine = left - share * helpers
+    while mine > 0 and not (first and groups):
         run = _run(scenario, protocol, workers, fp, [], strict=False, rng=rng)
         runs += 1
         sampled += 1
+        mine -= 1
         record(run)
         if runs % 100 == 0:
             gc.collect(0)
             if progress is not None:
                 progress(runs, max_schedules, len(groups))
+    for helper in forked:
+        done, found = _join(scenario, *helper)
+        runs += done
+        sampled += done
+        for count, _, picks in found.values():
+            record(_run(scenario, protocol, workers, fp, picks, strict=True), count)
+    if forked and progress is not None:
+        progress(runs, max_schedules, len(groups))
     failures = sorted(groups.values(), key=lambda f: _size(f.run))
     return ExploreResult(getattr(scenario, "__name__", "scenario"), protocol, bound, runs, pruned,
                          exhaustive, sampled, time.perf_counter() - start, failures)
+
+
+def _sample(scenario: Scenario, protocol: str, workers: int, fp: str, seed: str, n: int
+            ) -> dict[tuple, tuple[int, tuple, list[int]]]:
+    """``n`` random runs; per failure group: how many, and the size and picks of the smallest."""
+    rng = random.Random(seed)
+    found: dict[tuple, tuple[int, tuple, list[int]]] = {}
+    for i in range(n):
+        run = _run(scenario, protocol, workers, fp, [], strict=False, rng=rng)
+        if run.failed:
+            group, size = _group(run), _size(run)
+            count, best, picks = found.get(group, (0, None, []))
+            found[group] = ((count + 1, size, run.picks) if best is None or size < best
+                            else (count + 1, best, picks))
+        run.cluster.dispose()
+        if i % 100 == 99:
+            gc.collect(0)
+    return found
+
+
+def _fork(scenario: Scenario, protocol: str, workers: int, fp: str, seed: str, n: int
+          ) -> tuple[Any, Any]:
+    """Start ``_sample`` in a forked copy of this process; returns its process and pipe end.
+
+    The copy writes nothing (a scenario's prints would repeat once per run) and leaves
+    with ``os._exit``, so nothing of the parent — a kernel's sockets and threads — is
+    touched or closed there.  A scenario that raises is reported by its picks; replaying
+    them here raises the same error, with its traceback.
+    """
+    ctx = multiprocessing.get_context("fork")
+    receive, send = ctx.Pipe(duplex=False)
+
+    def work() -> None:
+        code = 0
+        try:
+            sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - dies with the process
+            try:
+                send.send(("ok", n, _sample(scenario, protocol, workers, fp, seed, n)))
+            except ScenarioError as exc:
+                send.send(("raised", exc.schedule, None))
+        except BaseException:  # noqa: BLE001 - reported as a failed helper, never raised here
+            code = 1
+        finally:
+            os._exit(code)
+
+    process = ctx.Process(target=work, daemon=True)
+    process.start()
+    send.close()
+    return process, receive
+
+
+def _join(scenario: Scenario, process: Any, receive: Any) -> tuple[int, dict]:
+    """A helper's runs and failure groups; its scenario's error, raised here by a replay."""
+    try:
+        what, first, second = receive.recv()
+    except EOFError:
+        process.join()
+        raise RuntimeError(f"an explorer process died (exit code {process.exitcode})") from None
+    finally:
+        receive.close()
+    process.join()
+    if what == "raised":
+        replay(scenario, first)  # raises the scenario's own error, as a ScenarioError
+        raise ScenarioError(first, RuntimeError("the scenario raised in an explorer process, "
+                                                "and not again when replayed here"))
+    return first, second
 
 
 def _size(run: Run) -> tuple[int, int, int]:

@@ -78,6 +78,25 @@ def test_fixed_fails_in_no_order_within_the_bound(scenario):
     assert result.failures == []
 
 
+def test_random_runs_shared_with_forked_processes(legacy_race):
+    """Processes share the random runs: same budget, same findings, replayable, deterministic."""
+    one = explore(scatter_race, protocol="legacy", max_schedules=2000, bound=2, processes=1)
+    two = explore(scatter_race, protocol="legacy", max_schedules=2000, bound=2, processes=2)
+    again = explore(scatter_race, protocol="legacy", max_schedules=2000, bound=2, processes=2)
+    assert one.schedules == two.schedules == 2000 and one.sampled == two.sampled > 800
+    assert {kind_of(f) for f in two.failures} == {kind_of(f) for f in one.failures}
+    assert sum(f.count for f in two.failures) > sum(f.count for f in two.failures[:1])
+    assert [(f.schedule, f.count) for f in again.failures] == [(f.schedule, f.count) for f in two.failures]
+    for failure in two.failures:  # found in another process, replayed here: the same run
+        run = replay(scatter_race, failure.schedule)
+        assert [(v.name, v.first_seq) for v in run.violations] == \
+            [(v.name, v.first_seq) for v in failure.violations]
+    fixed = explore(scatter_race, protocol="fixed", max_schedules=2000, bound=2, processes=2)
+    assert fixed.schedules == 2000 and fixed.failures == []
+    with pytest.raises(ValueError, match="processes must be at least 1"):
+        explore(scatter_race, processes=0)
+
+
 def _all_orders(scenario, prefix=()) -> int:
     """An independent count: branch on every deliverable message at every decision."""
     run = _run(scenario, "legacy", 1, fingerprint(scenario), list(prefix), strict=True)
