@@ -339,6 +339,8 @@ class RefsMagics(Magics):
     @argument("--bound", "-b", type=int, default=2,
               help="messages that may be delayed behind younger ones (default 2)")
     @argument("--seed", "-s", type=int, default=0, help="seed of the random runs past the bound")
+    @argument("--processes", "-j", type=int,
+              help="processes sharing the random runs (default: one per core; 1: only this kernel)")
     @cell_magic
     def explore(self, line: str, cell: str) -> None:
         """Run the cell under many message orders and report the distinct failures.
@@ -360,10 +362,12 @@ class RefsMagics(Magics):
         except SyntaxError as exc:
             raise UsageError(f"the cell does not compile: {exc}") from None
         protocol = args.protocol or self.protocol
+        if args.processes is not None and args.processes < 1:
+            raise UsageError("--processes must be at least 1")
         bar = _progress(args.max)
         try:
             result = explore(scenario, protocol=protocol, max_schedules=args.max, bound=args.bound,
-                             seed=args.seed, progress=bar.update)
+                             seed=args.seed, progress=bar.update, processes=args.processes)
         except ScenarioError as exc:
             raise _usage(exc) from None
         finally:

@@ -147,17 +147,20 @@ def test_magics_explore_and_replay(capsys):
             ip.run_line_magic("replay", "legacy@000000:")
         with pytest.raises(UsageError, match="--max must be"):
             ip.run_cell_magic("explore", "--max 0", "client.scatter(1)")
+        with pytest.raises(UsageError, match="--processes must be at least 1"):
+            ip.run_cell_magic("explore", "-j 0", "client.scatter(1)")
         with pytest.raises(UsageError, match="needs a cell"):
             ip.run_cell_magic("explore", "", "  ")
         with pytest.raises(UsageError, match="the scenario raised ZeroDivisionError"):
             ip.run_cell_magic("explore", "", "1 / 0")
         ip.user_ns["inc"] = inc
         capsys.readouterr()
-        ip.run_cell_magic("explore", "--protocol legacy --max 200",
+        ip.run_cell_magic("explore", "--protocol legacy --max 1200 --processes 2",
                           "x = client.scatter(123)\ndel x\nx = client.scatter(123)\nclient.submit(inc, x)")
         out = capsys.readouterr().out
         result = ip.user_ns["explored"]
         assert result.failures and result.failures[0].schedule in out and "overtook" in out
+        assert result.schedules == 1200 and result.sampled > 400  # some of them in a second process
         with pytest.raises(UsageError, match="is not a schedule"):
             ip.run_line_magic("replay", "nonsense")
         ip.run_line_magic("replay", result.failures[0].schedule)
