@@ -229,6 +229,37 @@ def test_magics_attach_to_a_real_cluster(inproc, capsys):
                                    not in dask_scheduler.plugins)
 
 
+def test_a_late_source_holds_the_live_merge_back(inproc):
+    """A controlled delivery, not a timed race: batches from a fictitious slow worker are handed
+    to the tracer by hand, stamped as taken one second ago.  Until that worker says it has
+    caught up, the client's newer events wait outside the trace, so no check judges them
+    before what came earlier elsewhere; a source silent for longer than ``stale`` is not
+    waited for."""
+    with attach(inproc) as tracer:
+        tracer.sync()
+        second = 1_000_000_000
+        t0 = time.time_ns()
+        slow = {"src": "tcp://127.0.0.1:1", "events": [], "dropped": 0, "batch": 1, "now": t0 - second}
+        tracer._on_remote((t0, slow))
+        gone = {"src": "tcp://127.0.0.1:2", "events": [], "dropped": 0, "batch": 1,
+                "now": t0 - 6 * second}  # silent for longer than stale (5 s): not waited for
+        tracer._on_remote((t0, gone))
+        x = inproc.scatter(5, hash=False)
+        assert tracer.watermark(time.time_ns()) == t0 - second
+        tracer._release(tracer.watermark(time.time_ns()))
+        assert not tracer.trace.events(key=x.key)  # held back behind the slow worker
+        t1 = time.time_ns()
+        tracer._on_remote((t1, {**slow, "batch": 2, "now": t1}))
+        # The real scheduler and worker say so too, in their next (heartbeat) batches.
+        deadline = time.monotonic() + 10
+        while tracer.watermark(time.time_ns() + tracer.lag_ns) < t1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        tracer._release(tracer.watermark(time.time_ns() + tracer.lag_ns))
+        kinds = [e.kind for e in tracer.trace.events(key=x.key)]
+        assert "future.created" in kinds or "refcount.inc" in kinds
+        del x
+
+
 def test_one_tracer_per_cluster(inproc):
     from jupyter_refs.dask import AlreadyTracedError
 

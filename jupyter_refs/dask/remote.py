@@ -50,14 +50,25 @@ def _k(key: Any) -> str:
     return key if isinstance(key, str) else str(key)
 
 
+#: An idle source still sends an empty batch this often: its ``now`` tells the tracer that
+#: nothing older is on its way, so events from other sources need not wait for it.
+HEARTBEAT_S = 0.5
+
+
 class Recorder:
-    """A bounded event buffer, drained into one ``log_event`` per interval."""
+    """A bounded event buffer, drained into one ``log_event`` per interval.
+
+    Every batch carries ``now``, read before the events are taken: the source's
+    events up to then are all in it or in an earlier batch (recording and draining
+    run on the same event loop), which is what lets the tracer merge sources in order.
+    """
 
     def __init__(self, source: str, capacity: int):
         self.source = source
         self.events: deque[tuple] = deque(maxlen=capacity)
         self.dropped = 0
         self.batches = 0
+        self._sent_ns = 0
 
     def record(self, kind: str, key: Any = None, op: str | None = None, peer: str | None = None,
                keys: tuple = (), extra: tuple = ()) -> None:
@@ -75,12 +86,15 @@ class Recorder:
                        extra))
 
     def drain(self) -> dict[str, Any] | None:
-        if not self.events and not self.dropped:
+        now = time.time_ns()
+        if not self.events and not self.dropped and now - self._sent_ns < HEARTBEAT_S * 1e9:
             return None
         events = list(self.events)
         self.events.clear()
         self.batches += 1
-        msg = {"src": self.source, "events": events, "dropped": self.dropped, "batch": self.batches}
+        self._sent_ns = now
+        msg = {"src": self.source, "events": events, "dropped": self.dropped, "batch": self.batches,
+               "now": now}
         self.dropped = 0
         return msg
 

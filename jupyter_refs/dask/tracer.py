@@ -10,7 +10,9 @@ Three sources feed one trace:
 
 Events from different processes arrive late and in batches, so they wait in a
 reorder buffer and enter the trace in timestamp order once they are ``lag``
-seconds old (or at once on :meth:`DaskTracer.sync`).  Remote timestamps are
+seconds old and no source may still send older ones — each remote batch says
+when it was taken (:meth:`DaskTracer.watermark`) — or at once on
+:meth:`DaskTracer.sync`.  Remote timestamps are
 corrected by each process's clock offset, estimated at attach time from a round
 trip (the midpoint rule).  Dask messages carry no ids: a send and its receipt are
 paired by content — same sender, receiver, operation and keys, first in first
@@ -89,7 +91,7 @@ class DaskTracer:
 
     def __init__(self, client: Any, *, capacity: int = 1_000_000, remote_capacity: int = 100_000,
                  interval: float = 0.05, lag: float = 0.25, ordered_scatter: bool = False,
-                 buffer: int = 200_000):
+                 buffer: int = 200_000, stale: float = 5.0):
         self.client = client
         self.trace = Trace(capacity, clock=time.time_ns)
         self.checks = Checks(self.trace)
@@ -112,6 +114,9 @@ class DaskTracer:
         self._names: dict[str, str] = {client.id: "client:1"}
         self._offsets: dict[str, int] = {}
         self._batches: dict[str, int] = {}
+        self._marks: dict[str, int] = {}  # per remote source: the ``now`` of its latest batch
+        #: A remote source silent this long is not waited for (see :meth:`watermark`).
+        self.stale_ns = int(stale * 1e9)
         self._released_t = 0
         self._barriers: dict[int, asyncio.Future] = {}
         self._tokens = itertools.count(1)
@@ -257,6 +262,8 @@ class DaskTracer:
         with self._lock:
             self.dropped_remote += msg["dropped"]
             self._batches[msg["src"]] = max(self._batches.get(msg["src"], 0), msg["batch"])
+            if "now" in msg:
+                self._marks[msg["src"]] = max(self._marks.get(msg["src"], 0), msg["now"])
 
     def _unpack_remote(self) -> list[tuple]:
         """The queued remote batches as trace-ready tuples, named (call under the lock)."""
@@ -297,7 +304,25 @@ class DaskTracer:
         while not self._stop.wait(self.lag_ns / 2e9):
             if (self.trace.subscribers > self._watchers
                     or len(self._incoming) + self._buffered > self.buffer):
-                self._release(time.time_ns() - self.lag_ns)
+                self._release(self.watermark(time.time_ns()))
+
+    def watermark(self, now: int) -> int:
+        """How far the trace can be merged in order: ``lag`` ago, and no later than any source
+        that may still send older events.
+
+        Each remote batch says when it was taken (``now``; an idle source sends an empty one
+        every ``remote.HEARTBEAT_S``), so under load a late scheduler or worker holds the
+        merge back instead of having its events enter the trace after later ones — where a
+        check would judge a state that never was.  A source silent for ``stale`` seconds
+        (a worker gone) is not waited for.
+        """
+        upto = now - self.lag_ns
+        with self._lock:
+            marks = [mark - self._offsets.get(src, 0) for src, mark in self._marks.items()]
+        for mark in marks:
+            if now - mark < self.stale_ns:
+                upto = min(upto, mark)
+        return upto
 
     def _release(self, upto: int | None) -> None:
         """Move buffered events up to time ``upto`` (all if None) into the trace, in time order."""
