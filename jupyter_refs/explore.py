@@ -435,6 +435,16 @@ def _explore(scenario: Scenario, protocol: str, max_schedules: int, bound: int, 
     tried: frozenset = frozenset()
     exhaustive = False
 
+    def tally(run: Run) -> None:
+        """Count a run made here, judge it, and every 100 runs collect and report progress."""
+        nonlocal runs
+        runs += 1
+        record(run)
+        if runs % 100 == 0:
+            gc.collect(0)
+            if progress is not None:
+                progress(runs, max_schedules, len(groups))
+
     def record(run: Run, count: int = 1) -> None:
         """Keep the run if it is the smallest of its failure group; free anything else at once."""
         if not run.failed:
@@ -454,13 +464,8 @@ def _explore(scenario: Scenario, protocol: str, max_schedules: int, bound: int, 
     while runs < max_schedules:
         run = _run(scenario, protocol, workers, fp, prefix, strict=False, entry_sleep=entry_sleep,
                    explored=tried)
-        runs += 1
         pruned += run.pruned
-        record(run)
-        if runs % 100 == 0:
-            gc.collect(0)
-            if progress is not None:
-                progress(runs, max_schedules, len(groups))
+        tally(run)
         if first and groups:
             break
         nxt = _backtrack(run, bound, reduce)
@@ -476,14 +481,9 @@ def _explore(scenario: Scenario, protocol: str, max_schedules: int, bound: int, 
     mine = left - share * helpers
     while mine > 0 and not (first and groups):
         run = _run(scenario, protocol, workers, fp, [], strict=False, rng=rng)
-        runs += 1
         sampled += 1
         mine -= 1
-        record(run)
-        if runs % 100 == 0:
-            gc.collect(0)
-            if progress is not None:
-                progress(runs, max_schedules, len(groups))
+        tally(run)
     for helper in forked:
         done, found = _join(scenario, *helper)
         runs += done

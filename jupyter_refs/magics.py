@@ -84,7 +84,12 @@ class RefsMagics(Magics):
 
     @handle.setter
     def handle(self, new: ClusterHandle | None) -> None:
-        self._handle = new
+        """Replacing the current cluster closes the old one and binds ``cluster`` to the new."""
+        old, self._handle = self._handle, new
+        if old is not None and old is not new:
+            old.close()
+        if new is not None:
+            self.shell.user_ns["cluster"] = new
         if self.lab is not None:
             self.lab.follow(new)
 
@@ -169,11 +174,8 @@ class RefsMagics(Magics):
                           trace_capacity=self.trace_capacity)
         except JupyterRefsError as exc:
             raise _usage(exc) from None
-        if self.handle is not None:
-            self.handle.close()
         self.handle = new
         self.shell.user_ns[self.client_name] = new.client()
-        self.shell.user_ns["cluster"] = new
         print(f"{self._describe()}; client bound to {self.client_name!r}")
 
     def _attach_dask(self, args: Any) -> None:
@@ -198,10 +200,8 @@ class RefsMagics(Magics):
                 client = distributed.Client(args.dask, timeout=10)
             except (OSError, TimeoutError, ValueError) as exc:
                 raise UsageError(f"cannot connect to {args.dask}: {exc}".splitlines()[0]) from None
-        if self.handle is not None:
-            # One tracer per dask cluster: the old one detaches before the new one attaches.
-            self.handle.close()
-            self.handle = None
+        # One tracer per dask cluster: the old one detaches before the new one attaches.
+        self.handle = None
         try:
             tracer = attach(client, capacity=self.trace_capacity, ordered_scatter=args.ordered_scatter)
         except Exception as exc:  # noqa: BLE001 - plugin registration failed remotely
@@ -209,7 +209,6 @@ class RefsMagics(Magics):
                              f"{exc}".splitlines()[0]) from None
         self.handle = tracer
         self.shell.user_ns[self.client_name] = client
-        self.shell.user_ns["cluster"] = tracer
         print(f"{self._describe()}; client bound to {self.client_name!r}")
 
     # -- %scatter / %release ----------------------------------------------------------------
@@ -400,10 +399,7 @@ class RefsMagics(Magics):
             run = replay(scenario, args.schedule, keep_open=True)
         except JupyterRefsError as exc:
             raise _usage(exc) from None
-        if self.handle is not None:
-            self.handle.close()
         self.handle = run.cluster
-        self.shell.user_ns["cluster"] = run.cluster
         verdict = ", ".join(f"{v.name} on {v.key}" for v in run.violations) or "no violation"
         print(f"replayed {run.schedule}: {verdict}; the replayed cluster is now `cluster`")
         display(Timeline(run.cluster, live=False))
