@@ -87,19 +87,14 @@ class Future:
         self._released = True
         if self.borrowed:
             return
-        cluster = self.client.cluster
-        with cluster._lock:
-            if not cluster.closed:
-                cluster._process_drops()
-                cluster._send(self.client._state.release(self.key))
-                cluster._end_call()
+        self.client.cluster.drop(self.client._state, self.key)
 
     def __del__(self) -> None:
         try:
             if not self._released:
                 self._released = True
                 if not self.borrowed:
-                    self.client.cluster._drop(self.client._state, self.key)
+                    self.client.cluster.drop(self.client._state, self.key)
         except Exception:  # noqa: BLE001 - interpreter shutdown; nothing to tell
             pass
 
@@ -143,6 +138,7 @@ class Client:
         return f"<Client {self.name} holding {len(self._state.refcount)} keys>"
 
     def refcount(self, key: str) -> int:
+        self.cluster.apply_drops()
         return self._state.refcount.get(key, 0)
 
     def _future(self, key: str, origin: str) -> tuple[Future, bool]:
@@ -175,7 +171,7 @@ class Client:
         for key, value, blob in serialized:
             if key is None:
                 key = (f"{_key_prefix(type(value))}-{tokenize(blob)}" if hash
-                       else f"{_key_prefix(type(value))}-{self.cluster._ids(self.name)}")
+                       else f"{_key_prefix(type(value))}-{self.cluster.new_id(self.name)}")
             blobs[key] = blob
         keys = list(blobs)
         if workers is not None:
@@ -183,21 +179,17 @@ class Client:
             if unknown:
                 raise ValueError(f"unknown workers {unknown}; the cluster has {list(self.cluster.workers)}")
         cluster = self.cluster
-        with cluster._lock:
-            cluster._begin_call(cell)
-            try:
-                futures, new = {}, {}
-                for key in keys:
-                    futures[key], is_new = self._future(key, "scatter")
-                    if is_new:
-                        new[key] = futures[key]._fs
-                call, msgs = self._state.scatter(blobs, new, workers)
-                cluster._send(msgs)
-                if cluster.policy.autonomous:
-                    pending = self._state.scatters
-                    cluster._wait(lambda: call not in pending, f"scatter of {', '.join(keys)}", None)
-            finally:
-                cluster._end_call()
+        with cluster.call(cell) as user_call:
+            futures, new = {}, {}
+            for key in keys:
+                futures[key], is_new = self._future(key, "scatter")
+                if is_new:
+                    new[key] = futures[key]._fs
+            rpc, msgs = self._state.scatter(blobs, new, workers)
+            user_call.send(msgs)
+            if cluster.policy.autonomous:
+                pending = self._state.scatters
+                user_call.wait(lambda: rpc not in pending, f"scatter of {', '.join(keys)}")
         if isinstance(data, dict):
             return {k: futures[str(k)] for k in data}
         out = [futures[k] for k in keys]
@@ -250,10 +242,8 @@ class Client:
         cluster = self.cluster
         held = [d._fs.scatter_call for d in dep_futures.values() if d._fs.scatter_call]
         if held:
-            with cluster._lock:
-                raise HeldMessagesError(
-                    f"{origin} on {', '.join(dep_futures)}",
-                    [m for m in cluster.network.in_flight.values() if m.channel in held])
+            raise HeldMessagesError(f"{origin} on {', '.join(dep_futures)}",
+                                    [m for m in cluster.in_flight if m.channel in held])
         # Keys last, once nothing can refuse the call: a non-hashed key takes an id from
         # the allocator, here in the caller's thread (where race 3 lives).
         tasks: dict[str, dict[str, Any]] = {}
@@ -262,17 +252,13 @@ class Client:
             allocated = key is None and not pure
             if key is None:
                 key = (f"{prefix}-{tokenize(fblob, ablob)}" if pure
-                       else f"{prefix}-{cluster._ids(self.name)}")
+                       else f"{prefix}-{cluster.new_id(self.name)}")
             tasks[key] = {"func": fblob, "args": ablob, "deps": deps, "allocated": allocated,
                           "carries": carries}
             keys.append(key)
-        with cluster._lock:
-            cluster._begin_call(cell)
-            try:
-                futures = [self._future(key, origin)[0] for key in keys]
-                cluster._send(self._state.update_graph(tasks, keys, dep_futures))
-            finally:
-                cluster._end_call()
+        with cluster.call(cell) as user_call:
+            futures = [self._future(key, origin)[0] for key in keys]
+            user_call.send(self._state.update_graph(tasks, keys, dep_futures))
         return futures
 
     # -- gather --------------------------------------------------------------------------
@@ -297,32 +283,28 @@ class Client:
         cluster = self.cluster
         keys = tuple(dict.fromkeys(f.key for f in flat))
         states = [f._fs for f in flat]
-        with cluster._lock:
-            cluster._begin_call(cell)
+        with cluster.call(cell) as user_call:
+            user_call.wait(lambda: all(fs.state in (FINISHED, CANCELLED, ERROR) for fs in states),
+                           f"result of {', '.join(keys)}", timeout, lambda: self._held_for(keys))
+            for f in flat:
+                self._raise_if_failed(f)
+            rpc, msgs = self._state.gather(keys)
+            user_call.send(msgs)
+            gathered = self._state.gathers[rpc]
             try:
-                cluster._wait(lambda: all(fs.state in (FINISHED, CANCELLED, ERROR) for fs in states),
-                              f"result of {', '.join(keys)}", timeout, lambda: self._held_for(keys))
-                for f in flat:
-                    self._raise_if_failed(f)
-                call, msgs = self._state.gather(keys)
-                cluster._send(msgs)
-                gathered = self._state.gathers[call]
-                try:
-                    cluster._wait(lambda: gathered.done, f"gather of {', '.join(keys)}", timeout)
-                finally:
-                    del self._state.gathers[call]
-                if gathered.errors:
-                    key, text = next(iter(gathered.errors.items()))
-                    raise ResultSerializationError(f"the result of {key} cannot be sent back: {text}")
-                if gathered.missing:
-                    raise FutureLostError(gathered.missing[0])
-                # Futures inside the results become this client's (under the lock: they
-                # change its refcounts, and under legacy each new hold is announced).
-                with adopting(self._adopt) as adoption:
-                    values = {k: loads(v) for k, v in gathered.data.items()}
-                cluster._send(adoption.messages)
+                user_call.wait(lambda: gathered.done, f"gather of {', '.join(keys)}", timeout)
             finally:
-                cluster._end_call()
+                del self._state.gathers[rpc]
+            if gathered.errors:
+                key, text = next(iter(gathered.errors.items()))
+                raise ResultSerializationError(f"the result of {key} cannot be sent back: {text}")
+            if gathered.missing:
+                raise FutureLostError(gathered.missing[0])
+            # Futures inside the results become this client's (under the lock: they
+            # change its refcounts, and under legacy each new hold is announced).
+            with adopting(self._adopt) as adoption:
+                values = {k: loads(v) for k, v in gathered.data.items()}
+            user_call.send(adoption.messages)
         if isinstance(futures, Future):
             return values[futures.key]
         if isinstance(futures, dict):
@@ -338,5 +320,5 @@ class Client:
 
     def _held_for(self, keys: tuple[str, ...]) -> list[Any]:
         wanted = set(keys)
-        in_flight = sorted(self.cluster.network.in_flight.values(), key=lambda m: m.msg_id)
+        in_flight = self.cluster.in_flight
         return [m for m in in_flight if wanted.intersection(m.keys)] or in_flight

@@ -42,6 +42,45 @@ _LIVE_POLL_BUSY_S = 0.002
 _LIVE_POLL_IDLE_S = 0.02
 
 
+class UserCall:
+    """One user call in progress: the cluster's lock held, its messages sent and waited on.
+
+    A class rather than ``@contextmanager``: every scatter, submit and gather
+    enters one, and the explorer makes thousands of calls a second.
+    """
+
+    __slots__ = ("cluster", "cell")
+
+    def __init__(self, cluster: Cluster, cell: str | None):
+        self.cluster = cluster
+        self.cell = cell
+
+    def __enter__(self) -> UserCall:
+        cluster = self.cluster
+        cluster._lock.acquire()
+        try:
+            cluster._begin_call(self.cell)
+        except BaseException:
+            cluster._lock.release()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.cluster._end_call()
+        finally:
+            self.cluster._lock.release()
+
+    def send(self, messages: list[Message]) -> None:
+        """Hand ``messages`` to the network (they go in the policy's order)."""
+        self.cluster._send(messages)
+
+    def wait(self, done: Callable[[], bool], what: str, timeout: float | None = None,
+             needs: Callable[[], list[Message]] | None = None) -> None:
+        """Block until ``done()``, delivering as the policy allows (see ``Cluster._wait``)."""
+        self.cluster._wait(done, what, timeout, needs)
+
+
 class Cluster:
     """A scheduler, workers and clients running inside this process.
 
@@ -255,7 +294,31 @@ class Cluster:
             ts = self.scheduler.tasks.get(key)
             return ts.state if ts is not None else "forgotten"
 
-    # -- used by Client -------------------------------------------------------------
+    # -- the one path of a user call -----------------------------------------------------
+
+    def call(self, cell: str | None = None) -> UserCall:
+        """Enter a user call (scatter, submit, gather, a release, …): ``with cluster.call(): …``.
+
+        Every call the user makes goes through here: the lock is taken, dropped
+        futures are released first (the safe point), the call's messages are
+        stamped with the user's line, and on the way out the network is drained
+        (``immediate``), the trace flushed and the live thread woken.
+        """
+        return UserCall(self, cell)
+
+    def new_id(self, actor: str) -> int:
+        """An id for a non-hashed key, from this protocol's allocator (race 3 lives here)."""
+        return self._ids(actor)
+
+    def drop(self, state: ClientState, key: str) -> None:
+        """A Future was dropped (``del``, GC, ``release()``): released at the next safe point.
+
+        Safe from any thread and from ``__del__``: it only appends to a queue, as
+        dask's ``Future.release`` only schedules ``_dec_ref`` on the event loop.
+        """
+        self._drops.append((state, key))
+
+    # -- used by UserCall ---------------------------------------------------------------
 
     def _check_open(self) -> None:
         if self.closed:
@@ -313,10 +376,6 @@ class Cluster:
             if self._drops and not self.closed:
                 self._process_drops()
                 self._end_call()
-
-    def _drop(self, state: ClientState, key: str) -> None:
-        """A Future was garbage collected.  Safe from any thread and from ``__del__``."""
-        self._drops.append((state, key))
 
     def _process_drops(self) -> None:
         drops = self._drops
