@@ -1,11 +1,19 @@
-"""The user-facing ``Client`` and ``Future``, shaped like dask's.
+"""The user-facing ``Client`` and ``Future``: dask's API, on the kernel-side cluster.
+
+A dask user's program should run here unchanged and behave as on
+``distributed`` (the conformance suite, ``tests/conformance/``, checks it):
+futures anywhere inside list / tuple / set / dict arguments are dependencies,
+scheduling options (``workers=``, ``retries=``, ``priority=`` …) never reach the
+function, keys are dask's own (``dask.tokenize``, ``dask.utils.funcname``), and
+``scatter`` / ``gather`` keep their containers.  A dask feature the model does
+not have raises :class:`~jupyter_refs.errors.NotModelledError`.
 
 Every ``Future`` object adds one to its key's refcount on the client; dropping
 it (``del``, rebinding a name, ``release()``) takes one away, and at zero the
 client queues ``client-releases-keys``.  A dropped future is not released
 inside ``__del__`` — the garbage collector may run that in any thread, in the
 middle of any step — but queued, and the cluster applies the queue at its next
-safe point, as dask's ``Future.__del__`` defers to the event loop.
+safe point, as dask's ``Future.release`` defers ``_dec_ref`` to the event loop.
 
 Everything sent is serialized here, before any state changes, so data that
 cannot be pickled is refused with the cluster untouched.
@@ -14,20 +22,31 @@ cannot be pickled is refused with the cluster untouched.
 from __future__ import annotations
 
 import os
+import queue
 import sys
-from collections.abc import Callable, Iterable
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from itertools import count
 from typing import TYPE_CHECKING, Any
 
+from dask.tokenize import tokenize
+from dask.utils import funcname, typename
+
 from .errors import (
+    ClusterClosedError,
     FutureCancelledError,
     FutureLostError,
-    FutureReleasedError,
     HeldMessagesError,
+    NotModelledError,
     ResultSerializationError,
 )
-from .protocol.client import BORROWED, CANCELLED, ERROR, FINISHED, ClientState, FutureState
+from .protocol import messages as m
+from .protocol import serialize
+from .protocol.client import BORROWED, CANCELLED, DONE, ERROR, ClientState, FutureState
 from .protocol.messages import Message
-from .protocol.serialize import Dep, adopting, dumps, loads, reduce_future, sending, tokenize
+from .protocol.serialize import CONTAINERS, Dep, adopting, dumps, loads, reduce_future, sending
+from .protocol.variants import UUID
 
 if TYPE_CHECKING:
     from .cluster import Cluster
@@ -43,282 +62,683 @@ def _user_cell() -> str | None:
     return f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame is not None else None
 
 
-def _key_prefix(obj: Any) -> str:
-    name = getattr(obj, "__name__", None) or type(obj).__name__
-    return name.strip("<>") or "task"
+def _not_initialized() -> RuntimeError:
+    return RuntimeError(
+        f"{Future} object not properly initialized. This can happen if the object is being "
+        "deserialized outside of the context of a Client or Worker.")
 
 
 class Future:
-    """A reference to a key held by one client.  Drop it and the refcount drops."""
+    """A reference to a key held by one client.  Drop it and the refcount drops.
 
-    __slots__ = ("key", "client", "id", "_fs", "_released", "__weakref__")
+    ``Future(key, client)`` makes another reference to a key the client knows,
+    as in dask; a future deserialized where no client adopts it is *unbound*
+    (``status`` None; ``result()`` raises), as dask's is today.
+    """
 
-    def __init__(self, client: Client, key: str, fs: FutureState, future_id: int):
+    __slots__ = ("key", "client", "id", "_fs", "_released", "_id", "__weakref__")
+    _uid = uuid.uuid4().hex
+    _counter = count()
+
+    def __init__(self, key: str, client: Client | None = None, state: Any = None):
         self.key = key
-        self.client = client
-        self.id = future_id
-        self._fs = fs
+        self.client = None
+        self._fs: FutureState | None = None
         self._released = False
+        self._id = (Future._uid, next(Future._counter))
+        self.id = 0
+        if client is not None:
+            with client.cluster.call(_user_cell()):
+                fs, _, self.id = client._state.acquire(key, "future")
+            self.client, self._fs = client, fs
+
+    @classmethod
+    def _bound(cls, client: Client, key: str, fs: FutureState, future_id: int) -> Future:
+        """A future for a reference the client has just counted (the library's constructor)."""
+        f = cls.__new__(cls)
+        f.key, f.client, f._fs, f.id = key, client, fs, future_id
+        f._released = False
+        f._id = (Future._uid, next(Future._counter))
+        return f
+
+    # -- state -------------------------------------------------------------------------
 
     @property
-    def status(self) -> str:
-        """``pending``, ``finished``, ``lost``, ``cancelled``, ``error``, ``released``,
-        or ``borrowed`` (deserialized inside a task under ``fixed``: it holds nothing)."""
-        return "released" if self._released else self._fs.state
+    def status(self) -> str | None:
+        """``pending``, ``finished``, ``error``, ``cancelled``, ``lost``; None if unbound."""
+        fs = self._fs
+        if fs is None or fs.state == BORROWED:
+            return None
+        return fs.state
 
-    @property
-    def borrowed(self) -> bool:
-        return self._fs.state == BORROWED
+    def _verify(self) -> Client:
+        if self.client is None or self.status is None:
+            raise _not_initialized()
+        return self.client
 
     def done(self) -> bool:
-        return self.status in (FINISHED, CANCELLED, ERROR)
+        return self.status in DONE
 
     def cancelled(self) -> bool:
         return self.status == CANCELLED
 
+    @property
+    def type(self) -> type | None:
+        """The result's type, once the scheduler has reported it."""
+        fs = self._fs
+        return loads(fs.type) if fs is not None and fs.type is not None else None
+
+    # -- results -----------------------------------------------------------------------
+
     def result(self, timeout: float | None = None) -> Any:
-        """The value, fetched from the worker.  Raises what the task raised, or why it is gone."""
-        return self.client.gather(self, timeout=timeout)
+        """The value, fetched from a worker.  Raises what the task raised, or why it is gone."""
+        return self._verify().gather(self, timeout=timeout)
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        """The exception the task raised (None if it did not fail), once it is done."""
+        client = self._verify()
+        client._wait_done([self], timeout)
+        return loads(self._fs.error) if self._fs.state == ERROR else None
+
+    def traceback(self, timeout: float | None = None) -> Any:
+        """The traceback of a failed task (None otherwise); its text is the worker's."""
+        exc = self.exception(timeout)
+        if exc is None:
+            return None
+        try:
+            raise exc
+        except BaseException as raised:  # noqa: BLE001 - we only want its traceback
+            return raised.__traceback__
+
+    # -- actions -----------------------------------------------------------------------
+
+    def cancel(self, reason: str | None = None, msg: str | None = None, **kwargs: Any) -> None:
+        """Cancel the key: the future is cancelled now, the scheduler told after."""
+        self._verify().cancel([self], reason=reason, msg=msg, **kwargs)
+
+    def add_done_callback(self, fn: Callable[[Future], Any]) -> None:
+        """Call ``fn(self)`` in a callback thread once the future is done (at once if it is)."""
+        self._verify()._add_done_callback(self, fn)
+
+    def retry(self, **kwargs: Any) -> None:
+        raise NotModelledError("Future.retry", "submit with retries= instead")
 
     def release(self) -> None:
-        """Drop this reference now (as ``del`` would, without waiting for the GC)."""
-        if self._released:
+        """Drop this reference (as ``del`` does); the refcount drops at the next safe point."""
+        if self._released or self.client is None:
             return
         self._released = True
-        if self.borrowed:
-            return
-        self.client.cluster.drop(self.client._state, self.key)
+        if self._fs.state != BORROWED:
+            self.client.cluster.drop(self.client._state, self.key)
 
     def __del__(self) -> None:
         try:
-            if not self._released:
-                self._released = True
-                if not self.borrowed:
-                    self.client.cluster.drop(self.client._state, self.key)
+            self.release()
         except Exception:  # noqa: BLE001 - interpreter shutdown; nothing to tell
             pass
 
     # Pickled (inside task arguments or a result), a future travels as its key.
     __reduce__ = reduce_future
 
+    def __dask_tokenize__(self) -> tuple:
+        return (type(self).__name__, self.key, self._id)
+
     def __repr__(self) -> str:
+        t = self.type
+        if t is not None:
+            return f"<Future: {self.status}, type: {typename(t)}, key: {self.key}>"
         return f"<Future: {self.status}, key: {self.key}>"
 
+    __str__ = __repr__
 
-def _pack(args: tuple, kwargs: dict[str, Any], deps: dict[str, Future]) -> tuple[tuple, dict]:
-    """Replace the futures passed directly as arguments by :class:`Dep` placeholders.
 
-    Those are dependencies: the worker receives their values.  A future nested
-    deeper (in a list or a dict) is not unpacked: it travels pickled with the
-    task and is deserialized on the worker as a future — the vehicle of race 2.
-    (dask unpacks lists and dicts too; here they are the simplest way to send a
-    future itself, as dask's Variables and Queues do.)
+serialize.unbound = Future  # unpickled where no client adopts it: unbound, as in dask
+
+
+# -- futures inside arguments and results ----------------------------------------------
+
+
+def _pack(obj: Any, deps: dict[str, Future]) -> Any:
+    """Replace the futures in ``obj`` — through lists, tuples, sets and dict values,
+    at any depth — by :class:`Dep` placeholders, as dask's ``parse_input`` does.
+
+    Those are dependencies: the worker receives their values.  A future inside
+    any other object (an instance of the user's own class) is not seen: it
+    travels pickled with the task, as in dask.
     """
-    def pack(obj: Any) -> Any:
-        if type(obj) is Future:
-            deps[obj.key] = obj
-            return Dep(obj.key)
-        return obj
+    typ = type(obj)
+    if typ is Future:
+        deps[obj.key] = obj
+        return Dep(obj.key)
+    if typ in CONTAINERS:
+        return typ([_pack(o, deps) for o in obj]) if obj else obj
+    if typ is dict:
+        return {k: _pack(v, deps) for k, v in obj.items()}
+    return obj
 
-    return tuple(pack(a) for a in args), {k: pack(v) for k, v in kwargs.items()}
+
+def _futures_in(obj: Any, out: list[Future]) -> None:
+    """Every future in ``obj`` (through the containers ``_pack`` looks into), in order."""
+    typ = type(obj)
+    if typ is Future:
+        out.append(obj)
+    elif typ in CONTAINERS:
+        for o in obj:
+            _futures_in(o, out)
+    elif typ is dict:
+        for o in obj.values():
+            _futures_in(o, out)
+
+
+def _fill(obj: Any, values: Mapping[str, Any], skip: set[str]) -> Any:
+    """``obj`` with each future replaced by its value (``gather``'s ``pack_data``)."""
+    typ = type(obj)
+    if typ is Future:
+        return values.get(obj.key)
+    if typ in CONTAINERS:
+        return typ([_fill(o, values, skip) for o in obj])
+    if typ is dict:
+        return {k: _fill(v, values, skip) for k, v in obj.items()}
+    return obj
+
+
+#: Keyword arguments of ``submit`` / ``map`` that are scheduling options, never the function's.
+_UNMODELLED_OPTIONS = {"resources": None, "actor": False, "actors": False}
+
+
+class Refcounts(Mapping[str, int]):
+    """``client.refcount``: a read-only mapping ``key -> references held`` (0 if none)."""
+
+    def __init__(self, client: Client):
+        self._client = client
+
+    def _counts(self) -> dict[str, int]:
+        self._client.cluster.apply_drops()
+        return self._client._state.refcount
+
+    def __getitem__(self, key: str) -> int:
+        return self._counts().get(key, 0)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict(self._counts()))
+
+    def __len__(self) -> int:
+        return len(self._counts())
+
+    def __call__(self, key: str) -> int:  # the old spelling, client.refcount(key)
+        return self[key]
+
+    def __repr__(self) -> str:
+        return repr(dict(self._counts()))
+
+
+_default: list[Client] = []
+
+
+def default_client() -> Client | None:
+    """The client made last in this process and not closed (``get_client()`` outside tasks)."""
+    while _default and _default[-1].status == "closed":
+        _default.pop()
+    return _default[-1] if _default else None
 
 
 class Client:
-    """One client of a :class:`~jupyter_refs.cluster.Cluster`: ``cluster.client()``."""
+    """A client of a kernel-side :class:`~jupyter_refs.cluster.Cluster`, with dask's API.
 
-    def __init__(self, cluster: Cluster, state: ClientState):
+    ``Client(cluster)`` or ``cluster.client()``; ``Client()`` starts a cluster of
+    its own (``protocol="dask"``, live network) and closes it with the client.
+    """
+
+    def __init__(self, address: Cluster | None = None, *, name: str | None = None,
+                 set_as_default: bool = True, timeout: Any = None, **kwargs: Any):
+        from .cluster import Cluster
+
+        if kwargs:
+            raise NotModelledError(f"Client({', '.join(f'{k}=' for k in kwargs)})")
+        self._own_cluster = address is None
+        if address is None:
+            address = Cluster(protocol="dask", workers=1, network="live")
+        elif not isinstance(address, Cluster):
+            raise NotModelledError(
+                f"Client({address!r})", "a kernel-side client takes a jupyter_refs.Cluster; "
+                "to trace a real dask cluster use jupyter_refs.dask.attach(client)")
+        self._setup(address, address._register_client(name))
+        address.clients[self.name] = self
+        if set_as_default:
+            _default.append(self)
+
+    @classmethod
+    def _wrap(cls, cluster: Cluster, state: ClientState) -> Client:
+        """A Client around an existing actor (a worker's own client)."""
+        client = cls.__new__(cls)
+        client._own_cluster = False
+        client._setup(cluster, state)
+        return client
+
+    def _setup(self, cluster: Cluster, state: ClientState) -> None:
         self.cluster = cluster
         self._state = state
+        self._closed = False
+        self._callbacks: dict[str, list[tuple[Future, Callable[[Future], Any]]]] = {}
+        self._callback_queue: queue.SimpleQueue | None = None
+        state.on_done = self._on_done
+
+    # -- identity ------------------------------------------------------------------------
 
     @property
     def name(self) -> str:
         return self._state.name
 
+    id = name
+
+    @property
+    def status(self) -> str:
+        return "closed" if self._closed or self.cluster is None or self.cluster.closed else "running"
+
+    @property
+    def refcount(self) -> Refcounts:
+        """References held per key, as dask's ``client.refcount[key]``."""
+        return Refcounts(self)
+
+    @property
+    def futures(self) -> dict[str, FutureState]:
+        """The keys this client holds, with their states (dask: ``client.futures``)."""
+        self.cluster.apply_drops()
+        return dict(self._state.futures)
+
     def __repr__(self) -> str:
         return f"<Client {self.name} holding {len(self._state.refcount)} keys>"
 
-    def refcount(self, key: str) -> int:
-        self.cluster.apply_drops()
-        return self._state.refcount.get(key, 0)
-
     def _future(self, key: str, origin: str) -> tuple[Future, bool]:
         fs, new, future_id = self._state.acquire(key, origin)
-        return Future(self, key, fs, future_id), new
+        return Future._bound(self, key, fs, future_id), new
 
     def _adopt(self, key: str, task: str | None = None) -> tuple[Future, list[Message]]:
         """A future deserialized for this client (``adopting``'s callback)."""
         fs, messages, future_id = self._state.adopt(key, task)
-        return Future(self, key, fs, future_id), messages
+        return Future._bound(self, key, fs, future_id), messages
 
-    # -- scatter -------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClusterClosedError(f"{self.name} is closed")
 
-    def scatter(self, data: Any, hash: bool = True, workers: list[str] | None = None) -> Any:
-        """Send data to the workers; returns a future (or a list / dict of them).
+    def _new_key(self, prefix: str, hexed: bool) -> str:
+        """A non-hashed key: dask's uuid4, or the protocol's counter (race 3)."""
+        if self.cluster.variant.ids == UUID:
+            u = uuid.uuid4()
+            return f"{prefix}-{u.hex if hexed else u}"
+        return f"{prefix}-{self.cluster.new_id(self.name)}"
 
-        With ``hash=True`` (the default, as in dask) the key is derived from the
-        value, ``int-<token>``, so scattering the same value twice gives the same
-        key — the precondition of race #8576.  On a manual network the scatter
-        RPC is left in flight and the future is ``pending`` until it is delivered.
+    # -- scatter -------------------------------------------------------------------------
+
+    def scatter(self, data: Any, workers: Any = None, broadcast: bool = False,
+                direct: bool | None = None, hash: bool = True, timeout: Any = None,
+                asynchronous: bool | None = None) -> Any:
+        """Send data to the workers; returns futures in the shape of ``data``.
+
+        A list, tuple or set gives a list, tuple or set of futures, a dict a dict
+        (its keys become the keys), anything else one future.  With ``hash=True``
+        (the default, as in dask) the key is ``type-<token of the value>``, so
+        scattering the same value twice gives the same key — the precondition of
+        race #8576.  On a manual network the scatter RPC is left in flight and
+        the future is ``pending`` until it is delivered.
         """
+        self._check_open()
+        if asynchronous:
+            raise NotModelledError("scatter(asynchronous=True)")
         cell = _user_cell()
         if isinstance(data, dict):
             items = [(str(k), v) for k, v in data.items()]
+        elif type(data) in CONTAINERS or isinstance(data, Iterator):
+            items = [(None, v) for v in data]
         else:
-            values = list(data) if isinstance(data, list | tuple) else [data]
-            items = [(None, v) for v in values]
-        serialized = [(key, value, dumps(value)) for key, value in items]  # refuse before any id
+            items = [(None, data)]
+        workers = self._workers(workers)
         blobs: dict[str, bytes] = {}
-        for key, value, blob in serialized:
+        types: dict[str, bytes] = {}
+        order = []
+        for key, value in items:
+            blob = dumps(value)  # refuse what cannot be pickled before any key is made
             if key is None:
-                key = (f"{_key_prefix(type(value))}-{tokenize(blob)}" if hash
-                       else f"{_key_prefix(type(value))}-{self.cluster.new_id(self.name)}")
+                prefix = type(value).__name__
+                key = f"{prefix}-{tokenize(value)}" if hash else self._new_key(prefix, True)
             blobs[key] = blob
+            types[key] = dumps(type(value))
+            order.append(key)
         keys = list(blobs)
-        if workers is not None:
-            unknown = [w for w in workers if w not in self.cluster.workers]
-            if unknown:
-                raise ValueError(f"unknown workers {unknown}; the cluster has {list(self.cluster.workers)}")
         cluster = self.cluster
         with cluster.call(cell) as user_call:
             futures, new = {}, {}
-            for key in keys:
+            for key in order:
                 futures[key], is_new = self._future(key, "scatter")
                 if is_new:
                     new[key] = futures[key]._fs
-            rpc, msgs = self._state.scatter(blobs, new, workers)
+            rpc, msgs = self._state.scatter(blobs, new, workers, broadcast, types)
             user_call.send(msgs)
             if cluster.policy.autonomous:
                 pending = self._state.scatters
                 user_call.wait(lambda: rpc not in pending, f"scatter of {', '.join(keys)}")
+        out = [futures[k] for k in order]
         if isinstance(data, dict):
-            return {k: futures[str(k)] for k in data}
-        out = [futures[k] for k in keys]
-        return out if isinstance(data, list | tuple) else out[0]
+            return dict(zip(data, out))
+        if type(data) in CONTAINERS:
+            return type(data)(out)
+        if isinstance(data, Iterator):
+            return out
+        return out[0]
+
+    def _workers(self, workers: Any) -> list[str] | None:
+        """``workers=`` as names the cluster knows (one name, or a list / set of them)."""
+        if workers is None:
+            return None
+        names = [workers] if isinstance(workers, str | int) else list(workers)
+        known = self.cluster.workers
+        out = []
+        for w in names:
+            name = w if w in known else f"worker:{w}" if f"worker:{w}" in known else None
+            if name is None:
+                raise NotModelledError(
+                    f"workers={w!r}", f"the cluster's workers are {', '.join(known)}; a "
+                    "restriction to a worker that does not exist leaves the task in "
+                    "no-worker in dask")
+            out.append(name)
+        return out
 
     # -- submit / map ------------------------------------------------------------------
 
     def submit(self, func: Callable[..., Any], *args: Any, key: str | None = None,
-               pure: bool = True, **kwargs: Any) -> Future:
+               workers: Any = None, resources: Any = None, retries: int | None = None,
+               priority: int = 0, fifo_timeout: Any = "100 ms", allow_other_workers: bool = False,
+               actor: bool = False, actors: bool = False, pure: bool = True,
+               **kwargs: Any) -> Future:
         """Run ``func(*args, **kwargs)`` on a worker; futures in the arguments are dependencies."""
         if not callable(func):
-            raise TypeError(f"submit needs a callable, not {type(func).__name__}")
-        fblob = dumps(func)
-        return self._submit_many(func, fblob, [(key, args, kwargs)], pure, "submit", _user_cell())[0]
+            raise TypeError("First input to submit must be a callable function")
+        self._check_options(resources, actor, actors, allow_other_workers, workers)
+        allocated = key is None and not pure
+        if key is None:
+            key = (f"{funcname(func)}-{tokenize(func, kwargs, *args)}" if pure
+                   else self._new_key(funcname(func), False))
+        options = {"workers": self._workers(workers), "retries": retries, "priority": priority}
+        return self._submit_many(func, [(key, args, kwargs)], options, "submit", _user_cell(),
+                                 allocated)[0]
 
-    def map(self, func: Callable[..., Any], *iterables: Iterable[Any], key: str | list[str] | None = None,
-            pure: bool = True, **kwargs: Any) -> list[Future]:
+    def map(self, func: Callable[..., Any], *iterables: Iterable[Any], key: Any = None,
+            workers: Any = None, retries: int | None = None, resources: Any = None,
+            priority: int = 0, allow_other_workers: bool = False, fifo_timeout: Any = "100 ms",
+            actor: bool = False, actors: bool = False, pure: bool = True,
+            batch_size: int | None = None, **kwargs: Any) -> list[Future]:
         """``submit`` once per element, sent to the scheduler as one graph."""
         if not callable(func):
-            raise TypeError(f"map needs a callable, not {type(func).__name__}")
+            raise TypeError("First input to map must be a callable function")
+        self._check_options(resources, actor, actors, allow_other_workers, workers)
+        iterables = [list(it) for it in iterables]
         calls = list(zip(*iterables))
-        keys = key if isinstance(key, list) else [None] * len(calls)
-        if len(keys) != len(calls):
-            raise ValueError(f"map got {len(keys)} keys for {len(calls)} calls")
-        fblob = dumps(func)
-        return self._submit_many(func, fblob, [(k, a, kwargs) for k, a in zip(keys, calls)],
-                                 pure, "map", _user_cell())
+        if isinstance(key, list):
+            if len(key) != len(calls):
+                raise ValueError(f"map got {len(key)} keys for {len(calls)} calls")
+            keys = key
+        else:
+            prefix = key or funcname(func)
+            if pure:
+                tok = tokenize(func, kwargs)
+                keys = [f"{prefix}-{tokenize(tok, args)}" for args in calls]
+            else:
+                uid = self._new_key(prefix, False)
+                keys = [f"{uid}-{i}" for i in range(len(calls))]
+        options = {"workers": self._workers(workers), "retries": retries, "priority": priority}
+        return self._submit_many(func, [(k, a, kwargs) for k, a in zip(keys, calls)], options,
+                                 "map", _user_cell(), key is None and not pure)
 
-    def _submit_many(self, func: Callable[..., Any], fblob: bytes,
-                     calls: list[tuple[str | None, tuple, dict]], pure: bool, origin: str,
-                     cell: str | None) -> list[Future]:
-        prefix = _key_prefix(func)
-        packed_calls = []
+    @staticmethod
+    def _check_options(resources: Any, actor: bool, actors: bool, allow_other_workers: bool,
+                       workers: Any) -> None:
+        if resources is not None:
+            raise NotModelledError("resources=", "the kernel-side workers have no resources")
+        if actor or actors:
+            raise NotModelledError("actors")
+        if allow_other_workers not in (True, False, None):
+            raise TypeError("allow_other_workers= must be True or False")
+        if allow_other_workers and workers is None:
+            raise ValueError("Only use allow_other_workers= if using workers=")
+
+    def _submit_many(self, func: Callable[..., Any], calls: list[tuple[str, tuple, dict]],
+                     options: dict[str, Any], origin: str, cell: str | None,
+                     allocated: bool = False) -> list[Future]:
+        self._check_open()
+        fblob = dumps(func)
+        held = self._state.futures
+        tasks: dict[str, dict[str, Any]] = {}
         dep_futures: dict[str, Future] = {}
         for key, args, kwargs in calls:
+            if key in held or key in tasks:
+                continue  # dask: a key the client already holds is not submitted again
             deps: dict[str, Future] = {}
             with sending() as travelling:
-                ablob = dumps(_pack(args, kwargs, deps) if args or kwargs else ((), {}))
-            for f in travelling:
-                if f._released:
-                    raise FutureReleasedError(
-                        f"cannot send {f.key} inside task arguments: that future was released")
-            packed_calls.append((key, ablob, tuple(deps), tuple(dict.fromkeys(f.key for f in travelling))))
+                ablob = dumps((_pack(args, deps), _pack(kwargs, deps)) if args or kwargs
+                              else ((), {}))
+            tasks[key] = {"func": fblob, "args": ablob, "deps": tuple(deps),
+                          "allocated": allocated and self.cluster.variant.ids != UUID,
+                          "carries": tuple(dict.fromkeys(f.key for f in travelling)), **options}
             dep_futures.update(deps)
         for dep in dep_futures.values():
-            if dep._released:
-                raise FutureReleasedError(f"cannot compute on {dep.key}: that future was released")
-            if dep.client is not self:
-                raise ValueError(f"{dep.key} belongs to {dep.client.name}, not {self.name}")
+            if dep.client is None:
+                raise _not_initialized()
+            if dep.client.cluster is not self.cluster:
+                raise ValueError(f"{dep.key} belongs to another cluster's client")
         cluster = self.cluster
-        held = [d._fs.scatter_call for d in dep_futures.values() if d._fs.scatter_call]
-        if held:
+        scattering = [d._fs.scatter_call for d in dep_futures.values() if d._fs.scatter_call]
+        if scattering:
             raise HeldMessagesError(f"{origin} on {', '.join(dep_futures)}",
-                                    [m for m in cluster.in_flight if m.channel in held])
-        # Keys last, once nothing can refuse the call: a non-hashed key takes an id from
-        # the allocator, here in the caller's thread (where race 3 lives).
-        tasks: dict[str, dict[str, Any]] = {}
-        keys = []
-        for key, ablob, deps, carries in packed_calls:
-            allocated = key is None and not pure
-            if key is None:
-                key = (f"{prefix}-{tokenize(fblob, ablob)}" if pure
-                       else f"{prefix}-{cluster.new_id(self.name)}")
-            tasks[key] = {"func": fblob, "args": ablob, "deps": deps, "allocated": allocated,
-                          "carries": carries}
-            keys.append(key)
+                                    [msg for msg in cluster.in_flight if msg.channel in scattering])
         with cluster.call(cell) as user_call:
-            futures = [self._future(key, origin)[0] for key in keys]
-            user_call.send(self._state.update_graph(tasks, keys, dep_futures))
+            futures = [self._future(key, origin)[0] for key, _, _ in calls]
+            if tasks:
+                user_call.send(self._state.update_graph(tasks, list(tasks), dep_futures))
         return futures
 
-    # -- gather --------------------------------------------------------------------------
+    # -- waiting and gathering ---------------------------------------------------------------
 
-    def gather(self, futures: Any, timeout: float | None = None) -> Any:
-        """The values of ``futures`` (a future, or a list / dict of them)."""
+    def _wait_done(self, futures: list[Future], timeout: float | None,
+                   call: Any = None) -> None:
+        states = [f._fs for f in futures]
+        keys = tuple(dict.fromkeys(f.key for f in futures))
+        done = lambda: all(fs.state in DONE for fs in states)  # noqa: E731
+        if done():
+            return
+        if call is not None:
+            call.wait(done, f"result of {', '.join(keys)}", timeout, lambda: self._held_for(keys))
+            return
+        with self.cluster.call(None) as user_call:
+            user_call.wait(done, f"result of {', '.join(keys)}", timeout,
+                           lambda: self._held_for(keys))
+
+    def gather(self, futures: Any, errors: str = "raise", direct: bool | None = None,
+               asynchronous: bool | None = None, timeout: float | None = None) -> Any:
+        """The values of ``futures``: a future, or any nesting of lists, tuples, sets and
+        dicts holding futures (other items pass through), in the same shape."""
+        if errors not in ("raise", "skip"):
+            raise ValueError(f"Bad value, `errors={errors}`")
+        if asynchronous:
+            raise NotModelledError("gather(asynchronous=True)")
         cell = _user_cell()
-        if isinstance(futures, Future):
-            flat = [futures]
-        elif isinstance(futures, dict):
-            flat = list(futures.values())
-        else:
-            flat = list(futures)
+        flat: list[Future] = []
+        _futures_in(futures, flat)
         for f in flat:
-            if not isinstance(f, Future):
-                raise TypeError(f"gather takes futures, not {type(f).__name__}")
-            if f._released:
-                raise FutureReleasedError(
-                    f"{f.key}: this future was released; its result is no longer available")
+            if f.client is None or f._fs is None or f._fs.state == BORROWED:
+                raise _not_initialized()
             if f.client is not self:
-                raise ValueError(f"{f.key} belongs to {f.client.name}, not {self.name}")
-        cluster = self.cluster
+                raise ValueError("Cannot gather Futures created by another client. "
+                                 f"{f.key} belongs to {f.client.name}, this client is {self.name}")
         keys = tuple(dict.fromkeys(f.key for f in flat))
-        states = [f._fs for f in flat]
-        with cluster.call(cell) as user_call:
-            user_call.wait(lambda: all(fs.state in (FINISHED, CANCELLED, ERROR) for fs in states),
-                           f"result of {', '.join(keys)}", timeout, lambda: self._held_for(keys))
+        bad: set[str] = set()
+        values: dict[str, Any] = {}
+        with self.cluster.call(cell) as user_call:
+            self._wait_done(flat, timeout, user_call)
             for f in flat:
-                self._raise_if_failed(f)
-            rpc, msgs = self._state.gather(keys)
-            user_call.send(msgs)
-            gathered = self._state.gathers[rpc]
-            try:
-                user_call.wait(lambda: gathered.done, f"gather of {', '.join(keys)}", timeout)
-            finally:
-                del self._state.gathers[rpc]
-            if gathered.errors:
-                key, text = next(iter(gathered.errors.items()))
-                raise ResultSerializationError(f"the result of {key} cannot be sent back: {text}")
-            if gathered.missing:
-                raise FutureLostError(gathered.missing[0])
-            # Futures inside the results become this client's (under the lock: they
-            # change its refcounts, and under legacy each new hold is announced).
-            with adopting(self._adopt) as adoption:
-                values = {k: loads(v) for k, v in gathered.data.items()}
-            user_call.send(adoption.messages)
+                if f._fs.state in (CANCELLED, ERROR):
+                    if errors == "raise":
+                        self._raise_if_failed(f)
+                    bad.add(f.key)
+            wanted = tuple(k for k in keys if k not in bad)
+            if wanted:
+                values = self._fetch(wanted, timeout, user_call)
         if isinstance(futures, Future):
             return values[futures.key]
-        if isinstance(futures, dict):
-            return {k: values[f.key] for k, f in futures.items()}
-        return [values[f.key] for f in flat]
+        if bad and type(futures) is list:
+            futures = [f for f in futures if not (type(f) is Future and f.key in bad)]
+        return _fill(futures, values, bad)
+
+    def _fetch(self, keys: tuple[str, ...], timeout: float | None, user_call: Any) -> dict[str, Any]:
+        rpc, msgs = self._state.gather(keys)
+        user_call.send(msgs)
+        gathered = self._state.gathers[rpc]
+        try:
+            user_call.wait(lambda: gathered.done, f"gather of {', '.join(keys)}", timeout)
+        finally:
+            del self._state.gathers[rpc]
+        if gathered.errors:
+            key, text = next(iter(gathered.errors.items()))
+            raise ResultSerializationError(f"the result of {key} cannot be sent back: {text}")
+        if gathered.missing:
+            raise FutureLostError(gathered.missing[0])
+        # Futures inside the results become this client's (under the lock: they
+        # change its refcounts, and under dask-2024.7 each new hold is announced).
+        with adopting(self._adopt) as adoption:
+            values = {k: loads(v) for k, v in gathered.data.items()}
+        user_call.send(adoption.messages)
+        return values
 
     def _raise_if_failed(self, f: Future) -> None:
         fs = f._fs
         if fs.state == CANCELLED:
-            raise FutureCancelledError(f.key, fs.reason or "cancelled")
+            raise FutureCancelledError(f.key, fs.reason, fs.error.decode() if fs.error else None)
         if fs.state == ERROR:
             raise loads(fs.error)
 
     def _held_for(self, keys: tuple[str, ...]) -> list[Any]:
         wanted = set(keys)
         in_flight = self.cluster.in_flight
-        return [m for m in in_flight if wanted.intersection(m.keys)] or in_flight
+        return [msg for msg in in_flight if wanted.intersection(msg.keys)] or in_flight
+
+    # -- cancel, questions, close ------------------------------------------------------------
+
+    def cancel(self, futures: Any, asynchronous: bool | None = None, force: bool = False,
+               reason: str | None = None, msg: str | None = None) -> None:
+        """Cancel the futures' keys (and what depends on them), as dask's ``Client.cancel``."""
+        flat: list[Future] = []
+        _futures_in(futures if not isinstance(futures, Future) else [futures], flat)
+        with self.cluster.call(_user_cell()) as user_call:
+            user_call.send(self._state.cancel((f.key for f in flat), force, reason, msg))
+
+    def _ask(self, op: str, keys: tuple[str, ...] = (), **payload: Any) -> dict[str, Any]:
+        """An RPC to the scheduler, waited for (who_has, variables, queues …)."""
+        self._check_open()
+        replies = self._state.replies
+        with self.cluster.call(_user_cell()) as user_call:
+            rpc, msgs = self._state.query(op, keys, **payload)
+            user_call.send(msgs)
+            user_call.wait(lambda: rpc in replies, f"{op}", payload.get("timeout"))
+            return replies.pop(rpc)
+
+    def _tell(self, op: str, keys: tuple[str, ...] = (), **payload: Any) -> None:
+        """A message on this client's batched stream (no answer)."""
+        with self.cluster.call(None) as user_call:
+            user_call.send(self._state.send(op, keys, **payload))
+
+    def who_has(self, futures: Any = None) -> dict[str, list[str]]:
+        """Which workers hold each key (of ``futures``, or every key)."""
+        flat: list[Future] = []
+        if futures is not None:
+            _futures_in(futures if not isinstance(futures, Future) else [futures], flat)
+        keys = tuple(dict.fromkeys(f.key for f in flat))
+        return self._ask(m.WHO_HAS, keys)["who_has"]
+
+    def has_what(self, workers: Any = None) -> dict[str, list[str]]:
+        """Which keys each worker holds."""
+        has = self._ask(m.HAS_WHAT)["has_what"]
+        names = self._workers(workers)
+        return {w: keys for w, keys in has.items() if names is None or w in names}
+
+    def close(self, timeout: Any = None) -> None:
+        """Release every key this client holds; then refuse new work.  Closing twice is fine."""
+        if self._closed:
+            return
+        cluster = self.cluster
+        if cluster is not None and not cluster.closed:
+            with cluster.call(None) as user_call:
+                for key in list(self._state.refcount):
+                    self._state.refcount[key] = 1
+                    user_call.send(self._state.release(key))
+        self._closed = True
+        if self._own_cluster and cluster is not None:
+            cluster.close()
+
+    def shutdown(self) -> None:
+        """Close the client and its cluster."""
+        self.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- done callbacks --------------------------------------------------------------------
+
+    def _add_done_callback(self, future: Future, fn: Callable[[Future], Any]) -> None:
+        with self.cluster.call(None):
+            if future._fs.state in DONE or future._fs is not self._state.futures.get(future.key):
+                self._run_callback(future, fn)
+            else:
+                self._callbacks.setdefault(future.key, []).append((future, fn))
+
+    def _on_done(self, key: str, fs: FutureState) -> None:
+        """The key became done (called by the client's state machine, under the lock)."""
+        for future, fn in self._callbacks.pop(key, ()):
+            self._run_callback(future, fn)
+
+    def _run_callback(self, future: Future, fn: Callable[[Future], Any]) -> None:
+        """Callbacks run on a thread of their own, in order, as dask's callback executor."""
+        if self._callback_queue is None:
+            self._callback_queue = q = queue.SimpleQueue()
+
+            def run() -> None:
+                while True:
+                    f, callback = q.get()
+                    try:
+                        callback(f)
+                    except Exception as exc:  # noqa: BLE001 - a user's callback: tell, go on
+                        print(f"jupyter_refs: done callback {callback!r} raised {exc!r}",
+                              file=sys.stderr)
+
+            threading.Thread(target=run, name=f"{self.name}-callbacks", daemon=True).start()
+        self._callback_queue.put((future, fn))
+
+    # -- what dask has and the model does not ----------------------------------------------
+
+    def compute(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotModelledError("Client.compute", "dask collections are not modelled; use submit")
+
+    def persist(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotModelledError("Client.persist", "dask collections are not modelled; use submit")
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _DASK_CLIENT_API:
+            raise NotModelledError(f"Client.{name}")
+        raise AttributeError(f"'Client' object has no attribute {name!r}")
+
+
+#: Public names of dask's Client that the model does not have (they raise NotModelledError).
+_DASK_CLIENT_API = frozenset("""
+run run_on_scheduler restart restart_workers upload_file publish_dataset unpublish_dataset
+get_dataset list_datasets datasets rebalance replicate retry story get_task_stream profile
+dashboard_link register_plugin unregister_worker_plugin register_worker_plugin
+register_scheduler_plugin get_executor get_metadata set_metadata get_worker_logs
+get_scheduler_logs scheduler_info nthreads ncores processing call_stack benchmark_hardware
+get_versions wait_for_workers forward_logging log_event subscribe_topic unsubscribe_topic
+get_events start_ipython_workers start_ipython_scheduler dump_cluster_state
+write_scheduler_file amm get asynchronous sync loop scheduler
+""".split())

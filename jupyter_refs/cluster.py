@@ -29,7 +29,7 @@ from .client import Client, Future
 from .errors import ClusterClosedError, HeldMessagesError, ProtocolError, TaskContextError
 from .ids import AtomicIds, RacyIds
 from .network import Network, Policy, RandomLatency, make_policy
-from .protocol.client import ClientState
+from .protocol.client import BORROWED, ClientState
 from .protocol.messages import SCHEDULER, Message
 from .protocol.scheduler import SchedulerState
 from .protocol.variants import ProtocolVariant, get_variant
@@ -152,15 +152,26 @@ class Cluster:
     # -- public surface ----------------------------------------------------------------
 
     def client(self, name: str | None = None) -> Client:
+        """A new client of this cluster (the same as ``jupyter_refs.Client(cluster)``)."""
+        return Client(self, name=name)
+
+    def get_client(self) -> Client:
+        """The cluster's first open client, or a new one (dask's ``cluster.get_client()``)."""
+        for client in self.clients.values():
+            if client.status == "running":
+                return client
+        return Client(self)
+
+    def _register_client(self, name: str | None) -> ClientState:
+        """The actor behind a new ``Client``: named, traced, on the network."""
         with self._lock:
             self._check_open()
             name = name or f"client:{len(self.clients) + 1}"
             if name in self._actors:
                 raise ValueError(f"an actor named {name!r} already exists")
-            client = Client(self, ClientState(name, self.variant, self.trace.record))
-            self.clients[name] = client
-            self._actors[name] = client._state
-            return client
+            state = ClientState(name, self.variant, self.trace.record)
+            self._actors[name] = state
+            return state
 
     @property
     def in_flight(self) -> list[Message]:
@@ -326,10 +337,12 @@ class Cluster:
 
     def _bind(self, state: ClientState, key: str, fs: Any, future_id: int) -> Any:
         """The ``Future`` a task receives for a future in its arguments (the worker's client's)."""
+        if fs.state == BORROWED:
+            return Future(key)  # today's dask: unbound, it holds nothing
         client = self._worker_clients.get(state.name)
         if client is None:
-            client = self._worker_clients[state.name] = Client(self, state)
-        return Future(client, key, fs, future_id)
+            client = self._worker_clients[state.name] = Client._wrap(self, state)
+        return Future._bound(client, key, fs, future_id)
 
     def _begin_call(self, cell: str | None) -> None:
         """Entering a user call: under the lock, before any of its messages."""

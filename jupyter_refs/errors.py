@@ -7,6 +7,7 @@ message without reading a traceback.  They all derive from ``JupyterRefsError``.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from concurrent.futures import CancelledError
 
 
 class JupyterRefsError(Exception):
@@ -63,13 +64,37 @@ class FutureReleasedError(JupyterRefsError, RuntimeError):
     """The future was released; it no longer refers to anything."""
 
 
-class FutureCancelledError(JupyterRefsError):
-    """The scheduler cancelled the future's key (the key was lost or forgotten)."""
+class FutureCancelledError(JupyterRefsError, CancelledError):
+    """The future's key was cancelled: by the user, by a release, or by the scheduler.
 
-    def __init__(self, key: str, reason: str):
+    A ``concurrent.futures.CancelledError``, as dask's is, so ``except
+    CancelledError`` catches both; its text is dask's.
+    """
+
+    def __init__(self, key: str, reason: str | None, msg: str | None = None):
         self.key = key
-        self.reason = reason
-        super().__init__(f"{key} was cancelled: {reason}")
+        self.reason = reason or "unknown"
+        self.msg = msg
+        super().__init__(key, self.reason, msg)
+
+    def __str__(self) -> str:
+        text = f"{self.key} cancelled for reason: {self.reason}."
+        return f"{text}\n{self.msg}" if self.msg else text
+
+
+class NotModelledError(JupyterRefsError, NotImplementedError):
+    """A dask feature the kernel-side cluster does not model.
+
+    Raised instead of an AttributeError or a quiet difference: what the model
+    does not do, it says so.  ``docs/conformance.md`` lists what it does.
+    """
+
+    def __init__(self, feature: str, hint: str = ""):
+        self.feature = feature
+        super().__init__(
+            f"{feature} is a dask feature the kernel-side cluster does not model"
+            + (f" ({hint})" if hint else "")
+            + "; see docs/conformance.md for what it does model")
 
 
 class FutureLostError(JupyterRefsError):

@@ -57,6 +57,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "desire.unknown": ("client", "task"),
     "scheduler.assertion": ("message", "stimulus_id"),
     "client.removed": ("client", "reason"),
+    "task.retry": ("retries_left", "stimulus_id"),
     # worker
     "scatter.worker_put": ("incarnation",),
     "worker.put": ("incarnation", "replaced"),

@@ -22,9 +22,12 @@ from .messages import Message
 from .variants import ProtocolVariant
 
 PENDING, FINISHED, LOST, CANCELLED, ERROR = "pending", "finished", "lost", "cancelled", "error"
+DONE = frozenset((FINISHED, CANCELLED, ERROR))
 #: A future deserialized inside a task under ``fixed``: it names a key, holds nothing.
 BORROWED = "borrowed"
 CONNECTION_LOST = "scheduler-connection-lost"
+#: The reason a future's state gives once its last reference was released (dask: none).
+RELEASED = "unknown"
 
 
 @dataclass(slots=True)
@@ -37,6 +40,12 @@ class FutureState:
     error: bytes | None = None
     #: Scatter calls not yet answered; a blocking call on this key must wait for them.
     scatter_call: str | None = None
+    #: The result's type (pickled), as the scheduler reported it: ``Future.type``.
+    type: bytes | None = None
+    #: The worker's formatted traceback of an erred task.
+    traceback: str | None = None
+    #: When the future became done, in this client's order (``as_completed`` yields by it).
+    done_seq: int = 0
 
 
 @dataclass(slots=True)
@@ -70,6 +79,11 @@ class ClientState:
         #: Scatter calls sent and not yet answered.
         self.scatters: set[str] = set()
         self._stream = m.stream_channel(name, m.SCHEDULER)
+        self._done = 0
+        #: Called with ``(key, state)`` when a key becomes done (the user's done callbacks).
+        self.on_done: Callable[[str, FutureState], None] | None = None
+        #: Answers to queries (who_has, has_what, variables, queues): call -> reply payload.
+        self.replies: dict[str, dict[str, Any]] = {}
 
     # -- helpers ---------------------------------------------------------------
 
@@ -84,6 +98,11 @@ class ClientState:
         self.record(self.name, "future.state", key, fs.state, to, cause, reason)
         fs.state = to
         fs.reason = reason
+        if to in DONE:
+            self._done += 1
+            fs.done_seq = self._done
+            if self.on_done is not None:
+                self.on_done(key, fs)
 
     # -- user actions ------------------------------------------------------------
 
@@ -140,16 +159,22 @@ class ClientState:
         # After a lost connection the key may have no state left; it is released all the same.
         fs = self.futures.pop(key, None)
         gen = fs.gen if fs is not None else self._gens.get(key, 0)
+        if fs is not None and fs.state != CANCELLED:
+            # As dask's _release_key: the key's state is cancelled, so a Future object
+            # still around (released, then asked for its result) says so.
+            self._set_state(key, fs, CANCELLED, None, RELEASED)
         return [Message(self.name, m.SCHEDULER, m.CLIENT_RELEASES_KEYS, self._stream, True,
                         (key,), {"client": self.name, "gens": {key: gen}})]
 
     def scatter(self, data: dict[str, bytes], new: dict[str, FutureState],
-                workers: list[str] | None = None) -> tuple[str, list[Message]]:
+                workers: list[str] | None = None, broadcast: bool = False,
+                types: dict[str, bytes] | None = None) -> tuple[str, list[Message]]:
         """Send already-serialized ``data`` to the scheduler.  ``new`` are the holds it starts."""
         call = self._new_call()
         self.scatters.add(call)
         for key, fs in new.items():
             fs.scatter_call = call
+            fs.type = (types or {}).get(key)
             self.record(self.name, "scatter.begin", key, fs.gen)
         gens = {k: self.futures[k].gen for k in data if k in self.futures}
         msg = Message(self.name, m.SCHEDULER, m.SCATTER, call, False, tuple(data),
@@ -163,6 +188,33 @@ class ClientState:
         gens = {k: futures[k].gen for k in (*wanted, *deps) if k in futures}
         return [Message(self.name, m.SCHEDULER, m.UPDATE_GRAPH, self._stream, True,
                         tuple(wanted), {"client": self.name, "tasks": tasks, "gens": gens})]
+
+    def cancel(self, keys: Iterable[str], force: bool, reason: str | None,
+               msg: str | None) -> list[Message]:
+        """``Client.cancel``: the futures are cancelled here at once, the scheduler told after.
+
+        As dask: ``cancel-keys`` rides the batched stream, and the client forgets
+        the keys' states without waiting (their refcounts stay with the objects).
+        """
+        keys = tuple(dict.fromkeys(keys))
+        for key in keys:
+            fs = self.futures.pop(key, None)
+            if fs is not None:
+                self._set_state(key, fs, CANCELLED, None, reason or "unknown")
+                fs.error = msg.encode() if msg else None
+        return [Message(self.name, m.SCHEDULER, m.CANCEL_KEYS, self._stream, True, keys,
+                        {"client": self.name, "force": force, "reason": reason, "msg": msg})]
+
+    def query(self, op: str, keys: tuple[str, ...] = (), **payload: Any) -> tuple[str, list[Message]]:
+        """An RPC to the scheduler whose answer the caller waits for in :attr:`replies`."""
+        call = self._new_call()
+        return call, [Message(self.name, m.SCHEDULER, op, call, False, keys,
+                              {"client": self.name, **payload})]
+
+    def send(self, op: str, keys: tuple[str, ...] = (), **payload: Any) -> list[Message]:
+        """A message on this client's batched stream (confirmations, fire-and-forget)."""
+        return [Message(self.name, m.SCHEDULER, op, self._stream, True, keys,
+                        {"client": self.name, **payload})]
 
     def gather(self, keys: tuple[str, ...]) -> tuple[str, list[Message]]:
         call = self._new_call()
@@ -205,6 +257,7 @@ class ClientState:
         for key in msg.keys:
             fs = self._held(msg, key)
             if fs is not None and fs.scatter_call is None and fs.state in (PENDING, LOST):
+                fs.type = msg.payload.get("type") or fs.type
                 self._set_state(key, fs, FINISHED, msg.msg_id)
 
     def _on_lost_data(self, msg: Message) -> None:
@@ -214,17 +267,23 @@ class ClientState:
                 self._set_state(key, fs, LOST, msg.msg_id, "the scheduler reported the data lost")
 
     def _on_cancelled_keys(self, msg: Message) -> None:
-        reason = msg.payload.get("reason", "cancelled by the scheduler")
+        reason = msg.payload.get("reason") or "unknown"
+        text = msg.payload.get("msg")
         for key in msg.keys:
             fs = self._held(msg, key)
             if fs is not None and fs.state != CANCELLED:
+                fs.error = text.encode() if text else None
                 self._set_state(key, fs, CANCELLED, msg.msg_id, reason)
+
+    def _on_reply(self, msg: Message) -> None:
+        self.replies[msg.channel] = msg.payload
 
     def _on_task_erred(self, msg: Message) -> None:
         for key in msg.keys:
             fs = self._held(msg, key)
             if fs is not None:
                 fs.error = msg.payload["exception"]
+                fs.traceback = msg.payload.get("traceback")
                 self._set_state(key, fs, ERROR, msg.msg_id, msg.payload.get("text"))
 
     def _on_gather_reply(self, msg: Message) -> None:
@@ -253,4 +312,5 @@ class ClientState:
         m.CANCELLED_KEYS: _on_cancelled_keys,
         m.TASK_ERRED_REPORT: _on_task_erred,
         m.GATHER_REPLY: _on_gather_reply,
+        m.QUERY_REPLY: _on_reply,
     }

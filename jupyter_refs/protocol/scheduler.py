@@ -25,6 +25,7 @@ from itertools import count
 from typing import Any
 
 from . import messages as m
+from .extensions import EXTENSION_OPS, Extensions
 from .messages import SCHEDULER, Message
 from .serialize import dumps
 from .variants import ProtocolVariant
@@ -59,6 +60,11 @@ class TaskState:
     processing_on: str | None = None
     exception: bytes | None = None
     exception_text: str | None = None
+    traceback: str | None = None
+    #: The result's type, pickled (dask keeps ``TaskState.type`` for the clients' reprs).
+    type: bytes | None = None
+    #: Retries left (``submit(retries=)``).
+    retries: int = 0
 
 
 @dataclass(slots=True)
@@ -102,6 +108,9 @@ class SchedulerState:
         self._scatters: dict[str, _ScatterCall] = {}
         self._gathers: dict[str, _GatherCall] = {}
         self._streams: dict[str, str] = {}  # receiver -> its stream's name, made once
+        #: Holders of keys that are not clients with a stream (variable-x, queue-x, …).
+        self.pseudo: set[str] = set()
+        self.extensions = Extensions(self)
 
     # -- plumbing ----------------------------------------------------------------
 
@@ -110,6 +119,8 @@ class SchedulerState:
         stimulus = f"{msg.op}-{msg.msg_id}"
         try:
             self._handlers[msg.op](self, msg, out, stimulus)
+            if self.extensions.parked:
+                self.extensions.retry(out, stimulus)
         except InvariantError as exc:
             client = msg.payload.get("client")
             self.record(SCHEDULER, "scheduler.assertion", exc.key, str(exc), stimulus)
@@ -146,12 +157,24 @@ class SchedulerState:
         return call
 
     def _report(self, out: _Out, ts: TaskState, op: str, **payload: Any) -> None:
-        """Tell every client that wants ``ts``; the report names the hold it is about."""
+        """Tell every client that wants ``ts``; the report names the hold it is about.
+
+        Pseudo-clients (a Variable's, a Queue's, fire-and-forget's) hold keys
+        but have no stream: nothing is sent to them.
+        """
         for client in sorted(ts.who_wants):
+            if client in self.pseudo:
+                continue
             gen = self.wants.get(client, {}).get(ts.key, 0)
             self._send(out, client, op, (ts.key,), gen=gen, **payload)
 
     def _pick_worker(self, ts: TaskState | None = None) -> str:
+        allowed = ts.run_spec.get("workers") if ts is not None and ts.run_spec else None
+        if allowed:
+            # Restricted (submit(workers=)): the least loaded of those named, in their order.
+            names = [w for w in allowed if w in self._load]
+            if names:
+                return min(names, key=lambda w: self._load[w])
         if ts is not None and ts.dependencies:
             # Where most of the inputs already are, as dask's decide_worker prefers.
             counts: dict[str, int] = {}
@@ -196,7 +219,11 @@ class SchedulerState:
             created = ts is None
             if created:
                 if not self.variant.desire_creates:
+                    # dask only warns ("Client … desires key … but key is unknown"); the
+                    # fixed protocol also tells the client, so no future dangles unseen.
                     self.record(SCHEDULER, "desire.unknown", key, client, task)
+                    if not self.variant.generations or client in self.pseudo:
+                        continue
                     self._send(out, client, m.CANCELLED_KEYS, (key,), gens={key: gen},
                                reason=f"{key} is unknown to the scheduler: it was released and "
                                "forgotten before this future was deserialized, and a "
@@ -204,11 +231,13 @@ class SchedulerState:
                     continue
                 ts = self._new_task(key, RELEASED, None)
             self._desire(client, key, gen, created)
+            if client in self.pseudo:
+                continue
             if ts.state == MEMORY:
-                self._send(out, client, m.KEY_IN_MEMORY, (key,), gen=gen)
+                self._send(out, client, m.KEY_IN_MEMORY, (key,), gen=gen, type=ts.type)
             elif ts.state == ERRED:
                 self._send(out, client, m.TASK_ERRED_REPORT, (key,), gen=gen,
-                           exception=ts.exception, text=ts.exception_text)
+                           exception=ts.exception, text=ts.exception_text, traceback=ts.traceback)
 
     def _release(self, client: str, key: str, gen: int, recs: dict[str, str]) -> None:
         keys = self.wants.get(client, {})
@@ -225,8 +254,20 @@ class SchedulerState:
             return
         ts.who_wants.discard(client)
         self.record(SCHEDULER, "release.applied", key, client, gen, tuple(sorted(ts.who_wants)))
-        if not ts.who_wants and not self._needed_by_dependents(ts):
-            recs[key] = FORGOTTEN
+        unwanted = self._unwanted(ts)
+        if unwanted is not None:
+            recs[key] = unwanted
+
+    def _unwanted(self, ts: TaskState) -> str | None:
+        """Where a task nobody holds goes (dask's ``_client_releases_keys``).
+
+        Forgotten if no task depends on it; ``released`` if some still do (in a
+        chain a → b → c with only c held, a and b stay, released); nothing
+        while a dependent still waits for it.
+        """
+        if ts.who_wants or self._needed_by_dependents(ts):
+            return None
+        return RELEASED if ts.dependents and ts.state != ERRED else FORGOTTEN
 
     def _add_replica(self, ts: TaskState, worker: str, incarnation: int, out: _Out,
                      stimulus: str) -> None:
@@ -261,6 +302,11 @@ class SchedulerState:
         by_worker: dict[str, dict[str, bytes]] = {}
         targets = p.get("workers") or None
         for i, (key, blob) in enumerate(p["data"].items()):
+            if p.get("broadcast"):
+                # A copy on every worker named (every worker if none is).
+                for worker in targets or self.workers:
+                    by_worker.setdefault(worker, {})[key] = blob
+                continue
             worker = targets[i % len(targets)] if targets else self._pick_worker()
             by_worker.setdefault(worker, {})[key] = blob
         call = _ScatterCall(msg, set())
@@ -314,7 +360,8 @@ class SchedulerState:
                 self._add_replica(ts, worker, incarnation, out, stimulus)
             self.record(SCHEDULER, "scatter.registered", key, tuple(sorted(ts.who_has)),
                         tuple(sorted(ts.who_wants)))
-            self._report(out, ts, m.KEY_IN_MEMORY)
+            ts.type = p.get("types", {}).get(key, ts.type)
+            self._report(out, ts, m.KEY_IN_MEMORY, type=ts.type)
             if self.variant.generations:
                 if not ts.who_wants:  # every hold was released while the put was in flight
                     recs[key] = FORGOTTEN
@@ -344,6 +391,7 @@ class SchedulerState:
         new = [self._new_task(key, RELEASED, spec) for key, spec in tasks.items()
                if key not in lost and key not in self.tasks]
         for ts in new:
+            ts.retries = ts.run_spec.get("retries") or 0
             ts.dependencies = set(ts.run_spec["deps"])
             for dep in ts.dependencies:
                 self.tasks[dep].dependents.add(ts.key)
@@ -376,14 +424,22 @@ class SchedulerState:
                        incarnations={key: msg.payload["incarnation"]}, stimulus_id=stimulus)
             return
         self._add_replica(ts, worker, msg.payload["incarnation"], out, stimulus)
+        ts.type = msg.payload.get("type")
         self._transitions({key: MEMORY}, stimulus, out)
 
     def _on_task_erred(self, msg: Message, out: _Out, stimulus: str) -> None:
         ts = self.tasks.get(msg.keys[0])
         if ts is None or ts.state != PROCESSING:
             return
+        if ts.retries > 0:
+            # submit(retries=n): run it again, as dask's transition_processing_erred does.
+            ts.retries -= 1
+            self.record(SCHEDULER, "task.retry", ts.key, ts.retries, stimulus)
+            self._transitions({ts.key: WAITING}, stimulus, out)
+            return
         ts.exception = msg.payload["exception"]
         ts.exception_text = msg.payload["text"]
+        ts.traceback = msg.payload.get("traceback")
         self._transitions({ts.key: ERRED}, stimulus, out)
 
     def _on_release_worker_data(self, msg: Message, out: _Out, stimulus: str) -> None:
@@ -396,6 +452,61 @@ class SchedulerState:
         del ts.who_has[worker]
         if not ts.who_has and ts.state == MEMORY:
             self._transitions({ts.key: RELEASED}, stimulus, out)
+
+    # -- cancel ------------------------------------------------------------------------
+
+    def _on_cancel_keys(self, msg: Message, out: _Out, stimulus: str) -> None:
+        """dask's ``stimulus_cancel``: the client lets go of the keys (and of their
+        dependents), everyone's hold too with ``force``; the clients are told."""
+        p = msg.payload
+        client = p["client"]
+        cancelled: list[str] = []
+        releasers: list[str] = []
+
+        def cancel(keys: list[str]) -> None:
+            for key in keys:
+                ts = self.tasks.get(key)
+                if ts is None or key in cancelled:
+                    continue
+                if p["force"] or ts.who_wants == {client}:
+                    cancel(sorted(ts.dependents))
+                    cancelled.append(key)
+                releasers.extend(sorted(ts.who_wants) if p["force"] else [client])
+
+        cancel(list(msg.keys))
+        recs: dict[str, str] = {}
+        for holder in dict.fromkeys(releasers):
+            for key in cancelled:
+                self._release(holder, key, self.wants.get(holder, {}).get(key, 0), recs)
+        self._transitions(recs, stimulus, out)
+        for holder in sorted(self.wants):
+            if holder not in self.pseudo and cancelled:
+                self._send(out, holder, m.CANCELLED_KEYS, tuple(cancelled), gens={},
+                           reason=p.get("reason"), msg=p.get("msg"))
+
+    # -- questions and extensions ----------------------------------------------------------
+
+    def _on_query(self, msg: Message, out: _Out, stimulus: str) -> None:
+        """An RPC answered from the scheduler's state (who_has, has_what) or by an extension."""
+        reply = self.extensions.handle(msg, out, stimulus)
+        if reply is not None and not msg.batched:
+            self.reply(out, msg, **reply)
+
+    def reply(self, out: _Out, request: Message, **payload: Any) -> None:
+        out.append(Message(SCHEDULER, request.sender, m.QUERY_REPLY, request.channel, False,
+                           request.keys, payload))
+
+    def desire(self, holder: str, keys: list[str], out: _Out, stimulus: str) -> None:
+        """``client_desires_keys`` for a holder without a stream (or a client confirming)."""
+        msg = Message(SCHEDULER, SCHEDULER, m.CLIENT_DESIRES_KEYS, "", True, tuple(keys),
+                      {"client": holder, "gens": {}})
+        self._on_client_desires_keys(msg, out, stimulus)
+
+    def release(self, holder: str, keys: list[str], out: _Out, stimulus: str) -> None:
+        recs: dict[str, str] = {}
+        for key in keys:
+            self._release(holder, key, self.wants.get(holder, {}).get(key, 0), recs)
+        self._transitions(recs, stimulus, out)
 
     # -- gather ----------------------------------------------------------------------
 
@@ -459,6 +570,7 @@ class SchedulerState:
             dts = self.tasks[dep]
             if dts.state == ERRED:
                 ts.exception, ts.exception_text = dts.exception, dts.exception_text
+                ts.traceback = dts.traceback
                 recs[ts.key] = ERRED
                 return
             if dts.state != MEMORY:
@@ -483,7 +595,7 @@ class SchedulerState:
             self.record(SCHEDULER, "future.put", ts.key)
         self._load[ts.processing_on] -= 1
         ts.processing_on = None
-        self._report(out, ts, m.KEY_IN_MEMORY)
+        self._report(out, ts, m.KEY_IN_MEMORY, type=ts.type)
         for key in ts.dependents:
             dts = self.tasks.get(key)
             if dts is not None and dts.state == WAITING:
@@ -503,11 +615,13 @@ class SchedulerState:
         self._erred(ts, recs, out)
 
     def _erred(self, ts, recs, out) -> None:
-        self._report(out, ts, m.TASK_ERRED_REPORT, exception=ts.exception, text=ts.exception_text)
+        self._report(out, ts, m.TASK_ERRED_REPORT, exception=ts.exception, text=ts.exception_text,
+                     traceback=ts.traceback)
         for key in ts.dependents:
             dts = self.tasks.get(key)
             if dts is not None and dts.state in (WAITING, RELEASED):
                 dts.exception, dts.exception_text = ts.exception, ts.exception_text
+                dts.traceback = ts.traceback
                 recs[key] = ERRED
 
     def _memory_released(self, ts, recs, out, stimulus) -> None:
@@ -545,8 +659,9 @@ class SchedulerState:
                 continue
             if ts.state == FORGOTTEN:
                 dts.dependents.discard(ts.key)
-            if not dts.who_wants and not self._needed_by_dependents(dts):
-                recs[dep] = FORGOTTEN
+            unwanted = self._unwanted(dts)
+            if unwanted is not None:
+                recs[dep] = unwanted
 
     def _free_on_workers(self, ts: TaskState, out: _Out, stimulus: str) -> None:
         for worker, incarnation in sorted(ts.who_has.items()):
@@ -581,4 +696,6 @@ class SchedulerState:
         m.RELEASE_WORKER_DATA: _on_release_worker_data,
         m.GATHER: _on_gather,
         m.GET_DATA_REPLY: _on_get_data_reply,
+        m.CANCEL_KEYS: _on_cancel_keys,
+        **dict.fromkeys(EXTENSION_OPS, _on_query),
     }

@@ -87,15 +87,24 @@ class Dep:
         return f"Dep({self.key!r})"
 
 
+#: The containers dask looks into for futures (``distributed.utils_comm.collection_types``
+#: and dicts' values): a future anywhere inside them is a dependency.  Any other object —
+#: a namedtuple, an instance of the user's own class — travels pickled, futures and all.
+CONTAINERS = (tuple, list, set, frozenset)
+_NESTED = (*CONTAINERS, dict)
+
+
 def substitute(obj: Any, values: Mapping[str, Any]) -> Any:
-    """Replace every :class:`Dep` in ``obj`` (lists, tuples, dicts) with its value."""
-    if type(obj) is Dep:
+    """Replace every :class:`Dep` in ``obj`` (through lists, tuples, sets, dicts) with its value."""
+    typ = type(obj)
+    if typ is Dep:
         return values[obj.key]
-    if type(obj) in (tuple, list):
-        if not any(type(o) is Dep or type(o) in (tuple, list, dict) for o in obj):
-            return obj
-        return type(obj)(substitute(o, values) for o in obj)
-    if type(obj) is dict:
+    if typ in CONTAINERS:
+        for o in obj:
+            if type(o) is Dep or type(o) in _NESTED:
+                return typ([substitute(o, values) for o in obj])
+        return obj
+    if typ is dict:
         return {k: substitute(v, values) for k, v in obj.items()}
     return obj
 
@@ -184,10 +193,15 @@ def reduce_future(future: Any) -> tuple:
     return (rebuild_future, (future.key,))
 
 
+#: What a future deserialized where nobody adopts it becomes (the client module sets its
+#: unbound ``Future``; without it, a plain :class:`FutureRef`).
+unbound: Callable[[str], Any] = FutureRef
+
+
 def rebuild_future(key: str) -> Any:
     adoption = _adoption.get()
     if adoption is None:
-        return FutureRef(key)
+        return unbound(key)
     obj, messages = adoption.adopt(key)
     adoption.messages.extend(messages)
     return obj

@@ -1,6 +1,6 @@
 """Protocol variants as data.
 
-The legacy and fixed protocols use the *same* channels (scatter is an RPC,
+The dask and fixed protocols use the *same* channels (scatter is an RPC,
 releases ride the batched client stream, frees ride the batched worker stream),
 so any delivery order that can happen under one can happen under the other.
 They differ only in what the messages carry and how a receiver treats a
@@ -30,18 +30,29 @@ message that arrives late:
 
 Both are needed: the property tests find lost futures with either one alone.
 
-``deserialized_claims`` (legacy only)
+``deserialized_claims`` (``dask-2024.7``)
     A future deserialized inside a task's arguments on a worker claims its key
     for the worker's client: it sends ``client-desires-keys``, as dask did
-    before PR 8827.  Under ``fixed`` such a future is *borrowed*: the task can
-    read its key, but it neither counts as a reference nor tells the scheduler.
+    before PR 8827.  Today (``dask``, and ``fixed``) such a future arrives
+    *unbound*: it names a key, holds no reference and tells nobody.
 
-``desire_creates`` (legacy only)
+``desire_creates`` (``dask-2024.7``)
     ``client-desires-keys`` for a key the scheduler does not know creates a
     task for it — in ``released``, with no run spec: a *ghost*, which the next
-    transition that reaches it trips over.  Under ``fixed`` an unknown key is
-    never created: the scheduler records a warning (``desire.unknown``) and
-    reports the future cancelled, saying the key was unknown.
+    transition that reaches it trips over.  Today an unknown key is never
+    created: the scheduler records a warning (``desire.unknown``) and reports
+    the future cancelled, saying the key was unknown.
+
+``ids``
+    Where the keys of ``submit(pure=False)`` and ``scatter(hash=False)`` come
+    from.  dask draws a ``uuid4``: no coordination, no collision.  ``racy-ids``
+    models Julia's ``next_ref_id()`` before JuliaLang/julia#42167 — a counter
+    read and written in two steps (race 3); ``counter`` is the same counter made
+    atomic.
+
+Versions are named: ``dask`` is today's dask (distributed 2026.8); behaviour
+dask has since changed is a variant named for the last version that had it.
+``legacy`` is an alias of ``dask``, so notebooks saved before the rename run.
 """
 
 from __future__ import annotations
@@ -50,6 +61,8 @@ from dataclasses import dataclass
 
 from ..errors import ProtocolError
 
+UUID, RACY_COUNTER, COUNTER = "uuid", "racy-counter", "counter"
+
 
 @dataclass(frozen=True, slots=True)
 class ProtocolVariant:
@@ -57,38 +70,60 @@ class ProtocolVariant:
     generations: bool
     incarnations: bool
     summary: str
-    #: Non-hashed keys from an atomic allocator (see ``jupyter_refs.ids``).
-    atomic_ids: bool = True
+    #: Where non-hashed keys come from (see ``jupyter_refs.ids``).
+    ids: str = UUID
     deserialized_claims: bool = False
     desire_creates: bool = False
 
+    @property
+    def atomic_ids(self) -> bool:
+        return self.ids != RACY_COUNTER
 
-LEGACY = ProtocolVariant(
-    name="legacy",
+
+DASK = ProtocolVariant(
+    name="dask",
     generations=False,
     incarnations=False,
-    summary="dask's behaviour: a late client-releases-keys can forget a re-scattered key",
-    atomic_ids=False,
+    summary="today's dask (distributed 2026.8): a late client-releases-keys can forget a "
+    "re-scattered key (#8576)",
+)
+DASK_2024_7 = ProtocolVariant(
+    name="dask-2024.7",
+    generations=False,
+    incarnations=False,
+    summary="dask up to 2024.7, before PR 8827: a future deserialized in a task claims its key, "
+    "and a claim on a forgotten key creates a ghost task",
     deserialized_claims=True,
     desire_creates=True,
+)
+RACY_IDS = ProtocolVariant(
+    name="racy-ids",
+    generations=False,
+    incarnations=False,
+    summary="today's dask, with non-hashed keys from a counter read and written in two steps "
+    "(Julia's next_ref_id before #42167): two threads can get one key",
+    ids=RACY_COUNTER,
 )
 FIXED = ProtocolVariant(
     name="fixed",
     generations=True,
     incarnations=True,
     summary="releases carry the hold's generation and frees the key's incarnation; "
-    "stale ones are ignored; ids are atomic; an unknown key is never created",
+    "stale ones are ignored; an unknown key is never created",
 )
 
-VARIANTS = {v.name: v for v in (LEGACY, FIXED)}
+VARIANTS = {v.name: v for v in (DASK, DASK_2024_7, RACY_IDS, FIXED)}
+#: Old names that saved notebooks and schedule strings still use.
+ALIASES = {"legacy": DASK}
 
 
 def get_variant(protocol: str | ProtocolVariant) -> ProtocolVariant:
     if isinstance(protocol, ProtocolVariant):
         return protocol
-    try:
-        return VARIANTS[protocol]
-    except KeyError:
+    variant = VARIANTS.get(protocol) or ALIASES.get(protocol)
+    if variant is None:
         raise ProtocolError(
-            f"unknown protocol {protocol!r}; choose one of {', '.join(VARIANTS)}"
-        ) from None
+            f"unknown protocol {protocol!r}; choose one of {', '.join(VARIANTS)} "
+            f"(or {', '.join(ALIASES)}, an alias of dask)"
+        )
+    return variant

@@ -171,7 +171,8 @@ class WorkerState:
             running_task.reset(token)
         self._store(key, result, p["incarnation"])
         return [*adoption.messages, self._to_scheduler(m.TASK_FINISHED, (key,), worker=self.name,
-                                                       incarnation=p["incarnation"])]
+                                                       incarnation=p["incarnation"],
+                                                       type=_dump_type(result))]
 
     # -- gather ----------------------------------------------------------------------
 
@@ -195,6 +196,21 @@ class WorkerState:
         m.GET_DATA: _on_get_data,
         m.GET_DATA_REPLY: _on_get_data_reply,
     }
+
+
+_TYPES: dict[type, bytes] = {}
+
+
+def _dump_type(value: Any) -> bytes | None:
+    """The result's type, pickled once per type (dask reports it for ``Future.type``)."""
+    t = type(value)
+    blob = _TYPES.get(t)
+    if blob is None:
+        try:
+            blob = _TYPES[t] = dumps(t)
+        except TypeError:
+            return None
+    return blob
 
 
 def _dump_exception(exc: BaseException) -> bytes:

@@ -1,0 +1,229 @@
+"""The scheduler's extensions: questions (who_has, has_what), Variables and Queues.
+
+dask's ``VariableExtension`` and ``QueueExtension`` (``distributed/variable.py``,
+``distributed/queues.py``) hold futures for *pseudo-clients* — ``variable-<name>``,
+``queue-<name>`` — through the same ``who_wants`` sets as real clients, and are
+reached by RPCs that run beside the clients' batched streams: unordered RPCs
+next to ordered streams, the ground #8576 grew on.  They are modelled message
+for message:
+
+* ``variable_set`` desires the key for ``variable-<name>`` once the scheduler
+  knows it (dask polls; here the call is parked until the key exists), and
+  releases the previous value's key — but only after every client that got it
+  confirmed (``variable-future-received-confirm``, on the client's batched
+  stream), so that no release overtakes a reader's desire.
+* ``variable_get`` answers with the key, its state and a token the reader must
+  confirm; a get on a name never set is parked until a set.
+* ``queue_put`` desires the key for ``queue-<name>``; ``queue_get`` pops it, and
+  the reader's ``queue-future-release`` desires it for the reader, then
+  releases the queue's hold.
+
+Sans-IO like the scheduler: each handler takes the request and the outgoing
+list, and returns the reply payload (or None when the call is parked).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from itertools import count
+from typing import TYPE_CHECKING, Any
+
+from . import messages as m
+from .messages import Message
+
+if TYPE_CHECKING:
+    from .scheduler import SchedulerState
+
+EXTENSION_OPS = (m.WHO_HAS, m.HAS_WHAT, m.VARIABLE_SET, m.VARIABLE_GET, m.VARIABLE_DELETE,
+                 m.QUEUE_CREATE, m.QUEUE_PUT, m.QUEUE_GET, m.QUEUE_QSIZE, m.QUEUE_RELEASE,
+                 m.VARIABLE_CONFIRM, m.QUEUE_FUTURE_RELEASE)
+
+
+class Extensions:
+    def __init__(self, scheduler: SchedulerState):
+        self.scheduler = scheduler
+        self.variables: dict[str, dict[str, Any]] = {}
+        #: (key, variable) -> tokens handed out and not yet confirmed.
+        self.waiting: dict[tuple[str, str], set[str]] = defaultdict(set)
+        #: Releases of a variable's old key, waiting for its readers' confirmations.
+        self.pending_release: set[tuple[str, str]] = set()
+        self.queues: dict[str, deque[dict[str, Any]]] = {}
+        self.maxsize: dict[str, int] = {}
+        #: (queue, key) -> how many records of the queue hold the key.
+        self.queue_refs: dict[tuple[str, str], int] = defaultdict(int)
+        #: Calls that wait for something (a key to exist, a value to be set or put).
+        self.parked: list[Message] = []
+        self._tokens = count(1)
+
+    def handle(self, msg: Message, out: list[Message], stimulus: str) -> dict[str, Any] | None:
+        reply = self._handlers[msg.op](self, msg, out, stimulus)
+        if reply is None and not msg.batched:
+            self.parked.append(msg)
+        return reply
+
+    def retry(self, out: list[Message], stimulus: str) -> None:
+        """Try the parked calls again (after each stimulus: something may have changed)."""
+        parked, self.parked = self.parked, []
+        for msg in parked:
+            reply = self._handlers[msg.op](self, msg, out, stimulus)
+            if reply is None:
+                self.parked.append(msg)
+            else:
+                self.scheduler.reply(out, msg, **reply)
+
+    def _pseudo(self, holder: str) -> str:
+        self.scheduler.pseudo.add(holder)
+        return holder
+
+    # -- questions -------------------------------------------------------------------
+
+    def _who_has(self, msg, out, stimulus):
+        tasks = self.scheduler.tasks
+        keys = msg.keys or tuple(tasks)
+        return {"who_has": {k: sorted(tasks[k].who_has) if k in tasks else [] for k in keys}}
+
+    def _has_what(self, msg, out, stimulus):
+        has: dict[str, list[str]] = {w: [] for w in self.scheduler.workers}
+        for key, ts in self.scheduler.tasks.items():
+            for w in ts.who_has:
+                has[w].append(key)
+        return {"has_what": has}
+
+    # -- Variable ----------------------------------------------------------------------
+
+    def _variable_set(self, msg, out, stimulus):
+        p = msg.payload
+        name, key = p["name"], p.get("key")
+        if key is not None:
+            if key not in self.scheduler.tasks:
+                return None  # parked: dask polls until the key is known
+            self.scheduler.desire(self._pseudo(f"variable-{name}"), [key], out, stimulus)
+            record = {"type": "Future", "value": key}
+        else:
+            record = {"type": "value", "value": p["data"]}
+        old = self.variables.get(name)
+        if old is not None and old["type"] == "Future" and old["value"] != key:
+            self._release_old(old["value"], name, out, stimulus)
+        self.variables[name] = record
+        return {"ok": True}
+
+    def _release_old(self, key: str, name: str, out, stimulus) -> None:
+        if self.waiting.get((key, name)):
+            self.pending_release.add((key, name))  # after the readers' confirmations
+            return
+        self.waiting.pop((key, name), None)
+        self.scheduler.release(f"variable-{name}", [key], out, stimulus)
+
+    def _variable_get(self, msg, out, stimulus):
+        record = self.variables.get(msg.payload["name"])
+        if record is None:
+            return None  # parked until a set
+        if record["type"] != "Future":
+            return dict(record)
+        key = record["value"]
+        ts = self.scheduler.tasks.get(key)
+        token = f"token-{next(self._tokens)}"
+        self.waiting[(key, msg.payload["name"])].add(token)
+        reply = {**record, "token": token, "state": ts.state if ts is not None else "lost"}
+        if ts is not None and ts.state == "erred":
+            reply.update(exception=ts.exception, text=ts.exception_text)
+        return reply
+
+    def _variable_confirm(self, msg, out, stimulus):
+        p = msg.payload
+        key, name = msg.keys[0], p["name"]
+        self.scheduler.desire(p["client"], [key], out, stimulus)
+        tokens = self.waiting.get((key, name))
+        if tokens is not None:
+            tokens.discard(p["token"])
+            if not tokens and (key, name) in self.pending_release:
+                self.pending_release.discard((key, name))
+                self._release_old(key, name, out, stimulus)
+        return {}
+
+    def _variable_delete(self, msg, out, stimulus):
+        name = msg.payload["name"]
+        old = self.variables.pop(name, None)
+        if old is not None and old["type"] == "Future":
+            self._release_old(old["value"], name, out, stimulus)
+        return {"ok": True}
+
+    # -- Queue ---------------------------------------------------------------------------
+
+    def _queue_create(self, msg, out, stimulus):
+        name = msg.payload["name"]
+        if name not in self.queues:
+            self.queues[name] = deque()
+            self.maxsize[name] = msg.payload.get("maxsize") or 0
+        return {"ok": True}
+
+    def _queue_put(self, msg, out, stimulus):
+        p = msg.payload
+        name = p["name"]
+        queue = self.queues[name]
+        if self.maxsize[name] and len(queue) >= self.maxsize[name]:
+            return None  # parked: the queue is full
+        key = p.get("key")
+        if key is not None:
+            self.queue_refs[(name, key)] += 1
+            self.scheduler.desire(self._pseudo(f"queue-{name}"), [key], out, stimulus)
+            queue.append({"type": "Future", "value": key})
+        else:
+            queue.append({"type": "value", "value": p["data"]})
+        return {"ok": True}
+
+    def _queue_get(self, msg, out, stimulus):
+        p = msg.payload
+        queue = self.queues[p["name"]]
+        if p.get("batch"):
+            n = p.get("n") or len(queue)
+            if len(queue) < n:
+                return None
+            records = [self._describe(queue.popleft()) for _ in range(n)]
+            return {"records": records}
+        if not queue:
+            return None  # parked until a put
+        return {"records": [self._describe(queue.popleft())]}
+
+    def _describe(self, record: dict[str, Any]) -> dict[str, Any]:
+        if record["type"] == "Future":
+            ts = self.scheduler.tasks.get(record["value"])
+            return {**record, "state": ts.state if ts is not None else "lost"}
+        return record
+
+    def _queue_future_release(self, msg, out, stimulus):
+        p = msg.payload
+        name, key = p["name"], msg.keys[0]
+        self.scheduler.desire(p["client"], [key], out, stimulus)
+        self.queue_refs[(name, key)] -= 1
+        if not self.queue_refs[(name, key)]:
+            del self.queue_refs[(name, key)]
+            self.scheduler.release(f"queue-{name}", [key], out, stimulus)
+        return {}
+
+    def _queue_qsize(self, msg, out, stimulus):
+        return {"qsize": len(self.queues[msg.payload["name"]])}
+
+    def _queue_release(self, msg, out, stimulus):
+        name = msg.payload["name"]
+        keys = sorted({k for (n, k) in self.queue_refs if n == name})
+        for key in keys:
+            del self.queue_refs[(name, key)]
+        self.queues.pop(name, None)
+        self.scheduler.release(f"queue-{name}", keys, out, stimulus)
+        return {"ok": True}
+
+    _handlers = {
+        m.WHO_HAS: _who_has,
+        m.HAS_WHAT: _has_what,
+        m.VARIABLE_SET: _variable_set,
+        m.VARIABLE_GET: _variable_get,
+        m.VARIABLE_DELETE: _variable_delete,
+        m.VARIABLE_CONFIRM: _variable_confirm,
+        m.QUEUE_CREATE: _queue_create,
+        m.QUEUE_PUT: _queue_put,
+        m.QUEUE_GET: _queue_get,
+        m.QUEUE_QSIZE: _queue_qsize,
+        m.QUEUE_RELEASE: _queue_release,
+        m.QUEUE_FUTURE_RELEASE: _queue_future_release,
+    }
