@@ -3,14 +3,17 @@
 from .checks import Violation
 from .client import Client, Future
 from .cluster import Cluster
+from .coordination import Queue, Variable, as_completed, wait
 from .errors import (
     ClusterClosedError,
     FutureCancelledError,
     FutureLostError,
     FutureReleasedError,
+    FuturesCancelledError,
     HeldMessagesError,
     JupyterRefsError,
     NotDeliverableError,
+    NotModelledError,
     SerializationError,
     UnknownMessageError,
 )
@@ -32,6 +35,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'jupyter_refs' has no attribute {name!r}")
 
 __all__ = [
+    "as_completed",
     "Client",
     "Cluster",
     "ClusterClosedError",
@@ -41,11 +45,14 @@ __all__ = [
     "export",
     "Future",
     "FutureCancelledError",
+    "FuturesCancelledError",
     "FutureLostError",
     "FutureReleasedError",
     "HeldMessagesError",
     "JupyterRefsError",
     "NotDeliverableError",
+    "NotModelledError",
+    "Queue",
     "RefsTable",
     "replay",
     "SavedTrace",
@@ -55,7 +62,9 @@ __all__ = [
     "Timeline",
     "Trace",
     "UnknownMessageError",
+    "Variable",
     "Violation",
+    "wait",
 ]
 
 

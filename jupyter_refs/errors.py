@@ -82,6 +82,28 @@ class FutureCancelledError(JupyterRefsError, CancelledError):
         return f"{text}\n{self.msg}" if self.msg else text
 
 
+class FuturesCancelledError(JupyterRefsError, CancelledError):
+    """``wait`` found cancelled futures: dask's grouping of them by reason."""
+
+    def __init__(self, errors: list[FutureCancelledError]):
+        self.errors = errors
+        super().__init__(errors)
+
+    def __str__(self) -> str:
+        groups: dict[str, list[FutureCancelledError]] = {}
+        for e in self.errors:
+            groups.setdefault(e.reason, []).append(e)
+        n = len(self.errors)
+        lines = [f"{n} Future{'s' if n > 1 else ''} cancelled:", "Reasons:"]
+        for reason, errs in sorted(groups.items(), key=lambda g: -len(g[1])):
+            k = len(errs)
+            example = next((e.msg for e in errs if e.msg), None)
+            lines.append(f"{k} Future{'s' if k > 1 else ''} cancelled for reason: {reason}.\n"
+                         f"Message: {example}\nFuture{'s' if k > 1 else ''}: "
+                         f"{[e.key for e in errs]}")
+        return "\n".join(lines)
+
+
 class NotModelledError(JupyterRefsError, NotImplementedError):
     """A dask feature the kernel-side cluster does not model.
 
