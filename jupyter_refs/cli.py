@@ -8,7 +8,7 @@ import textwrap
 
 from .demo import scatter_race
 from .network import POLICIES
-from .protocol.variants import VARIANTS
+from .protocol.variants import PROTOCOL_NAMES
 from .views.text import around, format_events
 
 
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     demo = sub.add_parser("demo", help="run a race on the kernel-side cluster")
     demo_sub = demo.add_subparsers(dest="race", required=True)
     race = demo_sub.add_parser("scatter-race", help="dask#8576: scatter, drop, scatter")
-    race.add_argument("--protocol", choices=sorted(VARIANTS), default="legacy")
+    race.add_argument("--protocol", choices=PROTOCOL_NAMES, default="dask")
     race.add_argument("--seed", type=int, default=0, help="seed of the simulated latencies")
     race.add_argument("--network", choices=[p for p in POLICIES if p != "manual"], default="random")
     race.add_argument("--iterations", type=int, default=200)

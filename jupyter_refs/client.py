@@ -167,13 +167,20 @@ class Future:
         """Drop this reference (as ``del`` does); the refcount drops at the next safe point."""
         if self._released or self.client is None:
             return
+        self._drop()
+        # Called by the user, not the GC: the release is applied now, as dask's event
+        # loop applies it a moment later.
+        self.client.cluster.apply_drops()
+
+    def _drop(self) -> None:
         self._released = True
         if self._fs.state != BORROWED:
             self.client.cluster.drop(self.client._state, self.key)
 
     def __del__(self) -> None:
         try:
-            self.release()
+            if not self._released and self.client is not None:
+                self._drop()
         except Exception:  # noqa: BLE001 - interpreter shutdown; nothing to tell
             pass
 

@@ -27,7 +27,7 @@ from .cluster import Cluster
 from .errors import JupyterRefsError
 from .network import POLICIES
 from .protocol.messages import Message
-from .protocol.variants import VARIANTS
+from .protocol.variants import PROTOCOL_HELP, PROTOCOL_NAMES
 from .trace import Trace
 
 
@@ -138,7 +138,7 @@ class RefsMagics(Magics):
     # -- %cluster ---------------------------------------------------------------------------
 
     @magic_arguments()
-    @argument("--protocol", "-p", choices=sorted(VARIANTS), help="legacy (dask's) or fixed")
+    @argument("--protocol", "-p", choices=PROTOCOL_NAMES, help=PROTOCOL_HELP)
     @argument("--workers", "-w", type=int, help="number of workers")
     @argument("--network", "-n", choices=[p for p in POLICIES],
               help="live (a thread, real latencies), random (seeded, simulated), "
@@ -333,7 +333,7 @@ class RefsMagics(Magics):
     # -- exploring message orders ------------------------------------------------------------
 
     @magic_arguments()
-    @argument("--protocol", "-p", choices=sorted(VARIANTS), help="legacy (dask's) or fixed")
+    @argument("--protocol", "-p", choices=PROTOCOL_NAMES, help=PROTOCOL_HELP)
     @argument("--max", "-m", type=int, default=2000, help="schedules to run at most (default 2000)")
     @argument("--bound", "-b", type=int, default=2,
               help="messages that may be delayed behind younger ones (default 2)")

@@ -16,7 +16,7 @@ def test_demo_legacy_shows_the_violation(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "first violation: dangling_future" in text
     assert "client-releases-keys" in text and "transition memory → forgotten" in text
-    assert "lost data" in text
+    assert "lost dependencies" in text
     assert "traceEvents" in json.loads(out.read_text())
 
 

@@ -86,7 +86,7 @@ def test_variant_a_legacy_exact_order(manual_cluster):
     # The next graph on it is cancelled as lost data.
     f = client.submit(inc, y)
     cluster.run_until_idle()
-    with pytest.raises(FutureCancelledError, match="lost data"):
+    with pytest.raises(FutureCancelledError, match="lost dependencies"):
         f.result()
 
 

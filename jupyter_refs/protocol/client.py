@@ -139,7 +139,7 @@ class ClientState:
             self.record(self.name, "future.created", key, self._future_ids, "borrowed", 0)
             return FutureState(BORROWED, 0), [], self._future_ids
         fs, new, future_id = self.acquire(key, "deserialize")
-        if not new:
+        if not new or not self.variant.adopt_desires:
             return fs, [], future_id
         return fs, [Message(self.name, m.SCHEDULER, m.CLIENT_DESIRES_KEYS, self._stream, True,
                             (key,), {"client": self.name, "gens": {key: fs.gen}, "task": task})
@@ -161,8 +161,11 @@ class ClientState:
         gen = fs.gen if fs is not None else self._gens.get(key, 0)
         if fs is not None and fs.state != CANCELLED:
             # As dask's _release_key: the key's state is cancelled, so a Future object
-            # still around (released, then asked for its result) says so.
-            self._set_state(key, fs, CANCELLED, None, RELEASED)
+            # still around (released, then asked for its result) says so.  Not a traced
+            # transition: the refcount reaching zero, just recorded, is the event.
+            fs.state, fs.reason = CANCELLED, RELEASED
+            if self.on_done is not None:
+                self.on_done(key, fs)
         return [Message(self.name, m.SCHEDULER, m.CLIENT_RELEASES_KEYS, self._stream, True,
                         (key,), {"client": self.name, "gens": {key: gen}})]
 

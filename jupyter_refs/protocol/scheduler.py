@@ -34,7 +34,7 @@ RELEASED, WAITING, PROCESSING, MEMORY, ERRED, FORGOTTEN = (
     "released", "waiting", "processing", "memory", "erred", "forgotten",
 )
 
-LOST_DATA_REASON = "User asked for computation on lost data"
+LOST_DEPENDENCIES = "lost dependencies"
 SET_TWICE = "Future can be set only once"
 
 
@@ -374,12 +374,13 @@ class SchedulerState:
     def _on_update_graph(self, msg: Message, out: _Out, stimulus: str) -> None:
         p = msg.payload
         client, tasks = p["client"], p["tasks"]
-        lost = self._lost_keys(tasks)
-        if lost:
-            self._send(out, client, m.CANCELLED_KEYS, tuple(sorted(lost)),
-                       gens={k: p["gens"].get(k, 0) for k in lost},
-                       reason=f"{LOST_DATA_REASON}: " + ", ".join(
-                           f"{k} needs {d}" for k, d in sorted(lost.items()) if d))
+        if self._lost_keys(tasks):
+            # dask's update_graph: the whole graph is refused, every key it asked for
+            # cancelled ("lost dependencies"); the keys it depends on are not touched.
+            self._send(out, client, m.CANCELLED_KEYS, msg.keys,
+                       gens={k: p["gens"].get(k, 0) for k in msg.keys}, reason=LOST_DEPENDENCIES)
+            return
+        lost: dict[str, str | None] = {}
         recs: dict[str, str] = {}
         for key, spec in tasks.items():
             if spec.get("allocated") and key in self.tasks and key not in lost:
@@ -410,9 +411,9 @@ class SchedulerState:
         for key, spec in tasks.items():
             for dep in spec["deps"]:
                 if dep not in tasks and dep not in self.tasks:
+                    # dask logs "User asked for computation on lost data".
                     self.record(SCHEDULER, "graph.lost_data", key, dep)
                     lost[key] = dep
-                    lost.setdefault(dep, None)
         return lost
 
     def _on_task_finished(self, msg: Message, out: _Out, stimulus: str) -> None:

@@ -74,6 +74,9 @@ class ProtocolVariant:
     ids: str = UUID
     deserialized_claims: bool = False
     desire_creates: bool = False
+    #: A future found in a gathered result tells the scheduler of its new hold
+    #: (``client-desires-keys``): dask did before PR 8827; ``fixed`` does, safely.
+    adopt_desires: bool = False
 
     @property
     def atomic_ids(self) -> bool:
@@ -95,6 +98,7 @@ DASK_2024_7 = ProtocolVariant(
     "and a claim on a forgotten key creates a ghost task",
     deserialized_claims=True,
     desire_creates=True,
+    adopt_desires=True,
 )
 RACY_IDS = ProtocolVariant(
     name="racy-ids",
@@ -110,11 +114,16 @@ FIXED = ProtocolVariant(
     incarnations=True,
     summary="releases carry the hold's generation and frees the key's incarnation; "
     "stale ones are ignored; an unknown key is never created",
+    adopt_desires=True,
 )
 
 VARIANTS = {v.name: v for v in (DASK, DASK_2024_7, RACY_IDS, FIXED)}
 #: Old names that saved notebooks and schedule strings still use.
 ALIASES = {"legacy": DASK}
+#: Every name ``protocol=`` takes (magics and the command line offer these).
+PROTOCOL_NAMES = sorted([*VARIANTS, *ALIASES])
+PROTOCOL_HELP = ("dask (today's), dask-2024.7 (before PR 8827: ghost tasks), racy-ids "
+                 "(non-atomic ids), fixed; legacy = dask")
 
 
 def get_variant(protocol: str | ProtocolVariant) -> ProtocolVariant:
