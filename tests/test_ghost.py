@@ -12,7 +12,7 @@ from __future__ import annotations
 import pickle
 
 import pytest
-from helpers import Box, count, deliver_op, inc, keep, summary
+from helpers import Box, deliver_op, inc, keep, summary
 
 from jupyter_refs import Cluster, FutureCancelledError
 

@@ -35,8 +35,8 @@ def test_scatter_race_lesson():
     nb = execute("01_scatter_race.ipynb")
     assert "VIOLATION dangling_future" in text_of(nb, "legacy-refs")
     assert "forgotten" in text_of(nb, "legacy-refs")
-    assert "lost data" in text_of(nb, "legacy-submit")
-    assert "legacy: violation after" in text_of(nb, "legacy-loop")
+    assert "cancelled for reason: lost dependencies." in text_of(nb, "legacy-submit")
+    assert "dask: violation after" in text_of(nb, "legacy-loop")
     fixed = text_of(nb, "fixed-refs")
     assert "VIOLATION" not in fixed and "memory" in fixed
     assert "result: 124" in text_of(nb, "fixed-submit")
@@ -58,12 +58,20 @@ def test_ghost_task_lesson():
     assert "the future came back: <Future: pending" in meet
     for name in ("y", "g", "other"):  # all of client:1's futures, the unrelated one too
         assert f"{name} -> FutureCancelledError" in meet and "scheduler-connection-lost" in meet
-    ghosts = int(re.search(r"legacy: (\d+) ghost tasks in 50", text_of(nb, "legacy-loop"))[1])
+    ghosts = int(re.search(r"dask-2024.7: (\d+) ghost tasks in 50", text_of(nb, "legacy-loop"))[1])
     assert ghosts > 0
+    assert "in a list, the task got: [41]" in text_of(nb, "list-unpacked")  # a value, not a future
+    unbound = "in the task: status None; .result() -> RuntimeError:"
+    today = text_of(nb, "dask-refs")  # today's dask: the future arrives unbound, no ghost
+    assert unbound in today and "not properly initialized" in today
+    assert "ghost" not in today and "VIOLATION" not in today and "created_task=True" not in today
+    meet = text_of(nb, "dask-meet")
+    assert "the future came back: <Future: pending" in meet and "other -> 7" in meet
+    assert "dask: 0 ghost tasks in 50 iterations" in text_of(nb, "dask-loop")
     fixed = text_of(nb, "fixed-refs")
-    assert "VIOLATION" not in fixed and "borrowed: it holds no reference" in fixed
+    assert "VIOLATION" not in fixed and unbound in fixed and "holds no reference" in fixed
     meet = text_of(nb, "fixed-meet")
-    assert "unknown to the scheduler" in meet and "lost data" in meet and "other -> 7" in meet
+    assert "unknown to the scheduler" in meet and "lost dependencies" in meet and "other -> 7" in meet
     assert "fixed: 0 ghost tasks in 50 iterations" in text_of(nb, "fixed-loop")
     assert "BokehModel" in widget_models(nb)
 
@@ -79,6 +87,11 @@ def test_future_ids_lesson():
     assert ("16000 futures, 0 id collisions, 0 second puts refused, 0 futures not finished"
             in text_of(nb, "fixed-threads"))
     assert "every result right: True" in text_of(nb, "fixed-threads")
+    keys = text_of(nb, "dask-keys").split()  # dask's pure=False keys: inc-<uuid4>
+    assert len(keys) == 3 and all(re.fullmatch(r"inc-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", k)
+                                  for k in keys)
+    assert ("16000 futures, 0 id collisions, 0 second puts refused, 0 futures not finished"
+            in text_of(nb, "dask-threads"))
     assert "BokehModel" in widget_models(nb)
 
 
