@@ -78,14 +78,14 @@ def program(func: Callable | None = None, *, remote: bool = False):
 
 # -- gates: tasks that wait until the program lets them go (in-process backends only) --------
 
-GATES: dict[str, threading.Event] = {}
+GATES: dict[str, tuple[threading.Event, float]] = {}
 _gate_ids = iter(range(1 << 62))
-GATE_TIMEOUT_S = 10.0
 
 
 def gate_wait(name: str, value: Any = None) -> Any:
-    """A task body: block until the gate ``name`` opens (at most GATE_TIMEOUT_S)."""
-    GATES[name].wait(GATE_TIMEOUT_S)
+    """A task body: block until the gate ``name`` opens (or its backend's gate timeout passes)."""
+    event, timeout = GATES[name]
+    event.wait(timeout)
     return value
 
 
@@ -132,6 +132,9 @@ def exc_info(e: BaseException) -> tuple[str, str]:
 class Backend:
     """What a program sees.  Subclasses fill in the cluster-specific parts."""
 
+    #: A program still running after this long is reported as hung.
+    run_timeout = 30.0
+
     kind = "?"
     client: Any
     cluster: Any
@@ -156,18 +159,23 @@ class Backend:
         return normalise(client_id, self.names())
 
     # helpers for programs ------------------------------------------------------------------
+    #: How long a gated task waits at most.  Dask's programs always open their gates; on the
+    #: model a task may run inside ``submit`` (the immediate network) or block the network
+    #: thread, so there the gate gives up sooner and the program goes on (and differs).
+    gate_timeout = 10.0
+
     def gate(self) -> str:
         name = f"gate-{next(_gate_ids)}"
-        GATES[name] = threading.Event()
+        GATES[name] = (threading.Event(), self.gate_timeout)
         self._gates.append(name)
         return name
 
     def open(self, name: str) -> None:
-        GATES[name].set()
+        GATES[name][0].set()
 
     def _open_all(self) -> None:
         for name in self._gates:
-            GATES[name].set()
+            GATES.pop(name)[0].set()
 
     def settle(self) -> None:
         raise NotImplementedError
@@ -202,7 +210,7 @@ def _dask_ns() -> types.SimpleNamespace:
     import distributed
     from distributed.client import FutureCancelledError
 
-    ns = types.SimpleNamespace(**{n: getattr(distributed, n) for n in NS_NAMES if n != "FutureCancelledError"})
+    ns = types.SimpleNamespace(**{n: getattr(distributed, n) for n in NS_NAMES[:-1]})
     ns.FutureCancelledError = FutureCancelledError
     ns.delayed = dask.delayed
     ns.CancelledError = concurrent.futures.CancelledError
@@ -454,6 +462,9 @@ def _model_ns() -> types.SimpleNamespace:
 class Model(Backend):
     """``jupyter_refs.Cluster(protocol="dask", workers=2, network=...)``."""
 
+    gate_timeout = 1.0
+    run_timeout = 10.0
+
     def __init__(self, network: str) -> None:
         super().__init__()
         import jupyter_refs
@@ -503,10 +514,7 @@ class Model(Backend):
 
 # -- running ---------------------------------------------------------------------------------
 
-RUN_TIMEOUT_S = 30.0
-
-
-def run(make: Callable[[], Backend], prog: Program, timeout: float = RUN_TIMEOUT_S) -> Any:
+def run(make: Callable[[], Backend], prog: Program, timeout: float | None = None) -> Any:
     """Run ``prog`` on a fresh backend (in a thread, so a hang is reported, not suffered);
     returns its normalised observation, or ``("raised", type, message)``, or ``("hung",)``."""
     box: dict[str, Any] = {}
@@ -531,6 +539,7 @@ def run(make: Callable[[], Backend], prog: Program, timeout: float = RUN_TIMEOUT
 
     t = threading.Thread(target=body, name=f"conformance-{prog.name}", daemon=True)
     t.start()
+    timeout = timeout or getattr(make, "run_timeout", Backend.run_timeout)
     t.join(timeout)
     if t.is_alive():
         return ("hung", f"no answer within {timeout:.0f} s")
@@ -541,7 +550,9 @@ def backend_factory(kind: str, remote: RemoteClusters | None = None) -> Callable
     if kind == "dask":
         return DaskInproc
     if kind.startswith("model-"):
-        return lambda: Model(kind.removeprefix("model-"))
+        make = lambda: Model(kind.removeprefix("model-"))  # noqa: E731
+        make.run_timeout = Model.run_timeout
+        return make
     assert remote is not None
     return lambda: DaskRemote(kind, remote.address(kind))
 

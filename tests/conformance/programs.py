@@ -12,7 +12,7 @@ import time
 
 from .harness import exc_info, gate_wait, program
 
-# -- task functions -------------------------------------------------------------------------------
+# -- task functions --------------------------------------------------------------------------------
 
 
 def inc(x):
@@ -104,13 +104,6 @@ def record(token, value):
 def sleepy(x, seconds=0.5):
     time.sleep(seconds)
     return x
-
-
-def make_future(x):
-    """A task returning a future of its own submission."""
-    from distributed import get_client
-
-    return get_client().submit(inc, x)
 
 
 # tasks that use the namespace of the cluster they run on: they are handed its module name
@@ -304,7 +297,7 @@ def args_no_futures_tuple_kept(b):
     return b.client.submit(shape, (1, [2, (3,)], {"a": {4}})).result()
 
 
-# -- scheduling options ------------------------------------------------------------------------------
+# -- scheduling options ----------------------------------------------------------------------------
 
 
 @program
@@ -507,7 +500,7 @@ def keys_submit_same_key_as_scatter(b):
     return b.client.submit(inc, x).key != x.key
 
 
-# -- scatter ------------------------------------------------------------------------------------------
+# -- scatter ---------------------------------------------------------------------------------------
 
 
 @program(remote=True)
@@ -595,7 +588,7 @@ def scatter_many_same_value(b):
     return len({f.key for f in fs}), b.client.refcount[fs[0].key]
 
 
-# -- gather ---------------------------------------------------------------------------------------------
+# -- gather ----------------------------------------------------------------------------------------
 
 
 @program
@@ -672,7 +665,7 @@ def gather_scattered(b):
     return b.client.gather(b.client.scatter({"a": 1, "b": [2]}))
 
 
-# -- Future API -----------------------------------------------------------------------------------------
+# -- Future API ------------------------------------------------------------------------------------
 
 
 @program
@@ -845,7 +838,7 @@ def future_client_attr(b):
     return f.client is b.client
 
 
-# -- exceptions -------------------------------------------------------------------------------------------
+# -- exceptions ------------------------------------------------------------------------------------
 
 
 @program(remote=True)
@@ -955,7 +948,7 @@ def exc_exception_of_dependent(b):
     return exc_info(g.exception())
 
 
-# -- Client API -------------------------------------------------------------------------------------------
+# -- Client API ------------------------------------------------------------------------------------
 
 
 @program
@@ -1078,7 +1071,7 @@ def client_submit_not_callable(b):
         return type(e).__name__
 
 
-# -- reference lifecycle ------------------------------------------------------------------------------------
+# -- reference lifecycle ---------------------------------------------------------------------------
 
 
 @program(remote=True)
@@ -1174,7 +1167,7 @@ def life_other_clients_future(b):
 
 @program
 def life_refcount_after_del(b):
-    f, g = b.client.submit(inc, 1), b.client.submit(inc, 1)
+    f, _g = b.client.submit(inc, 1), b.client.submit(inc, 1)
     f.result()
     key = f.key
     del f
@@ -1215,7 +1208,7 @@ def life_scatter_del_rescatter(b):
 @program
 def life_result_contains_future(b):
     """A task's result containing a Future gives the client a Future."""
-    f = b.client.submit(make_future, 1, key="outer")
+    f = b.client.submit(task_nested_returns_future, mod_of(b), 1, key="outer")
     inner = f.result()
     return type(inner).__name__, inner.key.split("-")[0]
 
@@ -1247,7 +1240,7 @@ def life_map_del_all(b):
     return b.tasks()
 
 
-# -- Variable and Queue ----------------------------------------------------------------------------------------
+# -- Variable and Queue ----------------------------------------------------------------------------
 
 
 @program
@@ -1368,7 +1361,7 @@ def varq_queue_get_timeout(b):
         return type(e).__name__
 
 
-# -- nested submission ------------------------------------------------------------------------------------------
+# -- nested submission -----------------------------------------------------------------------------
 
 
 @program
@@ -1424,7 +1417,7 @@ def nested_many_parallel(b):
     return b.client.gather(fs)
 
 
-# -- waiting -------------------------------------------------------------------------------------------------------
+# -- waiting ---------------------------------------------------------------------------------------
 
 
 @program
@@ -1530,7 +1523,7 @@ def wait_fire_and_forget_chain(b):
     return b.tasks(), RAN.get(token)
 
 
-# -- cancellation --------------------------------------------------------------------------------------------------
+# -- cancellation ----------------------------------------------------------------------------------
 
 
 @program
@@ -1627,7 +1620,7 @@ def cancel_twice(b):
     return f.status, f.cancelled()
 
 
-# -- timeouts and pending states ---------------------------------------------------------------------------------
+# -- timeouts and pending states -------------------------------------------------------------------
 
 
 @program

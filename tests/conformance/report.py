@@ -86,7 +86,8 @@ def render(names, dask_obs, results) -> str:
              "(`LocalCluster(n_workers=2, threads_per_worker=1, processes=False)`), against "
              "`jupyter_refs.Cluster(workers=2)` on the `immediate` and `live` networks.",
              "A program is *identical* when the model's observation equals dask's on both networks,",
-             "*known* when it differs only where the table of known differences says so, *failing* otherwise.",
+             "*known* when it differs only where the table of known differences says so,",
+             "*failing* otherwise.",
              "", "| area | programs | identical | known differences | failing |",
              "| --- | ---: | ---: | ---: | ---: |"]
     totals = Counter()
