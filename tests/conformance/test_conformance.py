@@ -10,7 +10,7 @@ import pytest
 
 from . import programs  # noqa: F401 - registers the programs
 from .harness import PROGRAMS, RemoteClusters, backend_factory, run
-from .known import KNOWN
+from .known import KNOWN, PENDING
 
 pytestmark = pytest.mark.conformance
 
@@ -39,7 +39,7 @@ def remote_clusters():
 
 
 def test_known_names_are_programs():
-    for entry in KNOWN:
+    for entry in [*KNOWN, *PENDING]:
         assert entry.split("[")[0] in PROGRAMS, f"known.py names {entry!r}, which is not a program"
 
 
@@ -55,6 +55,8 @@ def test_model(name, network, dask_observation):
         return
     if reason:
         pytest.xfail(reason)
+    if name in PENDING:
+        pytest.xfail(f"not yet conformant: {PENDING[name]}")
     pytest.fail(f"{name} on the {network} network differs from dask\n"
                 f"  dask:  {expected!r}\n  model: {observed!r}", pytrace=False)
 
