@@ -69,7 +69,7 @@ class ScheduleError(JupyterRefsError, ValueError):
 
 # -- schedules -------------------------------------------------------------------------------
 
-_SCHEDULE = re.compile(r"^(?P<protocol>\w+)@(?P<fp>[0-9a-f]{6}):(?P<devs>(\d+>\d+(,\d+>\d+)*)?)$")
+_SCHEDULE = re.compile(r"^(?P<protocol>[a-z0-9.-]+)@(?P<fp>[0-9a-f]{6}):(?P<devs>(\d+>\d+(,\d+>\d+)*)?)$")
 
 
 def fingerprint(scenario: Scenario) -> str:
@@ -93,7 +93,7 @@ def parse_schedule(schedule: str) -> tuple[str, str, dict[int, int]]:
     match = _SCHEDULE.match(schedule.strip())
     if match is None:
         raise ScheduleError(f"{schedule!r} is not a schedule (expected PROTOCOL@XXXXXX:D>I,D>I…, "
-                            "e.g. legacy@3f9a1c:4>1)")
+                            "e.g. dask@3f9a1c:4>1)")
     devs = {}
     for part in filter(None, match["devs"].split(",")):
         decision, index = part.split(">")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from helpers import inc, keep
+from helpers import Box, inc, keep
 
 from jupyter_refs import ScenarioError, ScheduleError, explore, replay
 from jupyter_refs.explore import _run, fingerprint
@@ -18,7 +18,7 @@ def scatter_race(client):
 
 def ghost(client):
     x = client.scatter(41)
-    g = client.submit(keep, [x])  # noqa: F841 - held until the scenario ends
+    g = client.submit(keep, Box([x]))  # noqa: F841 - held until the scenario ends
     del x
 
 
@@ -55,13 +55,14 @@ def test_finds_both_variants_of_8576(legacy_race):
 
 
 def test_finds_the_ghost_task():
-    result = explore(ghost, protocol="legacy", max_schedules=500, bound=2)
+    result = explore(ghost, protocol="dask-2024.7", max_schedules=500, bound=2)
     assert "ghost" in {kind_of(f) for f in result.failures}
 
 
 @pytest.mark.parametrize("scenario", [scatter_race, ghost])
 def test_every_reported_schedule_replays_exactly(legacy_race, scenario):
-    result = legacy_race if scenario is scatter_race else explore(scenario, max_schedules=500)
+    result = (legacy_race if scenario is scatter_race
+              else explore(scenario, protocol="dask-2024.7", max_schedules=500))
     assert result.failures
     for failure in result.failures:
         expected = [(v.name, v.key, v.first_seq) for v in failure.violations]

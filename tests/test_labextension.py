@@ -151,7 +151,7 @@ def test_the_sidebar_feed_over_a_real_kernel_comm(kernel):
     msgs = _wait_for(kernel, lambda m: any(r["rows"] for r in _comm_data([m], "refs")), got=msgs)
     refs = [r for r in _comm_data(msgs, "refs") if r["rows"]][-1]
     row = refs["rows"][0]
-    assert refs["cluster"]["title"].startswith("protocol=legacy")
+    assert refs["cluster"]["title"].startswith("protocol=dask")
     assert row["clients"] == {"client:1": [1, "finished"]} and row["scheduler"] == "memory"
     key = row["key"]
 

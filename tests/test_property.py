@@ -10,7 +10,7 @@ under ``legacy`` every lost future is flagged — the checks never miss a loss.
 from __future__ import annotations
 
 import pytest
-from helpers import count, inc, keep
+from helpers import Box, count, inc, keep
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -71,7 +71,7 @@ def play(protocol: str, program: list[tuple], rnd=None) -> tuple[Cluster, list, 
             _, c, slot, keeps, drop = op
             fut = slots[c].get(slot)
             if fut is not None:
-                travelled.append(clients[c].submit(keep if keeps else count, [fut], pure=False))
+                travelled.append(clients[c].submit(keep if keeps else count, Box([fut]), pure=False))
                 if drop:
                     del slots[c][slot]
                 del fut
