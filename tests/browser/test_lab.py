@@ -225,3 +225,51 @@ def test_timeline_survives_a_page_reload_on_a_running_kernel(lab):
         assert plot is not None and plot["violations"] >= 1
         page.wait_for_selector(".jp-OutputArea canvas")
         assert not page.evaluate(VIEW_FAILED)
+
+
+# Where the first violation cross is drawn, in page pixels (BokehJS's own scales).
+VIOLATION_XY = """() => {
+  const found = [];
+  const walk = v => {
+    if (!v) return;
+    if (v.model && v.model.name === 'timeline' && v.frame) found.push(v);
+    for (const c of (v.child_views || [])) walk(c);
+    if (v.renderer_views) for (const c of v.renderer_views.values()) walk(c);
+  };
+  const index = window.Bokeh.index;
+  (typeof index.values === 'function' ? [...index.values()] : Object.values(index)).forEach(walk);
+  const pv = found[0];
+  const viol = pv.model.document.get_model_by_name('violations');
+  const c = pv.canvas_view.el.getBoundingClientRect();
+  return {x: c.left + pv.frame.x_scale.compute(viol.data.x[0]),
+          y: c.top + pv.frame.y_scale.compute(viol.data.y[0]), right: c.right};
+}"""
+
+
+def test_violation_tooltip_wraps_inside_the_plot(tmp_path, chromium):
+    """Issue 18.7: the explanation was one table cell, thousands of pixels wide."""
+    from jupyter_refs.demo import scatter_race
+    from jupyter_refs.views.export import export
+
+    result = scatter_race("legacy", seed=1, iterations=40)
+    path = tmp_path / "timeline.html"
+    export(result.cluster, str(path))
+    page = chromium.new_page(viewport={"width": 1400, "height": 900})
+    try:
+        page.set_default_timeout(30_000)
+        page.goto(path.as_uri())
+        page.wait_for_function("window.Bokeh && window.Bokeh.index && (window.Bokeh.index.size > 0 "
+                               "|| Object.keys(window.Bokeh.index).length > 0)")
+        page.wait_for_timeout(500)
+        at = page.evaluate(VIOLATION_XY)
+        assert at["x"] > 1000  # the race is late in the run: the cross is near the right edge
+        page.mouse.move(at["x"], at["y"])
+        tips = page.locator("div.jupyter-refs-violation")
+        tips.first.wait_for(state="visible")
+        for i in range(tips.count()):
+            box = tips.nth(i).bounding_box()
+            assert box["x"] >= 0 and box["x"] + box["width"] <= at["right"], box
+            assert box["height"] > 60  # the explanation wrapped onto several lines
+        assert "VIOLATION" in tips.first.inner_text()
+    finally:
+        page.close()
