@@ -39,6 +39,30 @@ def kernel():
         km.shutdown_kernel(now=True)
 
 
+# -- what is tested, said at the top of the run ------------------------------------------------
+
+def pytest_report_header(config):
+    import shutil
+
+    import jupyter_refs
+
+    try:
+        import distributed
+        dask = f"distributed {distributed.__version__}"
+    except ImportError:
+        dask = "distributed missing: the dask tests skip"
+    chromium = shutil.which("chromium") or "missing: the browser tests skip (CI fails)"
+    return [f"jupyter_refs {jupyter_refs.__version__} from {Path(jupyter_refs.__file__).parent}",
+            f"{dask}; chromium: {chromium}",
+            "a full run takes about 10 minutes, the browser tests (tests/browser/) last; "
+            "the slowest are listed at the end"]
+
+
+def pytest_collection_modifyitems(config, items):
+    """Browser tests last: everything quick reports first."""
+    items.sort(key=lambda item: "browser" in str(item.fspath))
+
+
 # -- a test run leaves the work tree as it found it -------------------------------------------
 
 ROOT = Path(__file__).resolve().parents[1]

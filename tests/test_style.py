@@ -5,6 +5,7 @@ from __future__ import annotations
 import pathlib
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -39,7 +40,6 @@ def test_checkpoints_are_ignored():
 def test_a_run_that_writes_into_the_tree_fails(tmp_path):
     """The guard in tests/conftest.py: a test run must leave ``git status`` as it found it."""
     import os
-    import sys
 
     repo = tmp_path / "repo"
     (repo / "tests").mkdir(parents=True)
@@ -73,3 +73,18 @@ def test_a_run_that_writes_into_the_tree_fails(tmp_path):
     assert again.returncode == 0  # the same content: nothing changed
     (repo / "tracked.txt").write_text("edited by hand\n")
     assert run("test_tracked").returncode == 1
+
+
+def test_a_long_run_shows_progress():
+    """Issue 18.8: ten minutes of dots.  Each test is named as it starts, the slowest are listed,
+    a header says what is tested, and CI says what it runs and how long it took."""
+    import tomllib
+
+    addopts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert {"-v", "--durations=15"} <= set(addopts["addopts"].split())
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "== install" in ci and "== done in" in ci
+    result = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
+                             "tests/test_style.py"], cwd=ROOT, capture_output=True, text=True,
+                            timeout=120)
+    assert "a full run takes about 10 minutes" in result.stdout
