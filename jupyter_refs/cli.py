@@ -3,59 +3,115 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import textwrap
 
+from . import __version__
 from .demo import scatter_race
 from .network import POLICIES
 from .protocol.variants import PROTOCOL_NAMES
 from .views.text import around, format_events
 
+#: What ``--out`` can write, by file suffix.
+TRACE_FORMATS = {
+    ".json": "Chrome trace (open it in https://ui.perfetto.dev)",
+    ".jsonl": "JSON Lines",
+}
+
 
 def _write_trace(cluster, path: str) -> str:
     if path.endswith(".jsonl"):
         cluster.trace.to_jsonl(path)
-        return "JSON Lines"
-    cluster.trace.to_chrome_trace(path)
-    return "Chrome trace (open it in https://ui.perfetto.dev)"
+    else:
+        cluster.trace.to_chrome_trace(path)
+    return TRACE_FORMATS[os.path.splitext(path)[1]]
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _trace_path(text: str) -> str:
+    """Check ``--out`` before the run: a known suffix, in a folder that exists."""
+    suffix = os.path.splitext(text)[1]
+    if suffix not in TRACE_FORMATS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: the trace is written as .json (Chrome trace) or .jsonl (JSON Lines), "
+            f"not {suffix or 'a file without a suffix'}")
+    folder = os.path.dirname(text) or "."
+    if not os.path.isdir(folder):
+        raise argparse.ArgumentTypeError(f"{text!r}: the folder {folder!r} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise argparse.ArgumentTypeError(f"{text!r}: the folder {folder!r} is not writable")
+    if os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is a folder")
+    return text
 
 
 def demo_scatter_race(args: argparse.Namespace) -> int:
     result = scatter_race(args.protocol, seed=args.seed, iterations=args.iterations,
                           network=args.network)
     cluster = result.cluster
-    print(f"scatter -> drop -> scatter, protocol={args.protocol}, network={args.network}, "
-          f"seed={args.seed}: {result.iterations} iterations, {len(cluster.trace)} events")
-    if result.violation is None:
-        print(f"no violation in {result.iterations} iterations: every future stayed valid.")
-    else:
-        v = result.violation
-        print(f"\nfirst violation: {v.name} on {v.key}, broken at event {v.first_seq}\n")
-        print(format_events(around(cluster.trace.events(), v.first_seq)))
-        print()
-        print(textwrap.fill(v.explanation, width=100))
-        if result.aftermath:
-            print(f"\nnext computation on the held future: {result.aftermath}")
-    if args.out:
-        kind = _write_trace(cluster, args.out)
-        print(f"\ntrace written to {args.out} ({kind})")
-    cluster.close()
+    try:
+        print(f"scatter -> drop -> scatter, protocol={args.protocol}, network={args.network}, "
+              f"seed={args.seed}: {result.iterations} iterations, {len(cluster.trace)} events")
+        if result.violation is None:
+            print(f"no violation in {result.iterations} iterations: every future stayed valid.")
+        else:
+            v = result.violation
+            print(f"\nfirst violation: {v.name} on {v.key}, broken at event {v.first_seq}\n")
+            print(format_events(around(cluster.trace.events(), v.first_seq)))
+            print()
+            print(textwrap.fill(v.explanation, width=100))
+            if result.aftermath:
+                print(f"\nnext computation on the held future: {result.aftermath}")
+    finally:
+        # The trace is what the user came for: write it whatever happened above.
+        if args.out:
+            kind = _write_trace(cluster, args.out)
+            print(f"\ntrace written to {args.out} ({kind})")
+        cluster.close()
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="jupyter-refs", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="run a race on the kernel-side cluster")
-    demo_sub = demo.add_subparsers(dest="race", required=True)
-    race = demo_sub.add_parser("scatter-race", help="dask#8576: scatter, drop, scatter")
-    race.add_argument("--protocol", choices=PROTOCOL_NAMES, default="dask")
-    race.add_argument("--seed", type=int, default=0, help="seed of the simulated latencies")
-    race.add_argument("--network", choices=[p for p in POLICIES if p != "manual"], default="random")
-    race.add_argument("--iterations", type=int, default=200)
-    race.add_argument("--out", help="write the trace: .json (Chrome trace) or .jsonl")
+def make_parser() -> argparse.ArgumentParser:
+    fmt = argparse.ArgumentDefaultsHelpFormatter
+    parser = argparse.ArgumentParser(prog="jupyter-refs", description=__doc__, formatter_class=fmt)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    demo = sub.add_parser("demo", help="run a race on the kernel-side cluster",
+                          description="Run a race on the kernel-side cluster.", formatter_class=fmt)
+    demo_sub = demo.add_subparsers(dest="race", required=True, metavar="RACE")
+    race = demo_sub.add_parser(
+        "scatter-race", help="dask#8576: scatter, drop, scatter", formatter_class=fmt,
+        description="Crusaderky's loop from dask#8576 (scatter the same value, drop it, repeat) "
+                    "until the first violation; prints the events around it and what the next "
+                    "computation on the held future gives.")
+    race.add_argument("--protocol", choices=PROTOCOL_NAMES, default="dask",
+                      help="dask (today's; legacy is its old name), dask-2024.7, racy-ids or fixed")
+    race.add_argument("--seed", type=int, default=0,
+                      help="seed of the simulated latencies (random network): a seed replays exactly")
+    race.add_argument("--network", choices=[p for p in POLICIES if p != "manual"], default="random",
+                      help="message timing: simulated from the seed (random), real threads (live), "
+                           "or in order (immediate)")
+    race.add_argument("--iterations", type=_positive_int, default=200, metavar="N",
+                      help="at most N scatter/drop rounds (stops at the first violation)")
+    race.add_argument("--out", type=_trace_path, metavar="FILE",
+                      help="also write the whole trace: FILE.json (Chrome trace, for Perfetto) "
+                           "or FILE.jsonl (JSON Lines)")
     race.set_defaults(func=demo_scatter_race)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = make_parser().parse_args(argv)
     try:
         return args.func(args)
     except BrokenPipeError:  # piped into head: stop quietly

@@ -27,7 +27,10 @@ def scatter_race(protocol: str = "legacy", seed: int | None = 0, iterations: int
     """Crusaderky's loop from dask#8576: scatter the same value, check, drop, repeat.
 
     Stops at the first violation.  Then, while still holding the future, it
-    submits ``inc`` on it — on a lost key that is what a user meets next.
+    submits ``inc`` on it — on a lost key that is what a user meets next: a
+    cancellation when the scheduler forgot the key (variant A), an error from
+    the task when the worker deleted the data (variant B).  Whatever the
+    computation raises is reported in ``aftermath``, never raised here.
     """
     cluster = Cluster(protocol=protocol, workers=1, network=network, seed=seed)
     client = cluster.client()
@@ -46,6 +49,8 @@ def scatter_race(protocol: str = "legacy", seed: int | None = 0, iterations: int
             aftermath = f"inc(x) = {client.submit(inc, x, pure=False).result(timeout=5)}"
         except FutureCancelledError as exc:
             aftermath = f"inc(x) was cancelled: {exc.reason}"
+        except Exception as exc:  # noqa: BLE001 - what the user meets next is the demo's point
+            aftermath = f"inc(x) raised {type(exc).__name__}: {exc}"
         del x
     cluster.run_until_idle()
     violations = cluster.violations

@@ -3,7 +3,8 @@
 ``%load_ext jupyter_refs`` registers them.  Each magic parses its arguments
 with IPython's ``magic_arguments`` (so ``%cluster?`` shows real help), calls
 the library, and displays a view.  Bad input raises ``UsageError`` with one
-line, before anything in the cluster or the trace is touched.
+line, before anything in the cluster or the trace is touched.  A trailing
+``# comment`` is ignored, as Python ignores one (users paste the README's blocks).
 
 The magics talk to a :class:`ClusterHandle` — what the kernel-side
 ``Cluster`` offers and what an attached dask cluster will offer too — never to
@@ -50,6 +51,34 @@ class ClusterHandle(Protocol):
 
 _ASSIGN = re.compile(r"^\s*(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<expr>.+?)\s*$")
 _SCATTER_OPTS = re.compile(r"(?:\s+(?:--no-hash|--client\s+\S+))+\s*$")
+
+
+def _strip_comment(line: str) -> str:
+    """``line`` without a trailing ``# comment``, as Python reads one.
+
+    A ``#`` starts a comment at the start of the line or after whitespace, outside
+    quotes: ``%scatter x = "a # b"  # note`` keeps ``x = "a # b"``, and
+    ``--export race#1.html`` keeps its ``#``.
+    """
+    quote = None
+    i = 0
+    while i < len(line):
+        ch = line[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif line.startswith(quote, i):
+                i += len(quote) - 1
+                quote = None
+        elif line.startswith(('"""', "'''"), i):
+            quote = line[i:i + 3]
+            i += 2
+        elif ch in "\"'":
+            quote = ch
+        elif ch == "#" and (i == 0 or line[i - 1].isspace()):
+            return line[:i].rstrip()
+        i += 1
+    return line
 
 
 def _usage(exc: BaseException) -> UsageError:
@@ -156,7 +185,7 @@ class RefsMagics(Magics):
         With ``--dask ADDRESS`` or ``--attach NAME`` it traces a real dask.distributed
         cluster instead: ``cluster`` becomes the tracer (same trace, checks and views).
         """
-        args = parse_argstring(self.cluster, line)
+        args = parse_argstring(self.cluster, _strip_comment(line))
         if not line.strip():
             print(self._describe())
             return
@@ -224,6 +253,7 @@ class RefsMagics(Magics):
         If NAME already holds a future it is dropped first, exactly as ``del NAME``
         would: ``%scatter x = 123`` twice in a row is race #8576.
         """
+        line = _strip_comment(line)
         opts = _SCATTER_OPTS.search(line)
         assignment = line[: opts.start()] if opts else line
         args = parse_argstring(self.scatter, opts.group(0) if opts else "")
@@ -257,7 +287,7 @@ class RefsMagics(Magics):
     @line_magic
     def release(self, line: str) -> None:
         """Drop the future held by NAME (as ``del NAME``)."""
-        args = parse_argstring(self.release, line)
+        args = parse_argstring(self.release, _strip_comment(line))
         value = self.shell.user_ns.get(args.name)
         if not _is_future(value):
             raise UsageError(f"{args.name!r} does not hold a future")
@@ -272,7 +302,7 @@ class RefsMagics(Magics):
     @line_magic
     def refs(self, line: str) -> None:
         """Show the refs table: per key, every client's refcount and future, the scheduler, the verdict."""
-        args = parse_argstring(self.refs, line)
+        args = parse_argstring(self.refs, _strip_comment(line))
         cluster = self._need_settled_cluster()
         from .views.refs import RefsTable
 
@@ -290,7 +320,7 @@ class RefsMagics(Magics):
     @cell_magic
     def trace(self, line: str, cell: str) -> None:
         """Run the cell and show the timeline of the events it caused."""
-        args = parse_argstring(self.trace, line)
+        args = parse_argstring(self.trace, _strip_comment(line))
         cluster = self._need_cluster()
         from .views.timeline import Timeline
 
@@ -313,7 +343,7 @@ class RefsMagics(Magics):
     @line_magic
     def timeline(self, line: str) -> None:
         """Show the timeline of the whole trace (live), or export it by file suffix."""
-        args = parse_argstring(self.timeline, line)
+        args = parse_argstring(self.timeline, _strip_comment(line))
         cluster = self._need_settled_cluster()
         if args.export:
             from .views.export import SUFFIXES, export
@@ -348,7 +378,7 @@ class RefsMagics(Magics):
         progress bar, a summary, the smallest failing schedule explained, and its
         timeline; ``%replay SCHEDULE`` reruns any schedule it reports.
         """
-        args = parse_argstring(self.explore, line)
+        args = parse_argstring(self.explore, _strip_comment(line))
         if args.max < 1 or args.bound < 0:
             raise UsageError("--max must be at least 1 and --bound at least 0")
         if not cell.strip():
@@ -388,7 +418,7 @@ class RefsMagics(Magics):
     @line_magic
     def replay(self, line: str) -> None:
         """Replay a schedule of the last %%explore: it becomes the current cluster, timeline shown."""
-        args = parse_argstring(self.replay, line)
+        args = parse_argstring(self.replay, _strip_comment(line))
         scenario = getattr(self, "_explored", None)
         if scenario is None:
             raise UsageError("nothing to replay yet: run a %%explore cell first")
@@ -413,7 +443,7 @@ class RefsMagics(Magics):
     @line_magic
     def step(self, line: str) -> None:
         """Deliver in-flight messages (held ones too) and show what changed."""
-        args = parse_argstring(self.step, line)
+        args = parse_argstring(self.step, _strip_comment(line))
         cluster = self._need_cluster()
         if args.n < 1:
             raise UsageError("N must be at least 1")
@@ -445,7 +475,7 @@ class RefsMagics(Magics):
     @line_magic
     def hold(self, line: str) -> None:
         """Hold a channel's messages so a race can be forced by hand (see %step)."""
-        args = parse_argstring(self.hold, line)
+        args = parse_argstring(self.hold, _strip_comment(line))
         cluster = self._need_cluster()
         if args.off == bool(args.channel):
             raise UsageError("usage: %hold CHANNEL  or  %hold --off")

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from jupyter_refs import Cluster
@@ -33,3 +37,76 @@ def kernel():
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+# -- what is tested, said at the top of the run ------------------------------------------------
+
+def pytest_report_header(config):
+    import shutil
+
+    import jupyter_refs
+
+    try:
+        import distributed
+        dask = f"distributed {distributed.__version__}"
+    except ImportError:
+        dask = "distributed missing: the dask tests skip"
+    chromium = shutil.which("chromium") or "missing: the browser tests skip (CI fails)"
+    return [f"jupyter_refs {jupyter_refs.__version__} from {Path(jupyter_refs.__file__).parent}",
+            f"{dask}; chromium: {chromium}",
+            "a full run takes about 10 minutes, the browser tests (tests/browser/) last; "
+            "the slowest are listed at the end"]
+
+
+def pytest_collection_modifyitems(config, items):
+    """Browser tests last: everything quick reports first."""
+    items.sort(key=lambda item: "browser" in str(item.fspath))
+
+
+# -- a test run leaves the work tree as it found it -------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _tree_state() -> dict[str, str] | None:
+    """What ``git status`` shows, with a hash of each file it names; None outside a checkout."""
+    try:
+        out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=ROOT,
+                             capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    state = {}
+    for line in out.stdout.splitlines():
+        path = ROOT / line[3:].split(" -> ")[-1].strip('"')
+        digest = hashlib.sha1(path.read_bytes()).hexdigest() if path.is_file() else "-"
+        state[line[3:]] = f"{line[:2]} {digest}"
+    return state
+
+
+def pytest_sessionstart(session):
+    session.config.stash[_TREE] = _tree_state()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    before, after = session.config.stash.get(_TREE, None), _tree_state()
+    if before is None or after is None:
+        return
+    changed = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
+    if changed:
+        session.config.stash[_CHANGED] = changed
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    changed = config.stash.get(_CHANGED, None)
+    if changed:
+        terminalreporter.section("the test run changed the work tree", red=True)
+        terminalreporter.line("tests must write to temporary folders (tmp_path); changed:")
+        for path in changed:
+            terminalreporter.line(f"  {path}")
+
+
+_TREE = pytest.StashKey[dict | None]()
+_CHANGED = pytest.StashKey[list]()

@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from jupyter_refs import Trace
 from jupyter_refs.cli import main
 
@@ -35,3 +37,60 @@ def test_console_script_runs():
     bad = subprocess.run([sys.executable, "-m", "jupyter_refs.cli", "demo", "scatter-race",
                           "--protocol", "nope"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "invalid choice" in bad.stderr
+
+
+@pytest.mark.parametrize("seed", range(41))
+def test_demo_survives_every_seed_and_writes_the_trace(seed, tmp_path, capsys):
+    """Issue 18.1: seeds whose worker lost the data (variant B) once ended in a LookupError."""
+    out = tmp_path / "trace.jsonl"
+    assert main(["demo", "scatter-race", "--seed", str(seed), "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "first violation:" in text
+    assert "next computation on the held future: inc(x)" in text
+    assert f"trace written to {out}" in text
+    assert len(Trace.from_jsonl(out.read_text())) > 10
+
+
+def _usage_error(argv, capsys) -> str:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    return captured.err.strip().splitlines()[-1]
+
+
+def test_out_is_checked_before_the_run(tmp_path, capsys, monkeypatch):
+    ran = []
+    monkeypatch.setattr("jupyter_refs.cli.scatter_race", lambda *a, **k: ran.append(1))
+    missing = tmp_path / "nope" / "trace.json"
+    assert "does not exist" in _usage_error(["demo", "scatter-race", "--out", str(missing)], capsys)
+    line = _usage_error(["demo", "scatter-race", "--out", str(tmp_path / "t.txt")], capsys)
+    assert ".json" in line and ".jsonl" in line and "not .txt" in line
+    assert not ran and not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("bad", ["-3", "0", "many"])
+def test_iterations_must_be_positive(bad, capsys):
+    line = _usage_error(["demo", "scatter-race", "--iterations", bad], capsys)
+    assert "--iterations" in line and ("at least 1" in line or "not a whole number" in line)
+
+
+def test_help_names_every_option_with_its_default(capsys):
+    with pytest.raises(SystemExit):
+        main(["demo", "scatter-race", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for option, default in [("--protocol", "legacy"), ("--seed", "0"), ("--network", "random"),
+                            ("--iterations", "200")]:
+        assert option in text
+        assert f"(default: {default})" in text
+    assert "--out FILE" in text and "Chrome trace" in text
+
+
+def test_version(capsys):
+    from jupyter_refs import __version__
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.strip() == f"jupyter-refs {__version__}"

@@ -146,3 +146,32 @@ def test_magics_that_need_a_cluster_say_so(ip, line):
     ip.user_ns["x"] = 1
     with pytest.raises(UsageError, match="no cluster yet|does not hold a future"):
         magic(ip, line)
+
+
+@pytest.mark.parametrize("line, kept", [
+    ("--protocol legacy --network live     # a scheduler, a worker", "--protocol legacy --network live"),
+    ("--all                                    # the late release arrives", "--all"),
+    ("# only a comment", ""),
+    ('x = "a # b"  # note', 'x = "a # b"'),
+    ("x = {'#': 1}", "x = {'#': 1}"),
+    ("--export race#1.html", "--export race#1.html"),
+    (r'x = "say \"#\" loud" # c', r'x = "say \"#\" loud"'),
+    ("x = '''# not a comment'''", "x = '''# not a comment'''"),
+])
+def test_a_trailing_comment_is_ignored(line, kept):
+    from jupyter_refs.magics import _strip_comment
+
+    assert _strip_comment(line) == kept
+
+
+def test_magics_accept_a_trailing_comment(ip):
+    magic(ip, "cluster --protocol legacy --network manual   # a comment, as in the README")
+    assert ip.user_ns["cluster"].network_name == "manual"
+    magic(ip, "scatter x = '#1'   # the value keeps its hash sign")
+    magic(ip, "step --all   # deliver everything")
+    key = ip.user_ns["x"].key
+    assert ip.user_ns["cluster"].workers["worker:0"].data[key] == "#1"
+    magic(ip, "hold client:1->scheduler   # hold the stream")
+    magic(ip, "refs --text   # the table")
+    with pytest.raises(UsageError, match="unrecognized arguments: --nope"):
+        magic(ip, "step --nope   # a real mistake is still one")

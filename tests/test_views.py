@@ -193,3 +193,20 @@ def test_live_window_keeps_the_latest_rows_and_update_redraws_all():
         timeline.update()
         assert len(timeline.figure.sources["messages"].data["x0"]) == len(timeline.model.messages)
         timeline.close()
+
+
+def test_refs_text_fits_a_notebook_cell():
+    """Issue 18.7: ``%refs --text`` was about 150 columns wide and wrapped in the output area."""
+    from jupyter_refs.views.refs import TEXT_WIDTH, refs_text
+
+    cluster, y = variant_a()
+    rows = RefsTable(cluster, live=False).rows()
+    text = refs_text(rows)
+    assert max(len(line) for line in text.splitlines()) <= TEXT_WIDTH == 100
+    assert y.key in text.splitlines()  # too wide for one line: the key has its own, in full
+    assert "VIOLATION dangling_future" in text
+    # A wide output area gets one line per key, columns as wide as their contents.
+    wide = refs_text(rows, width=200).splitlines()
+    assert wide[0].split() == ["key", "clients", "scheduler", "who_wants", "workers", "checks"]
+    assert len(wide) == len(rows) + 1 and any(line.startswith(y.key + " ") for line in wide)
+    cluster.close()

@@ -48,14 +48,37 @@ def refs_html(rows: list[KeyRefs]) -> str:
             f"{head}{''.join(body)}</table>")
 
 
-def refs_text(rows: list[KeyRefs]) -> str:
-    lines = [f"{'key':<44} {'clients':<32} {'scheduler':<10} {'who_wants':<20} {'workers':<18} checks"]
-    for r in rows:
-        clients = " ".join(f"{c}={n}/{s}" for c, (n, s) in r.clients.items()) or "-"
-        lines.append(f"{r.key:<44} {clients:<32} {r.scheduler:<10} "
-                     f"{','.join(r.who_wants) or '{}':<20} {','.join(r.on_workers) or '-':<18} "
-                     f"{'VIOLATION ' + ','.join(r.violations) if r.violations else 'ok'}")
-    return "\n".join(lines)
+#: Columns a notebook's output area shows without wrapping (JupyterLab, a laptop screen).
+TEXT_WIDTH = 100
+
+
+def refs_text(rows: list[KeyRefs], width: int = TEXT_WIDTH) -> str:
+    """The refs table as text, at most ``width`` columns wide.
+
+    Columns are as wide as what they hold.  When a row would still be too wide —
+    keys are long — each key gets a line of its own and its references go on the
+    next, indented: wrapped on purpose, never by the output area.
+    """
+    head = ("key", "clients", "scheduler", "who_wants", "workers", "checks")
+    cells = [(r.key,
+              " ".join(f"{c}={n}/{s}" for c, (n, s) in r.clients.items()) or "-",
+              r.scheduler,
+              ",".join(r.who_wants) or "{}",
+              ",".join(r.on_workers) or "-",
+              "VIOLATION " + ",".join(r.violations) if r.violations else "ok") for r in rows]
+
+    def table(lines: list[tuple[str, ...]]) -> list[str]:
+        widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
+        return ["  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in lines]
+
+    flat = table([head, *cells])
+    if max(map(len, flat)) <= width:
+        return "\n".join(flat)
+    rest = table([("  " + head[1], *head[2:]), *(("  " + c[1], *c[2:]) for c in cells)])
+    out = ["key", rest[0]]
+    for c, line in zip(cells, rest[1:]):
+        out += [c[0], line]
+    return "\n".join(out)
 
 
 class RefsTable(LiveView):

@@ -1,4 +1,4 @@
-"""Loading BokehJS into the page, offline, once per kernel.
+"""Loading BokehJS into the page, offline, before every view.
 
 ``JUPYTER_REFS_BOKEH`` chooses how:
 
@@ -15,6 +15,13 @@ fail.  A script element whose *text* is set runs as it is inserted, so the
 loader output (displayed just before the widget) has defined ``Bokeh`` by the
 time the widget's output renders.  The base URL is read from the page's own
 ``jupyter-config-data``, so JupyterHub prefixes need no kernel-side guess.
+
+Why before every view, not once per kernel: a page is not a kernel.  A reloaded
+or reopened page on a running kernel has no ``window.Bokeh`` until something
+loads it again, and the kernel cannot see pages come and go.  The loader is a
+few hundred bytes and does nothing when the page already has this BokehJS, so
+each view brings it.  Only ``inline`` (megabytes each time) stays once per
+kernel; after a page reload, ``ensure_bokehjs(force=True)`` brings it back.
 """
 
 from __future__ import annotations
@@ -58,9 +65,10 @@ def loader_js() -> str:
 
 
 def ensure_bokehjs(force: bool = False) -> None:
-    """Emit the BokehJS loader into the notebook the first time a view is shown."""
+    """Emit the BokehJS loader into the notebook before a view is shown."""
     global _loaded
-    if _loaded and not force:
+    mode = os.environ.get("JUPYTER_REFS_BOKEH", "server")
+    if mode == "inline" and _loaded and not force:
         return
     try:
         from IPython import get_ipython
@@ -69,7 +77,6 @@ def ensure_bokehjs(force: bool = False) -> None:
         return
     if get_ipython() is None:
         return
-    mode = os.environ.get("JUPYTER_REFS_BOKEH", "server")
     if mode in ("inline", "cdn"):
         from bokeh.io import output_notebook
         from bokeh.resources import CDN, INLINE

@@ -69,6 +69,17 @@ def _with_y(cols: dict[str, list[Any]], y: np.ndarray, lanes: dict[str, str]) ->
     return data
 
 
+#: The violation's hover: the explanation is a paragraph, so it wraps at a width that fits
+#: beside a cross anywhere on the plot (a table row would run off the plot's right edge).
+VIOLATION_TOOLTIP = """
+<div class="jupyter-refs-violation" style="max-width: 360px; white-space: normal;
+     overflow-wrap: anywhere; font-size: 12px; line-height: 1.35">
+  <div><b style="color: #e31a1c">VIOLATION</b> @name on <code>@key</code></div>
+  <div style="color: #57606a">first event @first_seq</div>
+  <div style="margin-top: 4px">@explanation</div>
+</div>
+"""
+
 _TEXT = {"key", "desc", "cell", "keys", "state", "client", "color", "name", "explanation"}
 _KIND_PALETTE = [_DEFAULT_COLOR, *KIND_COLORS.values()]
 _OP_PALETTE = [_DEFAULT_COLOR, *OP_COLORS.values()]
@@ -138,9 +149,7 @@ class TimelineFigure:
             HoverTool(renderers=[body, chan], tooltips=[("message", "@desc"), ("keys", "@keys"),
                                                         ("sent/recv", "@seq0 → @seq1")]),
             HoverTool(renderers=[pend], tooltips=[("", "@desc")]),
-            HoverTool(renderers=[viol], tooltips=[("VIOLATION", "@name on @key"),
-                                                  ("first event", "@first_seq"),
-                                                  ("why", "@explanation")]),
+            HoverTool(renderers=[viol], tooltips=VIOLATION_TOOLTIP),
         )
 
     def _lanes(self) -> np.ndarray:

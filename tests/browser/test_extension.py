@@ -10,12 +10,13 @@
 from __future__ import annotations
 
 import json
+import os
 import time
+from pathlib import Path
 
 import nbformat
 import pytest
 from lab import browser, jupyter_lab, new_page, write_notebook
-from test_lab import DOCS
 
 from jupyter_refs.views.saved import MIME
 
@@ -37,6 +38,12 @@ RACE_CELLS = [
     "cluster = scatter_race('legacy', seed=1, iterations=40).cluster",
     "from jupyter_refs.views.timeline import Timeline\nTimeline(cluster, live=False)",
 ]
+
+
+@pytest.fixture
+def shots(tmp_path) -> Path:
+    """Where screenshots go: a temporary folder; ``docs/screenshots.py`` points it at docs/."""
+    return Path(os.environ.get("JUPYTER_REFS_SCREENSHOTS") or tmp_path)
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +96,7 @@ def test_extension_activates_and_says_when_it_is_not_loaded(lab):
         assert "jupyter_refs is not loaded in this kernel" in text and "%load_ext jupyter_refs" in text
 
 
-def test_sidebar_follows_the_cluster_and_filters_the_timeline(lab):
+def test_sidebar_follows_the_cluster_and_filters_the_timeline(lab, shots):
     url, b, root = lab
     with new_page(b, 1500, 950) as page:
         open_notebook(page, url, "sidebar.ipynb")
@@ -113,7 +120,7 @@ def test_sidebar_follows_the_cluster_and_filters_the_timeline(lab):
         row = page.inner_text(f"#jupyter-refs-sidebar .jp-RefsSidebar-row[data-key='{x_key[0]}']")
         assert "client:1 refcount 1" in row and "finished" in row and "memory" in row
         page.wait_for_timeout(500)
-        page.screenshot(path=str(DOCS / "sidebar.png"))
+        page.screenshot(path=str(shots / "sidebar.png"))
 
         # A click on y's key: the live timeline's key box takes it.
         page.click(f"#jupyter-refs-sidebar .jp-RefsSidebar-row[data-key='{x_key[1]}']")
@@ -150,7 +157,7 @@ def test_sidebar_follows_the_cluster_and_filters_the_timeline(lab):
         assert "no cluster yet" in page.inner_text("#jupyter-refs-sidebar")
 
 
-def test_saved_notebook_shows_static_timeline_without_kernel(lab):
+def test_saved_notebook_shows_static_timeline_without_kernel(lab, shots):
     url, b, root = lab
     with new_page(b) as page:
         open_notebook(page, url, "race.ipynb")
@@ -186,5 +193,5 @@ def test_saved_notebook_shows_static_timeline_without_kernel(lab):
         page.wait_for_function("document.querySelector('#jupyter-refs-sidebar').dataset.status "
                                "=== 'no-kernel'", timeout=30_000)
         page.wait_for_timeout(300)
-        page.locator(".jp-Cell-outputArea").last.screenshot(path=str(DOCS / "saved-trace.png"))
-        assert (DOCS / "saved-trace.png").stat().st_size > 10_000
+        page.locator(".jp-Cell-outputArea").last.screenshot(path=str(shots / "saved-trace.png"))
+        assert (shots / "saved-trace.png").stat().st_size > 10_000

@@ -7,13 +7,13 @@ read back from BokehJS's own document (canvas pixels carry no text).
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 import pytest
-from lab import browser, jupyter_lab, run_notebook_in_lab, write_notebook
+from lab import browser, jupyter_lab, new_page, run_notebook_in_lab, write_notebook
 
-DOCS = Path(__file__).resolve().parents[2] / "docs"
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 RACE = """\
@@ -38,6 +38,12 @@ READ_PLOT = """() => {
   }
   return null;
 }"""
+
+
+@pytest.fixture
+def shots(tmp_path) -> Path:
+    """Where screenshots go: a temporary folder; ``docs/screenshots.py`` points it at docs/."""
+    return Path(os.environ.get("JUPYTER_REFS_SCREENSHOTS") or tmp_path)
 
 
 @pytest.fixture(scope="module")
@@ -74,13 +80,14 @@ def lab(tmp_path_factory, chromium):
     for protocol in ("legacy", "fixed"):
         write_notebook(root / f"{protocol}.ipynb", [RACE.format(protocol=protocol)])
     write_notebook(root / "live.ipynb", [LIVE])
+    write_notebook(root / "reload.ipynb", [RACE.format(protocol="legacy")])
     shutil.copy(NOTEBOOKS / "01_scatter_race.ipynb", root / "lesson1.ipynb")
     with jupyter_lab(root) as url:
         yield url, chromium, root
 
 
 @pytest.mark.parametrize("protocol", ["legacy", "fixed"])
-def test_timeline_renders_with_labelled_lanes(lab, protocol):
+def test_timeline_renders_with_labelled_lanes(lab, protocol, shots):
     url, b, _ = lab
     page = b.new_page(viewport={"width": 1400, "height": 900})
     try:
@@ -97,7 +104,7 @@ def test_timeline_renders_with_labelled_lanes(lab, protocol):
         else:
             assert plot["violations"] == 0
         page.wait_for_timeout(500)
-        shot = DOCS / f"timeline-{protocol}.png"
+        shot = shots / f"timeline-{protocol}.png"
         out = page.locator(".jp-Cell-outputArea").first
         out.screenshot(path=str(shot))
         assert shot.stat().st_size > 10_000
@@ -186,5 +193,83 @@ def test_lesson_one_runs_with_run_all(lab):
         assert "fixed: no violation in 2000 iterations" in text
         assert "Error" not in text.replace("FutureCancelledError", "")
         page.wait_for_selector(".jp-OutputArea canvas", timeout=30_000)
+    finally:
+        page.close()
+
+
+ALL_RAN = """n => {
+    const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
+    return prompts.length > 0 && prompts.every(p => p.textContent.includes('[' + n + ']'));
+}"""
+
+VIEW_FAILED = "() => document.body.innerText.includes('Failed to create view')"
+
+
+def test_timeline_survives_a_page_reload_on_a_running_kernel(lab):
+    """Issue 18.2: BokehJS was loaded once per kernel, so a reloaded page had none."""
+    url, b, _ = lab
+    with new_page(b) as page:
+        run_notebook_in_lab(page, url, "reload.ipynb")
+        page.wait_for_function(ALL_RAN, arg=1)
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+        page.wait_for_function(ALL_RAN, arg=2)
+        page.wait_for_selector(".jp-OutputArea canvas")
+        page.evaluate("async () => { await window.jupyterapp.commands.execute('docmanager:save'); }")
+        kernel = page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.id")
+        run_notebook_in_lab(page, url, "reload.ipynb")
+        assert page.evaluate(
+            "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.id") == kernel
+        page.wait_for_function(ALL_RAN, arg=3)
+        page.wait_for_function("window.Bokeh && window.Bokeh.documents.length > 0", timeout=30_000)
+        plot = page.evaluate(READ_PLOT)
+        assert plot is not None and plot["violations"] >= 1
+        page.wait_for_selector(".jp-OutputArea canvas")
+        assert not page.evaluate(VIEW_FAILED)
+
+
+# Where the first violation cross is drawn, in page pixels (BokehJS's own scales).
+VIOLATION_XY = """() => {
+  const found = [];
+  const walk = v => {
+    if (!v) return;
+    if (v.model && v.model.name === 'timeline' && v.frame) found.push(v);
+    for (const c of (v.child_views || [])) walk(c);
+    if (v.renderer_views) for (const c of v.renderer_views.values()) walk(c);
+  };
+  const index = window.Bokeh.index;
+  (typeof index.values === 'function' ? [...index.values()] : Object.values(index)).forEach(walk);
+  const pv = found[0];
+  const viol = pv.model.document.get_model_by_name('violations');
+  const c = pv.canvas_view.el.getBoundingClientRect();
+  return {x: c.left + pv.frame.x_scale.compute(viol.data.x[0]),
+          y: c.top + pv.frame.y_scale.compute(viol.data.y[0]), right: c.right};
+}"""
+
+
+def test_violation_tooltip_wraps_inside_the_plot(tmp_path, chromium):
+    """Issue 18.7: the explanation was one table cell, thousands of pixels wide."""
+    from jupyter_refs.demo import scatter_race
+    from jupyter_refs.views.export import export
+
+    result = scatter_race("legacy", seed=1, iterations=40)
+    path = tmp_path / "timeline.html"
+    export(result.cluster, str(path))
+    page = chromium.new_page(viewport={"width": 1400, "height": 900})
+    try:
+        page.set_default_timeout(30_000)
+        page.goto(path.as_uri())
+        page.wait_for_function("window.Bokeh && window.Bokeh.index && (window.Bokeh.index.size > 0 "
+                               "|| Object.keys(window.Bokeh.index).length > 0)")
+        page.wait_for_timeout(500)
+        at = page.evaluate(VIOLATION_XY)
+        assert at["x"] > 1000  # the race is late in the run: the cross is near the right edge
+        page.mouse.move(at["x"], at["y"])
+        tips = page.locator("div.jupyter-refs-violation")
+        tips.first.wait_for(state="visible")
+        for i in range(tips.count()):
+            box = tips.nth(i).bounding_box()
+            assert box["x"] >= 0 and box["x"] + box["width"] <= at["right"], box
+            assert box["height"] > 60  # the explanation wrapped onto several lines
+        assert "VIOLATION" in tips.first.inner_text()
     finally:
         page.close()

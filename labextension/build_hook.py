@@ -1,0 +1,47 @@
+"""The build hook's function (pyproject: ``build-function``): hatch-jupyter-builder's
+``npm_builder``, skipped for an editable install when the built extension is up to date.
+
+``pip install -e .`` and then ``pip install -e ".[test]"`` (the README's two commands)
+would otherwise run ``jlpm install`` and build the extension twice.  Up to date means:
+the built extension is there, and no source of it (``src/``, ``style/``,
+``package.json``, ``tsconfig.json``, ``yarn.lock``) changed after it was built.  A
+wheel (``pip install .``, ``pip wheel``) always builds, for production.
+``JUPYTER_REFS_REBUILD=1`` forces a build.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+SOURCES = ("src", "style", "package.json", "tsconfig.json", "yarn.lock")
+BUILT = ("package.json", "static/style.js")
+
+
+def _mtimes(path: Path):
+    if path.is_file():
+        yield path.stat().st_mtime
+    for folder, _, files in os.walk(path):
+        for name in files:
+            yield (Path(folder) / name).stat().st_mtime
+
+
+def up_to_date(path: str | Path, built: str | Path) -> bool:
+    """Whether ``built`` (the extension's output folder) is newer than every source in ``path``."""
+    path, built = Path(path), Path(built)
+    if not all((built / name).is_file() for name in BUILT):
+        return False
+    sources = [m for name in SOURCES for m in _mtimes(path / name)]
+    return bool(sources) and max(sources) < min((built / name).stat().st_mtime for name in BUILT)
+
+
+def build(target_name: str, version: str, path: str = ".", built: str = "", **kwargs: Any) -> None:
+    from hatch_jupyter_builder import npm_builder
+
+    if (version == "editable" and built and os.environ.get("JUPYTER_REFS_REBUILD") != "1"
+            and up_to_date(path, built)):
+        print(f"jupyter_refs: the JupyterLab extension in {built} is up to date with {path}/: "
+              "not rebuilding (JUPYTER_REFS_REBUILD=1 forces it)", flush=True)
+        return
+    npm_builder(target_name, version, path=path, **kwargs)
