@@ -80,7 +80,7 @@ def test_help_names_every_option_with_its_default(capsys):
     with pytest.raises(SystemExit):
         main(["demo", "scatter-race", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    for option, default in [("--protocol", "legacy"), ("--seed", "0"), ("--network", "random"),
+    for option, default in [("--protocol", "dask"), ("--seed", "0"), ("--network", "random"),
                             ("--iterations", "200")]:
         assert option in text
         assert f"(default: {default})" in text
