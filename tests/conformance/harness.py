@@ -387,10 +387,11 @@ class RemoteClusters:
                  "--port", str(port), "--dashboard-address", ":0", "--scheduler-file", sched_file],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env))
             address = f"tcp://127.0.0.1:{port}"
-            self._procs.append(subprocess.Popen(
-                [sys.executable, "-m", "distributed.cli.dask_worker", address, "--host", "127.0.0.1",
-                 "--nworkers", "2", "--nthreads", "1", "--dashboard-address", ":0"],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env))
+            for i in range(2):  # two worker processes (no nanny: twice as quick to start)
+                self._procs.append(subprocess.Popen(
+                    [sys.executable, "-m", "distributed.cli.dask_worker", address, "--host", "127.0.0.1",
+                     "--nthreads", "1", "--no-nanny", "--name", f"w{i}", "--dashboard-address", ":0"],
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env))
             from distributed import Client
 
             with Client(address, timeout=60, set_as_default=False) as c:
@@ -408,9 +409,10 @@ class RemoteClusters:
             p.terminate()
         for p in self._procs:
             try:
-                p.wait(timeout=30)
+                p.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 p.kill()
+                p.wait()
         if self._tmp:
             shutil.rmtree(self._tmp, ignore_errors=True)
 
