@@ -18,6 +18,7 @@ import tempfile
 import threading
 import time
 import types
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -265,8 +266,10 @@ class DaskInproc(_DaskBase):
         super().__init__()
         from distributed import LocalCluster
 
-        self.cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                    dashboard_address=None)
+        with warnings.catch_warnings():  # its HTTP server falls back to a free port: fine
+            warnings.filterwarnings("ignore", "Port .* is already in use")
+            self.cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                        dashboard_address=None)
         self.workers = [self.cluster.workers[i].address for i in sorted(self.cluster.workers)]
         self.client = self.new_client()
 
@@ -368,8 +371,10 @@ class RemoteClusters:
             old = os.environ.get("PYTHONPATH")
             os.environ["PYTHONPATH"] = self._env()["PYTHONPATH"]
             try:
-                cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=None, host="127.0.0.1")
+                with warnings.catch_warnings():
+                    warnings.filterwarnings("ignore", "Port .* is already in use")
+                    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                           dashboard_address=None, host="127.0.0.1")
             finally:
                 if old is None:
                     del os.environ["PYTHONPATH"]
@@ -387,10 +392,11 @@ class RemoteClusters:
                  "--port", str(port), "--dashboard-address", ":0", "--scheduler-file", sched_file],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env))
             address = f"tcp://127.0.0.1:{port}"
-            self._procs.append(subprocess.Popen(
-                [sys.executable, "-m", "distributed.cli.dask_worker", address, "--host", "127.0.0.1",
-                 "--nworkers", "2", "--nthreads", "1", "--dashboard-address", ":0"],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env))
+            for i in range(2):  # two worker processes (no nanny: twice as quick to start)
+                self._procs.append(subprocess.Popen(
+                    [sys.executable, "-m", "distributed.cli.dask_worker", address, "--host", "127.0.0.1",
+                     "--nthreads", "1", "--no-nanny", "--name", f"w{i}", "--dashboard-address", ":0"],
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env))
             from distributed import Client
 
             with Client(address, timeout=60, set_as_default=False) as c:
@@ -408,9 +414,10 @@ class RemoteClusters:
             p.terminate()
         for p in self._procs:
             try:
-                p.wait(timeout=30)
+                p.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 p.kill()
+                p.wait()
         if self._tmp:
             shutil.rmtree(self._tmp, ignore_errors=True)
 
