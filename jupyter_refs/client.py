@@ -266,6 +266,12 @@ class Refcounts(Mapping[str, int]):
     def __getitem__(self, key: str) -> int:
         return self._counts().get(key, 0)
 
+    def __contains__(self, key: object) -> bool:
+        return key in self._counts()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._counts().get(key, default)
+
     def __iter__(self) -> Iterator[str]:
         return iter(dict(self._counts()))
 

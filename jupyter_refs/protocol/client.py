@@ -181,7 +181,8 @@ class ClientState:
             self.record(self.name, "scatter.begin", key, fs.gen)
         gens = {k: self.futures[k].gen for k in data if k in self.futures}
         msg = Message(self.name, m.SCHEDULER, m.SCATTER, call, False, tuple(data),
-                      {"client": self.name, "data": data, "gens": gens, "workers": workers})
+                      {"client": self.name, "data": data, "gens": gens, "workers": workers,
+                       "broadcast": broadcast, "types": types or {}})
         return call, [msg]
 
     def update_graph(self, tasks: dict[str, Any], wanted: list[str],
