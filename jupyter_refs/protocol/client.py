@@ -129,17 +129,20 @@ class ClientState:
     def adopt(self, key: str, task: str | None) -> tuple[FutureState, list[Message], int]:
         """A ``Future`` for ``key`` was deserialized here: in ``task``'s arguments, or a result.
 
-        A client that borrows (a worker's, under ``fixed``) holds nothing and
-        says nothing.  Otherwise the future is a reference like any other, and a
-        new hold tells the scheduler with ``client-desires-keys`` — legacy's
-        "inform", which may create a task for a key the scheduler has forgotten.
+        A worker's client that borrows (today's dask and ``fixed``: a future in a
+        task's arguments arrives unbound) holds nothing and says nothing.
+        Otherwise the future is a reference like any other, and a new hold tells
+        the scheduler with ``client-desires-keys`` — dask-2024.7's "inform", which
+        may create a task for a key the scheduler has forgotten.  (A future in a
+        gathered result is adopted this way under every protocol: in-process dask
+        hands the client the very object the task made, bound and held.)
         """
         if self.borrows:
             self._future_ids += 1
             self.record(self.name, "future.created", key, self._future_ids, "borrowed", 0)
             return FutureState(BORROWED, 0), [], self._future_ids
         fs, new, future_id = self.acquire(key, "deserialize")
-        if not new or not self.variant.adopt_desires:
+        if not new:
             return fs, [], future_id
         return fs, [Message(self.name, m.SCHEDULER, m.CLIENT_DESIRES_KEYS, self._stream, True,
                             (key,), {"client": self.name, "gens": {key: fs.gen}, "task": task})

@@ -74,9 +74,6 @@ class ProtocolVariant:
     ids: str = UUID
     deserialized_claims: bool = False
     desire_creates: bool = False
-    #: A future found in a gathered result tells the scheduler of its new hold
-    #: (``client-desires-keys``): dask did before PR 8827; ``fixed`` does, safely.
-    adopt_desires: bool = False
 
     @property
     def atomic_ids(self) -> bool:
@@ -98,7 +95,6 @@ DASK_2024_7 = ProtocolVariant(
     "and a claim on a forgotten key creates a ghost task",
     deserialized_claims=True,
     desire_creates=True,
-    adopt_desires=True,
 )
 RACY_IDS = ProtocolVariant(
     name="racy-ids",
@@ -114,7 +110,6 @@ FIXED = ProtocolVariant(
     incarnations=True,
     summary="releases carry the hold's generation and frees the key's incarnation; "
     "stale ones are ignored; an unknown key is never created",
-    adopt_desires=True,
 )
 
 VARIANTS = {v.name: v for v in (DASK, DASK_2024_7, RACY_IDS, FIXED)}
