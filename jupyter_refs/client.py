@@ -524,8 +524,10 @@ class Client:
         tasks: dict[str, dict[str, Any]] = {}
         dep_futures: dict[str, Future] = {}
         for key, args, kwargs in calls:
-            if key in held or key in tasks:
-                continue  # dask: a key the client already holds is not submitted again
+            if (key in held or key in tasks) and not allocated:
+                # dask: a key the client already holds is not submitted again.  (A key from
+                # racy-ids' counter is: two threads given one id is the race to show.)
+                continue
             deps: dict[str, Future] = {}
             with sending() as travelling:
                 ablob = dumps((_pack(args, deps), _pack(kwargs, deps)) if args or kwargs
