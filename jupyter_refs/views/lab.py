@@ -202,6 +202,10 @@ def _nothing() -> None:
 
 
 def _open_timelines() -> list[Any]:
-    """The open timelines, without importing bokeh when no timeline was ever made."""
+    """The open timelines, without importing bokeh when no timeline was ever made.
+
+    The module may be in ``sys.modules`` half-imported (a cell importing it while this
+    runs on the save thread): then it has no timeline open yet.
+    """
     module = sys.modules.get("jupyter_refs.views.timeline")
-    return list(module.OPEN_TIMELINES) if module is not None else []
+    return list(getattr(module, "OPEN_TIMELINES", ()))
