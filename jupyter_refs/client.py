@@ -319,6 +319,11 @@ class Client:
         address.clients[self.name] = self
         if set_as_default:
             _default.append(self)
+            # As dask's Client: the default client is dask's scheduler, so
+            # ``collection.compute()`` runs here.  Closing the client restores the old one.
+            import dask
+
+            self._set_config = dask.config.set(scheduler=self.get)
 
     @classmethod
     def _wrap(cls, cluster: Cluster, state: ClientState) -> Client:
@@ -329,6 +334,7 @@ class Client:
         return client
 
     def _setup(self, cluster: Cluster, state: ClientState) -> None:
+        self._set_config: Any = None
         self.cluster = cluster
         self._state = state
         self._closed = False
@@ -675,6 +681,14 @@ class Client:
         names = self._workers(workers)
         return {w: keys for w, keys in has.items() if names is None or w in names}
 
+    def nthreads(self, workers: Any = None) -> dict[str, int]:
+        """Threads per worker (dask's ``Client.nthreads``)."""
+        names = self._workers(workers) or list(self.cluster.workers)
+        threads = getattr(self.cluster, "threads_per_worker", 1)
+        return {w: threads for w in names}
+
+    ncores = nthreads
+
     def close(self, timeout: Any = None) -> None:
         """Release every key this client holds; then refuse new work.  Closing twice is fine."""
         if self._closed:
@@ -686,6 +700,9 @@ class Client:
                     self._state.refcount[key] = 1
                     user_call.send(self._state.release(key))
         self._closed = True
+        if self._set_config is not None:
+            self._set_config.__exit__(None, None, None)
+            self._set_config = None
         if self._own_cluster and cluster is not None:
             cluster.close()
 
@@ -734,16 +751,134 @@ class Client:
 
     # -- what dask has and the model does not ----------------------------------------------
 
-    def compute(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotModelledError("Client.compute", "dask collections are not modelled; use submit")
+    # -- dask collections ------------------------------------------------------------------
 
-    def persist(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotModelledError("Client.persist", "dask collections are not modelled; use submit")
+    def compute(self, collections: Any, sync: bool = False, optimize_graph: bool = True,
+                **kwargs: Any) -> Any:
+        """Futures for dask collections (``dask.delayed`` …): one, or a list for a list.
+
+        The collection's graph is sent as tasks — each of dask's graph nodes run on
+        a worker with its dependencies' values — and a collection of several keys
+        gets a ``finalize-`` task that assembles its result, as dask's does.
+        """
+        import dask
+
+        _check_graph_options(kwargs)
+        single = not isinstance(collections, list | tuple | set)
+        items = [collections] if single else list(collections)
+        out = []
+        for item in items:
+            if not dask.is_dask_collection(item):
+                out.append(item)  # dask passes anything else through
+                continue
+            keys = item.__dask_keys__()
+            finalize, extra = item.__dask_postcompute__()
+            flat = _flatten(keys)
+            graph = dict(item.__dask_graph__())
+            if len(flat) == 1 and finalize.__name__ == "single_key" and not extra:
+                out.append(self._submit_graph(graph, flat)[0])
+                continue
+            name = f"finalize-{tokenize(item)}"
+            graph[name] = (_finalize, finalize, keys, list(extra))
+            out.append(self._submit_graph(graph, [name])[0])
+        results = self.gather(out) if sync else out
+        return results[0] if single else results
+
+    def persist(self, collections: Any, optimize_graph: bool = True, **kwargs: Any) -> Any:
+        """The collections with their keys computed and held here (futures in their graphs)."""
+        import dask
+
+        _check_graph_options(kwargs)
+        single = not isinstance(collections, list | tuple | set)
+        items = [collections] if single else list(collections)
+        out = []
+        for item in items:
+            if not dask.is_dask_collection(item):
+                out.append(item)
+                continue
+            flat = _flatten(item.__dask_keys__())
+            futures = self._submit_graph(dict(item.__dask_graph__()), flat)
+            rebuild, extra = item.__dask_postpersist__()
+            out.append(rebuild(dict(zip(flat, futures)), *extra))
+        return out[0] if single else out
+
+    def get(self, dsk: Mapping[Any, Any], keys: Any, **kwargs: Any) -> Any:
+        """dask's scheduler interface: compute ``keys`` of the graph ``dsk`` here and return
+        their values in the shape of ``keys``.  A default client is dask's scheduler, so
+        ``collection.compute()`` runs on the kernel-side cluster, as on dask's."""
+        _check_graph_options(kwargs)
+        if hasattr(dsk, "__dask_graph__"):  # dask hands its schedulers an expression
+            dsk = dsk.__dask_graph__()
+        flat = _flatten(keys)
+        values = dict(zip(flat, self.gather(self._submit_graph(dict(dsk), flat))))
+        return _unflatten(keys, values)
+
+    def _submit_graph(self, dsk: dict[Any, Any], wanted: list[Any]) -> list[Future]:
+        """Send a dask graph as tasks; futures for ``wanted`` (keys of the graph)."""
+        from dask._task_spec import convert_legacy_graph
+
+        held = self._state.futures
+        given = {k: v for k, v in dsk.items() if type(v) is Future}  # persisted keys
+        graph = convert_legacy_graph({k: v for k, v in dsk.items() if k not in given})
+        tasks: dict[str, dict[str, Any]] = {}
+        for key, node in graph.items():
+            name = _key(key)
+            if name in held:
+                continue  # as submit: a key this client holds is not sent again
+            deps = {d: Dep(_key(d)) for d in node.dependencies}
+            tasks[name] = {"func": _RUN_NODE, "args": dumps(((node, deps), {})),
+                           "deps": tuple(_key(d) for d in deps), "allocated": False,
+                           "carries": (), "workers": None, "retries": None, "priority": 0}
+        dep_futures = {f.key: f for f in given.values()}
+        with self.cluster.call(_user_cell()) as user_call:
+            futures = [given[k] if k in given else self._future(_key(k), "compute")[0]
+                       for k in wanted]
+            if tasks:
+                user_call.send(self._state.update_graph(tasks, [_key(k) for k in wanted],
+                                                        dep_futures))
+        return futures
 
     def __getattr__(self, name: str) -> Any:
         if name in _DASK_CLIENT_API:
             raise NotModelledError(f"Client.{name}")
         raise AttributeError(f"'Client' object has no attribute {name!r}")
+
+
+def _run_node(node: Any, values: dict[Any, Any]) -> Any:
+    """A task that runs one node of a dask graph (``dask._task_spec``) on its inputs."""
+    return node(values)
+
+
+_RUN_NODE = dumps(_run_node)
+
+
+def _finalize(finalize: Callable[..., Any], results: Any, extra: list) -> Any:
+    """The task that assembles a collection's result from its keys' values (dask's finalize)."""
+    return finalize(results, *extra)
+
+
+def _key(key: Any) -> str:
+    """A dask key as the model's key (tuple keys, as of arrays, become their text)."""
+    return key if isinstance(key, str) else str(key)
+
+
+def _flatten(keys: Any) -> list[Any]:
+    if isinstance(keys, list):
+        return [k for sub in keys for k in _flatten(sub)]
+    return [keys]
+
+
+def _unflatten(keys: Any, values: Mapping[Any, Any]) -> Any:
+    if isinstance(keys, list):
+        return [_unflatten(k, values) for k in keys]
+    return values[keys]
+
+
+def _check_graph_options(kwargs: dict[str, Any]) -> None:
+    unmodelled = [k for k, v in kwargs.items() if v not in (None, False) and k not in (
+        "optimize_graph", "sync", "traverse", "fifo_timeout", "priority", "actors", "pure")]
+    if unmodelled:
+        raise NotModelledError(f"{', '.join(unmodelled)}= for dask collections")
 
 
 #: Public names of dask's Client that the model does not have (they raise NotModelledError).
@@ -752,7 +887,7 @@ run run_on_scheduler restart restart_workers upload_file publish_dataset unpubli
 get_dataset list_datasets datasets rebalance replicate retry story get_task_stream profile
 dashboard_link register_plugin unregister_worker_plugin register_worker_plugin
 register_scheduler_plugin get_executor get_metadata set_metadata get_worker_logs
-get_scheduler_logs scheduler_info nthreads ncores processing call_stack benchmark_hardware
+get_scheduler_logs scheduler_info processing call_stack benchmark_hardware
 get_versions wait_for_workers forward_logging log_event subscribe_topic unsubscribe_topic
 get_events start_ipython_workers start_ipython_scheduler dump_cluster_state
 write_scheduler_file amm get asynchronous sync loop scheduler

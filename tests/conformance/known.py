@@ -32,9 +32,6 @@ PENDING: dict[str, str] = {
         "future_result_timeout", "future_done_pending", "varq_variable_get_timeout",
         "varq_queue_get_timeout", "life_release_pending", "life_del_pending",
         "varq_variable_in_task"], _TASKS),
-    **dict.fromkeys(["client_compute_delayed", "client_persist_delayed", "client_compute_list"],
-                    "dask collections (compute / persist) are not modelled yet: NotModelledError"),
-    "client_nthreads": "Client.nthreads is not modelled yet: NotModelledError",
     "opts_resources_not_seen": "worker resources are not modelled yet: NotModelledError",
     "life_result_contains_future": _TASKS,
 }

@@ -1039,6 +1039,14 @@ def client_compute_list(b):
 
 
 @program
+def client_array_sum(b):
+    import dask.array as da
+
+    x = da.ones(10, chunks=5)
+    return float(b.client.compute(x.sum()).result()), b.client.gather(b.client.compute([x.max()]))
+
+
+@program
 def client_gather_method(b):
     return b.client.gather(b.client.submit(inc, 1))
 
