@@ -286,6 +286,31 @@ class Refcounts(Mapping[str, int]):
 
 
 _default: list[Client] = []
+#: dask's configuration while a kernel-side client is dask's scheduler (restored after).
+_dask_config: list[Any] = []
+
+
+def _dask_get(dsk: Any, keys: Any, **kwargs: Any) -> Any:
+    """dask's scheduler while a kernel-side client is the default: that client computes,
+    as dask's default ``Client`` does; with none open, dask's threaded scheduler."""
+    client = default_client()
+    if client is None or client.cluster is None or client.cluster.closed:
+        import dask.threaded
+
+        return dask.threaded.get(dsk, keys, **kwargs)
+    return client.get(dsk, keys, **kwargs)
+
+
+def _use_as_dask_scheduler() -> None:
+    if not _dask_config:
+        import dask
+
+        _dask_config.append(dask.config.set(scheduler=_dask_get))
+
+
+def _restore_dask_scheduler() -> None:
+    while _dask_config:
+        _dask_config.pop().__exit__(None, None, None)
 
 
 def default_client() -> Client | None:
@@ -319,11 +344,7 @@ class Client:
         address.clients[self.name] = self
         if set_as_default:
             _default.append(self)
-            # As dask's Client: the default client is dask's scheduler, so
-            # ``collection.compute()`` runs here.  Closing the client restores the old one.
-            import dask
-
-            self._set_config = dask.config.set(scheduler=self.get)
+            _use_as_dask_scheduler()
 
     @classmethod
     def _wrap(cls, cluster: Cluster, state: ClientState) -> Client:
@@ -334,7 +355,6 @@ class Client:
         return client
 
     def _setup(self, cluster: Cluster, state: ClientState) -> None:
-        self._set_config: Any = None
         self.cluster = cluster
         self._state = state
         self._closed = False
@@ -700,9 +720,8 @@ class Client:
                     self._state.refcount[key] = 1
                     user_call.send(self._state.release(key))
         self._closed = True
-        if self._set_config is not None:
-            self._set_config.__exit__(None, None, None)
-            self._set_config = None
+        if default_client() is None:
+            _restore_dask_scheduler()
         if self._own_cluster and cluster is not None:
             cluster.close()
 

@@ -41,7 +41,8 @@ def block(*needles: str, lang: str = "python") -> str:
 def test_every_block_is_covered():
     assert {lang for lang, _ in BLOCKS} == {"bash", "python", ""}  # "": printed output, not code
     covered = {block("from jupyter_refs import Cluster\n"), block("%load_ext jupyter_refs"),
-               block("explore(race"), block("attach(client)"), block("Timeline(cluster), RefsTable")}
+               block("explore(race"), block("attach(client)"), block("Timeline(cluster), RefsTable"),
+               block("from jupyter_refs import Cluster, Client, wait")}
     assert covered == set(PYTHON)
     assert {block("pip install", lang="bash"), block("dask scheduler", lang="bash")} == set(BASH)
 
@@ -82,13 +83,13 @@ def test_the_first_commands(tmp_path):
 
 # -- python, as a script --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("protocol", ["legacy", "fixed"])
+@pytest.mark.parametrize("protocol", ["dask", "fixed"])
 def test_the_cluster_example(tmp_path, protocol):
     """As written, and with "fixed" as its comment invites."""
     code = block("from jupyter_refs import Cluster\n")
     if protocol == "fixed":
-        assert 'protocol="legacy"' in code and '# or "fixed"' in code
-        code = code.replace('protocol="legacy"', 'protocol="fixed"')
+        assert 'protocol="dask"' in code and '# or "fixed"' in code
+        code = code.replace('protocol="dask"', 'protocol="fixed"')
     out = run_script(code, tmp_path)
     if protocol == "fixed":
         assert out.strip() == "no violation in 200 iterations"
@@ -97,11 +98,18 @@ def test_the_cluster_example(tmp_path, protocol):
     assert (tmp_path / "race.json").exists()
 
 
+def test_the_dask_program_example(tmp_path):
+    """The program the README says runs unchanged prints what its comments say."""
+    out = run_script(block("from jupyter_refs import Cluster, Client, wait"), tmp_path).splitlines()
+    assert re.fullmatch(r"<Future: finished, type: int, key: sum-[0-9a-f]{32}> 6", out[0])
+    assert out[1] == "{'a': 1, 'b': (2, 7)}"
+
+
 def test_the_explore_example(tmp_path):
     code = block("explore(race")
     out = run_script(code + "\nprint('---')\nprint(run.violations[0].name)\n", tmp_path)
     schedules, _, rest = out.partition("---")
-    assert schedules.split()[:2] == ["legacy@8a52c2:4>1", "legacy@8a52c2:0>1,1>1,2>1"]
+    assert schedules.split()[:2] == ["dask@8a52c2:4>1", "dask@8a52c2:0>1,1>1,2>1"]
     # What the README says of the second: the scatter RPC passing the queued release.
     assert "#6 scatter on rpc:client:1#2 was delivered before #5 client-releases-keys" in out
     assert rest.split() == ["dangling_future"]

@@ -6,10 +6,10 @@ belong here — never a program that fails because the model is not finished.
 """
 
 KNOWN: dict[str, str] = {
-    "client_has_what[immediate]":
-        "the immediate network delivers in sending order: the release of the dropped scatter, "
-        "queued on the batched stream, arrives before the has_what RPC sent after it; in dask "
-        "(and on the live network) the RPC overtakes the batch still waiting for its flush",
+    "client_has_what":
+        "timing: the scatter's future is dropped at once, so its release (batched) races the "
+        "has_what RPC.  The immediate network delivers in sending order (the release first); "
+        "the live one draws latencies, so the RPC usually overtakes, as in dask",
 }
 
 
