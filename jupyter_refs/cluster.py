@@ -10,6 +10,19 @@ Two ways to drive the same sans-IO actors:
 * **live**: a background thread delivers each message when its latency has
   elapsed on the real clock, so races happen at random as they do on dask.
 
+A task runs when its worker's ``execute`` message is delivered (see
+``protocol/worker.py``).  Stepped, the delivery *is* the run: the function is
+called in the thread driving the network, so the policy decides when tasks run
+relative to every message, and a schedule replays exactly.  A task that calls
+the cluster (``get_client().submit(...).result()``) makes a user call from inside
+that step: the lock is re-entrant, and its wait delivers (and runs) what it
+needs, nested — deterministic still, since one thread does everything.  Live,
+the delivery hands the function to a worker thread that holds no lock; the
+outcome re-enters under the lock as ``task-finished`` / ``task-erred``.  Under
+``immediate`` a run with a deadline (``result(timeout=...)``) goes on a thread
+too, and the caller waits for it no longer than the deadline — so a long task
+times out as on dask, and finishes later on its own.
+
 Every delivery is one step: record ``msg.received``, hand the message to its
 actor, accept what the actor sends back.  The trace is flushed to its
 subscribers (the checks first) when a public call returns and after every
@@ -18,6 +31,9 @@ live delivery; the checks read events in order, so batching loses nothing.
 
 from __future__ import annotations
 
+import contextvars
+import os
+import queue
 import threading
 import time
 from collections import deque
@@ -26,20 +42,77 @@ from typing import Any
 
 from .checks import Checks, Violation
 from .client import Client, Future
-from .errors import ClusterClosedError, HeldMessagesError, ProtocolError, TaskContextError
+from .errors import (
+    ClusterClosedError,
+    HeldMessagesError,
+    ProtocolError,
+    ThreadsExhaustedError,
+)
 from .ids import AtomicIds, RacyIds
-from .network import Network, Policy, RandomLatency, make_policy
+from .network import Immediate, Network, Policy, RandomLatency, make_policy
 from .protocol.client import BORROWED, ClientState
-from .protocol.messages import SCHEDULER, Message
+from .protocol.messages import EXECUTE, SCHEDULER, Message
 from .protocol.scheduler import SchedulerState
 from .protocol.variants import ProtocolVariant, get_variant
-from .protocol.worker import WorkerState, running_task
+from .protocol.worker import TaskRun, WorkerState
 from .trace import Trace
 
 # How often the live thread looks for futures dropped by the GC: often while
 # messages are in flight (a drop's release must not lag behind them), rarely when idle.
 _LIVE_POLL_BUSY_S = 0.002
 _LIVE_POLL_IDLE_S = 0.02
+
+
+#: The task running in this thread (inline or on a worker thread): what ``get_client()``,
+#: ``secede()`` and ``rejoin()`` act on.
+current_run: contextvars.ContextVar[tuple[Cluster, TaskRun] | None] = contextvars.ContextVar(
+    "jupyter_refs_current_run", default=None)
+
+
+def default_threads(workers: int) -> int:
+    """Threads per worker as dask's ``LocalCluster`` picks them: the cores shared out, at least 1."""
+    return max(1, (os.cpu_count() or 1) // max(1, workers))
+
+
+class _Pool:
+    """Worker threads for task runs: an idle one takes the next run, or a new one starts.
+
+    Not a fixed-size executor: a seceded task keeps its thread while its slot goes to
+    another task, as dask's executor grows on ``secede()``.  The worker state machine,
+    not this pool, decides how many tasks hold a slot.
+    """
+
+    def __init__(self, name: str):
+        self.name = name
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0
+        self._threads: list[threading.Thread] = []
+
+    def submit(self, fn: Callable[[], None]) -> None:
+        with self._lock:
+            if self._idle:
+                self._idle -= 1  # that idle thread's next item is this one
+            else:
+                thread = threading.Thread(target=self._loop, daemon=True,
+                                          name=f"{self.name}-{len(self._threads)}")
+                self._threads.append(thread)
+                thread.start()
+        self._queue.put(fn)
+
+    def _loop(self) -> None:
+        get = self._queue.get
+        while True:
+            fn = get()
+            if fn is None:
+                return
+            fn()
+            with self._lock:
+                self._idle += 1
+
+    def shutdown(self) -> None:
+        for _ in self._threads:
+            self._queue.put(None)
 
 
 class UserCall:
@@ -96,6 +169,7 @@ class Cluster:
         seed: int | None = None,
         trace_capacity: int = 1_000_000,
         checks: bool = True,
+        threads_per_worker: int | None = None,
     ):
         self.variant = get_variant(protocol)
         names = [f"worker:{i}" for i in range(workers)] if isinstance(workers, int) else list(workers)
@@ -118,7 +192,12 @@ class Cluster:
                             if type(self.policy).user_delay_ns is not Policy.user_delay_ns
                             else None)
         self.scheduler = SchedulerState(self.variant, names, self.trace.record)
-        self.workers = {n: WorkerState(n, self.variant, self.trace.record, self._bind)
+        self.threads_per_worker = (default_threads(len(names)) if threads_per_worker is None
+                                   else threads_per_worker)
+        if self.threads_per_worker < 1:
+            raise ProtocolError("threads_per_worker must be at least 1")
+        self.workers = {n: WorkerState(n, self.variant, self.trace.record, self._bind,
+                                       self.threads_per_worker)
                         for n in names}
         self._actors: dict[str, Any] = {SCHEDULER: self.scheduler, **self.workers}
         # Each worker's own client (futures deserialized in its tasks) is an actor too.
@@ -126,8 +205,13 @@ class Cluster:
         self.clients: dict[str, Client] = {}
         self._worker_clients: dict[str, Client] = {}
         self._lock = threading.RLock()
-        # Only the live network has a thread to wake; a stepped cluster runs in its caller's.
-        self._cond = threading.Condition(self._lock) if self.live else None
+        # Only the live network, and immediate's runs with a deadline, have threads to
+        # wake; every other stepped cluster runs in its caller's thread alone.
+        self._cond = (threading.Condition(self._lock)
+                      if self.live or isinstance(self.policy, Immediate) else None)
+        #: Runs on worker threads, not yet finished (live, or immediate with a deadline).
+        self._threaded: set[TaskRun] = set()
+        self._pool: _Pool | None = None
         self._drops: deque[tuple[ClientState, str]] = deque()
         self._ids = (AtomicIds if self.variant.atomic_ids else RacyIds)(self.trace.record)
         self.closed = False
@@ -240,7 +324,8 @@ class Cluster:
         if self.live:
             with self._cond:
                 self._check_open()
-                idle = lambda: not self._drops and not self.network.in_flight  # noqa: E731
+                idle = lambda: (not self._drops and not self.network.in_flight  # noqa: E731
+                                and not self._threaded)
                 while True:
                     self._cond.notify_all()
                     if not self._cond.wait_for(lambda: idle() or self._stuck(), timeout):
@@ -262,6 +347,9 @@ class Cluster:
         if self._thread is not None:
             self._thread.join()
             self._thread = None
+        if self._pool is not None:
+            self._pool.shutdown()  # a task still running ends on its own; nothing is sent
+            self._pool = None
         self.trace.flush()
 
     def dispose(self) -> None:
@@ -335,23 +423,35 @@ class Cluster:
         if self.closed:
             raise ClusterClosedError("the cluster is closed; start a new one with Cluster(...)")
 
+    def worker_client(self, worker: str) -> Client:
+        """The client of ``worker`` (``client:<worker>``): what ``get_client()`` gives its tasks.
+
+        dask gives each worker process its own client; an in-process dask cluster
+        (``LocalCluster(processes=False)``) hands a task the user's own client
+        instead.  The model always uses the worker's, so nested work shows on its
+        own lane.
+        """
+        return self._client_of(self.workers[worker].client)
+
+    def _client_of(self, state: ClientState) -> Client:
+        client = self._worker_clients.get(state.name)
+        if client is None:
+            client = self._worker_clients[state.name] = Client._wrap(self, state)
+        return client
+
     def _bind(self, state: ClientState, key: str, fs: Any, future_id: int) -> Any:
         """The ``Future`` a task receives for a future in its arguments (the worker's client's)."""
         if fs.state == BORROWED:
             return Future(key)  # today's dask: unbound, it holds nothing
-        client = self._worker_clients.get(state.name)
-        if client is None:
-            client = self._worker_clients[state.name] = Client._wrap(self, state)
-        return Future._bound(client, key, fs, future_id)
+        return Future._bound(self._client_of(state), key, fs, future_id)
 
     def _begin_call(self, cell: str | None) -> None:
-        """Entering a user call: under the lock, before any of its messages."""
+        """Entering a user call: under the lock, before any of its messages.
+
+        A task may call the cluster (nested submission): on a worker thread it
+        takes the lock like any caller; in a stepped run it already holds it.
+        """
         self._check_open()
-        task = running_task.get()
-        if task is not None:
-            raise TaskContextError(
-                f"task {task} called the cluster while running; the kernel-side cluster runs "
-                "tasks inline, so a task cannot scatter, submit or wait for a result")
         if self._user_delay is not None and not self.live:
             self._now += self._user_delay()
         if self._drops:
@@ -414,6 +514,7 @@ class Cluster:
                 raise HeldMessagesError(what, [m for m in self.in_flight
                                                if self.network.is_held(m.channel)])
             return
+        deadline = None if timeout is None else time.monotonic() + timeout
         while not done():
             if self.closed:
                 self._check_open()
@@ -421,22 +522,64 @@ class Cluster:
                 self._process_drops()
             msg = self._next(force=False)
             if msg is None:
-                held = needs() if needs is not None else []
-                if self.network.held and not held:
-                    held = [m for m in self.network.in_flight.values()
-                            if self.network.is_held(m.channel)]
-                raise HeldMessagesError(what, held or sorted(self.network.in_flight.values(),
-                                                             key=lambda m: m.msg_id))
+                if self._threaded and self._others_running():
+                    # Immediate: a run from an earlier, timed-out call is still going.
+                    self._wait_threads(lambda: done() or bool(self.network.in_flight)
+                                       or not self._others_running(), what, deadline)
+                    continue
+                self._raise_stuck(what, needs)
+            if deadline is not None and msg.op == EXECUTE and self._cond is not None:
+                # Immediate with a deadline: the run goes on a thread; wait no longer than asked.
+                run = self._deliver(msg, threaded=True)
+                if run is not None:
+                    self._wait_threads(lambda r=run: r.done or self.closed, what, deadline)
+                continue
             self._deliver(msg)
 
+    def _others_running(self) -> bool:
+        """Runs on threads other than the caller's own (a task waiting must not wait for itself)."""
+        mine = current_run.get()
+        return any(mine is None or run is not mine[1] for run in self._threaded)
+
+    def _wait_threads(self, until: Callable[[], bool], what: str, deadline: float | None) -> None:
+        """Immediate: let worker threads run (the lock released) until ``until()`` or the deadline."""
+        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+        if not self._cond.wait_for(until, remaining):
+            raise TimeoutError(f"{what} did not complete within the timeout "
+                               f"({len(self._threaded)} task(s) still running)")
+
+    def _raise_stuck(self, what: str, needs: Callable[[], list[Message]] | None) -> None:
+        """Nothing can be delivered and ``what`` is not done: say why, rather than hang."""
+        for worker in self.workers.values():
+            if worker.ready and not worker.free_slots():
+                raise ThreadsExhaustedError(
+                    f"{what} cannot complete: every thread of {worker.name} "
+                    f"({worker.nthreads}) runs a task that is waiting "
+                    f"({', '.join(sorted(worker.executing))}), so {', '.join(worker.ready)} "
+                    "never gets one; call secede() before waiting inside a task, use "
+                    "worker_client(), or give the cluster more threads_per_worker "
+                    "(real dask would hang here)")
+        held = needs() if needs is not None else []
+        if self.network.held and not held:
+            held = [m for m in self.network.in_flight.values()
+                    if self.network.is_held(m.channel)]
+        raise HeldMessagesError(what, held or sorted(self.network.in_flight.values(),
+                                                     key=lambda m: m.msg_id))
+
     def _drain_network(self) -> None:
+        """Immediate, at the end of a call: deliver every message — but run no task.
+
+        A task runs when someone waits for it (``result``, ``gather``, ``wait``):
+        ``submit`` returns a pending future, as on dask.
+        """
+        oldest = self.network.oldest_message
         while True:
             if self._drops:
                 self._process_drops()
-            choice = self.policy.next(self.network, self._now)
-            if choice is None:
+            msg = oldest()
+            if msg is None:
                 return
-            self._deliver(choice[0])
+            self._deliver(msg)
 
     def _stuck(self) -> bool:
         """Live: only held messages are left, so nothing will move on its own."""
@@ -455,16 +598,79 @@ class Cluster:
             self._now = at
         return msg
 
-    def _deliver(self, msg: Message) -> None:
+    def _deliver(self, msg: Message, threaded: bool = False) -> TaskRun | None:
         network = self.network
         network.take(msg)
         receiver = msg.receiver
         self.trace.record_msg(receiver, "msg.received", msg)
-        out = self._actors[receiver].handle(msg)
+        run = None
+        if msg.op == EXECUTE:
+            run = self._execute(self.workers[receiver], msg.keys[0], threaded or self.live)
+        else:
+            out = self._actors[receiver].handle(msg)
+            if out:
+                self._send(out)
+        if not network.in_flight and not self._threaded:
+            self.trace.record(SCHEDULER, "network.drained", None)
+        return run
+
+    # -- task runs -----------------------------------------------------------------------
+
+    def _execute(self, worker: WorkerState, key: str, threaded: bool) -> TaskRun | None:
+        """Run ``key`` on ``worker``: here and now (stepped), or on a worker thread."""
+        run, out = worker.begin(key)
         if out:
             self._send(out)
-        if not network.in_flight:
-            self.trace.record(SCHEDULER, "network.drained", None)
+        if run is None:
+            return None
+        if threaded:
+            self._threaded.add(run)
+            if self._pool is None:
+                self._pool = _Pool("jupyter-refs-task")
+            self._pool.submit(lambda: self._run_on_thread(worker, run))
+            return run
+        ok, value = self._call(run)
+        self._send(worker.finish(key, ok, value))
+        run.done = True
+        return run
+
+    def _call(self, run: TaskRun) -> tuple[bool, Any]:
+        token = current_run.set((self, run))
+        try:
+            return True, run.func(*run.args, **run.kwargs)
+        except Exception as exc:  # noqa: BLE001 - the user's task failed: report it
+            return False, exc
+        finally:
+            current_run.reset(token)
+
+    def _run_on_thread(self, worker: WorkerState, run: TaskRun) -> None:
+        ok, value = self._call(run)  # no lock held: the cluster goes on meanwhile
+        with self._lock:
+            self._threaded.discard(run)
+            run.done = True
+            if self.closed:
+                return
+            self._send(worker.finish(run.key, ok, value))
+            if self.policy.drains:
+                self._drain_network()
+            if not self.network.in_flight and not self._threaded:
+                self.trace.record(SCHEDULER, "network.drained", None)
+            self.trace.flush()
+            self._cond.notify_all()
+
+    def secede(self, run: TaskRun) -> None:
+        """``run`` leaves its thread slot (``secede()``); a ready task may take it."""
+        with self.call(None) as user_call:
+            user_call.send(self.workers[run.worker].secede(run.key))
+
+    def rejoin(self, run: TaskRun) -> None:
+        """``run`` waits for a free slot of its worker and takes it (``rejoin()``)."""
+        worker = self.workers[run.worker]
+        if run.key not in worker.long_running:
+            return
+        with self.call(None) as user_call:
+            user_call.wait(lambda: worker.free_slots() > 0, f"rejoin of {run.key}")
+            worker.rejoin(run.key)
 
     def _run_live(self) -> None:
         policy = self.policy

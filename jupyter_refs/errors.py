@@ -127,8 +127,12 @@ class FutureLostError(JupyterRefsError):
         super().__init__(f"{key}: the scheduler reported its data lost")
 
 
-class TaskContextError(JupyterRefsError, RuntimeError):
-    """A task tried to call the cluster (scatter, submit, result) from inside its own run."""
+class ThreadsExhaustedError(JupyterRefsError, RuntimeError):
+    """A wait cannot complete: every thread of a worker runs a task that waits.
+
+    Real dask hangs there; a stepped kernel-side cluster sees that nothing can
+    move and says so (``secede()``, ``worker_client()`` or more threads help).
+    """
 
 
 class ProtocolError(JupyterRefsError, ValueError):

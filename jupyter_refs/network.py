@@ -7,6 +7,11 @@ Two kinds of channel exist, as in dask:
   2 ms scheduler→client and worker→scheduler);
 * an **RPC call**: its own channel, so ordered with nothing else.
 
+A task *run* travels the same way: the worker's ``execute`` to itself, on a
+channel of its own (``run:worker:0#3``), so whichever policy picks the next
+message also picks when each task runs — the explorer included, and a
+schedule string names a run like any delivery.
+
 :class:`Network` holds the messages in flight and enforces FIFO per channel:
 only the head of a channel can be delivered.  *Which* head goes next is the
 policy's choice:
@@ -33,7 +38,7 @@ from fnmatch import fnmatchcase
 from itertools import count
 
 from .errors import NotDeliverableError, ProtocolError, UnknownMessageError
-from .protocol.messages import Message
+from .protocol.messages import EXECUTE, Message
 
 MS = 1_000_000  # nanoseconds
 
@@ -98,6 +103,14 @@ class Network:
         while by_age and by_age[0].msg_id not in in_flight:
             by_age.popleft()
         return by_age[0] if by_age else None
+
+    def oldest_message(self) -> Message | None:
+        """The oldest deliverable message that is not a task run (``execute``)."""
+        best = None
+        for msg in self.heads():
+            if msg.op != EXECUTE and (best is None or msg.msg_id < best.msg_id):
+                best = msg
+        return best
 
     # -- holding channels ------------------------------------------------------------------
 

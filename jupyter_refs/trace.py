@@ -63,6 +63,11 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "worker.put": ("incarnation", "replaced"),
     "worker.free": ("incarnation",),
     "worker.free_stale": ("incarnation", "held_incarnation"),
+    "worker.transition": ("start", "finish", "stimulus_id"),
+    "task.begin": ("incarnation",),
+    "task.end": ("outcome", "incarnation"),
+    "worker.secede": (),
+    "worker.rejoin": (),
     "future.put": (),
     "future.put_rejected": ("reason",),
     # checks

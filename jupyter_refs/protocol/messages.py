@@ -49,6 +49,10 @@ GET_DATA = "get-data"  # RPC: gather
 GET_DATA_REPLY = "get-data-reply"
 COMPUTE_TASK = "compute-task"  # batched
 FREE_KEYS = "free-keys"  # batched
+# worker -> itself: a task of the worker's ready queue takes a thread and runs (dask's
+# ``Execute`` instruction).  It travels like a message on its own channel so that the
+# policy decides when a task runs, next to the messages in flight.
+EXECUTE = "execute"
 # worker -> scheduler, batched
 TASK_FINISHED = "task-finished"
 TASK_ERRED = "task-erred"

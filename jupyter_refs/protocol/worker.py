@@ -1,15 +1,33 @@
-"""The worker's side of the protocol: it stores data and runs tasks.
+"""The worker's side of the protocol: it stores data and runs tasks on its threads.
 
 A worker obeys the scheduler: ``update-data`` (the put of a scatter) stores,
-``free-keys`` deletes, ``compute-task`` runs a task and reports back.  Under
-the legacy protocol a key has one slot: a put overwrites it and a
-``free-keys`` deletes whatever is in it — which is how variant B of #8576
-destroys the data of a scatter that landed a moment earlier.  With
-incarnations, each put is a separate copy, a free deletes exactly the copy it
-names, and ``data[key]`` is the newest copy.
+``free-keys`` deletes, ``compute-task`` queues a task.  Under the legacy
+protocol a key has one slot: a put overwrites it and a ``free-keys`` deletes
+whatever is in it — which is how variant B of #8576 destroys the data of a
+scatter that landed a moment earlier.  With incarnations, each put is a
+separate copy, a free deletes exactly the copy it names, and ``data[key]`` is
+the newest copy.
 
-Tasks run inline when ``compute-task`` is handled: the kernel-side cluster
-has no thread pool, so a task's result is reported in the same step.
+Tasks follow dask's worker state machine (``distributed/worker_state_machine.py``),
+reduced to what a race can see:
+
+=============  ==========================================================
+``waiting``    fetching dependencies from other workers (dask: waiting/flight)
+``ready``      queued for a thread
+``executing``  holds one of the worker's ``nthreads`` slots
+``long-running``  seceded (``secede()``): running, but its slot is free
+``cancelled``  ``free-keys`` arrived while it ran; dask cannot stop a thread, so
+               the run goes on and its result is dropped when it ends
+=============  ==========================================================
+
+A task leaving ``ready`` for ``executing`` emits an ``execute`` message to the
+worker itself (dask's ``Execute`` instruction).  The driver, not this class,
+runs the function when that message is delivered — inline on a stepped network,
+on a thread on the live one — calling :meth:`WorkerState.begin` then
+:meth:`WorkerState.finish`; the outcome leaves as ``task-finished`` /
+``task-erred`` on the worker's stream.  A ``compute-task`` for a task that is
+still running since it was cancelled brings it back (dask's
+``cancelled → executing``): the run in progress now serves the new request.
 
 A future inside a task's arguments is deserialized here, for the worker's own
 client (``client:<worker>``, as dask's ``get_client()`` on a worker): under
@@ -21,8 +39,10 @@ it passes ``bind``.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any
 
 from . import messages as m
@@ -31,11 +51,41 @@ from .messages import Message
 from .serialize import FutureRef, adopting, dumps, load_function, loads, substitute
 from .variants import ProtocolVariant
 
-#: The key of the task running in this thread, if any (a task must not block on the cluster).
+RELEASED, WAITING, READY, EXECUTING, LONG_RUNNING, CANCELLED, MEMORY, ERROR, FORGOTTEN = (
+    "released", "waiting", "ready", "executing", "long-running", "cancelled", "memory", "error",
+    "forgotten")
+
+#: The key of the task whose arguments are being deserialized (a travelling future names it).
 running_task: ContextVar[str | None] = ContextVar("jupyter_refs_running_task", default=None)
 
 #: ``bind(client_state, key, state, future_id)``: the object a task receives for a travelling future.
 Bind = Callable[[ClientState, str, FutureState, int], Any]
+
+
+@dataclass(slots=True, eq=False)
+class WorkerTask:
+    """A task the worker has been asked to compute and has not finished."""
+
+    key: str
+    state: str
+    spec: dict[str, Any]  # the compute-task payload
+    incarnation: int  # the run id: the copy its result becomes
+    previous: str | None = None  # cancelled: what it was doing (executing / long-running)
+    waiting: set[str] = field(default_factory=set)  # peers whose data is awaited
+    fetched: dict[str, Any] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True, eq=False)
+class TaskRun:
+    """What the driver calls for one ``execute``: ``func(*args, **kwargs)``."""
+
+    worker: str
+    key: str
+    func: Callable[..., Any]
+    args: tuple
+    kwargs: dict[str, Any]
+    done: bool = False
 
 
 def _bind_ref(client: ClientState, key: str, fs: FutureState, future_id: int) -> Any:
@@ -44,7 +94,7 @@ def _bind_ref(client: ClientState, key: str, fs: FutureState, future_id: int) ->
 
 class WorkerState:
     def __init__(self, name: str, variant: ProtocolVariant, record: Callable[..., None],
-                 bind: Bind = _bind_ref):
+                 bind: Bind = _bind_ref, nthreads: int = 1):
         self.name = name
         self.variant = variant
         self.record = record
@@ -58,8 +108,17 @@ class WorkerState:
         self.copies: dict[str, dict[int, Any]] = {}
         self._stream = m.stream_channel(name, m.SCHEDULER)
         self._calls = 0
-        #: Tasks waiting for dependencies held by other workers: call -> compute-task payload.
-        self._fetching: dict[str, dict[str, Any]] = {}
+        #: Tasks waiting for dependencies held by other workers, by fetch call.
+        self._fetching: dict[str, WorkerTask] = {}
+        self.nthreads = nthreads
+        #: Tasks asked for and not finished, by key.
+        self.tasks: dict[str, WorkerTask] = {}
+        self.ready: deque[str] = deque()
+        #: Keys holding a thread slot (cancelled ones too: their thread still runs).
+        self.executing: set[str] = set()
+        #: Keys running on a thread that seceded from its slot.
+        self.long_running: set[str] = set()
+        self._runs = 0
 
     def handle(self, msg: Message) -> list[Message]:
         return self._handlers[msg.op](self, msg)
@@ -112,67 +171,183 @@ class WorkerState:
                         msg.keys, {"nbytes": nbytes, "incarnations": incarnations})]
 
     def _on_free_keys(self, msg: Message) -> list[Message]:
-        # Like dask's worker, every copy released from memory is reported back.
-        return [self._to_scheduler(m.RELEASE_WORKER_DATA, (key,), worker=self.name, incarnation=inc)
-                for key, incarnation in msg.payload["incarnations"].items()
-                for inc in self._free(key, incarnation)]
+        out: list[Message] = []
+        stimulus = msg.payload.get("stimulus_id")
+        for key, incarnation in msg.payload["incarnations"].items():
+            ts = self.tasks.get(key)
+            if ts is not None and (not self.variant.incarnations or incarnation == ts.incarnation):
+                if ts.state in (EXECUTING, LONG_RUNNING):
+                    # A thread cannot be stopped: dask's executing -> cancelled.
+                    ts.previous = ts.state
+                    self._transition(ts, CANCELLED, stimulus)
+                elif ts.state in (READY, WAITING):
+                    out += self._release(ts, stimulus)
+                continue
+            # Like dask's worker, every copy released from memory is reported back.
+            out += [self._to_scheduler(m.RELEASE_WORKER_DATA, (key,), worker=self.name,
+                                       incarnation=inc) for inc in self._free(key, incarnation)]
+        return out
 
     # -- compute -------------------------------------------------------------------
 
+    def _transition(self, ts: WorkerTask, finish: str, stimulus: str | None) -> None:
+        self.record(self.name, "worker.transition", ts.key, ts.state, finish, stimulus)
+        ts.state = finish
+
     def _on_compute_task(self, msg: Message) -> list[Message]:
         p = msg.payload
+        key = p["key"]
+        stimulus = p.get("stimulus_id")
+        ts = self.tasks.get(key)
+        if ts is not None:
+            if ts.state == CANCELLED:
+                # dask's cancelled -> executing: the run that was cancelled is still going,
+                # and its result will serve this request (reported under the new run id).
+                self._transition(ts, ts.previous or EXECUTING, stimulus)
+                ts.previous = None
+                ts.spec, ts.incarnation = p, p["incarnation"]
+            return []  # already queued or running: dask only logs it
+        ts = self.tasks[key] = WorkerTask(key, RELEASED, p, p["incarnation"])
         remote = {dep: ws for dep, ws in p["who_has"].items() if dep not in self.data}
         if not remote:
-            return self._execute(p)
-        # Fetch what another worker holds, then run (one RPC per peer).
+            self._transition(ts, READY, stimulus)
+            self.ready.append(key)
+            return self._ensure_computing(stimulus)
+        # Fetch what another worker holds, then queue (one RPC per peer).
+        self._transition(ts, WAITING, stimulus)
         out = []
         by_peer: dict[str, list[str]] = {}
         for dep, holders in remote.items():
             by_peer.setdefault(holders[0], []).append(dep)
-        fetch = {"task": p, "waiting": set(by_peer), "data": {}, "missing": []}
+        ts.waiting = set(by_peer)
         for peer, deps in by_peer.items():
             self._calls += 1
             call = f"rpc:{self.name}#{self._calls}"
-            self._fetching[call] = fetch
+            self._fetching[call] = ts
             out.append(Message(self.name, peer, m.GET_DATA, call, False, tuple(deps), {}))
         return out
 
     def _on_get_data_reply(self, msg: Message) -> list[Message]:
-        fetch = self._fetching.pop(msg.channel)
-        fetch["waiting"].discard(msg.sender)
-        fetch["data"].update((k, loads(v)) for k, v in msg.payload["data"].items())
-        fetch["missing"].extend(msg.payload["missing"])
-        if fetch["waiting"]:
+        ts = self._fetching.pop(msg.channel)
+        ts.waiting.discard(msg.sender)
+        ts.fetched.update((k, loads(v)) for k, v in msg.payload["data"].items())
+        ts.missing.extend(msg.payload["missing"])
+        if ts.waiting or self.tasks.get(ts.key) is not ts:
+            return []  # more to come, or the task was freed while its data travelled
+        self._transition(ts, READY, f"{msg.op}-{msg.msg_id}")
+        self.ready.append(ts.key)
+        return self._ensure_computing(None)
+
+    def free_slots(self) -> int:
+        return self.nthreads - len(self.executing)
+
+    def _ensure_computing(self, stimulus: str | None) -> list[Message]:
+        """Give free threads to ready tasks, oldest first: an ``execute`` each."""
+        out = []
+        ready, tasks, executing = self.ready, self.tasks, self.executing
+        while ready and len(executing) < self.nthreads:
+            ts = tasks[ready.popleft()]
+            self._transition(ts, EXECUTING, stimulus)
+            executing.add(ts.key)
+            self._runs += 1
+            out.append(Message(self.name, self.name, m.EXECUTE, f"run:{self.name}#{self._runs}",
+                               False, (ts.key,), {"incarnation": ts.incarnation}))
+        return out
+
+    def begin(self, key: str) -> tuple[TaskRun | None, list[Message]]:
+        """The ``execute`` of ``key`` is delivered: what to call, or None if nothing runs.
+
+        Deserializes the function and arguments (travelling futures are adopted
+        here, under the driver's lock); the call itself is the driver's.
+        """
+        ts = self.tasks.get(key)
+        if ts is None or ts.state != EXECUTING:
+            if ts is not None and ts.state == CANCELLED:
+                # Cancelled before its thread picked it up: dask's AlreadyCancelledEvent.
+                return None, self._release(ts, None)
+            return None, []
+        p = ts.spec
+        self.record(self.name, "task.begin", key, ts.incarnation)
+        token = running_task.set(key)
+        try:
+            with adopting(self._adopt) as adoption:
+                if ts.missing:
+                    raise LookupError(f"dependencies {ts.missing} were gone from their workers")
+                func = load_function(p["func"])
+                args, kwargs = loads(p["args"])
+                values = self.data if not ts.fetched else {**self.data, **ts.fetched}
+                args, kwargs = substitute(args, values), substitute(kwargs, values)
+        except Exception as exc:  # noqa: BLE001 - the task cannot even start: it erred
+            return None, [*adoption.messages, *self.finish(key, False, exc)]
+        finally:
+            running_task.reset(token)
+        return TaskRun(self.name, key, func, args, kwargs), adoption.messages
+
+    def finish(self, key: str, ok: bool, value: Any) -> list[Message]:
+        """A run of ``key`` ended (``ok``: ``value`` is its result, else the exception)."""
+        ts = self.tasks[key]
+        self.executing.discard(key)
+        self.long_running.discard(key)
+        self.record(self.name, "task.end", key, "ok" if ok else "error", ts.incarnation)
+        if ts.state == CANCELLED:
+            # Nobody wants it any more: dask's cancelled -> released, nothing is reported.
+            return self._release(ts, None)
+        del self.tasks[key]
+        if ok:
+            self._transition(ts, MEMORY, None)
+            self._store(key, value, ts.incarnation)
+            out = [self._to_scheduler(m.TASK_FINISHED, (key,), worker=self.name,
+                                      incarnation=ts.incarnation, type=_dump_type(value))]
+        else:
+            self._transition(ts, ERROR, None)
+            out = [self._to_scheduler(m.TASK_ERRED, (key,), worker=self.name,
+                                      exception=_dump_exception(value),
+                                      text=f"{type(value).__name__}: {value}",
+                                      incarnation=ts.incarnation)]
+        out += self._ensure_computing(None)
+        return out
+
+    def _release(self, ts: WorkerTask, stimulus: str | None) -> list[Message]:
+        """Forget a task that produced nothing: its slot (if any) goes to the next one."""
+        self.executing.discard(ts.key)
+        self.long_running.discard(ts.key)
+        if ts.state == READY:
+            self.ready.remove(ts.key)
+        del self.tasks[ts.key]
+        self._transition(ts, RELEASED, stimulus)
+        self._transition(ts, FORGOTTEN, stimulus)
+        return self._ensure_computing(stimulus)
+
+    def secede(self, key: str) -> list[Message]:
+        """The running task ``key`` leaves its thread slot (dask's ``secede()``)."""
+        ts = self.tasks.get(key)
+        if ts is None or key not in self.executing:
             return []
-        return self._execute(fetch["task"], fetch["data"], fetch["missing"])
+        self.executing.discard(key)
+        self.long_running.add(key)
+        self.record(self.name, "worker.secede", key)
+        if ts.state == CANCELLED:
+            ts.previous = LONG_RUNNING  # dask tells a cancelled task's scheduler nothing
+        else:
+            self._transition(ts, LONG_RUNNING, None)
+        return self._ensure_computing(None)
+
+    def rejoin(self, key: str) -> None:
+        """A seceded task takes a slot again (the driver waits for :meth:`free_slots` first)."""
+        ts = self.tasks.get(key)
+        if ts is None or key not in self.long_running:
+            return
+        self.long_running.discard(key)
+        self.executing.add(key)
+        self.record(self.name, "worker.rejoin", key)
+        if ts.state == CANCELLED:
+            ts.previous = EXECUTING
+        else:
+            self._transition(ts, EXECUTING, None)
 
     def _adopt(self, key: str) -> tuple[Any, list[Message]]:
         fs, messages, future_id = self.client.adopt(key, running_task.get())
         return self._bind(self.client, key, fs, future_id), messages
-
-    def _execute(self, p: dict[str, Any], fetched: dict[str, Any] | None = None,
-                 missing: list[str] | None = None) -> list[Message]:
-        """Run the task; the messages are the travelling futures' desires, then the outcome."""
-        key = p["key"]
-        token = running_task.set(key)
-        try:
-            with adopting(self._adopt) as adoption:
-                if missing:
-                    raise LookupError(f"dependencies {missing} were gone from their workers")
-                func = load_function(p["func"])
-                args, kwargs = loads(p["args"])
-                values = self.data if not fetched else {**self.data, **fetched}
-                result = func(*substitute(args, values), **substitute(kwargs, values))
-        except Exception as exc:  # noqa: BLE001 - the user's task failed: report it
-            return [*adoption.messages, self._to_scheduler(
-                m.TASK_ERRED, (key,), worker=self.name, exception=_dump_exception(exc),
-                text=f"{type(exc).__name__}: {exc}", incarnation=p["incarnation"])]
-        finally:
-            running_task.reset(token)
-        self._store(key, result, p["incarnation"])
-        return [*adoption.messages, self._to_scheduler(m.TASK_FINISHED, (key,), worker=self.name,
-                                                       incarnation=p["incarnation"],
-                                                       type=_dump_type(result))]
 
     # -- gather ----------------------------------------------------------------------
 

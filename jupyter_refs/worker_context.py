@@ -1,0 +1,98 @@
+"""What a task can call: ``get_client``, ``worker_client``, ``secede``, ``rejoin``; and ``fire_and_forget``.
+
+As in dask (``distributed/worker.py``, ``distributed/worker_client.py``):
+
+* ``get_client()`` inside a task gives the client of the worker running it
+  (``client:worker:0``): the task can scatter, submit, gather and wait, and its
+  futures are traced and checked on that client's own lane.  (An in-process dask
+  cluster, ``LocalCluster(processes=False)``, hands the task the *user's* client;
+  with worker processes each worker has its own, as here.)
+* ``secede()`` gives the task's thread slot back to its worker, so a task that
+  waits for others does not starve them; ``rejoin()`` waits for a free slot and
+  takes it.  ``worker_client()`` is ``secede()`` + ``get_client()``, then
+  ``rejoin()`` on exit.
+* ``fire_and_forget(futures)`` asks the scheduler to keep computing them after
+  every future is dropped: ``client-desires-keys`` for the pseudo-client
+  ``fire-and-forget``, which the scheduler releases when the task ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from .client import Client, Future
+from .cluster import current_run
+from .protocol import messages as m
+
+#: dask's pseudo-client for ``fire_and_forget`` (``distributed/client.py``).
+FIRE_AND_FORGET = "fire-and-forget"
+
+
+def _current(what: str):
+    entry = current_run.get()
+    if entry is None:
+        raise ValueError(f"{what}() works only inside a task running on a jupyter_refs cluster "
+                         "(in the notebook, use the client you made: cluster.client())")
+    return entry
+
+
+def get_client() -> Client:
+    """The client of the worker running this task (dask's ``get_client()`` in a task)."""
+    cluster, run = _current("get_client")
+    return cluster.worker_client(run.worker)
+
+
+def secede() -> None:
+    """Leave this task's thread slot: another task of the worker may run meanwhile."""
+    cluster, run = _current("secede")
+    cluster.secede(run)
+
+
+def rejoin() -> None:
+    """Take a thread slot again after :func:`secede` (waits until one is free)."""
+    cluster, run = _current("rejoin")
+    cluster.rejoin(run)
+
+
+@contextmanager
+def worker_client(timeout: float | None = None, separate_thread: bool = True) -> Iterator[Client]:
+    """``with worker_client() as client:`` — secede, use the worker's client, rejoin on exit."""
+    cluster, run = _current("worker_client")
+    if separate_thread:
+        cluster.secede(run)
+    try:
+        yield cluster.worker_client(run.worker)
+    finally:
+        if separate_thread:
+            cluster.rejoin(run)
+
+
+def _futures_of(obj: Any) -> list[Future]:
+    if isinstance(obj, Future):
+        return [obj]
+    if isinstance(obj, dict):
+        obj = obj.values()
+    if isinstance(obj, list | tuple | set | frozenset | type({}.values())):
+        return [f for o in obj for f in _futures_of(o)]
+    return []
+
+
+def fire_and_forget(obj: Any) -> None:
+    """Keep the tasks of ``obj`` (a future, or a collection of them) running once dropped.
+
+    Like dask's: each future's client sends ``client-desires-keys`` for the
+    pseudo-client ``fire-and-forget`` on its stream; the scheduler drops that
+    desire when the task finishes or errs.
+    """
+    for future in _futures_of(obj):
+        client = future.client
+        state = client._state
+        fs = state.futures.get(future.key)
+        gen = fs.gen if fs is not None else 0
+        with client.cluster.call(None) as user_call:
+            user_call.send([m.Message(state.name, m.SCHEDULER, m.CLIENT_DESIRES_KEYS,
+                                      m.stream_channel(state.name, m.SCHEDULER), True,
+                                      (future.key,), {"client": FIRE_AND_FORGET,
+                                                      "gens": {future.key: gen}, "task": None})])
