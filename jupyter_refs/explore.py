@@ -48,7 +48,7 @@ from .checks import Checks, Violation
 from .cluster import Cluster
 from .errors import JupyterRefsError
 from .network import Chooser
-from .protocol.messages import Message
+from .protocol.messages import EXECUTE, Message
 from .protocol.variants import get_variant
 from .trace import Trace
 
@@ -147,8 +147,34 @@ class Run:
         return len(delayed)
 
 
-class _Stop(Exception):
-    """Raised inside the network to abandon a redundant run."""
+class _Stop(BaseException):
+    """Raised inside the network to abandon a redundant run.
+
+    A ``BaseException``: it may be raised while a task runs (a task that waits
+    delivers messages, and so makes decisions), and must not become that task's error.
+    """
+
+
+class _Abort(BaseException):
+    """Carries a :class:`ScheduleError` out of a task run, for the same reason."""
+
+    def __init__(self, error: ScheduleError):
+        self.error = error
+
+
+#: The sleep-set identity of a task run: it conflicts with every delivery.  A run calls user
+#: code, which may read its worker client's futures and make calls whose waits deliver
+#: anything; it commutes with nothing.
+_ANY = "*"
+
+
+def _actor(msg: Message) -> str:
+    """Whom delivering ``msg`` touches, for the sleep sets (see :data:`_ANY`)."""
+    return _ANY if msg.op == EXECUTE else msg.receiver
+
+
+def _wakes(sleeper: str, actor: str) -> bool:
+    return sleeper == actor or sleeper == _ANY or actor == _ANY
 
 
 def _run(scenario: Scenario, protocol: str, workers: int, fp: str, prefix: Sequence[int],
@@ -171,16 +197,17 @@ def _run(scenario: Scenario, protocol: str, workers: int, fp: str, prefix: Seque
             if sleeping:
                 if any(m == head.msg_id for m, _ in sleeping):
                     raise _Stop
-                sleeping.difference_update([s for s in sleeping if s[1] == head.receiver])
+                actor = _actor(head)
+                sleeping.difference_update([s for s in sleeping if _wakes(s[1], actor)])
             return head
         i = len(decisions)
         if i <= last:
             pick = prefix[i]
             if pick >= len(heads):
                 if strict:
-                    raise ScheduleError(
+                    raise _Abort(ScheduleError(
                         f"the schedule does not fit this scenario: decision {i} has "
-                        f"{len(heads)} deliverable messages, not {pick + 1}")
+                        f"{len(heads)} deliverable messages, not {pick + 1}"))
                 pick = 0
             entry = entry_sleep if i == last else _EMPTY
             base = set(entry_sleep) | set(explored) if i == last else set()
@@ -194,9 +221,9 @@ def _run(scenario: Scenario, protocol: str, workers: int, fp: str, prefix: Seque
                 raise _Stop
             base = sleeping
         decisions.append(_Decision(heads, pick, entry))
-        receiver = heads[pick].receiver
+        actor = _actor(heads[pick])
         # Still asleep below: what commutes with this delivery (another receiver).
-        kept = {s for s in base if s[1] != receiver}
+        kept = {s for s in base if not _wakes(s[1], actor)}
         sleeping.clear()
         sleeping.update(kept)
         return heads[pick]
@@ -222,9 +249,9 @@ def _run(scenario: Scenario, protocol: str, workers: int, fp: str, prefix: Seque
         cluster.step(1 << 62)  # drain: every remaining delivery is a decision too
     except _Stop:
         pruned = True
-    except ScheduleError:
+    except _Abort as abort:
         cluster.close()
-        raise
+        raise abort.error from None
     except Exception as exc:
         cluster.close()
         raise ScenarioError(format_schedule(protocol, fp, [d.pick for d in decisions]), exc) from exc
@@ -588,7 +615,7 @@ def _backtrack(run: Run, bound: int, reduce: bool = True
     for i in range(len(decisions) - 1, -1, -1):
         d = decisions[i]
         asleep = {m for m, _ in d.sleep}
-        tried = frozenset((h.msg_id, h.receiver) for h in d.heads[:d.pick + 1]
+        tried = frozenset((h.msg_id, _actor(h)) for h in d.heads[:d.pick + 1]
                           if h.msg_id not in asleep)
         for j in range(d.pick + 1, len(d.heads)):
             if d.heads[j].msg_id in asleep:

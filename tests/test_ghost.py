@@ -43,7 +43,8 @@ def test_release_before_the_workers_desire(manual_cluster, protocol):
     g = client.submit(keep, Box([x]))
     del x  # client-releases-keys queued behind update-graph on client:1's stream
     deliver_op(cluster, "update-graph")
-    deliver_op(cluster, "compute-task")  # the task runs: its future is deserialized
+    deliver_op(cluster, "compute-task")  # the worker queues the task, a thread picks it up
+    deliver_op(cluster, "execute")  # the task runs: its future is deserialized
     deliver_op(cluster, "client-releases-keys")  # the owner's release lands first
     cluster.run_until_idle()  # then the worker's desire, if there is one
 
@@ -86,6 +87,9 @@ def _provoke(protocol: str):
     key = x.key
     cluster.hold("client:worker:*")
     g = client.submit(keep, Box([x]))
+    [run] = cluster.in_flight  # submit returns before the task runs, as on dask
+    assert run.op == "execute"
+    cluster.step(1)  # it runs: its future claims x on the held stream
     del x
     cluster.step(10)  # delivers the held desire last
     cluster.release_holds()
@@ -141,7 +145,8 @@ def test_legacy_desire_first_keeps_the_key_alive():
         client = cluster.client()
         x = client.scatter(41)
         key = x.key
-        g = client.submit(keep, Box([x]))  # runs at once; the worker client now wants x too
+        g = client.submit(keep, Box([x]))
+        cluster.run_until_idle()  # the task runs; the worker client now wants x too
         del x
         cluster.run_until_idle()
         assert cluster.scheduler.tasks[key].who_wants == {"client:worker:0"}
