@@ -34,6 +34,8 @@ RELEASED, WAITING, PROCESSING, MEMORY, ERRED, FORGOTTEN = (
     "released", "waiting", "processing", "memory", "erred", "forgotten",
 )
 
+#: dask's pseudo-client for ``fire_and_forget`` (see ``jupyter_refs.worker_context``).
+FIRE_AND_FORGET = "fire-and-forget"
 LOST_DEPENDENCIES = "lost dependencies"
 SET_TWICE = "Future can be set only once"
 
@@ -58,6 +60,8 @@ class TaskState:
     who_has: dict[str, int] = field(default_factory=dict)
     waiting_on: set[str] = field(default_factory=set)
     processing_on: str | None = None
+    #: The run id (incarnation) of the compute-task sent to ``processing_on``.
+    run_id: int | None = None
     exception: bytes | None = None
     exception_text: str | None = None
     traceback: str | None = None
@@ -110,6 +114,7 @@ class SchedulerState:
         self._streams: dict[str, str] = {}  # receiver -> its stream's name, made once
         #: Holders of keys that are not clients with a stream (variable-x, queue-x, …).
         self.pseudo: set[str] = set()
+        self.pseudo.add(FIRE_AND_FORGET)  # fire_and_forget's: holds keys, has no stream
         self.extensions = Extensions(self)
 
     # -- plumbing ----------------------------------------------------------------
@@ -146,6 +151,8 @@ class SchedulerState:
 
     def _send(self, out: _Out, receiver: str, op: str, keys: tuple[str, ...],
               **payload: Any) -> None:
+        if receiver == FIRE_AND_FORGET:
+            return  # a pseudo-client (dask's): it has no stream, nobody listens
         channel = self._streams.get(receiver)
         if channel is None:
             channel = self._streams[receiver] = m.stream_channel(SCHEDULER, receiver)
@@ -231,6 +238,13 @@ class SchedulerState:
                     continue
                 ts = self._new_task(key, RELEASED, None)
             self._desire(client, key, gen, created)
+            if (client == FIRE_AND_FORGET and ts.state in (MEMORY, ERRED)
+                    and self.variant.fire_and_forget_ended):
+                # The task has already ended: nothing will ever release this desire.
+                recs: dict[str, str] = {}
+                self._release(client, key, gen, recs)
+                self._transitions(recs, stimulus, out)
+                continue
             if client in self.pseudo:
                 continue
             if ts.state == MEMORY:
@@ -587,8 +601,9 @@ class SchedulerState:
         self._load[worker] += 1
         spec = ts.run_spec
         who_has = {dep: sorted(self.tasks[dep].who_has) for dep in ts.dependencies}
+        ts.run_id = next(self._incarnations)
         self._send(out, worker, m.COMPUTE_TASK, (ts.key,), key=ts.key, func=spec["func"],
-                   args=spec["args"], who_has=who_has, incarnation=next(self._incarnations),
+                   args=spec["args"], who_has=who_has, incarnation=ts.run_id,
                    stimulus_id=stimulus)
 
     def _processing_memory(self, ts, recs, out, stimulus) -> None:
@@ -597,6 +612,7 @@ class SchedulerState:
         self._load[ts.processing_on] -= 1
         ts.processing_on = None
         self._report(out, ts, m.KEY_IN_MEMORY, type=ts.type)
+        self._fire_and_forgotten(ts, recs)
         for key in ts.dependents:
             dts = self.tasks.get(key)
             if dts is not None and dts.state == WAITING:
@@ -615,9 +631,15 @@ class SchedulerState:
     def _waiting_erred(self, ts, recs, out, stimulus) -> None:
         self._erred(ts, recs, out)
 
+    def _fire_and_forgotten(self, ts: TaskState, recs: dict[str, str]) -> None:
+        """dask's ``fire_and_forget`` holds a key until its task ends, then lets go."""
+        if FIRE_AND_FORGET in ts.who_wants:
+            self._release(FIRE_AND_FORGET, ts.key, self.wants[FIRE_AND_FORGET][ts.key], recs)
+
     def _erred(self, ts, recs, out) -> None:
         self._report(out, ts, m.TASK_ERRED_REPORT, exception=ts.exception, text=ts.exception_text,
                      traceback=ts.traceback)
+        self._fire_and_forgotten(ts, recs)
         for key in ts.dependents:
             dts = self.tasks.get(key)
             if dts is not None and dts.state in (WAITING, RELEASED):
@@ -636,6 +658,10 @@ class SchedulerState:
 
     def _to_released(self, ts, recs, out, stimulus) -> None:
         if ts.processing_on is not None:
+            # dask's processing -> released: the worker is told to drop the task, which it
+            # cancels if it is already running (its thread cannot be stopped).
+            self._send(out, ts.processing_on, m.FREE_KEYS, (ts.key,),
+                       incarnations={ts.key: ts.run_id}, stimulus_id=stimulus)
             self._load[ts.processing_on] -= 1
             ts.processing_on = None
         ts.waiting_on = set()

@@ -30,6 +30,12 @@ message that arrives late:
 
 Both are needed: the property tests find lost futures with either one alone.
 
+``fire_and_forget_ended`` (fixed only)
+    A ``fire_and_forget`` desire that reaches the scheduler after the task has
+    ended is let go at once.  dask releases the pseudo-client ``fire-and-forget``
+    only when the task finishes or errs, so a desire overtaken by the result
+    pins the key in memory for good (check ``leaked_key``).
+
 ``deserialized_claims`` (``dask-2024.7``)
     A future deserialized inside a task's arguments on a worker claims its key
     for the worker's client: it sends ``client-desires-keys``, as dask did
@@ -74,6 +80,7 @@ class ProtocolVariant:
     ids: str = UUID
     deserialized_claims: bool = False
     desire_creates: bool = False
+    fire_and_forget_ended: bool = False
 
     @property
     def atomic_ids(self) -> bool:
@@ -110,6 +117,7 @@ FIXED = ProtocolVariant(
     incarnations=True,
     summary="releases carry the hold's generation and frees the key's incarnation; "
     "stale ones are ignored; an unknown key is never created",
+    fire_and_forget_ended=True,
 )
 
 VARIANTS = {v.name: v for v in (DASK, DASK_2024_7, RACY_IDS, FIXED)}
