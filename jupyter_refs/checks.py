@@ -25,6 +25,13 @@ and on a traced dask cluster.
     run (``desire.applied`` with ``created_task``): no run spec, so the next
     transition that reaches it fails.  Reported again, for the client whose
     connection the failure drops, when that happens.
+``leaked_key``
+    Once the channels are drained, a task's result stays in memory wanted by
+    nobody but dask's ``fire-and-forget`` pseudo-client, whose desire arrived
+    after the task had ended: the scheduler lets go of a fire-and-forget key
+    only when its task finishes or errs, so nothing will ever release it
+    (dask 2026.8: ``fire_and_forget`` on a fast task, its batched desire
+    overtaken by the result).
 ``refcount_mismatch``
     Once the channels are drained, a client holds a key (refcount > 0) but is
     not in that key's ``who_wants``.  Judged only at ``network.drained``,
@@ -98,6 +105,7 @@ class Checks:
         self._sent: dict[int, tuple[int, str, str]] = {}  # msg_id -> (seq, op, sender)
         self._receiving: tuple[int, str, int, str] | None = None  # (msg_id, op, sent seq, sender)
         self._desired_by: dict[tuple[str, str], tuple[int, int]] = {}  # -> (msg_id, sent seq)
+        self._late_ff: dict[str, int] = {}  # key -> seq of a fire-and-forget desire after its end
         self._removed_at: dict[tuple[str, str], int] = {}  # seq of the release.applied
         self._ghosts: dict[str, int] = {}  # key -> seq of the desire that created it
         self._removed: set[str] = set()  # clients dropped by the scheduler, not yet told
@@ -258,6 +266,8 @@ class Checks:
     def _desire_applied(self, seq: int, row: tuple) -> None:
         self._who_wants_changed(seq, row)
         key, (client, _gen, who_wants, created) = row[KEY], row[EXTRA]
+        if client == _FIRE_AND_FORGET and self._sched.get(key) in ("memory", "erred"):
+            self._late_ff.setdefault(key, seq)
         if not created:
             return
         receiving = self._receiving
@@ -399,8 +409,21 @@ class Checks:
                            sent[2] if sent else "?")
 
     def _drained(self, seq: int, row: tuple) -> None:
-        if not self._cancelled and not self._suspects:
+        if not self._cancelled and not self._suspects and not self._late_ff:
             return  # the usual case: nothing to judge
+        for key, first in list(self._late_ff.items()):
+            if (self._who_wants.get(key) == (_FIRE_AND_FORGET,)
+                    and self._sched.get(key) in ("memory", "erred")):
+                del self._late_ff[key]
+                self._report(
+                    "leaked_key", key, None, first,
+                    f"fire_and_forget's client-desires-keys for {key} reached the scheduler after "
+                    f"the task had ended ({self._sched[key]}), overtaken by its result. The "
+                    "scheduler lets go of a fire-and-forget key only when the task finishes, "
+                    "which has already happened: the result stays on its worker, wanted by no "
+                    "one, for the life of the cluster.")
+            elif _FIRE_AND_FORGET not in self._who_wants.get(key, ()):
+                del self._late_ff[key]
         for (client, key), first in list(self._cancelled.items()):
             if self._sched.get(key) == "memory" and client in self._who_wants.get(key, ()):
                 self._report(
@@ -471,6 +494,8 @@ class Checks:
         self.trace.record("checks", "violation", key, name, first_seq, client, explanation)
         self.violations.append(Violation(name, key, client, first_seq, seq, explanation))
 
+
+_FIRE_AND_FORGET = "fire-and-forget"  # dask's pseudo-client (``distributed/client.py``)
 
 #: Event kind -> the handler that reads it (plain functions, shared by every ``Checks``).
 _HANDLERS = {

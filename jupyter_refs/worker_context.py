@@ -25,9 +25,7 @@ from typing import Any
 from .client import Client, Future
 from .cluster import current_run
 from .protocol import messages as m
-
-#: dask's pseudo-client for ``fire_and_forget`` (``distributed/client.py``).
-FIRE_AND_FORGET = "fire-and-forget"
+from .protocol.scheduler import FIRE_AND_FORGET
 
 
 def _current(what: str):
