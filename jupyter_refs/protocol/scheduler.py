@@ -430,9 +430,28 @@ class SchedulerState:
                     lost[key] = dep
         return lost
 
+    def _stale_run(self, msg: Message, ts: TaskState | None, out: _Out, stimulus: str) -> bool:
+        """A result from an earlier run of a task now processing again (dask's ``run_id`` check).
+
+        From the worker running the new run: dask releases the task, which cancels that
+        run and sends the task again.  From another worker: that worker drops the result.
+        """
+        if ts is None or ts.state != PROCESSING or msg.payload["incarnation"] == ts.run_id:
+            return False
+        key, worker = ts.key, msg.payload["worker"]
+        self.record(SCHEDULER, "task.stale_run", key, worker, msg.payload["incarnation"], ts.run_id)
+        if ts.processing_on == worker:
+            self._transitions({key: WAITING}, stimulus, out)
+        elif msg.op == m.TASK_FINISHED:
+            self._send(out, worker, m.FREE_KEYS, (key,),
+                       incarnations={key: msg.payload["incarnation"]}, stimulus_id=stimulus)
+        return True
+
     def _on_task_finished(self, msg: Message, out: _Out, stimulus: str) -> None:
         key, worker = msg.keys[0], msg.payload["worker"]
         ts = self.tasks.get(key)
+        if self._stale_run(msg, ts, out, stimulus):
+            return
         if ts is None or ts.state != PROCESSING or ts.processing_on != worker:
             # Nobody needs this result any more: tell the worker to drop it.
             self._send(out, worker, m.FREE_KEYS, (key,),
@@ -444,6 +463,8 @@ class SchedulerState:
 
     def _on_task_erred(self, msg: Message, out: _Out, stimulus: str) -> None:
         ts = self.tasks.get(msg.keys[0])
+        if self._stale_run(msg, ts, out, stimulus):
+            return
         if ts is None or ts.state != PROCESSING:
             return
         if ts.retries > 0:
