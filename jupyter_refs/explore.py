@@ -239,7 +239,8 @@ def _run(scenario: Scenario, protocol: str, workers: int, fp: str, prefix: Seque
         policy = _Policy(choose_at_random, sleeping)
     else:
         policy = _Policy(choose, sleeping)
-    cluster = Cluster(protocol=protocol, workers=workers, network=policy, trace_capacity=capacity)
+    cluster = Cluster(protocol=protocol, workers=workers, network=policy, trace_capacity=capacity,
+                      threads_per_worker=THREADS_PER_WORKER)
     cluster._flush_calls = keep_open  # the checks read the run once, at the end
     clients = [cluster.client() for _ in range(_arity(scenario))]
     pruned = False
@@ -262,6 +263,10 @@ def _run(scenario: Scenario, protocol: str, workers: int, fp: str, prefix: Seque
     return Run(format_schedule(protocol, fp, picks), picks, decisions, cluster.trace, violations,
                cluster, pruned)
 
+
+#: Threads per worker in every explored run: fixed, not the machine's cores, so that a
+#: schedule replays the same on any machine.
+THREADS_PER_WORKER = 2
 
 _by_id = operator.attrgetter("msg_id")
 _EMPTY: frozenset = frozenset()

@@ -389,7 +389,11 @@ def _dump_type(value: Any) -> bytes | None:
 
 
 def _dump_exception(exc: BaseException) -> bytes:
+    """The task's exception, pickled — or, if it cannot make the round trip (an exception
+    whose ``__init__`` takes other arguments than ``args``), a RuntimeError saying what it was."""
     try:
-        return dumps(exc)
-    except TypeError:
+        blob = dumps(exc)
+        loads(blob)
+        return blob
+    except Exception:  # noqa: BLE001 - whatever breaks, the client must get something it can raise
         return dumps(RuntimeError(f"{type(exc).__name__}: {exc}"))
