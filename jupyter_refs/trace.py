@@ -65,8 +65,6 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "worker.free_stale": ("incarnation", "held_incarnation"),
     "worker.transition": ("start", "finish", "stimulus_id"),
     "task.stale_run": ("worker", "run_id", "current_run_id"),
-    "task.begin": ("incarnation",),
-    "task.end": ("outcome", "incarnation"),
     "worker.secede": (),
     "worker.rejoin": (),
     "future.put": (),

@@ -87,8 +87,8 @@ def test_submit_returns_a_pending_future_and_result_runs_the_task():
             "execute", "worker:0", True)
         assert cluster.workers["worker:0"].tasks[f.key].state == "executing"
         assert f.result() == 2 and f.status == "finished"
-        kinds = [e.kind for e in cluster.trace if e.key == f.key]
-        assert kinds.index("task.begin") < kinds.index("task.end") < kinds.index("worker.put")
+        story = [(e.kind, e.op) for e in cluster.trace if e.key == f.key and e.actor == "worker:0"]
+        assert story.index(("msg.received", "execute")) < story.index(("worker.put", None))
 
 
 def test_a_timeout_on_a_running_task_times_out_and_the_task_finishes_later():
@@ -376,7 +376,7 @@ def test_the_explorer_explores_task_runs_and_replays_them_exactly():
     again = replay(submit_and_wait_inside, first.schedule)
     shape = [(e.actor, e.kind, e.op, e.key) for e in first.trace]
     assert [(e.actor, e.kind, e.op, e.key) for e in again.trace] == shape
-    assert any(e.kind == "task.begin" for e in again.trace)
+    assert any(e.op == "execute" for e in again.trace)
 
 
 def test_a_task_cancelled_while_it_waits_inside_its_run():

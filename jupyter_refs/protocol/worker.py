@@ -42,7 +42,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from . import messages as m
@@ -71,9 +71,12 @@ class WorkerTask:
     spec: dict[str, Any]  # the compute-task payload
     incarnation: int  # the run id: the copy its result becomes
     previous: str | None = None  # cancelled: what it was doing (executing / long-running)
-    waiting: set[str] = field(default_factory=set)  # peers whose data is awaited
-    fetched: dict[str, Any] = field(default_factory=dict)
-    missing: list[str] = field(default_factory=list)
+    # Only for a task whose dependencies are on other workers (made then: a map of ten
+    # thousand tasks queued at once is ten thousand of these, and each container is
+    # work for the garbage collector).
+    waiting: set[str] | None = None  # peers whose data is awaited
+    fetched: dict[str, Any] | None = None
+    missing: list[str] | None = None
 
 
 @dataclass(slots=True, eq=False)
@@ -86,6 +89,16 @@ class TaskRun:
     args: tuple
     kwargs: dict[str, Any]
     done: bool = False
+
+
+#: Worker transitions the trace already shows (see ``WorkerState._transition``).
+_TOLD = frozenset({(RELEASED, READY), (READY, EXECUTING), (EXECUTING, MEMORY)})
+
+#: In a pickle, the name of the function a travelling future is rebuilt by
+#: (``serialize.reduce_future``): a blob without it carries no future.
+_FUTURE_MARK = b"rebuild_future"
+
+_NO_PAYLOAD: dict[str, Any] = {}  # an execute carries nothing (shared: never written)
 
 
 def _bind_ref(client: ClientState, key: str, fs: FutureState, future_id: int) -> Any:
@@ -191,7 +204,15 @@ class WorkerState:
     # -- compute -------------------------------------------------------------------
 
     def _transition(self, ts: WorkerTask, finish: str, stimulus: str | None) -> None:
-        self.record(self.name, "worker.transition", ts.key, ts.state, finish, stimulus)
+        """Change a task's state; recorded unless the trace already says so.
+
+        The ordinary path — ``released → ready → executing → memory`` — is told by the
+        ``compute-task`` and ``execute`` receipts and the ``worker.put``; recording it
+        again cost a quarter of a trivial task's time.  Every other transition (waiting,
+        cancelled, resumed, long-running, error, released) is recorded.
+        """
+        if (ts.state, finish) not in _TOLD:
+            self.record(self.name, "worker.transition", ts.key, ts.state, finish, stimulus)
         ts.state = finish
 
     def _on_compute_task(self, msg: Message) -> list[Message]:
@@ -219,7 +240,7 @@ class WorkerState:
         by_peer: dict[str, list[str]] = {}
         for dep, holders in remote.items():
             by_peer.setdefault(holders[0], []).append(dep)
-        ts.waiting = set(by_peer)
+        ts.waiting, ts.fetched, ts.missing = set(by_peer), {}, []
         for peer, deps in by_peer.items():
             self._calls += 1
             call = f"rpc:{self.name}#{self._calls}"
@@ -251,7 +272,7 @@ class WorkerState:
             executing.add(ts.key)
             self._runs += 1
             out.append(Message(self.name, self.name, m.EXECUTE, f"run:{self.name}#{self._runs}",
-                               False, (ts.key,), {"incarnation": ts.incarnation}))
+                               False, (ts.key,), _NO_PAYLOAD))
         return out
 
     def begin(self, key: str) -> tuple[TaskRun | None, list[Message]]:
@@ -267,14 +288,26 @@ class WorkerState:
                 return None, self._release(ts, None)
             return None, []
         p = ts.spec
-        self.record(self.name, "task.begin", key, ts.incarnation)
+        fblob, ablob = p["func"], p["args"]
+        if _FUTURE_MARK not in ablob and _FUTURE_MARK not in fblob:
+            # No future travels in this task (the usual case): nothing to adopt.
+            try:
+                if ts.missing:
+                    raise LookupError(f"dependencies {ts.missing} were gone from their workers")
+                func = load_function(fblob)
+                args, kwargs = loads(ablob)
+                values = self.data if not ts.fetched else {**self.data, **ts.fetched}
+                return TaskRun(self.name, key, func, substitute(args, values),
+                               substitute(kwargs, values)), []
+            except Exception as exc:  # noqa: BLE001 - the task cannot even start: it erred
+                return None, self.finish(key, False, exc)
         token = running_task.set(key)
         try:
             with adopting(self._adopt) as adoption:
                 if ts.missing:
                     raise LookupError(f"dependencies {ts.missing} were gone from their workers")
-                func = load_function(p["func"])
-                args, kwargs = loads(p["args"])
+                func = load_function(fblob)
+                args, kwargs = loads(ablob)
                 values = self.data if not ts.fetched else {**self.data, **ts.fetched}
                 args, kwargs = substitute(args, values), substitute(kwargs, values)
         except Exception as exc:  # noqa: BLE001 - the task cannot even start: it erred
@@ -288,7 +321,6 @@ class WorkerState:
         ts = self.tasks[key]
         self.executing.discard(key)
         self.long_running.discard(key)
-        self.record(self.name, "task.end", key, "ok" if ok else "error", ts.incarnation)
         if ts.state == CANCELLED:
             # Nobody wants it any more: dask's cancelled -> released, nothing is reported.
             return self._release(ts, None)
