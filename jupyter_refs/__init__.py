@@ -15,10 +15,12 @@ from .errors import (
     NotDeliverableError,
     NotModelledError,
     SerializationError,
+    ThreadsExhaustedError,
     UnknownMessageError,
 )
 from .explore import ExploreResult, ScenarioError, ScheduleError, explore, replay
 from .trace import Event, Trace
+from .worker_context import fire_and_forget, get_client, rejoin, secede, worker_client
 
 __version__ = "0.1.0"
 
@@ -43,28 +45,34 @@ __all__ = [
     "explore",
     "ExploreResult",
     "export",
+    "fire_and_forget",
     "Future",
     "FutureCancelledError",
     "FuturesCancelledError",
     "FutureLostError",
     "FutureReleasedError",
+    "get_client",
     "HeldMessagesError",
     "JupyterRefsError",
     "NotDeliverableError",
     "NotModelledError",
     "Queue",
     "RefsTable",
+    "rejoin",
     "replay",
     "SavedTrace",
     "ScenarioError",
     "ScheduleError",
+    "secede",
     "SerializationError",
+    "ThreadsExhaustedError",
     "Timeline",
     "Trace",
     "UnknownMessageError",
     "Variable",
     "Violation",
     "wait",
+    "worker_client",
 ]
 
 
