@@ -69,6 +69,10 @@ current_run: contextvars.ContextVar[tuple[Cluster, TaskRun] | None] = contextvar
     "jupyter_refs_current_run", default=None)
 
 
+def _never() -> bool:
+    return False
+
+
 def default_threads(workers: int) -> int:
     """Threads per worker as dask's ``LocalCluster`` picks them: the cores shared out, at least 1."""
     return max(1, (os.cpu_count() or 1) // max(1, workers))
@@ -211,6 +215,8 @@ class Cluster:
                       if self.live or isinstance(self.policy, Immediate) else None)
         #: Runs on worker threads, not yet finished (live, or immediate with a deadline).
         self._threaded: set[TaskRun] = set()
+        #: Those of them waiting inside a cluster call (live: how a deadlock is seen).
+        self._waiting: set[TaskRun] = set()
         self._pool: _Pool | None = None
         self._drops: deque[tuple[ClientState, str]] = deque()
         self._ids = (AtomicIds if self.variant.atomic_ids else RacyIds)(self.trace.record)
@@ -505,12 +511,25 @@ class Cluster:
         """
         self.trace.cell = None
         if self.live:
-            self._cond.notify_all()
-            if not self._cond.wait_for(lambda: done() or self.closed or self._stuck(), timeout):
-                raise TimeoutError(f"{what} did not complete within {timeout} s "
-                                   f"({len(self.network)} messages in flight)")
+            mine = current_run.get()
+            if mine is not None:
+                self._waiting.add(mine[1])  # a task waiting inside its run
+            try:
+                self._cond.notify_all()
+                # Only a waiting task is told of a deadlock: its error then reaches the rest.
+                starving = self._starved if mine is not None else _never
+                if not self._cond.wait_for(
+                        lambda: done() or self.closed or self._stuck() or starving(), timeout):
+                    raise TimeoutError(f"{what} did not complete within {timeout} s "
+                                       f"({len(self.network)} messages in flight)")
+                starved = not done() and starving()
+            finally:
+                if mine is not None:
+                    self._waiting.discard(mine[1])
             self._check_open()
             if not done():
+                if starved:
+                    self._raise_stuck(what, needs)
                 raise HeldMessagesError(what, [m for m in self.in_flight
                                                if self.network.is_held(m.channel)])
             return
@@ -535,6 +554,13 @@ class Cluster:
                     self._wait_threads(lambda r=run: r.done or self.closed, what, deadline)
                 continue
             self._deliver(msg)
+
+    def _starved(self) -> bool:
+        """Live: nothing in flight, every running task waits, and a worker's ready tasks have
+        no thread — a deadlock (dask hangs in it; here each waiter is told)."""
+        return (not self.network.in_flight and not self._drops and bool(self._threaded)
+                and self._threaded <= self._waiting
+                and any(w.ready and not w.free_slots() for w in self.workers.values()))
 
     def _others_running(self) -> bool:
         """Runs on threads other than the caller's own (a task waiting must not wait for itself)."""

@@ -173,6 +173,8 @@ class RefsMagics(Magics):
               help="live (a thread, real latencies), random (seeded, simulated), "
                    "immediate (no overtaking) or manual (nothing moves until %%step)")
     @argument("--seed", "-s", type=int, help="seed of the latencies (live, random)")
+    @argument("--threads", "-t", type=int,
+              help="threads per worker (default: as dask's LocalCluster, the cores shared out)")
     @argument("--dask", metavar="ADDRESS",
               help="connect to a real dask scheduler (e.g. tcp://127.0.0.1:8786) and trace it")
     @argument("--attach", metavar="NAME", help="trace the dask Client bound to NAME")
@@ -196,11 +198,13 @@ class RefsMagics(Magics):
             raise UsageError("--ordered-scatter applies to a real dask cluster (--dask or --attach)")
         if args.workers is not None and args.workers < 1:
             raise UsageError("--workers must be at least 1")
+        if args.threads is not None and args.threads < 1:
+            raise UsageError("--threads must be at least 1")
         try:
             new = Cluster(protocol=args.protocol or self.protocol,
                           workers=args.workers or self.workers,
                           network=args.network or self.network, seed=args.seed,
-                          trace_capacity=self.trace_capacity)
+                          trace_capacity=self.trace_capacity, threads_per_worker=args.threads)
         except JupyterRefsError as exc:
             raise _usage(exc) from None
         self.handle = new
@@ -210,7 +214,7 @@ class RefsMagics(Magics):
     def _attach_dask(self, args: Any) -> None:
         if args.dask and args.attach:
             raise UsageError("use either --dask ADDRESS or --attach NAME, not both")
-        kernel_only = [f"--{n}" for n in ("protocol", "workers", "network", "seed")
+        kernel_only = [f"--{n}" for n in ("protocol", "workers", "network", "seed", "threads")
                        if getattr(args, n) is not None]
         if kernel_only:
             raise UsageError(f"{', '.join(kernel_only)} only apply to the kernel-side cluster")

@@ -118,3 +118,19 @@ def test_explore_lesson():
         assert "fixed: every order within bound 2" in text_of(nb, tag)
         assert text_of(nb, tag).rstrip().endswith("no failure")
     assert "BokehModel" in widget_models(nb)
+
+
+def test_tasks_that_submit_lesson():
+    nb = execute("06_tasks_that_submit.ipynb")
+    assert "right after submit: pending" in text_of(nb, "notebook-tree")
+    assert "sum: 2016 | status: finished" in text_of(nb, "notebook-tree")
+    task = text_of(nb, "task-tree")
+    assert "sum: 2016" in task and "client:worker:" in task and "violations: 0" in task
+    deadlock = text_of(nb, "deadlock")
+    assert "ThreadsExhaustedError" in deadlock and "with worker_client(): 2" in deadlock
+    cancel = text_of(nb, "cancel")
+    assert "executing -> cancelled" in cancel and "cancelled -> released" in cancel
+    assert "on the worker afterwards: False" in cancel
+    assert "leaked_key" in text_of(nb, "ff-legacy")
+    assert "no failure" in text_of(nb, "ff-fixed")
+    assert "right sums: notebook 50/50, in a task 50/50; violations: 0" in text_of(nb, "fifty")

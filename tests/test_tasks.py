@@ -408,3 +408,11 @@ def test_a_task_cancelled_while_it_waits_inside_its_run():
         assert "task-finished" not in sent
         assert cluster.workers["worker:0"].data == {} and cluster.scheduler.tasks == {}
         assert cluster.violations == []
+
+
+def test_live_waiting_on_the_only_thread_is_named_not_hung():
+    with Cluster(protocol="fixed", network="live", threads_per_worker=1) as cluster:
+        client = cluster.client()
+        f = client.submit(wait_without_seceding, 1)
+        with pytest.raises(ThreadsExhaustedError, match="secede"):
+            f.result(timeout=20)
