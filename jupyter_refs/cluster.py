@@ -203,6 +203,7 @@ class Cluster:
         self.workers = {n: WorkerState(n, self.variant, self.trace.record, self._bind,
                                        self.threads_per_worker)
                         for n in names}
+        self.scheduler.nthreads = dict.fromkeys(self.workers, self.threads_per_worker)
         self._actors: dict[str, Any] = {SCHEDULER: self.scheduler, **self.workers}
         # Each worker's own client (futures deserialized in its tasks) is an actor too.
         self._actors.update((w.client.name, w.client) for w in self.workers.values())

@@ -109,6 +109,8 @@ class SchedulerState:
         self._calls = count(1)
         self._next_worker = 0
         self._load = dict.fromkeys(self.workers, 0)
+        #: Threads per worker (the driver sets it): a worker with fewer tasks processing is idle.
+        self.nthreads: dict[str, int] = dict.fromkeys(self.workers, 1)
         self._scatters: dict[str, _ScatterCall] = {}
         self._gathers: dict[str, _GatherCall] = {}
         self._streams: dict[str, str] = {}  # receiver -> its stream's name, made once
@@ -190,7 +192,16 @@ class SchedulerState:
                     counts[w] = counts.get(w, 0) + 1
             if counts:
                 return max(sorted(counts), key=lambda w: (counts[w], -self._load[w]))
-        worker = self.workers[self._next_worker % len(self.workers)]
+        # No inputs: an idle worker (a free thread) first, as dask's decide_worker takes
+        # from its idle set — so a task that waits for sub-tasks does not get them queued
+        # behind itself while another worker is free.  Then round robin.
+        n, nthreads = len(self.workers), self.nthreads
+        for i in range(n):
+            worker = self.workers[(self._next_worker + i) % n]
+            if self._load[worker] < nthreads.get(worker, 1):
+                self._next_worker += i + 1
+                return worker
+        worker = self.workers[self._next_worker % n]
         self._next_worker += 1
         return worker
 
