@@ -326,8 +326,12 @@ class Cluster:
     def held(self) -> set[str]:
         return set(self.network.held)
 
-    def run_until_idle(self, timeout: float = 10.0) -> int:
-        """Deliver until nothing is in flight (manual networks too).  Returns how many."""
+    def run_until_idle(self, timeout: float = 60.0) -> int:
+        """Deliver until nothing is in flight and no task runs (manual networks too).
+
+        Returns how many were delivered (live: 0).  Live, a ``TimeoutError`` after
+        ``timeout`` seconds of tasks still running or messages still moving.
+        """
         if self.live:
             with self._cond:
                 self._check_open()
@@ -336,7 +340,10 @@ class Cluster:
                 while True:
                     self._cond.notify_all()
                     if not self._cond.wait_for(lambda: idle() or self._stuck(), timeout):
-                        raise HeldMessagesError("run_until_idle", self.network.in_flight.values())
+                        raise TimeoutError(
+                            f"run_until_idle: still busy after {timeout} s "
+                            f"({len(self.network)} messages in flight, "
+                            f"{len(self._threaded)} tasks running)")
                     if idle():
                         return 0
                     # Only held messages are left: deliver them too, oldest first.

@@ -260,6 +260,8 @@ class RandomLatency(Policy):
                 st.transit = self.rng.randint(*self.transit_ns)
             ready = max(st.flush_at + st.transit, st.last_ready)
             st.last_ready = ready
+        elif msg.op == EXECUTE:
+            ready = now_ns  # a free thread picks the task up at once: no wire to cross
         else:
             ready = now_ns + self.rng.randint(*self.rpc_ns)
         self.ready[msg.msg_id] = ready
