@@ -285,6 +285,10 @@ class Refcounts(Mapping[str, int]):
         return repr(dict(self._counts()))
 
 
+#: Gathers that found no data: how often to ask the scheduler again before giving up
+#: (dask asks forever; the model says the data is lost).
+_GATHER_ATTEMPTS = 3
+
 _default: list[Client] = []
 #: dask's configuration while a kernel-side client is dask's scheduler (restored after).
 _dask_config: list[Any] = []
@@ -615,22 +619,34 @@ class Client:
         bad: set[str] = set()
         values: dict[str, Any] = {}
         with self.cluster.call(cell) as user_call:
-            self._wait_done(flat, timeout, user_call)
-            for f in flat:
-                if f._fs.state in (CANCELLED, ERROR):
-                    if errors == "raise":
-                        self._raise_if_failed(f)
-                    bad.add(f.key)
-            wanted = tuple(k for k in keys if k not in bad)
-            if wanted:
-                values = self._fetch(wanted, timeout, user_call)
+            for attempt in range(_GATHER_ATTEMPTS):
+                self._wait_done(flat, timeout, user_call)
+                for f in flat:
+                    if f._fs.state in (CANCELLED, ERROR) and f.key not in bad:
+                        if errors == "raise":
+                            self._raise_if_failed(f)
+                        bad.add(f.key)
+                wanted = tuple(k for k in keys if k not in bad and k not in values)
+                if not wanted:
+                    break
+                got, missing = self._fetch(wanted, timeout, user_call)
+                values.update(got)
+                if not missing:
+                    break
+                if attempt == _GATHER_ATTEMPTS - 1:
+                    raise FutureLostError(missing[0])
+                # As dask: "Couldn't gather keys, rescheduling" — the futures go back to
+                # pending and the scheduler is asked to report on each key again.
+                user_call.send(self._state.report_key(missing))
         if isinstance(futures, Future):
             return values[futures.key]
         if bad and type(futures) is list:
             futures = [f for f in futures if not (type(f) is Future and f.key in bad)]
         return _fill(futures, values, bad)
 
-    def _fetch(self, keys: tuple[str, ...], timeout: float | None, user_call: Any) -> dict[str, Any]:
+    def _fetch(self, keys: tuple[str, ...], timeout: float | None,
+               user_call: Any) -> tuple[dict[str, Any], tuple[str, ...]]:
+        """The values the workers had, and the keys they did not."""
         rpc, msgs = self._state.gather(keys)
         user_call.send(msgs)
         gathered = self._state.gathers[rpc]
@@ -641,14 +657,12 @@ class Client:
         if gathered.errors:
             key, text = next(iter(gathered.errors.items()))
             raise ResultSerializationError(f"the result of {key} cannot be sent back: {text}")
-        if gathered.missing:
-            raise FutureLostError(gathered.missing[0])
         # Futures inside the results become this client's (under the lock: they
         # change its refcounts, and under dask-2024.7 each new hold is announced).
         with adopting(self._adopt) as adoption:
             values = {k: loads(v) for k, v in gathered.data.items()}
         user_call.send(adoption.messages)
-        return values
+        return values, gathered.missing
 
     def _raise_if_failed(self, f: Future) -> None:
         fs = f._fs

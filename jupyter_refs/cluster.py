@@ -45,6 +45,7 @@ from .client import Client, Future
 from .errors import (
     ClusterClosedError,
     HeldMessagesError,
+    MissingDataError,
     ProtocolError,
     ThreadsExhaustedError,
 )
@@ -593,6 +594,13 @@ class Cluster:
                     "never gets one; call secede() before waiting inside a task, use "
                     "worker_client(), or give the cluster more threads_per_worker "
                     "(real dask would hang here)")
+        for worker in self.workers.values():
+            for task, deps in worker.missing().items():
+                raise MissingDataError(
+                    f"{what} cannot complete: {task} waits on {worker.name} for "
+                    f"{', '.join(deps)}, which the scheduler says {worker.name} holds but it "
+                    "does not (its data was freed); real dask would wait for ever, its worker "
+                    "asking the scheduler where the data is")
         held = needs() if needs is not None else []
         if self.network.held and not held:
             held = [m for m in self.network.in_flight.values()

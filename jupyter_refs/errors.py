@@ -137,3 +137,10 @@ class ThreadsExhaustedError(JupyterRefsError, RuntimeError):
 
 class ProtocolError(JupyterRefsError, ValueError):
     """An unknown protocol variant or network policy was asked for."""
+
+
+class MissingDataError(JupyterRefsError, TimeoutError):
+    """A wait can never end: a task waits for data the scheduler places on a worker that
+    does not have it.  Real dask waits for ever there (its worker keeps asking the scheduler
+    where the data is); a ``result(timeout=…)`` on dask raises ``TimeoutError``, and so is
+    this one."""

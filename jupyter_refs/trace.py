@@ -64,6 +64,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "worker.free": ("incarnation",),
     "worker.free_stale": ("incarnation", "held_incarnation"),
     "worker.transition": ("start", "finish", "stimulus_id"),
+    "worker.missing_dependency": ("dependency",),
     "task.stale_run": ("worker", "run_id", "current_run_id"),
     "worker.secede": (),
     "worker.rejoin": (),

@@ -94,3 +94,16 @@ def test_version(capsys):
         main(["--version"])
     assert exc.value.code == 0
     assert capsys.readouterr().out.strip() == f"jupyter-refs {__version__}"
+
+
+def test_a_dependency_freed_under_the_scheduler_times_out_as_on_dask(tmp_path, capsys):
+    """Seed 3: the scheduler still places x on the worker that freed it.  dask's worker then
+    waits for ever (asking where x is), so ``result(timeout=…)`` raises TimeoutError: the model
+    says the same, and why, instead of a LookupError dask never raises."""
+    from jupyter_refs import MissingDataError
+
+    assert issubclass(MissingDataError, TimeoutError)
+    assert main(["demo", "scatter-race", "--seed", "3", "--out", str(tmp_path / "t.json")]) == 0
+    text = capsys.readouterr().out
+    assert "inc(x) raised MissingDataError" in text and "real dask would wait for ever" in text
+    assert "LookupError" not in text

@@ -212,6 +212,18 @@ class ClientState:
         return [Message(self.name, m.SCHEDULER, m.CANCEL_KEYS, self._stream, True, keys,
                         {"client": self.name, "force": force, "reason": reason, "msg": msg})]
 
+    def report_key(self, keys: Iterable[str]) -> list[Message]:
+        """A gather found no data for ``keys``: they are pending again, and the scheduler
+        is asked where they stand (dask's ``report-key`` after "Couldn't gather keys")."""
+        out = []
+        for key in keys:
+            fs = self.futures.get(key)
+            if fs is not None and fs.state == FINISHED:
+                self._set_state(key, fs, PENDING, None, "its data was not where the scheduler said")
+            out.append(Message(self.name, m.SCHEDULER, m.REPORT_KEY, self._stream, True, (key,),
+                               {"client": self.name}))
+        return out
+
     def query(self, op: str, keys: tuple[str, ...] = (), **payload: Any) -> tuple[str, list[Message]]:
         """An RPC to the scheduler whose answer the caller waits for in :attr:`replies`."""
         call = self._new_call()

@@ -23,6 +23,7 @@ UPDATE_GRAPH = "update-graph"
 CLIENT_RELEASES_KEYS = "client-releases-keys"
 CLIENT_DESIRES_KEYS = "client-desires-keys"
 CANCEL_KEYS = "cancel-keys"
+REPORT_KEY = "report-key"
 VARIABLE_CONFIRM = "variable-future-received-confirm"
 QUEUE_FUTURE_RELEASE = "queue-future-release"
 # client -> scheduler, RPC

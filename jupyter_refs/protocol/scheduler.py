@@ -531,6 +531,20 @@ class SchedulerState:
                 self._send(out, holder, m.CANCELLED_KEYS, tuple(cancelled), gens={},
                            reason=p.get("reason"), msg=p.get("msg"))
 
+    def _on_report_key(self, msg: Message, out: _Out, stimulus: str) -> None:
+        """dask's ``report_on_key``: tell the client where the key stands now."""
+        client, key = msg.payload["client"], msg.keys[0]
+        ts = self.tasks.get(key)
+        gen = self.wants.get(client, {}).get(key, 0)
+        if ts is None:
+            self._send(out, client, m.CANCELLED_KEYS, (key,), gens={key: gen},
+                       reason="already forgotten")
+        elif ts.state == MEMORY:
+            self._send(out, client, m.KEY_IN_MEMORY, (key,), gen=gen, type=ts.type)
+        elif ts.state == ERRED:
+            self._send(out, client, m.TASK_ERRED_REPORT, (key,), gen=gen, exception=ts.exception,
+                       text=ts.exception_text, traceback=ts.traceback)
+
     # -- questions and extensions ----------------------------------------------------------
 
     def _on_query(self, msg: Message, out: _Out, stimulus: str) -> None:
@@ -756,5 +770,6 @@ class SchedulerState:
         m.GATHER: _on_gather,
         m.GET_DATA_REPLY: _on_get_data_reply,
         m.CANCEL_KEYS: _on_cancel_keys,
+        m.REPORT_KEY: _on_report_key,
         **dict.fromkeys(EXTENSION_OPS, _on_query),
     }

@@ -229,7 +229,15 @@ class WorkerState:
                 ts.spec, ts.incarnation = p, p["incarnation"]
             return []  # already queued or running: dask only logs it
         ts = self.tasks[key] = WorkerTask(key, RELEASED, p, p["incarnation"])
-        remote = {dep: ws for dep, ws in p["who_has"].items() if dep not in self.data}
+        # As dask's worker, this worker never fetches from itself: a dependency the
+        # scheduler says only we hold, and we do not, is missing.
+        remote = {dep: [w for w in ws if w != self.name]
+                  for dep, ws in p["who_has"].items() if dep not in self.data}
+        gone = [dep for dep, ws in remote.items() if not ws]
+        if gone:
+            self._transition(ts, WAITING, stimulus)
+            self._missing(ts, gone)
+            return []
         if not remote:
             self._transition(ts, READY, stimulus)
             self.ready.append(key)
@@ -255,9 +263,25 @@ class WorkerState:
         ts.missing.extend(msg.payload["missing"])
         if ts.waiting or self.tasks.get(ts.key) is not ts:
             return []  # more to come, or the task was freed while its data travelled
+        if ts.missing:
+            self._missing(ts, ts.missing)
+            return []
         self._transition(ts, READY, f"{msg.op}-{msg.msg_id}")
         self.ready.append(ts.key)
         return self._ensure_computing(None)
+
+    def _missing(self, ts: WorkerTask, deps: list[str]) -> None:
+        """The task waits for data nobody has, as dask's does (its dependency is in state
+        ``missing``; dask's worker asks the scheduler where it is, twice a second, for
+        ever).  The task stays waiting: its future stays pending."""
+        ts.missing = list(deps)
+        for dep in deps:
+            self.record(self.name, "worker.missing_dependency", ts.key, dep)
+
+    def missing(self) -> dict[str, list[str]]:
+        """Tasks waiting for data that is nowhere: task -> its missing dependencies."""
+        return {k: ts.missing for k, ts in self.tasks.items()
+                if ts.state == WAITING and ts.missing and not ts.waiting}
 
     def free_slots(self) -> int:
         return self.nthreads - len(self.executing)
