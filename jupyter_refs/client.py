@@ -306,10 +306,11 @@ def _dask_get(dsk: Any, keys: Any, **kwargs: Any) -> Any:
 
 
 def _use_as_dask_scheduler() -> None:
-    if not _dask_config:
-        import dask
+    """Each new default client takes dask's scheduler setting back (a dask ``Client`` made
+    meanwhile may have set its own), as each dask ``Client`` does."""
+    import dask
 
-        _dask_config.append(dask.config.set(scheduler=_dask_get))
+    _dask_config.append(dask.config.set(scheduler=_dask_get))
 
 
 def _restore_dask_scheduler() -> None:
