@@ -14,7 +14,8 @@ for message:
   stream), so that no release overtakes a reader's desire.
 * ``variable_get`` answers with the key, its state and a token the reader must
   confirm; a get on a name never set is parked until a set.
-* ``queue_put`` desires the key for ``queue-<name>``; ``queue_get`` pops it, and
+* ``queue_put`` desires the key for ``queue-<name>`` once the scheduler knows it
+  (parked until then, as ``variable_set``); ``queue_get`` pops it, and
   the reader's ``queue-future-release`` desires it for the reader, then
   releases the queue's hold.
 
@@ -164,6 +165,8 @@ class Extensions:
         if self.maxsize[name] and len(queue) >= self.maxsize[name]:
             return None  # parked: the queue is full
         key = p.get("key")
+        if key is not None and key not in self.scheduler.tasks:
+            return None  # parked: dask polls until the key is known
         if key is not None:
             self.queue_refs[(name, key)] += 1
             self.scheduler.desire(self._pseudo(f"queue-{name}"), [key], out, stimulus)
