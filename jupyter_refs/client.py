@@ -25,7 +25,9 @@ import os
 import queue
 import sys
 import threading
+import types
 import uuid
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from itertools import count
 from typing import TYPE_CHECKING, Any
@@ -202,6 +204,64 @@ class Future:
 serialize.unbound = Future  # unpickled where no client adopts it: unbound, as in dask
 
 
+# -- functions, pickled and tokenized once -----------------------------------------------
+#
+# dask pickles a task's function once (``distributed.worker.dumps_function``, an LRU keyed
+# by the function), and tokenizing a function defined in a notebook pickles it up to three
+# times: per submit, that was most of a submit's cost.  Both are kept per function object,
+# 100 of them, as dask's cache does.
+
+_FUNCTIONS: dict[Callable[..., Any], list[Any]] = {}  # func -> [pickled, normalized token]
+
+
+def _remember(func: Callable[..., Any]) -> list[Any]:
+    """The function's cache entry (a fresh, unkept one for an unhashable callable)."""
+    try:
+        hit = _FUNCTIONS.get(func)
+    except TypeError:
+        return [None, None]
+    if hit is None:
+        if len(_FUNCTIONS) >= 100:
+            del _FUNCTIONS[next(iter(_FUNCTIONS))]
+        hit = _FUNCTIONS[func] = [None, None]
+    return hit
+
+
+def _dumps_function(func: Callable[..., Any]) -> bytes:
+    hit = _remember(func)
+    if hit[0] is None:
+        hit[0] = dumps(func)
+    return hit[0]
+
+
+class _Normalized:
+    """Stands for a function in ``tokenize``: its normalized token, computed once.
+
+    ``normalize_token`` of an object with ``__dask_tokenize__`` is what that method
+    returns, and a plain function normalizes through ``normalize_object`` — so the
+    token, and the key, are exactly dask's.
+    """
+
+    __slots__ = ("token",)
+
+    def __init__(self, token: Any):
+        self.token = token
+
+    def __dask_tokenize__(self) -> Any:
+        return self.token
+
+
+def _tokenized(func: Callable[..., Any]) -> Any:
+    if type(func) is not types.FunctionType:
+        return func  # builtins, partials, callables: dask's own rules, uncached
+    hit = _remember(func)
+    if hit[1] is None:
+        from dask.tokenize import normalize_token
+
+        hit[1] = _Normalized(normalize_token(func))
+    return hit[1]
+
+
 # -- futures inside arguments and results ----------------------------------------------
 
 
@@ -289,7 +349,8 @@ class Refcounts(Mapping[str, int]):
 #: (dask asks forever; the model says the data is lost).
 _GATHER_ATTEMPTS = 3
 
-_default: list[Client] = []
+#: Clients made as the default, oldest first (weakly: a dropped or disposed client goes).
+_default: list[weakref.ref[Client]] = []
 #: dask's configuration while a kernel-side client is dask's scheduler (restored after).
 _dask_config: list[Any] = []
 
@@ -310,7 +371,8 @@ def _use_as_dask_scheduler() -> None:
     meanwhile may have set its own), as each dask ``Client`` does."""
     import dask
 
-    _dask_config.append(dask.config.set(scheduler=_dask_get))
+    if dask.config.get("scheduler", None) is not _dask_get:
+        _dask_config.append(dask.config.set(scheduler=_dask_get))
 
 
 def _restore_dask_scheduler() -> None:
@@ -320,9 +382,18 @@ def _restore_dask_scheduler() -> None:
 
 def default_client() -> Client | None:
     """The client made last in this process and not closed (``get_client()`` outside tasks)."""
-    while _default and _default[-1].status == "closed":
+    while _default:
+        client = _default[-1]()
+        if client is not None and client.status != "closed":
+            return client
         _default.pop()
-    return _default[-1] if _default else None
+    return None
+
+
+def _make_default(client: Client) -> None:
+    # Drop the closed and the collected first: the explorer makes clients by the thousand.
+    _default[:] = [r for r in _default if (c := r()) is not None and c.status != "closed"]
+    _default.append(weakref.ref(client))
 
 
 class Client:
@@ -348,7 +419,7 @@ class Client:
         self._setup(address, address._register_client(name))
         address.clients[self.name] = self
         if set_as_default:
-            _default.append(self)
+            _make_default(self)
             _use_as_dask_scheduler()
 
     @classmethod
@@ -501,7 +572,7 @@ class Client:
         self._check_options(resources, actor, actors, allow_other_workers, workers)
         allocated = key is None and not pure
         if key is None:
-            key = (f"{funcname(func)}-{tokenize(func, kwargs, *args)}" if pure
+            key = (f"{funcname(func)}-{tokenize(_tokenized(func), kwargs, *args)}" if pure
                    else self._new_key(funcname(func), False))
         options = {"workers": self._workers(workers), "retries": retries, "priority": priority}
         return self._submit_many(func, [(key, args, kwargs)], options, "submit", _user_cell(),
@@ -525,7 +596,7 @@ class Client:
         else:
             prefix = key or funcname(func)
             if pure:
-                tok = tokenize(func, kwargs)
+                tok = tokenize(_tokenized(func), kwargs)
                 keys = [f"{prefix}-{tokenize(tok, args)}" for args in calls]
             else:
                 uid = self._new_key(prefix, False)
@@ -550,7 +621,7 @@ class Client:
                      options: dict[str, Any], origin: str, cell: str | None,
                      allocated: bool = False) -> list[Future]:
         self._check_open()
-        fblob = dumps(func)
+        fblob = _dumps_function(func)
         held = self._state.futures
         tasks: dict[str, dict[str, Any]] = {}
         dep_futures: dict[str, Future] = {}
