@@ -866,45 +866,30 @@ class Client:
         a worker with its dependencies' values — and a collection of several keys
         gets a ``finalize-`` task that assembles its result, as dask's does.
         """
-        import dask
-
-        _check_graph_options(kwargs)
-        single = not isinstance(collections, list | tuple | set)
-        items = [collections] if single else list(collections)
-        out = []
-        for item in items:
-            if not dask.is_dask_collection(item):
-                out.append(item)  # dask passes anything else through
-                continue
+        def one(item: Any) -> Future:
             keys = item.__dask_keys__()
             finalize, extra = item.__dask_postcompute__()
             flat = _flatten(keys)
             graph = dict(item.__dask_graph__())
             if len(flat) == 1 and finalize.__name__ == "single_key" and not extra:
-                out.append(self._submit_graph(graph, flat)[0])
-                continue
+                return self._submit_graph(graph, flat)[0]
             name = f"finalize-{tokenize(item)}"
             graph[name] = (_finalize, finalize, keys, list(extra))
-            out.append(self._submit_graph(graph, [name])[0])
+            return self._submit_graph(graph, [name])[0]
+
+        single, out = _each_collection(collections, one, kwargs)
         results = self.gather(out) if sync else out
         return results[0] if single else results
 
     def persist(self, collections: Any, optimize_graph: bool = True, **kwargs: Any) -> Any:
         """The collections with their keys computed and held here (futures in their graphs)."""
-        import dask
-
-        _check_graph_options(kwargs)
-        single = not isinstance(collections, list | tuple | set)
-        items = [collections] if single else list(collections)
-        out = []
-        for item in items:
-            if not dask.is_dask_collection(item):
-                out.append(item)
-                continue
+        def one(item: Any) -> Any:
             flat = _flatten(item.__dask_keys__())
             futures = self._submit_graph(dict(item.__dask_graph__()), flat)
             rebuild, extra = item.__dask_postpersist__()
-            out.append(rebuild(dict(zip(flat, futures)), *extra))
+            return rebuild(dict(zip(flat, futures)), *extra)
+
+        single, out = _each_collection(collections, one, kwargs)
         return out[0] if single else out
 
     def get(self, dsk: Mapping[Any, Any], keys: Any, **kwargs: Any) -> Any:
@@ -977,6 +962,18 @@ def _unflatten(keys: Any, values: Mapping[Any, Any]) -> Any:
     if isinstance(keys, list):
         return [_unflatten(k, values) for k in keys]
     return values[keys]
+
+
+def _each_collection(collections: Any, one: Callable[[Any], Any],
+                     kwargs: dict[str, Any]) -> tuple[bool, list[Any]]:
+    """``one(c)`` for each dask collection given (one, or a list / tuple / set of them);
+    anything else passes through, as in dask.  Returns whether one was given, and the list."""
+    import dask
+
+    _check_graph_options(kwargs)
+    single = not isinstance(collections, list | tuple | set)
+    items = [collections] if single else list(collections)
+    return single, [one(c) if dask.is_dask_collection(c) else c for c in items]
 
 
 def _check_graph_options(kwargs: dict[str, Any]) -> None:
