@@ -297,20 +297,18 @@ def _futures_in(obj: Any, out: list[Future]) -> None:
             _futures_in(o, out)
 
 
-def _fill(obj: Any, values: Mapping[str, Any], skip: set[str]) -> Any:
+def _fill(obj: Any, values: Mapping[str, Any]) -> Any:
     """``obj`` with each future replaced by its value (``gather``'s ``pack_data``)."""
     typ = type(obj)
     if typ is Future:
         return values.get(obj.key)
     if typ in CONTAINERS:
-        return typ([_fill(o, values, skip) for o in obj])
+        return typ([_fill(o, values) for o in obj])
     if typ is dict:
-        return {k: _fill(v, values, skip) for k, v in obj.items()}
+        return {k: _fill(v, values) for k, v in obj.items()}
     return obj
 
 
-#: Keyword arguments of ``submit`` / ``map`` that are scheduling options, never the function's.
-_UNMODELLED_OPTIONS = {"resources": None, "actor": False, "actors": False}
 
 
 class Refcounts(Mapping[str, int]):
@@ -714,7 +712,7 @@ class Client:
             return values[futures.key]
         if bad and type(futures) is list:
             futures = [f for f in futures if not (type(f) is Future and f.key in bad)]
-        return _fill(futures, values, bad)
+        return _fill(futures, values)
 
     def _fetch(self, keys: tuple[str, ...], timeout: float | None,
                user_call: Any) -> tuple[dict[str, Any], tuple[str, ...]]:

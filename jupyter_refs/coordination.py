@@ -157,6 +157,24 @@ def _as_future(client: Client, reply: dict[str, Any]) -> Future:
     return future
 
 
+def _stored(name: str, value: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
+    """What a Variable or a Queue sends for ``value``: a future's key, or the value pickled."""
+    if isinstance(value, Future):
+        return (value.key,), {"name": name, "key": value.key}
+    return (), {"name": name, "data": dumps(value)}
+
+
+def _received(client: Client, record: dict[str, Any], user_call: Any, op: str,
+              **payload: Any) -> Any:
+    """What the scheduler handed back: the value, or a future this client now holds,
+    announced with ``op`` on its batched stream (a confirmation, a queue release)."""
+    if record["type"] != "Future":
+        return loads(record["value"])
+    future = _as_future(client, record)
+    user_call.send(client._state.send(op, (future.key,), **payload))
+    return future
+
+
 class Variable:
     """A named, cluster-wide value or future (``distributed.Variable``)."""
 
@@ -170,22 +188,16 @@ class Variable:
 
     def set(self, value: Any, timeout: Any = "30 s", **kwargs: Any) -> None:
         """Set the value; a future's key is then held by the variable as well."""
-        if isinstance(value, Future):
-            self.client._ask(m.VARIABLE_SET, (value.key,), name=self.name, key=value.key)
-        else:
-            self.client._ask(m.VARIABLE_SET, name=self.name, data=dumps(value))
+        keys, payload = _stored(self.name, value)
+        self.client._ask(m.VARIABLE_SET, keys, **payload)
 
     def get(self, timeout: float | None = None, **kwargs: Any) -> Any:
         """The value; a future comes back as this client's, confirmed to the scheduler."""
         client = self.client
         reply = client._ask(m.VARIABLE_GET, name=self.name, timeout=timeout)
-        if reply["type"] != "Future":
-            return loads(reply["value"])
         with client.cluster.call(None) as user_call:
-            future = _as_future(client, reply)
-            user_call.send(client._state.send(m.VARIABLE_CONFIRM, (future.key,), name=self.name,
-                                              token=reply["token"]))
-        return future
+            return _received(client, reply, user_call, m.VARIABLE_CONFIRM, name=self.name,
+                             token=reply.get("token"))
 
     def delete(self) -> None:
         self.client._ask(m.VARIABLE_DELETE, name=self.name)
@@ -211,27 +223,17 @@ class Queue:
         return _client(self._client)
 
     def put(self, value: Any, timeout: float | None = None, **kwargs: Any) -> None:
-        if isinstance(value, Future):
-            self.client._ask(m.QUEUE_PUT, (value.key,), name=self.name, key=value.key,
-                             timeout=timeout)
-        else:
-            self.client._ask(m.QUEUE_PUT, name=self.name, data=dumps(value), timeout=timeout)
+        keys, payload = _stored(self.name, value)
+        self.client._ask(m.QUEUE_PUT, keys, timeout=timeout, **payload)
 
     def get(self, timeout: float | None = None, batch: bool | int = False, **kwargs: Any) -> Any:
         """The next item (``batch=True``: all of them; ``batch=n``: the next n)."""
         client = self.client
         n = None if batch is True else (batch or None)
         reply = client._ask(m.QUEUE_GET, name=self.name, timeout=timeout, batch=bool(batch), n=n)
-        out = []
         with client.cluster.call(None) as user_call:
-            for record in reply["records"]:
-                if record["type"] != "Future":
-                    out.append(loads(record["value"]))
-                    continue
-                future = _as_future(client, record)
-                user_call.send(client._state.send(m.QUEUE_FUTURE_RELEASE, (future.key,),
-                                                  name=self.name))
-                out.append(future)
+            out = [_received(client, record, user_call, m.QUEUE_FUTURE_RELEASE, name=self.name)
+                   for record in reply["records"]]
         return out if batch else out[0]
 
     def qsize(self, **kwargs: Any) -> int:

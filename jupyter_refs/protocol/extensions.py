@@ -121,14 +121,9 @@ class Extensions:
             return None  # parked until a set
         if record["type"] != "Future":
             return dict(record)
-        key = record["value"]
-        ts = self.scheduler.tasks.get(key)
         token = f"token-{next(self._tokens)}"
-        self.waiting[(key, msg.payload["name"])].add(token)
-        reply = {**record, "token": token, "state": ts.state if ts is not None else "lost"}
-        if ts is not None and ts.state == "erred":
-            reply.update(exception=ts.exception, text=ts.exception_text)
-        return reply
+        self.waiting[(record["value"], msg.payload["name"])].add(token)
+        return {**self._describe(record), "token": token}
 
     def _variable_confirm(self, msg, out, stimulus):
         p = msg.payload
@@ -189,10 +184,16 @@ class Extensions:
         return {"records": [self._describe(queue.popleft())]}
 
     def _describe(self, record: dict[str, Any]) -> dict[str, Any]:
-        if record["type"] == "Future":
-            ts = self.scheduler.tasks.get(record["value"])
-            return {**record, "state": ts.state if ts is not None else "lost"}
-        return record
+        """A record as handed to a reader: a future's with its key's state (and error)."""
+        if record["type"] != "Future":
+            return dict(record)
+        ts = self.scheduler.tasks.get(record["value"])
+        if ts is None:
+            return {**record, "state": "lost"}
+        if ts.state == "erred":
+            return {**record, "state": ts.state, "exception": ts.exception,
+                    "text": ts.exception_text}
+        return {**record, "state": ts.state}
 
     def _queue_future_release(self, msg, out, stimulus):
         p = msg.payload
