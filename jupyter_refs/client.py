@@ -29,6 +29,7 @@ import types
 import uuid
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from hashlib import md5
 from itertools import count
 from typing import TYPE_CHECKING, Any
 
@@ -260,6 +261,42 @@ def _tokenized(func: Callable[..., Any]) -> Any:
 
         hit[1] = _Normalized(normalize_token(func))
     return hit[1]
+
+
+def _token(*args: Any) -> str:
+    """``dask.tokenize(*args)``, hashed here when every argument is a plain value.
+
+    A plain value (an int, a string, a float, …: what dask's normaliser passes
+    through as it is) or a tuple of them normalises to itself, so its token is the
+    hash of its ``str``, without ``tokenize``'s locks and dispatch.  ``map`` keys
+    each element this way (on a 10,000-element ``map`` ``tokenize`` was a tenth of
+    the time), and ``scatter`` each value.  The shortcut is checked against
+    ``tokenize`` once; if a dask version normalises differently it is never taken.
+    """
+    normalized = []
+    for a in args:
+        if type(a) in _PLAIN:
+            normalized.append(a)
+        elif type(a) is tuple and all(type(b) in _PLAIN for b in a):
+            normalized.append(("tuple", a))
+        else:
+            return tokenize(*args)
+    if not _fast_tokens_agree():
+        return tokenize(*args)
+    return md5(str(tuple(normalized)).encode(), usedforsecurity=False).hexdigest()
+
+
+_PLAIN = frozenset({int, float, str, bytes, bool, type(None), complex})
+_agree: list[bool] = []
+
+
+def _fast_tokens_agree() -> bool:
+    if not _agree:
+        _agree.append(True)  # while checking, _token hashes: compare with tokenize
+        samples = [("f", (1, 2.5, "x", b"y", None, True, 3j)), ("g", ()), (-7,), ("s",),
+                   (1.5, ("a", 2))]
+        _agree[0] = all(_token(*s) == tokenize(*s) for s in samples)
+    return _agree[0]
 
 
 # -- futures inside arguments and results ----------------------------------------------
@@ -514,7 +551,7 @@ class Client:
             blob = dumps(value)  # refuse what cannot be pickled before any key is made
             if key is None:
                 prefix = type(value).__name__
-                key = f"{prefix}-{tokenize(value)}" if hash else self._new_key(prefix, True)
+                key = f"{prefix}-{_token(value)}" if hash else self._new_key(prefix, True)
             blobs[key] = blob
             types[key] = dumps(type(value))
             order.append(key)
@@ -595,7 +632,7 @@ class Client:
             prefix = key or funcname(func)
             if pure:
                 tok = tokenize(_tokenized(func), kwargs)
-                keys = [f"{prefix}-{tokenize(tok, args)}" for args in calls]
+                keys = [f"{prefix}-{_token(tok, args)}" for args in calls]
             else:
                 uid = self._new_key(prefix, False)
                 keys = [f"{uid}-{i}" for i in range(len(calls))]
@@ -658,7 +695,17 @@ class Client:
                    call: Any = None) -> None:
         states = [f._fs for f in futures]
         keys = tuple(dict.fromkeys(f.key for f in futures))
-        done = lambda: all(fs.state in DONE for fs in states)  # noqa: E731
+        first = 0  # states before it were done when last looked at
+
+        def done() -> bool:
+            # Called after every delivery: resume where the last look stopped rather than
+            # scan thousands of finished futures each time; done only if all still are.
+            nonlocal first
+            n = len(states)
+            while first < n and states[first].state in DONE:
+                first += 1
+            return first == n and all(fs.state in DONE for fs in states)
+
         if done():
             return
         if call is not None:

@@ -40,6 +40,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from . import gcscope
 from .checks import Checks, Violation
 from .client import Client, Future
 from .errors import (
@@ -136,9 +137,11 @@ class UserCall:
     def __enter__(self) -> UserCall:
         cluster = self.cluster
         cluster._lock.acquire()
+        gcscope.enter()
         try:
             cluster._begin_call(self.cell)
         except BaseException:
+            gcscope.leave()
             cluster._lock.release()
             raise
         return self
@@ -147,6 +150,7 @@ class UserCall:
         try:
             self.cluster._end_call()
         finally:
+            gcscope.leave()
             self.cluster._lock.release()
 
     def send(self, messages: list[Message]) -> None:
@@ -380,9 +384,11 @@ class Cluster:
             self.checks = None
         for worker in self.workers.values():
             worker._bind = None
-        for client in self.clients.values():
+        for client in (*self.clients.values(), *self._worker_clients.values()):
             client.cluster = None
+            client._state.on_done = None  # the client's own method: a cycle
         self.clients.clear()
+        self._worker_clients.clear()
         self._actors.clear()
         self.trace.clock = time.perf_counter_ns
 

@@ -25,6 +25,7 @@ list, and returns the reply payload (or None when the call is parked).
 
 from __future__ import annotations
 
+import weakref
 from collections import defaultdict, deque
 from itertools import count
 from typing import TYPE_CHECKING, Any
@@ -42,7 +43,9 @@ EXTENSION_OPS = (m.WHO_HAS, m.HAS_WHAT, m.VARIABLE_SET, m.VARIABLE_GET, m.VARIAB
 
 class Extensions:
     def __init__(self, scheduler: SchedulerState):
-        self.scheduler = scheduler
+        # Weakly: the scheduler owns its extensions, and without a cycle between them a
+        # scheduler is freed as soon as it is dropped (the explorer makes thousands).
+        self.scheduler = weakref.proxy(scheduler)
         self.variables: dict[str, dict[str, Any]] = {}
         #: (key, variable) -> tokens handed out and not yet confirmed.
         self.waiting: dict[tuple[str, str], set[str]] = defaultdict(set)
