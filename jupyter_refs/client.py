@@ -830,11 +830,21 @@ class Client:
         """An RPC to the scheduler, waited for (who_has, variables, queues …)."""
         self._check_open()
         replies = self._state.replies
+        timeout = payload.get("timeout")
         with self.cluster.call(_user_cell()) as user_call:
             rpc, msgs = self._state.query(op, keys, **payload)
             user_call.send(msgs)
-            user_call.wait(lambda: rpc in replies, f"{op}", payload.get("timeout"))
-            return replies.pop(rpc)
+            try:
+                user_call.wait(lambda: rpc in replies, f"{op}", timeout)
+            except TimeoutError:
+                # dask's scheduler gives up at the timeout and answers with the error; an
+                # answer that got in first wins.
+                user_call.expire(rpc)
+                user_call.wait(lambda: rpc in replies, f"{op}")
+            reply = replies.pop(rpc)
+        if reply.get("error") == "timeout":
+            raise TimeoutError(f"{op} got nothing within its timeout of {timeout} s")
+        return reply
 
     def _tell(self, op: str, keys: tuple[str, ...] = (), **payload: Any) -> None:
         """A message on this client's batched stream (no answer)."""

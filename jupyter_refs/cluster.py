@@ -53,7 +53,7 @@ from .errors import (
 from .ids import AtomicIds, RacyIds
 from .network import Immediate, Network, Policy, RandomLatency, make_policy
 from .protocol.client import BORROWED, ClientState
-from .protocol.messages import EXECUTE, SCHEDULER, Message
+from .protocol.messages import CALL_TIMEOUT, EXECUTE, SCHEDULER, Message, stream_channel
 from .protocol.scheduler import SchedulerState
 from .protocol.variants import ProtocolVariant, get_variant
 from .protocol.worker import TaskRun, WorkerState
@@ -157,10 +157,21 @@ class UserCall:
         """Hand ``messages`` to the network (they go in the policy's order)."""
         self.cluster._send(messages)
 
+    def expire(self, call: str) -> None:
+        """The timeout of ``call``, waiting in a scheduler extension, fires (the driver's clock)."""
+        self.cluster._send([Message(SCHEDULER, SCHEDULER, CALL_TIMEOUT,
+                                    stream_channel(SCHEDULER, SCHEDULER), True, (),
+                                    {"call": call})])
+
     def wait(self, done: Callable[[], bool], what: str, timeout: float | None = None,
-             needs: Callable[[], list[Message]] | None = None) -> None:
-        """Block until ``done()``, delivering as the policy allows (see ``Cluster._wait``)."""
-        self.cluster._wait(done, what, timeout, needs)
+             needs: Callable[[], list[Message]] | None = None, first: bool = False) -> None:
+        """Block until ``done()``, delivering as the policy allows (see ``Cluster._wait``).
+
+        ``first``: ``done`` is true once *any* of several tasks ends (``wait(...,
+        FIRST_COMPLETED)``, ``as_completed``).  Immediate then runs the tasks side by side
+        on worker threads, as dask does, so the quickest ends first — not the oldest.
+        """
+        self.cluster._wait(done, what, timeout, needs, first)
 
 
 class Cluster:
@@ -331,12 +342,19 @@ class Cluster:
     def held(self) -> set[str]:
         return set(self.network.held)
 
-    def run_until_idle(self, timeout: float = 60.0) -> int:
+    def run_until_idle(self, timeout: float = 60.0, quiet: float | None = None) -> int:
         """Deliver until nothing is in flight and no task runs (manual networks too).
 
         Returns how many were delivered (live: 0).  Live, a ``TimeoutError`` after
         ``timeout`` seconds of tasks still running or messages still moving.
+
+        With ``quiet`` (seconds; live and immediate networks), a task still running
+        when nothing has happened for that long is left running — dask's scheduler
+        keeps it ``processing`` — and the call returns.  Immediate then runs tasks on
+        worker threads, so a task that blocks does not block the settling.
         """
+        if quiet is not None and self._cond is not None:
+            return self._settle(timeout, quiet)
         if self.live:
             with self._cond:
                 self._check_open()
@@ -355,6 +373,37 @@ class Cluster:
                     self._deliver(self.network.oldest(held_too=True))
                     self.trace.flush()
         return len(self.step(1 << 62))
+
+    def _settle(self, timeout: float, quiet: float) -> int:
+        """``run_until_idle`` with ``quiet``: idle, or only running tasks left and nothing moved."""
+        delivered = 0
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            self._check_open()
+            while True:
+                if not self.live:
+                    self._process_drops()
+                    msg = self.network.oldest(held_too=True)
+                    if msg is not None:
+                        self._deliver(msg, threaded=True)  # a run goes on a worker thread
+                        delivered += 1
+                        continue
+                    self.trace.flush()
+                if not self._drops and not self.network.in_flight and not self._threaded:
+                    return delivered
+                seen = self.trace.next_seq
+                self._cond.notify_all()
+                self._cond.wait(quiet)  # woken when a run ends or a message moves
+                if self.trace.next_seq == seen and not self.network.in_flight and not self._drops:
+                    return delivered  # only running tasks, and nothing happened meanwhile
+                if time.monotonic() > deadline:
+                    raise TimeoutError(
+                        f"run_until_idle: still busy after {timeout} s "
+                        f"({len(self.network)} messages in flight, "
+                        f"{len(self._threaded)} tasks running)")
+                if self.live and self._stuck():
+                    self._deliver(self.network.oldest(held_too=True))
+                    self.trace.flush()
 
     def close(self) -> None:
         """Stop the network thread (if any).  Futures stay readable; nothing more is sent."""
@@ -518,7 +567,7 @@ class Cluster:
             self._send(state.release(key))
 
     def _wait(self, done: Callable[[], bool], what: str, timeout: float | None,
-              needs: Callable[[], list[Message]] | None = None) -> None:
+              needs: Callable[[], list[Message]] | None = None, first: bool = False) -> None:
         """Block until ``done()``, delivering messages as the policy allows (call under the lock).
 
         The call's source line stops being stamped here: what the network does
@@ -561,7 +610,17 @@ class Cluster:
                     self._wait_threads(lambda: done() or bool(self.network.in_flight)
                                        or not self._others_running(), what, deadline)
                     continue
+                if (deadline is not None and self._cond is not None
+                        and not self.network.in_flight):
+                    # Immediate, nothing in flight, a timeout: only another thread can
+                    # help (a Variable set, a Queue put); wait it out, as dask does.
+                    self._wait_threads(lambda: done() or bool(self.network.in_flight)
+                                       or bool(self._drops), what, deadline)
+                    continue
                 self._raise_stuck(what, needs)
+            if first and msg.op == EXECUTE and self._cond is not None:
+                self._deliver(msg, threaded=True)  # runs side by side: the quickest ends first
+                continue
             if deadline is not None and msg.op == EXECUTE and self._cond is not None:
                 # Immediate with a deadline: the run goes on a thread; wait no longer than asked.
                 run = self._deliver(msg, threaded=True)

@@ -34,14 +34,15 @@ def _flat(fs: Any) -> list[Future]:
     return out
 
 
-def _wait_for(futures: list[Future], done: Any, what: str, timeout: float | None) -> None:
+def _wait_for(futures: list[Future], done: Any, what: str, timeout: float | None,
+              first: bool = False) -> None:
     if not futures or done():
         return
     client = futures[0].client
     if client is None:
         raise RuntimeError(f"{futures[0]!r} is not bound to a client")
     with client.cluster.call(_user_cell()) as user_call:
-        user_call.wait(done, what, timeout)
+        user_call.wait(done, what, timeout, first=first)
 
 
 def wait(fs: Any, timeout: float | None = None,
@@ -59,7 +60,8 @@ def wait(fs: Any, timeout: float | None = None,
     else:
         raise NotImplementedError(
             "Only return_when='ALL_COMPLETED' and 'FIRST_COMPLETED' are supported")
-    _wait_for(futures, done, f"wait for {len(futures)} futures", timeout)
+    _wait_for(futures, done, f"wait for {len(futures)} futures", timeout,
+              first=return_when == FIRST_COMPLETED)
     done_set = {f for f in futures if f.status != PENDING}
     cancelled = [f for f in done_set if f.status == CANCELLED]
     if cancelled:
@@ -110,7 +112,7 @@ class as_completed(Iterator[Any]):  # noqa: N801 - dask's name
     def __next__(self) -> Any:
         if not self.futures:
             raise StopIteration
-        _wait_for(self.futures, self.has_ready, "as_completed", self.timeout)
+        _wait_for(self.futures, self.has_ready, "as_completed", self.timeout, first=True)
         future = self._ready()[0]
         self.futures.remove(future)
         if not self.with_results:

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 EXTENSION_OPS = (m.WHO_HAS, m.HAS_WHAT, m.VARIABLE_SET, m.VARIABLE_GET, m.VARIABLE_DELETE,
                  m.QUEUE_CREATE, m.QUEUE_PUT, m.QUEUE_GET, m.QUEUE_QSIZE, m.QUEUE_RELEASE,
-                 m.VARIABLE_CONFIRM, m.QUEUE_FUTURE_RELEASE)
+                 m.VARIABLE_CONFIRM, m.QUEUE_FUTURE_RELEASE, m.CALL_TIMEOUT)
 
 
 class Extensions:
@@ -74,6 +74,17 @@ class Extensions:
                 self.parked.append(msg)
             else:
                 self.scheduler.reply(out, msg, **reply)
+
+    def _call_timeout(self, msg, out, stimulus):
+        """A parked call's timeout: answer it with the error, so nothing later lands in it
+        (a put after a timed-out get stays in the queue, as in dask)."""
+        call = msg.payload["call"]
+        for parked in self.parked:
+            if parked.channel == call:
+                self.parked.remove(parked)
+                self.scheduler.reply(out, parked, error="timeout")
+                break
+        return {}
 
     def _pseudo(self, holder: str) -> str:
         self.scheduler.pseudo.add(holder)
@@ -233,4 +244,5 @@ class Extensions:
         m.QUEUE_QSIZE: _queue_qsize,
         m.QUEUE_RELEASE: _queue_release,
         m.QUEUE_FUTURE_RELEASE: _queue_future_release,
+        m.CALL_TIMEOUT: _call_timeout,
     }

@@ -63,6 +63,10 @@ KEY_IN_MEMORY = "key-in-memory"
 LOST_DATA = "lost-data"
 CANCELLED_KEYS = "cancelled-keys"
 TASK_ERRED_REPORT = "task-erred"
+# scheduler -> itself: a call waiting in an extension (a Variable's or a Queue's get) reaches
+# its timeout, and the scheduler answers it with the error (dask's ``wait_for(..., timeout)``
+# in the handler).  The driver sends it, since the driver keeps the clocks.
+CALL_TIMEOUT = "call-timeout"
 # scheduler -> client, last on the stream: the scheduler dropped the connection
 STREAM_CLOSED = "stream-closed"
 

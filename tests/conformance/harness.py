@@ -504,7 +504,9 @@ class Model(Backend):
         import gc
 
         gc.collect()
-        self.cluster.run_until_idle()
+        # As dask's settle: until nothing moves; a task still running (a gated one) stays
+        # processing rather than being waited for.
+        self.cluster.run_until_idle(quiet=0.1)
 
     def tasks(self) -> dict[str, tuple[str, list[str]]]:
         names = self.names()

@@ -1369,6 +1369,18 @@ def varq_queue_get_timeout(b):
         return type(e).__name__
 
 
+@program
+def varq_queue_put_after_timeout(b):
+    """A get that timed out takes nothing put later: the next get has it."""
+    q = b.ns.Queue("q", client=b.client)
+    try:
+        q.get(timeout=0.1)
+    except Exception as e:
+        out = type(e).__name__
+    q.put(5)
+    return out, q.get(timeout=5), q.qsize()
+
+
 # -- nested submission -----------------------------------------------------------------------------
 
 
