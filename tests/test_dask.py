@@ -64,6 +64,7 @@ def test_the_8576_loop_fails_and_the_trace_shows_why(inproc):
     print(f"\nreal dask: the 8576 loop failed at iteration {failed}")
 
 
+@pytest.mark.slow
 def test_ordered_scatter_makes_the_loop_pass(inproc):
     with attach(inproc, ordered_scatter=True) as tracer:
         assert crusaderky(inproc, 2000) is None
@@ -181,6 +182,7 @@ def test_separate_scheduler_and_worker_processes(tmp_path):
             p.wait(timeout=30)
 
 
+@pytest.mark.slow
 def test_magics_attach_to_a_real_cluster(inproc, capsys):
     from IPython import get_ipython
     from IPython.core.error import UsageError

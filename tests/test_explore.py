@@ -79,6 +79,7 @@ def test_fixed_fails_in_no_order_within_the_bound(scenario):
     assert result.failures == []
 
 
+@pytest.mark.slow
 def test_random_runs_shared_with_forked_processes(legacy_race):
     """Processes share the random runs: same budget, same findings, replayable, deterministic."""
     one = explore(scatter_race, protocol="legacy", max_schedules=2000, bound=2, processes=1)

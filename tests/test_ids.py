@@ -1,4 +1,8 @@
-"""Race 3: non-atomic future ids, provoked by real threads (JuliaLang/julia#42167).
+"""Race 3: non-atomic future ids (JuliaLang/julia#42167): forced, then provoked by real threads.
+
+The first tests force the interleaving: a second allocation enters the racy
+allocator between its read and its write (where a thread switch would put it), so
+the collision happens every time, with no thread at all.
 
 32 threads each create 2,000 futures with ``submit(pure=False)``, whose keys
 come from the cluster's id allocator.  Nothing schedules the threads: CPython
@@ -13,11 +17,56 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
 from helpers import in_threads, inc
 
 from jupyter_refs import Cluster
 
 THREADS, PER_THREAD = 32, 2_000
+
+
+def interleaved(protocol: str):
+    """Two ``submit(pure=False)``; the second runs inside the first's id allocation, between
+    its read and its write — where another thread would run if the interpreter switched."""
+    cluster = Cluster(protocol=protocol, network="manual", workers=1)
+    client = cluster.client()
+    inner: list = []
+    record = cluster.trace.record
+
+    def switch_here(actor, kind, key, *extra):
+        record(actor, kind, key, *extra)
+        if kind == "id.alloc" and not inner:
+            inner.append(None)  # the second "thread" runs once, inside the first allocation
+            inner[0] = client.submit(inc, 2, pure=False)
+
+    cluster._ids._record = switch_here
+    outer = client.submit(inc, 1, pure=False)
+    cluster.run_until_idle()
+    return cluster, outer, inner[0]
+
+
+def test_racy_ids_collide_when_an_allocation_interleaves():
+    cluster, outer, inner = interleaved("racy-ids")
+    allocs = [e.get("value") for e in cluster.trace.events(kind="id.alloc")]
+    assert allocs[0] == allocs[1]  # both read the same value
+    assert outer.key == inner.key  # so two futures alias one key
+    violations = cluster.violations
+    assert [v.name for v in violations if v.name == "id_collision"] == ["id_collision"]
+    assert {v.key for v in violations if v.name == "set_twice"} == {outer.key}
+    assert outer.status == inner.status == "error"  # one call's result was refused
+    assert "set only once" in outer.client._state.futures[outer.key].reason
+    cluster.close()
+
+
+@pytest.mark.parametrize("protocol", ["dask", "fixed"])
+def test_without_racy_ids_there_is_no_allocation_to_interleave(protocol):
+    # dask's keys for pure=False are uuid4s: no shared counter, so no read-then-write gap.
+    with Cluster(protocol=protocol, network="immediate", workers=1) as cluster:
+        client = cluster.client()
+        a, b = client.submit(inc, 1, pure=False), client.submit(inc, 2, pure=False)
+        assert not cluster.trace.events(kind="id.alloc")
+        assert a.key != b.key and all(len(k.split("-", 1)[1]) == 36 for k in (a.key, b.key))
+        assert (a.result(), b.result()) == (2, 3) and cluster.violations == []
 
 
 def many_threads(protocol: str):
@@ -33,6 +82,7 @@ def many_threads(protocol: str):
     return cluster, futures
 
 
+@pytest.mark.slow
 def test_legacy_ids_collide_and_every_collision_is_flagged():
     runs = []
     for _ in range(3):
@@ -58,6 +108,7 @@ def test_legacy_ids_collide_and_every_collision_is_flagged():
     assert sum(1 for d in runs if d > 0) >= 2  # most runs
 
 
+@pytest.mark.slow
 def test_fixed_ids_never_collide_and_every_result_is_right():
     for _ in range(10):
         cluster, futures = many_threads("fixed")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from jupyter_refs import Cluster
 
 
@@ -32,6 +34,7 @@ def test_legacy_fails_within_200_iterations_in_most_runs():
     assert len(failed) >= 9
 
 
+@pytest.mark.slow
 def test_fixed_never_fails_in_5000_iterations():
     assert crusaderky_loop("fixed", 0, 5000) is None
 

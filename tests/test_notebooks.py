@@ -31,6 +31,7 @@ def text_of(nb, tag: str) -> str:
     return "".join(out)
 
 
+@pytest.mark.slow
 def test_scatter_race_lesson():
     nb = execute("01_scatter_race.ipynb")
     assert "VIOLATION dangling_future" in text_of(nb, "legacy-refs")
@@ -76,6 +77,7 @@ def test_ghost_task_lesson():
     assert "BokehModel" in widget_models(nb)
 
 
+@pytest.mark.slow
 def test_future_ids_lesson():
     nb = execute("03_future_ids.ipynb")
     found = re.search(r"16000 futures, (\d+) id collisions, (\d+) second puts refused",
@@ -95,6 +97,7 @@ def test_future_ids_lesson():
     assert "BokehModel" in widget_models(nb)
 
 
+@pytest.mark.slow
 @pytest.mark.dask
 def test_real_dask_lesson():
     pytest.importorskip("distributed")
@@ -106,6 +109,7 @@ def test_real_dask_lesson():
     assert "BokehModel" in widget_models(nb)
 
 
+@pytest.mark.slow
 def test_explore_lesson():
     nb = execute("05_explore.ipynb")
     legacy = text_of(nb, "legacy-8576")
@@ -120,6 +124,7 @@ def test_explore_lesson():
     assert "BokehModel" in widget_models(nb)
 
 
+@pytest.mark.slow
 def test_tasks_that_submit_lesson():
     nb = execute("06_tasks_that_submit.ipynb")
     assert "right after submit: pending" in text_of(nb, "notebook-tree")

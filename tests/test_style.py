@@ -37,6 +37,7 @@ def test_checkpoints_are_ignored():
                           cwd=ROOT).returncode == 0
 
 
+@pytest.mark.slow
 def test_a_run_that_writes_into_the_tree_fails(tmp_path):
     """The guard in tests/conftest.py: a test run must leave ``git status`` as it found it."""
     import os
