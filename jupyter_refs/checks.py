@@ -398,10 +398,9 @@ class Checks:
 
     def _desired(self, seq: int, row: tuple) -> None:
         """A message that may start a hold: remember it per (client, key) for explanations."""
-        sender = row[ACTOR]
-        if sender.startswith("client"):
-            for key in row[EXTRA][0]:
-                self._desired_by[(sender, key)] = (row[MSG_ID], seq)
+        sender = row[ACTOR]  # only clients send these operations, whatever they are called
+        for key in row[EXTRA][0]:
+            self._desired_by[(sender, key)] = (row[MSG_ID], seq)
 
     def _msg_received(self, seq: int, row: tuple) -> None:
         sent = self._sent.pop(row[MSG_ID], None)

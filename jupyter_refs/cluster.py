@@ -208,6 +208,10 @@ class Cluster:
         self._actors: dict[str, Any] = {SCHEDULER: self.scheduler, **self.workers}
         # Each worker's own client (futures deserialized in its tasks) is an actor too.
         self._actors.update((w.client.name, w.client) for w in self.workers.values())
+        #: Each actor's kind, as data (a name says nothing: a client may be called "alice").
+        self.kinds: dict[str, str] = {SCHEDULER: "scheduler", **dict.fromkeys(self.workers, "worker")}
+        self.kinds.update((w.client.name, "client") for w in self.workers.values())
+        self.policy.kinds = self.kinds
         self.clients: dict[str, Client] = {}
         self._worker_clients: dict[str, Client] = {}
         self._lock = threading.RLock()
@@ -263,6 +267,7 @@ class Cluster:
                 raise ValueError(f"an actor named {name!r} already exists")
             state = ClientState(name, self.variant, self.trace.record)
             self._actors[name] = state
+            self.kinds[name] = "client"
             return state
 
     @property
