@@ -224,7 +224,7 @@ class Cluster:
         #: Those of them waiting inside a cluster call (live: how a deadlock is seen).
         self._waiting: set[TaskRun] = set()
         self._pool: _Pool | None = None
-        self._drops: deque[tuple[ClientState, str]] = deque()
+        self._drops: deque[tuple[ClientState, str, str | None]] = deque()
         self._ids = (AtomicIds if self.variant.atomic_ids else RacyIds)(self.trace.record)
         self.closed = False
         #: Hand each call's events to the subscribers when it returns (the explorer, which
@@ -429,13 +429,14 @@ class Cluster:
         """An id for a non-hashed key, from this protocol's allocator (race 3 lives here)."""
         return self._ids(actor)
 
-    def drop(self, state: ClientState, key: str) -> None:
+    def drop(self, state: ClientState, key: str, cell: str | None = None) -> None:
         """A Future was dropped (``del``, GC, ``release()``): released at the next safe point.
 
         Safe from any thread and from ``__del__``: it only appends to a queue, as
         dask's ``Future.release`` only schedules ``_dec_ref`` on the event loop.
+        ``cell`` is the user's line that dropped it, stamped on the release's events.
         """
-        self._drops.append((state, key))
+        self._drops.append((state, key, cell))
 
     # -- used by UserCall ---------------------------------------------------------------
 
@@ -511,10 +512,17 @@ class Cluster:
                 self._end_call()
 
     def _process_drops(self) -> None:
-        drops = self._drops
+        drops, trace = self._drops, self.trace
         while drops:
-            state, key = drops.popleft()
-            self._send(state.release(key))
+            state, key, cell = drops.popleft()
+            if cell is None:
+                self._send(state.release(key))
+                continue
+            outer, trace.cell = trace.cell, cell  # the release's events name the line that dropped it
+            try:
+                self._send(state.release(key))
+            finally:
+                trace.cell = outer
 
     def _wait(self, done: Callable[[], bool], what: str, timeout: float | None,
               needs: Callable[[], list[Message]] | None = None) -> None:
