@@ -98,6 +98,10 @@ class Checks:
         self._forgotten_by: dict[str, tuple[int, str, int, str] | None] = {}  # key -> the message that did it
         self._copies: dict[str, dict[str, set[int]]] = {}  # key -> worker -> incarnations held
         self._vanished: dict[str, str] = {}  # key in memory on workers without the data -> why
+        # key -> the workers the scheduler believes hold it (scatter.registered, a task's
+        # result, who_has.removed); absent where the trace does not say (a dask trace).
+        self._who_has: dict[str, set[str]] = {}
+        self._unbacked: dict[str, int] = {}  # key whose backing may have gone -> seq of that event
         self._who_wants: dict[str, tuple[str, ...]] = {}
         self._open: set[tuple[str, str, str]] = set()
         self._suspects: dict[tuple[str, str], int] = {}
@@ -244,7 +248,14 @@ class Checks:
         if finish != "forgotten":
             self._sched[key] = finish
             self._forgotten.discard(key)
+            if finish == "memory":
+                receiving = self._receiving
+                if receiving is not None and receiving[1] == "task-finished":
+                    self._who_has[key] = {receiving[3]}
+            else:
+                self._who_has.pop(key, None)
             return
+        self._who_has.pop(key, None)
         self._sched.pop(key, None)
         self._ghosts.pop(key, None)
         self._forgotten.add(key)
@@ -321,6 +332,8 @@ class Checks:
 
     def _registered(self, seq: int, row: tuple) -> None:
         key, (who_has, who_wants) = row[KEY], row[EXTRA]
+        self._who_has[key] = set(who_has)
+        self._unbacked.setdefault(key, seq)
         self._ghosts.pop(key, None)  # the data a scatter registers is something to hold
         self._sched[key] = "memory"
         self._forgotten.discard(key)
@@ -357,6 +370,12 @@ class Checks:
                 del by_worker[worker]
             if not by_worker:
                 del self._copies[key]
+            self._unbacked.setdefault(key, seq)
+
+    def _who_has_removed(self, seq: int, row: tuple) -> None:
+        key = row[KEY]
+        self._who_has[key] = set(row[EXTRA][1])
+        self._unbacked.setdefault(key, seq)
 
     def _release_applied(self, seq: int, row: tuple) -> None:
         client = row[EXTRA][0]
@@ -408,8 +427,29 @@ class Checks:
                            sent[2] if sent else "?")
 
     def _drained(self, seq: int, row: tuple) -> None:
-        if not self._cancelled and not self._suspects and not self._late_ff:
+        if not self._cancelled and not self._suspects and not self._late_ff and not self._unbacked:
             return  # the usual case: nothing to judge
+        for key, freed in list(self._unbacked.items()):
+            del self._unbacked[key]
+            if self._sched.get(key) != "memory":
+                continue
+            believed = self._who_has.get(key)
+            copies = self._copies.get(key, {})
+            if (copies.keys() & believed) if believed is not None else copies:
+                continue
+            for client in sorted(self._holders.get(key, ())):
+                pair = (client, key)
+                if (self._fstate.get(pair) == "finished" and client not in self._removed
+                        and pair not in self._settled):
+                    self._report(
+                        "dangling_future", key, client, freed,
+                        f"with every channel drained, the scheduler holds {key} in memory on "
+                        f"{', '.join(sorted(believed or ())) or 'no worker'} and {client}'s "
+                        "future says finished, but no worker it knows of has the data "
+                        f"(event {freed}): a free-keys meant for an earlier life of the key "
+                        "deleted a fresh copy, or a release-worker-data about an old copy "
+                        "made the scheduler forget the worker that holds the new one. The "
+                        "value cannot be fetched and no message in flight will bring it back.")
         for key, first in list(self._late_ff.items()):
             if (self._who_wants.get(key) == (_FIRE_AND_FORGET,)
                     and self._sched.get(key) in ("memory", "erred")):
@@ -512,6 +552,7 @@ _HANDLERS = {
     "desire.unknown": Checks._desire_unknown,
     "connection.lost": Checks._connection_lost,
     "release.applied": Checks._release_applied,
+    "who_has.removed": Checks._who_has_removed,
     "msg.sent": Checks._msg_sent,
     "msg.received": Checks._msg_received,
     "network.drained": Checks._drained,

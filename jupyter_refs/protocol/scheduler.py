@@ -497,6 +497,7 @@ class SchedulerState:
         if self.variant.incarnations and msg.payload["incarnation"] != ts.who_has[worker]:
             return  # the worker dropped another copy of the key; the registered one is intact
         del ts.who_has[worker]
+        self.record(SCHEDULER, "who_has.removed", ts.key, worker, tuple(sorted(ts.who_has)))
         if not ts.who_has and ts.state == MEMORY:
             self._transitions({ts.key: RELEASED}, stimulus, out)
 
