@@ -69,12 +69,14 @@ def play(protocol: str, program: list[tuple], rnd=None) -> tuple[Cluster, list, 
             _, c, slot = op
             fut = slots[c].get(slot)
             if fut is not None:
-                before = (len(cluster.in_flight), len(cluster.trace))  # in_flight applies drops
+                before = (len(cluster.in_flight), cluster.trace.next_seq)  # in_flight applies drops
                 try:
                     submitted.append((clients[c], clients[c].submit(inc, fut, pure=False), fut))
                 except HeldMessagesError:
-                    # Its scatter is still in flight: refused, and nothing changed.
-                    assert (len(cluster.in_flight), len(cluster.trace)) == before
+                    # Its scatter is still in flight: refused, and nothing changed (but the
+                    # key's id, drawn first under racy-ids).
+                    assert len(cluster.in_flight) == before[0]
+                    assert {e.kind for e in cluster.trace.events(since=before[1])} <= {"id.alloc"}
         elif op[0] == "travel":
             _, c, slot, keeps, drop = op
             fut = slots[c].get(slot)
