@@ -407,6 +407,13 @@ class Cluster:
         return (f"<Cluster protocol={self.variant.name} network={self.network_name} "
                 f"workers={len(self.workers)} clients={len(self.clients)} {state}>")
 
+    def why(self, key: str, client: str | None = None) -> Any:
+        """The causal chain from the user's line to the loss of ``key`` (see ``why.py``)."""
+        from .why import why
+
+        self.violations  # noqa: B018 - applies drops and brings the checks up to date
+        return why(self.trace, key, client)
+
     def scheduler_state(self, key: str) -> str:
         """The scheduler's state for ``key`` ("forgotten" if it has no task)."""
         with self._lock:
