@@ -26,12 +26,15 @@ and on a traced dask cluster.
     transition that reaches it fails.  Reported again, for the client whose
     connection the failure drops, when that happens.
 ``leaked_key``
-    Once the channels are drained, a task's result stays in memory wanted by
-    nobody but dask's ``fire-and-forget`` pseudo-client, whose desire arrived
-    after the task had ended: the scheduler lets go of a fire-and-forget key
-    only when its task finishes or errs, so nothing will ever release it
-    (dask 2026.8: ``fire_and_forget`` on a fast task, its batched desire
-    overtaken by the result).
+    Once the channels are drained, the scheduler keeps a key for a client
+    (it is in ``who_wants``) that holds no reference to it (refcount 0): that
+    client has already sent its release, so nothing will ever free the key.
+    Named with the messages that made it: the client's release and the desire
+    the scheduler applied after it.  Also: a task's result kept for nobody but
+    dask's ``fire-and-forget`` pseudo-client, whose desire arrived after the
+    task had ended (the scheduler lets go of a fire-and-forget key only when
+    its task finishes or errs; dask 2026.8: ``fire_and_forget`` on a fast
+    task, its batched desire overtaken by the result).
 ``refcount_mismatch``
     Once the channels are drained, a client holds a key (refcount > 0) but is
     not in that key's ``who_wants``.  Judged only at ``network.drained``,
@@ -98,13 +101,22 @@ class Checks:
         self._forgotten_by: dict[str, tuple[int, str, int, str] | None] = {}  # key -> the message that did it
         self._copies: dict[str, dict[str, set[int]]] = {}  # key -> worker -> incarnations held
         self._vanished: dict[str, str] = {}  # key in memory on workers without the data -> why
+        # key -> the workers the scheduler believes hold it (scatter.registered, a task's
+        # result, who_has.removed); absent where the trace does not say (a dask trace).
+        self._who_has: dict[str, set[str]] = {}
+        self._unbacked: dict[str, int] = {}  # key whose backing may have gone -> seq of that event
         self._who_wants: dict[str, tuple[str, ...]] = {}
         self._open: set[tuple[str, str, str]] = set()
         self._suspects: dict[tuple[str, str], int] = {}
         self._cancelled: dict[tuple[str, str], int] = {}  # held and cancelled -> seq
         self._sent: dict[int, tuple[int, str, str]] = {}  # msg_id -> (seq, op, sender)
         self._receiving: tuple[int, str, int, str] | None = None  # (msg_id, op, sent seq, sender)
-        self._desired_by: dict[tuple[str, str], tuple[int, int]] = {}  # -> (msg_id, sent seq)
+        self._desired_by: dict[tuple[str, str], tuple[int, int, str]] = {}  # -> (msg_id, seq, op)
+        self._released_by: dict[tuple[str, str], tuple[int, int]] = {}  # -> (msg_id, sent seq)
+        # (client, key) -> (seq, msg_id, op, sent seq) of the last desire the scheduler applied
+        self._applied: dict[tuple[str, str], tuple[int, int, str, int]] = {}
+        self._clients: set[str] = set()  # actors with refcounts: real clients, not pseudo-clients
+        self._leak_check: set[str] = set()  # keys whose who_wants or holders changed since a drain
         self._late_ff: dict[str, int] = {}  # key -> seq of a fire-and-forget desire after its end
         self._removed_at: dict[tuple[str, str], int] = {}  # seq of the release.applied
         self._ghosts: dict[str, int] = {}  # key -> seq of the desire that created it
@@ -141,6 +153,8 @@ class Checks:
                     sent[row[MSG_ID]] = (seq, op, row[ACTOR])
                     if op in _DESIRES:
                         self._desired(seq, row)
+                    elif op == "client-releases-keys":
+                        self._releasing(seq, row)
                 else:
                     handler = get(kind)
                     if handler is not None:
@@ -188,7 +202,11 @@ class Checks:
     def _refcount_changed(self, seq: int, row: tuple) -> None:
         client, key, after = row[ACTOR], row[KEY], row[EXTRA][1]
         pair = (client, key)
+        self._clients.add(client)
+        self._leak_check.add(key)
         if after:
+            if self._open:
+                self._open.discard(("leaked_key", client, key))
             self._refcount[pair] = after
             self._holders.setdefault(key, set()).add(client)
             self._update_suspect(pair, seq)
@@ -244,7 +262,14 @@ class Checks:
         if finish != "forgotten":
             self._sched[key] = finish
             self._forgotten.discard(key)
+            if finish == "memory":
+                receiving = self._receiving
+                if receiving is not None and receiving[1] == "task-finished":
+                    self._who_has[key] = {receiving[3]}
+            else:
+                self._who_has.pop(key, None)
             return
+        self._who_has.pop(key, None)
         self._sched.pop(key, None)
         self._ghosts.pop(key, None)
         self._forgotten.add(key)
@@ -260,12 +285,16 @@ class Checks:
     def _who_wants_changed(self, seq: int, row: tuple) -> None:
         key = row[KEY]
         self._who_wants[key] = row[EXTRA][2]
+        self._leak_check.add(key)
         for client in self._holders.get(key, ()):
             self._update_suspect((client, key), seq)
 
     def _desire_applied(self, seq: int, row: tuple) -> None:
         self._who_wants_changed(seq, row)
         key, (client, _gen, who_wants, created) = row[KEY], row[EXTRA]
+        receiving = self._receiving
+        if receiving is not None:
+            self._applied[(client, key)] = (seq, receiving[0], receiving[1], receiving[2])
         if client == _FIRE_AND_FORGET and self._sched.get(key) in ("memory", "erred"):
             self._late_ff.setdefault(key, seq)
         if not created:
@@ -321,10 +350,13 @@ class Checks:
 
     def _registered(self, seq: int, row: tuple) -> None:
         key, (who_has, who_wants) = row[KEY], row[EXTRA]
+        self._who_has[key] = set(who_has)
+        self._unbacked.setdefault(key, seq)
         self._ghosts.pop(key, None)  # the data a scatter registers is something to hold
         self._sched[key] = "memory"
         self._forgotten.discard(key)
         self._who_wants[key] = who_wants
+        self._leak_check.add(key)
         for client in self._holders.get(key, ()):
             self._update_suspect((client, key), seq)
         if self._copies.get(key, {}).keys() & set(who_has):
@@ -357,6 +389,12 @@ class Checks:
                 del by_worker[worker]
             if not by_worker:
                 del self._copies[key]
+            self._unbacked.setdefault(key, seq)
+
+    def _who_has_removed(self, seq: int, row: tuple) -> None:
+        key = row[KEY]
+        self._who_has[key] = set(row[EXTRA][1])
+        self._unbacked.setdefault(key, seq)
 
     def _release_applied(self, seq: int, row: tuple) -> None:
         client = row[EXTRA][0]
@@ -395,13 +433,19 @@ class Checks:
         self._sent[msg_id] = (seq, op, row[ACTOR])
         if op in _DESIRES:
             self._desired(seq, row)
+        elif op == "client-releases-keys":
+            self._releasing(seq, row)
+
+    def _releasing(self, seq: int, row: tuple) -> None:
+        sender = row[ACTOR]
+        for key in row[EXTRA][0]:
+            self._released_by[(sender, key)] = (row[MSG_ID], seq)
 
     def _desired(self, seq: int, row: tuple) -> None:
         """A message that may start a hold: remember it per (client, key) for explanations."""
-        sender = row[ACTOR]
-        if sender.startswith("client"):
-            for key in row[EXTRA][0]:
-                self._desired_by[(sender, key)] = (row[MSG_ID], seq)
+        sender = row[ACTOR]  # only clients send these operations, whatever they are called
+        for key in row[EXTRA][0]:
+            self._desired_by[(sender, key)] = (row[MSG_ID], seq, row[OP])
 
     def _msg_received(self, seq: int, row: tuple) -> None:
         sent = self._sent.pop(row[MSG_ID], None)
@@ -409,8 +453,32 @@ class Checks:
                            sent[2] if sent else "?")
 
     def _drained(self, seq: int, row: tuple) -> None:
-        if not self._cancelled and not self._suspects and not self._late_ff:
+        if (not self._cancelled and not self._suspects and not self._late_ff and not self._unbacked
+                and not self._leak_check):
             return  # the usual case: nothing to judge
+        if self._leak_check:
+            self._leaks(seq)
+        for key, freed in list(self._unbacked.items()):
+            del self._unbacked[key]
+            if self._sched.get(key) != "memory":
+                continue
+            believed = self._who_has.get(key)
+            copies = self._copies.get(key, {})
+            if (copies.keys() & believed) if believed is not None else copies:
+                continue
+            for client in sorted(self._holders.get(key, ())):
+                pair = (client, key)
+                if (self._fstate.get(pair) == "finished" and client not in self._removed
+                        and pair not in self._settled):
+                    self._report(
+                        "dangling_future", key, client, freed,
+                        f"with every channel drained, the scheduler holds {key} in memory on "
+                        f"{', '.join(sorted(believed or ())) or 'no worker'} and {client}'s "
+                        "future says finished, but no worker it knows of has the data "
+                        f"(event {freed}): a free-keys meant for an earlier life of the key "
+                        "deleted a fresh copy, or a release-worker-data about an old copy "
+                        "made the scheduler forget the worker that holds the new one. The "
+                        "value cannot be fetched and no message in flight will bring it back.")
         for key, first in list(self._late_ff.items()):
             if (self._who_wants.get(key) == (_FIRE_AND_FORGET,)
                     and self._sched.get(key) in ("memory", "erred")):
@@ -440,6 +508,38 @@ class Checks:
                 f"count {client} among those who want it (who_wants = "
                 f"{set(self._who_wants.get(key, ())) or '{}'}). The two sides disagree for "
                 "good: no message in flight will reconcile them.")
+
+    def _leaks(self, seq: int) -> None:
+        """Keys the scheduler keeps for a client that let go of them: nothing will free them."""
+        keys, self._leak_check = self._leak_check, set()
+        for key in sorted(keys):
+            state = self._sched.get(key)
+            if state is None:
+                continue
+            for client in self._who_wants.get(key, ()):
+                pair = (client, key)
+                if (client not in self._clients or self._refcount.get(pair)
+                        or client in self._removed):
+                    continue
+                applied = self._applied.get(pair)
+                released = self._released_by.get(pair)
+                sent = self._desired_by.get(pair)
+                desire = f"its {sent[2]} (msg #{sent[0]})" if sent else "a desire"
+                if released is not None:
+                    how = (f"{client} released {key} (client-releases-keys, msg #{released[0]})"
+                           + (" after " + desire[4:] + ", but the release overtook it: the "
+                              "scheduler applied the release first, to a key it did not yet "
+                              f"count for {client}, then the desire"
+                              if sent and sent[1] < released[1] else
+                              f", and the scheduler applied {desire} after it"))
+                else:
+                    how = f"the scheduler applied {desire} for {client}, which never held {key}"
+                self._report(
+                    "leaked_key", key, client, applied[0] if applied else seq,
+                    f"with every channel drained, the scheduler keeps {key} ({state}) for "
+                    f"{client}, whose refcount for it is 0: {how}. {client} has nothing left to "
+                    f"release, so {key} stays in who_wants — and its data on the workers — for "
+                    "the life of the cluster.")
 
     # -- helpers -----------------------------------------------------------------------
 
@@ -513,6 +613,7 @@ _HANDLERS = {
     "desire.unknown": Checks._desire_unknown,
     "connection.lost": Checks._connection_lost,
     "release.applied": Checks._release_applied,
+    "who_has.removed": Checks._who_has_removed,
     "msg.sent": Checks._msg_sent,
     "msg.received": Checks._msg_received,
     "network.drained": Checks._drained,

@@ -178,7 +178,13 @@ class Future:
     def _drop(self) -> None:
         self._released = True
         if self._fs.state != BORROWED:
-            self.client.cluster.drop(self.client._state, self.key)
+            # The user's line that dropped it (``del x``, a rebinding, ``x.release()``): a
+            # drop by ``del`` runs ``__del__`` right there, in the user's frame.
+            try:
+                cell = _user_cell()
+            except ValueError:  # a shallow stack (a finalizer at a thread's start)
+                cell = None
+            self.client.cluster.drop(self.client._state, self.key, cell)
 
     def __del__(self) -> None:
         try:

@@ -223,6 +223,10 @@ class Cluster:
         self._actors: dict[str, Any] = {SCHEDULER: self.scheduler, **self.workers}
         # Each worker's own client (futures deserialized in its tasks) is an actor too.
         self._actors.update((w.client.name, w.client) for w in self.workers.values())
+        #: Each actor's kind, as data (a name says nothing: a client may be called "alice").
+        self.kinds: dict[str, str] = {SCHEDULER: "scheduler", **dict.fromkeys(self.workers, "worker")}
+        self.kinds.update((w.client.name, "client") for w in self.workers.values())
+        self.policy.kinds = self.kinds
         self.clients: dict[str, Client] = {}
         self._worker_clients: dict[str, Client] = {}
         self._lock = threading.RLock()
@@ -235,7 +239,7 @@ class Cluster:
         #: Those of them waiting inside a cluster call (live: how a deadlock is seen).
         self._waiting: set[TaskRun] = set()
         self._pool: _Pool | None = None
-        self._drops: deque[tuple[ClientState, str]] = deque()
+        self._drops: deque[tuple[ClientState, str, str | None]] = deque()
         self._ids = (AtomicIds if self.variant.atomic_ids else RacyIds)(self.trace.record)
         self.closed = False
         #: Hand each call's events to the subscribers when it returns (the explorer, which
@@ -278,6 +282,7 @@ class Cluster:
                 raise ValueError(f"an actor named {name!r} already exists")
             state = ClientState(name, self.variant, self.trace.record)
             self._actors[name] = state
+            self.kinds[name] = "client"
             return state
 
     @property
@@ -457,6 +462,13 @@ class Cluster:
         return (f"<Cluster protocol={self.variant.name} network={self.network_name} "
                 f"workers={len(self.workers)} clients={len(self.clients)} {state}>")
 
+    def why(self, key: str, client: str | None = None) -> Any:
+        """The causal chain from the user's line to the loss of ``key`` (see ``why.py``)."""
+        from .why import why
+
+        self.violations  # noqa: B018 - applies drops and brings the checks up to date
+        return why(self.trace, key, client)
+
     def scheduler_state(self, key: str) -> str:
         """The scheduler's state for ``key`` ("forgotten" if it has no task)."""
         with self._lock:
@@ -479,13 +491,14 @@ class Cluster:
         """An id for a non-hashed key, from this protocol's allocator (race 3 lives here)."""
         return self._ids(actor)
 
-    def drop(self, state: ClientState, key: str) -> None:
+    def drop(self, state: ClientState, key: str, cell: str | None = None) -> None:
         """A Future was dropped (``del``, GC, ``release()``): released at the next safe point.
 
         Safe from any thread and from ``__del__``: it only appends to a queue, as
         dask's ``Future.release`` only schedules ``_dec_ref`` on the event loop.
+        ``cell`` is the user's line that dropped it, stamped on the release's events.
         """
-        self._drops.append((state, key))
+        self._drops.append((state, key, cell))
 
     # -- used by UserCall ---------------------------------------------------------------
 
@@ -561,10 +574,17 @@ class Cluster:
                 self._end_call()
 
     def _process_drops(self) -> None:
-        drops = self._drops
+        drops, trace = self._drops, self.trace
         while drops:
-            state, key = drops.popleft()
-            self._send(state.release(key))
+            state, key, cell = drops.popleft()
+            if cell is None:
+                self._send(state.release(key))
+                continue
+            outer, trace.cell = trace.cell, cell  # the release's events name the line that dropped it
+            try:
+                self._send(state.release(key))
+            finally:
+                trace.cell = outer
 
     def _wait(self, done: Callable[[], bool], what: str, timeout: float | None,
               needs: Callable[[], list[Message]] | None = None, first: bool = False) -> None:

@@ -76,10 +76,16 @@ class FutureCancelledError(JupyterRefsError, CancelledError):
         self.reason = reason or "unknown"
         self.msg = msg
         super().__init__(key, self.reason, msg)
+        # Shown last under the traceback (a note: str() stays dask's own text).
+        self.add_note(WHY_HINT.format(key=key))
 
     def __str__(self) -> str:
         text = f"{self.key} cancelled for reason: {self.reason}."
         return f"{text}\n{self.msg}" if self.msg else text
+
+
+#: The last line under a FutureCancelledError's traceback.
+WHY_HINT = "Why? Run `%refs --why {key}` (or cluster.why({key!r})) for the chain of events."
 
 
 class FuturesCancelledError(JupyterRefsError, CancelledError):

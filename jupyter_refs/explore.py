@@ -21,10 +21,18 @@ failure group, the picks of its smallest run, which is replayed here — a repla
 is exact — to give the failure its trace.
 
 A **schedule string** names a run: ``legacy@3f9a1c:4>1,9>2`` — the protocol, a
-fingerprint of the scenario's code, then each deviation as ``decision>index``
-(the index among the deliverable heads, oldest first).  Only deliveries with a
-choice (two or more deliverable heads) count as decisions.  ``replay(scenario,
-schedule)`` reruns it, trace and violations included.
+fingerprint of the scenario's code, the cluster's shape when it is not one worker
+and one client (``legacy@3f9a1c/w2c2:4>1``), then each deviation as
+``decision>index`` (the index among the deliverable heads, oldest first).  Only
+deliveries with a choice (two or more deliverable heads) count as decisions.
+``replay(scenario, schedule)`` reruns it, trace and violations included.
+
+**An exception is a failure.**  A scenario that raises under some order (a
+``FutureCancelledError`` from ``submit(len, y).result()``: #8576 as the user meets
+it) fails like a broken invariant, as ``scenario_raised``, grouped by the
+exception's type and the shape of its message.  Only when it raises under the
+plain in-order schedule too — the first run — is it the scenario's own bug:
+:class:`ScenarioError`.
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ import random
 import re
 import sys
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,11 +65,29 @@ Scenario = Callable[..., Any]
 
 
 class ScenarioError(JupyterRefsError, RuntimeError):
-    """The scenario raised; the schedule it raised under is attached."""
+    """The scenario raises under the plain in-order schedule: a bug of its own, not of an order.
 
-    def __init__(self, schedule: str, exc: BaseException):
+    The schedule it raised under is attached (an exception only some orders raise is
+    a ``scenario_raised`` failure instead).
+    """
+
+    def __init__(self, schedule: str, exc: BaseException | Raised):
         self.schedule = schedule
-        super().__init__(f"the scenario raised {type(exc).__name__}: {exc} (under schedule {schedule})")
+        self.exception = exc
+        name, text = ((exc.name, exc.message) if isinstance(exc, Raised)
+                      else (type(exc).__name__, _one_line(exc)))
+        super().__init__(f"the scenario raised {name}: {text} (under "
+                         f"schedule {schedule}, the in-order one: no message overtook another, "
+                         "so this is the scenario's own error, not a race)")
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc)
+    return text.splitlines()[0] if text else ""
+
+
+#: The name of the failure a scenario's own exception makes (see :class:`Raised`).
+SCENARIO_RAISED = "scenario_raised"
 
 
 class ScheduleError(JupyterRefsError, ValueError):
@@ -69,7 +96,9 @@ class ScheduleError(JupyterRefsError, ValueError):
 
 # -- schedules -------------------------------------------------------------------------------
 
-_SCHEDULE = re.compile(r"^(?P<protocol>[a-z0-9.-]+)@(?P<fp>[0-9a-f]{6}):(?P<devs>(\d+>\d+(,\d+>\d+)*)?)$")
+_SCHEDULE = re.compile(r"^(?P<protocol>[a-z0-9.-]+)@(?P<fp>[0-9a-f]{6})"
+                       r"(?:/(?:w(?P<workers>[1-9]\d*))?(?:c(?P<clients>[1-9]\d*))?)?"
+                       r":(?P<devs>(\d+>\d+(,\d+>\d+)*)?)$")
 
 
 def fingerprint(scenario: Scenario) -> str:
@@ -85,20 +114,37 @@ def fingerprint(scenario: Scenario) -> str:
     return h.hexdigest()
 
 
-def format_schedule(protocol: str, fp: str, picks: Sequence[int]) -> str:
-    return f"{protocol}@{fp}:" + ",".join(f"{i}>{c}" for i, c in enumerate(picks) if c)
+def format_schedule(protocol: str, fp: str, picks: Sequence[int], workers: int = 1,
+                    clients: int = 1) -> str:
+    """``protocol@fp[/wNcM]:d>i,…``: the shape only when it is not one worker, one client."""
+    shape = (f"/{f'w{workers}' if workers != 1 else ''}{f'c{clients}' if clients != 1 else ''}"
+             if (workers, clients) != (1, 1) else "")
+    return f"{protocol}@{fp}{shape}:" + ",".join(f"{i}>{c}" for i, c in enumerate(picks) if c)
 
 
-def parse_schedule(schedule: str) -> tuple[str, str, dict[int, int]]:
+@dataclass(frozen=True)
+class Schedule:
+    """A parsed schedule string."""
+
+    protocol: str
+    fingerprint: str
+    deviations: dict[int, int]
+    workers: int = 1
+    clients: int = 1
+
+
+def parse_schedule(schedule: str) -> Schedule:
+    """Parse a schedule string; old ones (no ``/wNcM``) mean one worker and one client."""
     match = _SCHEDULE.match(schedule.strip())
     if match is None:
-        raise ScheduleError(f"{schedule!r} is not a schedule (expected PROTOCOL@XXXXXX:D>I,D>I…, "
-                            "e.g. dask@3f9a1c:4>1)")
+        raise ScheduleError(f"{schedule!r} is not a schedule (expected PROTOCOL@XXXXXX[/wNcM]:D>I,"
+                            "D>I…, e.g. dask@3f9a1c:4>1 or dask@3f9a1c/w2:4>1)")
     devs = {}
     for part in filter(None, match["devs"].split(",")):
         decision, index = part.split(">")
         devs[int(decision)] = int(index)
-    return match["protocol"], match["fp"], devs
+    return Schedule(match["protocol"], match["fp"], devs, int(match["workers"] or 1),
+                    int(match["clients"] or 1))
 
 
 # -- one run -----------------------------------------------------------------------------------
@@ -125,6 +171,8 @@ class Run:
     violations: list[Violation]
     cluster: Cluster
     pruned: bool = False  # stopped early: every deliverable message was asleep
+    #: What the scenario raised under this order, if it did (also in ``violations``).
+    raised: Raised | None = None
 
     @property
     def failed(self) -> bool:
@@ -145,6 +193,51 @@ class Run:
             if d.pick:
                 delayed |= _skipped(d, d.pick)
         return len(delayed)
+
+
+@dataclass(frozen=True)
+class Raised:
+    """An exception the scenario raised: its type, its message, where, and its traceback text.
+
+    The exception itself is not kept: its traceback holds the scenario's frames, and
+    with them every future the scenario held (they are released when the run ends,
+    as if the scenario had returned).
+    """
+
+    type: str  # qualified name, e.g. jupyter_refs.errors.FutureCancelledError
+    message: str
+    key: str | None  # the key it is about (a FutureCancelledError's), if any
+    seq: int  # the trace's next event when it was raised
+    traceback: str
+
+    @property
+    def name(self) -> str:
+        return self.type.rpartition(".")[2]
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.message}" if self.message else self.name
+
+
+def _raised(exc: BaseException, seq: int) -> Raised:
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    traceback.clear_frames(exc.__traceback__)  # let go of the scenario's futures
+    kind = type(exc)
+    key = getattr(exc, "key", None)
+    return Raised(f"{kind.__module__}.{kind.__qualname__}", _one_line(exc),
+                  key if isinstance(key, str) else None, seq, text)
+
+
+def _raised_violation(cluster: Cluster, raised: Raised, client: str | None) -> Violation:
+    """The exception as a violation: recorded in the run's trace, so views mark it."""
+    explanation = (f"the scenario raised {raised}"
+                   + (f" (about {raised.key})" if raised.key else "")
+                   + ". It does not under the in-order schedule: this order of messages made it.")
+    trace = cluster.trace
+    seq = trace.next_seq
+    key = raised.key or ""
+    trace.record("checks", "violation", key, SCENARIO_RAISED, raised.seq, client, explanation)
+    trace.flush()
+    return Violation(SCENARIO_RAISED, key, client, raised.seq, seq, explanation)
 
 
 class _Stop(BaseException):
@@ -179,7 +272,8 @@ def _wakes(sleeper: str, actor: str) -> bool:
 
 def _run(scenario: Scenario, protocol: str, workers: int, fp: str, prefix: Sequence[int],
          strict: bool, entry_sleep: frozenset = frozenset(), explored: frozenset = frozenset(),
-         rng: random.Random | None = None, capacity: int = 100_000, keep_open: bool = False) -> Run:
+         rng: random.Random | None = None, capacity: int = 100_000, keep_open: bool = False,
+         clients: int | None = None) -> Run:
     """One run: follow ``prefix``, then the oldest awake message (or ``rng``) at each decision.
 
     At the prefix's last decision the node is re-entered with ``entry_sleep`` asleep and
@@ -242,26 +336,35 @@ def _run(scenario: Scenario, protocol: str, workers: int, fp: str, prefix: Seque
     cluster = Cluster(protocol=protocol, workers=workers, network=policy, trace_capacity=capacity,
                       threads_per_worker=THREADS_PER_WORKER)
     cluster._flush_calls = keep_open  # the checks read the run once, at the end
-    clients = [cluster.client() for _ in range(_arity(scenario))]
+    n_clients = _arity(scenario) if clients is None else clients
+    users = [cluster.client() for _ in range(n_clients)]
+    names = [c.name for c in users]
     pruned = False
+    raised = None
     try:
-        scenario(*clients)
-        del clients
+        try:
+            scenario(*users)
+        except Exception as exc:  # noqa: BLE001 - the scenario's own error: a failure, judged below
+            raised = _raised(exc, cluster.trace.next_seq)
+        del users
         cluster.step(1 << 62)  # drain: every remaining delivery is a decision too
     except _Stop:
         pruned = True
     except _Abort as abort:
         cluster.close()
         raise abort.error from None
-    except Exception as exc:
-        cluster.close()
-        raise ScenarioError(format_schedule(protocol, fp, [d.pick for d in decisions]), exc) from exc
+    except Exception as exc:  # noqa: BLE001 - raised while draining (a task's call, a check)
+        if raised is None:
+            raised = _raised(exc, cluster.trace.next_seq)
     picks = [d.pick for d in decisions]
     violations = [] if pruned else cluster.violations
+    if raised is not None and not pruned:
+        owner = names[0] if len(names) == 1 else None
+        violations.append(_raised_violation(cluster, raised, owner))
     if not keep_open:
         cluster.close()
-    return Run(format_schedule(protocol, fp, picks), picks, decisions, cluster.trace, violations,
-               cluster, pruned)
+    return Run(format_schedule(protocol, fp, picks, workers, n_clients), picks, decisions,
+               cluster.trace, violations, cluster, pruned, raised)
 
 
 #: Threads per worker in every explored run: fixed, not the machine's cores, so that a
@@ -316,12 +419,26 @@ class Failure:
     def violations(self) -> list[Violation]:
         return self.run.violations
 
+    @property
+    def raised(self) -> Raised | None:
+        """What the scenario raised, for a ``scenario_raised`` failure."""
+        return self.run.raised
+
     def explain(self) -> str:
         """Which messages overtook which, on which channels, and what each side believed."""
         lines = [f"schedule {self.schedule}: {', '.join(self.names)}"]
         lines += [f"  - {text}" for text in _overtakes(self.run, verbose=True)]
-        first = self.run.violations[0]
-        lines.append(f"  {first.name} on {first.key} (event {first.first_seq}): {first.explanation}")
+        violations = self.run.violations
+        if self.run.raised is not None:
+            raised = violations[-1]
+            lines.append(f"  {raised.name} (event {raised.first_seq}): {raised.explanation}")
+            violations = violations[:-1] or violations
+        first = violations[0]
+        if first.name != SCENARIO_RAISED:
+            lines.append(f"  {first.name} on {first.key} (event {first.first_seq}): "
+                         f"{first.explanation}")
+        if not first.key:
+            return "\n".join(lines)
         lines.append("  what each side believed then:")
         for refs in beliefs(self.run.trace, first.first_seq, first.key):
             clients = ", ".join(f"{c} refcount {n} ({s})" for c, (n, s) in refs.clients.items())
@@ -451,9 +568,18 @@ def explore(scenario: Scenario, protocol: str = "legacy", max_schedules: int = 1
 
 
 def _group(run: Run) -> tuple:
-    """What makes two failures the same: the violations' names, the first one's shape."""
-    names = tuple(dict.fromkeys(v.name for v in run.violations))
-    return (names, tuple(_shape(v.explanation) for v in run.violations[:1]))
+    """What makes two failures the same: the violations' names, the first one's shape.
+
+    A run whose scenario raised goes with the runs that raised the same type of
+    exception with a message of the same shape, whatever the checks said besides.
+    """
+    if run.raised is not None:
+        return ((SCENARIO_RAISED,), (run.raised.type, _shape(run.raised.message)))
+    return (_names(run), tuple(_shape(v.explanation) for v in run.violations[:1]))
+
+
+def _names(run: Run) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(v.name for v in run.violations))
 
 
 def _explore(scenario: Scenario, protocol: str, max_schedules: int, bound: int, seed: int,
@@ -485,17 +611,23 @@ def _explore(scenario: Scenario, protocol: str, max_schedules: int, bound: int, 
         group = _group(run)
         known = groups.get(group)
         if known is None:
-            groups[group] = Failure(group[0], tuple(_overtakes(run)), run, count)
+            groups[group] = Failure(_names(run), tuple(_overtakes(run)), run, count)
             return
         known.count += count
         if _size(run) < _size(known.run):
             run, known.run = known.run, run
             known.overtakes = tuple(_overtakes(known.run))
+            known.names = _names(known.run)
         run.cluster.dispose()
 
     while runs < max_schedules:
         run = _run(scenario, protocol, workers, fp, prefix, strict=False, entry_sleep=entry_sleep,
                    explored=tried)
+        if not runs and run.raised is not None:
+            # The first run is the in-order one (the oldest message first at every decision):
+            # an exception there is the scenario's, not an order's.
+            run.cluster.dispose()
+            raise ScenarioError(run.schedule, run.raised)
         pruned += run.pruned
         tally(run)
         if first and groups:
@@ -553,8 +685,8 @@ def _fork(scenario: Scenario, protocol: str, workers: int, fp: str, seed: str, n
 
     The copy writes nothing (a scenario's prints would repeat once per run) and leaves
     with ``os._exit``, so nothing of the parent — a kernel's sockets and threads — is
-    touched or closed there.  A scenario that raises is reported by its picks; replaying
-    them here raises the same error, with its traceback.
+    touched or closed there.  A run whose scenario raised is a failure like any other,
+    reported by its picks; replaying them here gives it its trace and traceback.
     """
     ctx = multiprocessing.get_context("fork")
     receive, send = ctx.Pipe(duplex=False)
@@ -563,10 +695,7 @@ def _fork(scenario: Scenario, protocol: str, workers: int, fp: str, seed: str, n
         code = 0
         try:
             sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - dies with the process
-            try:
-                send.send(("ok", n, _sample(scenario, protocol, workers, fp, seed, n)))
-            except ScenarioError as exc:
-                send.send(("raised", exc.schedule, None))
+            send.send(("ok", n, _sample(scenario, protocol, workers, fp, seed, n)))
         except BaseException:  # noqa: BLE001 - reported as a failed helper, never raised here
             code = 1
         finally:
@@ -579,20 +708,16 @@ def _fork(scenario: Scenario, protocol: str, workers: int, fp: str, seed: str, n
 
 
 def _join(scenario: Scenario, process: Any, receive: Any) -> tuple[int, dict]:
-    """A helper's runs and failure groups; its scenario's error, raised here by a replay."""
+    """A helper's runs and failure groups (a scenario's exception is one of them)."""
     try:
-        what, first, second = receive.recv()
+        _what, done, found = receive.recv()
     except EOFError:
         process.join()
         raise RuntimeError(f"an explorer process died (exit code {process.exitcode})") from None
     finally:
         receive.close()
     process.join()
-    if what == "raised":
-        replay(scenario, first)  # raises the scenario's own error, as a ScenarioError
-        raise ScenarioError(first, RuntimeError("the scenario raised in an explorer process, "
-                                                "and not again when replayed here"))
-    return first, second
+    return done, found
 
 
 def _size(run: Run) -> tuple[int, int, int]:
@@ -633,20 +758,32 @@ def _backtrack(run: Run, bound: int, reduce: bool = True
     return None
 
 
-def replay(scenario: Scenario, schedule: str, workers: int = 1, keep_open: bool = False) -> Run:
+def replay(scenario: Scenario, schedule: str, workers: int | None = None,
+           keep_open: bool = False) -> Run:
     """Rerun the run ``schedule`` names; raises :class:`ScheduleError` if it is not this scenario's.
 
+    The cluster has the workers and clients the schedule names (one of each for a
+    schedule that names none).  What the scenario raises under it is in
+    ``run.raised`` (and ``run.violations``, as ``scenario_raised``), not raised here.
     With ``keep_open`` the replayed cluster stays usable (past the schedule, the oldest
     deliverable message goes first).
     """
-    protocol, fp, devs = parse_schedule(schedule)
+    parsed = parse_schedule(schedule)
+    protocol, fp, devs = parsed.protocol, parsed.fingerprint, parsed.deviations
     get_variant(protocol)
     if fp != fingerprint(scenario):
         raise ScheduleError(f"schedule {schedule} was recorded for another scenario "
                             f"(fingerprint {fp}, this one is {fingerprint(scenario)})")
+    if workers is not None and workers != parsed.workers:
+        raise ScheduleError(f"schedule {schedule} was recorded with {parsed.workers} worker(s), "
+                            f"not {workers}")
+    arity = _arity(scenario)
+    if parsed.clients != arity:
+        raise ScheduleError(f"schedule {schedule} was recorded with {parsed.clients} client(s); "
+                            f"this scenario takes {arity}")
     length = max(devs) + 1 if devs else 0
     prefix = [devs.get(i, 0) for i in range(length)]
-    return _run(scenario, protocol, workers, fp, prefix, strict=True, keep_open=keep_open)
+    return _run(scenario, protocol, parsed.workers, fp, prefix, strict=True, keep_open=keep_open)
 
 
 def cell_scenario(source: str, namespace: dict[str, Any], client_name: str = "client") -> Scenario:

@@ -300,14 +300,33 @@ class RefsMagics(Magics):
 
     # -- views ---------------------------------------------------------------------------
 
+    def _why(self, cluster: ClusterHandle, key: str) -> Any:
+        """The chain that lost ``key``; a UsageError if the trace never saw it."""
+        from .why import why
+
+        if not cluster.trace.events(key=key):
+            raise UsageError(f"{key!r} is not a key of this cluster's trace (see %refs)")
+        return why(cluster.trace, key)
+
     @magic_arguments()
     @argument("keys", nargs="*", help="only these keys")
     @argument("--text", action="store_true", help="plain text instead of the live table")
+    @argument("--why", metavar="KEY",
+              help="explain the loss of KEY: the causal chain from your line to the loss")
     @line_magic
     def refs(self, line: str) -> None:
-        """Show the refs table: per key, every client's refcount and future, the scheduler, the verdict."""
+        """Show the refs table: per key, every client's refcount and future, the scheduler, the verdict.
+
+        With ``--why KEY``: the chain of events, from the line of yours that started it to
+        the loss of KEY (what a FutureCancelledError's last line points to).
+        """
         args = parse_argstring(self.refs, _strip_comment(line))
         cluster = self._need_settled_cluster()
+        if args.why:
+            if args.keys or args.text:
+                raise UsageError("--why KEY takes no other keys or --text")
+            print(self._why(cluster, args.why))
+            return
         from .views.refs import RefsTable
 
         table = RefsTable(cluster, keys=args.keys or None, live=not args.text,
@@ -344,11 +363,26 @@ class RefsMagics(Magics):
     @magic_arguments()
     @argument("--keys", "-k", nargs="+", help="only these keys")
     @argument("--export", "-e", metavar="PATH", help="write the trace: .jsonl, .json (Chrome) or .html")
+    @argument("--why", metavar="KEY",
+              help="highlight the causal chain of KEY's loss (as %%refs --why KEY prints it)")
     @line_magic
     def timeline(self, line: str) -> None:
-        """Show the timeline of the whole trace (live), or export it by file suffix."""
+        """Show the timeline of the whole trace (live), or export it by file suffix.
+
+        ``--why KEY`` draws only KEY and highlights the events of its loss's causal chain.
+        """
         args = parse_argstring(self.timeline, _strip_comment(line))
         cluster = self._need_settled_cluster()
+        if args.why:
+            if args.export or args.keys:
+                raise UsageError("--why KEY takes no --keys or --export")
+            chain = self._why(cluster, args.why)
+            print(chain)
+            from .views.timeline import Timeline
+
+            display(Timeline(cluster, keys=[args.why, *([chain.via] if chain.via else [])],
+                             live=False, highlight=chain.seqs))
+            return
         if args.export:
             from .views.export import SUFFIXES, export
 

@@ -52,11 +52,21 @@ BATCH_INTERVAL_NS = {
 
 
 def _kind(actor: str) -> str:
+    """An actor's kind guessed from its name: only for actors nobody registered."""
     return actor.split(":", 1)[0]
 
 
-def batch_interval_ns(msg: Message) -> int:
-    return BATCH_INTERVAL_NS.get((_kind(msg.sender), _kind(msg.receiver)), 2 * MS)
+def batch_interval_ns(msg: Message, kinds: dict[str, str] | None = None) -> int:
+    """The flush interval of ``msg``'s stream, by the kinds of its ends.
+
+    ``kinds`` (actor name -> ``client`` / ``scheduler`` / ``worker``) is what the
+    cluster registered: a client called ``alice`` flushes every 10 ms like any other.
+    """
+    sender, receiver = msg.sender, msg.receiver
+    if kinds:
+        return BATCH_INTERVAL_NS.get((kinds.get(sender) or _kind(sender),
+                                      kinds.get(receiver) or _kind(receiver)), 2 * MS)
+    return BATCH_INTERVAL_NS.get((_kind(sender), _kind(receiver)), 2 * MS)
 
 
 class Network:
@@ -172,6 +182,8 @@ class Policy:
     autonomous = True
     #: Whether the driver delivers everything in flight when a user call returns.
     drains = False
+    #: Actor name -> kind (``client``, ``scheduler``, ``worker``), filled by the cluster.
+    kinds: dict[str, str] | None = None
 
     def on_send(self, msg: Message, now_ns: int) -> None:
         """Called as the network accepts ``msg``: stamp whatever timing it needs."""
@@ -255,7 +267,7 @@ class RandomLatency(Policy):
             if st is None:
                 st = self._streams[msg.channel] = _Stream()
             if now_ns > st.flush_at:  # the previous batch is gone: start a new one
-                interval = batch_interval_ns(msg)
+                interval = batch_interval_ns(msg, self.kinds)
                 st.flush_at = max(now_ns, st.flush_at + interval) if st.flush_at >= 0 else now_ns
                 st.transit = self.rng.randint(*self.transit_ns)
             ready = max(st.flush_at + st.transit, st.last_ready)

@@ -53,6 +53,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "release.stale": ("client", "gen", "current_gen"),
     "scatter.stale": ("client", "gen", "current_gen"),
     "transition": ("start", "finish", "stimulus_id"),
+    "who_has.removed": ("worker", "who_has_after"),
     "graph.lost_data": ("dependency",),
     "desire.unknown": ("client", "task"),
     "scheduler.assertion": ("message", "stimulus_id"),

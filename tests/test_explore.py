@@ -172,3 +172,77 @@ def test_magics_explore_and_replay(capsys):
         ip.run_line_magic("unload_ext", "jupyter_refs")
         for name in ("cluster", "explored", "inc"):
             ip.user_ns.pop(name, None)
+
+
+# -- an exception is a failure ---------------------------------------------------------------
+
+
+def len_of_rescattered(client):
+    """Held out of the search's design: #8576 as the user meets it, an exception."""
+    x = client.scatter("abc")
+    del x
+    y = client.scatter("abc")
+    assert client.submit(len, y).result() == 3
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_an_exception_is_a_failure_that_replays(workers):
+    from jupyter_refs.explore import SCENARIO_RAISED, _shape
+
+    result = explore(len_of_rescattered, protocol="legacy", max_schedules=400, bound=2,
+                     workers=workers, processes=1)
+    raised = [f for f in result.failures if f.raised is not None]
+    assert raised, result.summary()
+    by_type = {f.raised.name for f in raised}
+    assert "FutureCancelledError" in by_type
+    # One group per exception type and message shape.
+    shapes = [(f.raised.type, _shape(f.raised.message)) for f in raised]
+    assert len(shapes) == len(set(shapes))
+    for failure in raised:
+        assert SCENARIO_RAISED in failure.names and failure.violations[-1].name == SCENARIO_RAISED
+        assert (f"/w{workers}:" in failure.schedule) == (workers != 1)
+        assert failure.raised.name in failure.explain()
+        for _ in range(5):
+            run = replay(len_of_rescattered, failure.schedule)
+            assert run.raised is not None
+            assert (run.raised.type, _shape(run.raised.message)) == (
+                failure.raised.type, _shape(failure.raised.message))
+            assert [v.name for v in run.violations] == [v.name for v in failure.violations]
+    cancelled = next(f for f in raised if f.raised.name == "FutureCancelledError")
+    # The loss behind it is named too: the future the scenario re-scattered.
+    assert any(v.name == "dangling_future" and v.key.startswith("str-")
+               for v in cancelled.violations)
+
+
+def test_an_exception_found_in_a_forked_process_replays_here():
+    result = explore(len_of_rescattered, protocol="legacy", max_schedules=1300, bound=0,
+                     processes=2, sample=True)
+    assert result.sampled >= 800
+    assert any(f.raised is not None for f in result.failures)
+    fixed = explore(len_of_rescattered, protocol="fixed", max_schedules=300, bound=2, processes=1)
+    assert fixed.failures == []
+
+
+def test_schedules_carry_the_clusters_shape():
+    from jupyter_refs.explore import format_schedule, parse_schedule
+
+    assert format_schedule("dask", "abcdef", [0, 1]) == "dask@abcdef:1>1"  # as before
+    assert format_schedule("dask", "abcdef", [1], workers=2, clients=2) == "dask@abcdef/w2c2:0>1"
+    old = parse_schedule("legacy@902733:0>1,1>1,2>1")
+    assert (old.protocol, old.workers, old.clients, old.deviations) == ("legacy", 1, 1,
+                                                                       {0: 1, 1: 1, 2: 1})
+    assert parse_schedule("dask-2024.7@902733/c2:").clients == 2
+    run = replay(two_releases, f"legacy@{fingerprint(two_releases)}/c2:")
+    assert len(run.cluster.clients) == 2
+    with pytest.raises(ScheduleError, match="2 client"):
+        replay(scatter_race, f"legacy@{fingerprint(scatter_race)}/c2:")
+    with pytest.raises(ScheduleError, match="1 worker"):
+        replay(scatter_race, f"legacy@{fingerprint(scatter_race)}:", workers=2)
+
+
+def test_an_exception_in_order_is_the_scenarios_own():
+    def always(client):
+        client.submit(len, 3).result()  # TypeError whatever the order
+
+    with pytest.raises(ScenarioError, match=r"TypeError: .*in-order one.*scenario's own error"):
+        explore(always, max_schedules=50)

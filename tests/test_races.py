@@ -108,6 +108,7 @@ def test_variant_b_legacy_exact_order(manual_cluster):
         "client:1 msg.received scatter-reply",
         "client:1 future.state pending->finished",
         "scheduler msg.received release-worker-data",
+        "scheduler who_has.removed",
         "scheduler transition memory->released",
         "scheduler transition released->forgotten",
         "scheduler msg.sent lost-data",

@@ -145,6 +145,13 @@ class DaskTracer:
             self.sync()
         return list(self.checks.violations)
 
+    def why(self, key: str, client: str | None = None) -> Any:
+        """The causal chain from the user's line to the loss of ``key`` (see ``why.py``)."""
+        from ..why import why
+
+        self.sync()
+        return why(self.trace, key, client)
+
     def sync(self, timeout: float = 10.0) -> None:
         """Bring every buffered event into the trace: scheduler and workers flush, we wait."""
         expected = {"scheduler": self.client.run_on_scheduler(remote.flush_scheduler)}

@@ -105,6 +105,8 @@ class SchedulerState:
         self.tasks: dict[str, TaskState] = {}
         #: Per client, the keys it wants and the newest generation it asked for.
         self.wants: dict[str, dict[str, int]] = {}
+        #: fixed: client -> key -> the newest generation released (for scatters still in flight)
+        self._released_gens: dict[str, dict[str, int]] = {}
         self._incarnations = count(1)
         self._calls = count(1)
         self._next_worker = 0
@@ -267,6 +269,11 @@ class SchedulerState:
     def _release(self, client: str, key: str, gen: int, recs: dict[str, str]) -> None:
         keys = self.wants.get(client, {})
         current = keys.get(key)
+        if self.variant.generations:
+            # Remembered: a scatter of this hold still in flight (the release overtook its
+            # RPC) is stale when it comes, and must not make the client want the key again.
+            released = self._released_gens.setdefault(client, {})
+            released[key] = max(gen, released.get(key, gen))
         if current is None:
             return
         if self.variant.generations and gen < current:
@@ -322,8 +329,12 @@ class SchedulerState:
         if self.variant.generations:
             # The desire takes effect now, before the worker put, so that a release
             # of an older hold arriving during the put is recognised as stale.
+            released = self._released_gens.get(client, {})
             for key in msg.keys:
-                self._desire(client, key, p["gens"].get(key, 0))
+                gen = p["gens"].get(key, 0)
+                if released.get(key, -1) >= gen:
+                    continue  # that hold is released already: the put goes on, freed as stale
+                self._desire(client, key, gen)
         by_worker: dict[str, dict[str, bytes]] = {}
         targets = p.get("workers") or None
         for i, (key, blob) in enumerate(p["data"].items()):
@@ -497,6 +508,7 @@ class SchedulerState:
         if self.variant.incarnations and msg.payload["incarnation"] != ts.who_has[worker]:
             return  # the worker dropped another copy of the key; the registered one is intact
         del ts.who_has[worker]
+        self.record(SCHEDULER, "who_has.removed", ts.key, worker, tuple(sorted(ts.who_has)))
         if not ts.who_has and ts.state == MEMORY:
             self._transitions({ts.key: RELEASED}, stimulus, out)
 

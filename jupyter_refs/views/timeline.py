@@ -102,9 +102,13 @@ class TimelineFigure:
     """The bokeh figure and its sources, kept in step with a :class:`TimelineModel`."""
 
     def __init__(self, model: TimelineModel, width: int = 960, height: int | None = None,
-                 title: str = "", output_backend: str = "canvas"):
+                 title: str = "", output_backend: str = "canvas", highlight: Any = None):
         self.model = model
+        #: Event seqs drawn ringed (a loss's causal chain, ``%timeline --why KEY``).
+        self.highlight = set(highlight or ())
         self.sources = {name: ColumnDataSource(name=name) for name in _Y}
+        self.sources["why"] = ColumnDataSource(name="why")
+        self.sources["why_messages"] = ColumnDataSource(name="why_messages")
         self.sources["open_states"] = ColumnDataSource(name="open_states")
         self.sources["open_refcounts"] = ColumnDataSource(name="open_refcounts")
         self._last_open: dict[str, dict[str, list[Any]]] = {}
@@ -143,6 +147,10 @@ class TimelineFigure:
                           name="events_glyph")
         viol = f.scatter(x="x", y="y", marker="x", size=22, line_width=4, color="#e31a1c",
                          source=s["violations"], name="violations_glyph")
+        f.segment(x0="x0", x1="x1", y0="y0", y1="y1", line_color="#ff7f0e", line_width=5,
+                  line_alpha=0.5, source=s["why_messages"], name="why_messages_glyph")
+        f.scatter(x="x", y="y", marker="circle", size=16, fill_alpha=0, line_width=3,
+                  line_color="#ff7f0e", source=s["why"], name="why_glyph")
         f.add_tools(
             HoverTool(renderers=[marks], tooltips=[("event", "@seq"), ("", "@desc"),
                                                    ("key", "@key"), ("line", "@cell")]),
@@ -181,7 +189,22 @@ class TimelineFigure:
             cols = getattr(m, name)
             self.sources[name].data = self._data(name, cols.cols, y)
             cols.taken = len(cols)
+        if self.highlight:
+            self._highlight()
         self._open(y, force=True)
+
+    def _highlight(self) -> None:
+        """Ring the chain's events and thicken its messages (from the sources just set)."""
+        chain = self.highlight
+        ev = self.sources["events"].data
+        rows = [i for i, seq in enumerate(ev.get("seq", ())) if int(seq) in chain]
+        self.sources["why"].data = {"x": [float(ev["x"][i]) for i in rows],
+                                    "y": [float(ev["y"][i]) for i in rows]}
+        msg = self.sources["messages"].data
+        rows = [i for i, (a, b) in enumerate(zip(msg.get("seq0", ()), msg.get("seq1", ())))
+                if int(a) in chain or int(b) in chain]
+        self.sources["why_messages"].data = {
+            k: [float(msg[k][i]) for i in rows] for k in ("x0", "x1", "y0", "y1")}
 
     def update(self, pause: Any = None, chunk: int = 1000, window: int | None = None) -> None:
         """Stream the rows added since the last update; redraw what is still open.
@@ -309,7 +332,7 @@ class Timeline(LiveView):
     def __init__(self, source: Cluster | Trace, keys: list[str] | None = None,
                  view: str = "logical", live: bool = True, rate: float = 6.0,
                  max_key_lanes: int = 8, title: str | None = None, live_window: int = 10_000,
-                 since: int = 0):
+                 since: int = 0, highlight: Any = None):
         self.trace: Trace = source if isinstance(source, Trace) else source.trace
         self.cluster = None if isinstance(source, Trace) else source
         #: Names this timeline's outputs, so a front end can refresh their saved trace.
@@ -331,7 +354,9 @@ class Timeline(LiveView):
         self.trace.flush()
         self.model = TimelineModel(self._keys, view, max_key_lanes, since)
         self._drain()
-        self.figure = TimelineFigure(self.model, title=self._title)
+        #: Event seqs ringed on the figure: a loss's causal chain (``%timeline --why KEY``).
+        self.highlight = sorted(highlight or ())
+        self.figure = TimelineFigure(self.model, title=self._title, highlight=self.highlight)
         self.widget = self._build_widget()
         if live:
             self._pump = Pump(self, rate, "jupyter-refs-timeline")

