@@ -153,6 +153,8 @@ class Holds:
         self._expected: dict[tuple, deque[str]] = defaultdict(deque)
         self._draining: set[str] = set()
         self._closed = False
+        #: When a gate last saw a message arrive or go (``time.monotonic()``).
+        self.last_activity = time.monotonic()
         #: Optional: decides holds beyond the patterns, told of every delivery (``confirm``).
         self.controller: Any = None
         #: Record every message the gates see (not only held ones) in the trace.
@@ -166,7 +168,7 @@ class Holds:
         """Channels ``pattern`` would name whose receiving end is in another process."""
         names = [self._name(a) for a in self.elsewhere]
         out = [f"scheduler->{n}" for n in names if fnmatchcase(f"scheduler->{n}", pattern)]
-        if self.elsewhere and fnmatchcase("rpc:scheduler#1", pattern.replace("#*", "#1")):
+        if self.elsewhere and fnmatchcase("rpc:scheduler#1", pattern):
             out.append("rpc:scheduler#… (the worker's data put)")
         return out
 
@@ -223,6 +225,10 @@ class Holds:
             delivered.append(msg)
         return delivered
 
+    def held_count(self) -> int:
+        with self._cond:
+            return sum(len(q) for q in self._queues.values())
+
     def wait(self, until: Callable[[list[HeldMessage]], Any], timeout: float = 10.0) -> Any:
         """Wait until ``until(held messages)`` is true (the held messages, unresolved ids)."""
         deadline = time.monotonic() + timeout
@@ -234,7 +240,9 @@ class Holds:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise TimeoutError(f"no held message as expected within {timeout} s")
-                self._cond.wait(left)
+                # Woken by every arrival and delivery; ``until`` may also read what no gate
+                # sees (a future done), so it is asked again now and then.
+                self._cond.wait(min(left, 0.02))
 
     def close(self) -> None:
         """Deliver everything held, then remove every gate."""
@@ -361,6 +369,7 @@ class Holds:
         sender, receiver = self._name(sender_raw), self._name(receiver_raw)
         send_traced, receipt_traced = self._traced(sender, receiver, op)
         now = time.time_ns()
+        self.last_activity = time.monotonic()
         with self._cond:
             if channel is None:
                 channel, proxied = self._channel(sender, receiver, op, keys, batched)
@@ -449,6 +458,7 @@ class Holds:
                 if until is not None and not until(msg):
                     return
                 queue.popleft()
+            self.last_activity = time.monotonic()
             if msg._record_receipt:
                 self._record("msg.received", msg.sender, msg.receiver, msg.op, msg.keys, channel,
                              time.time_ns())
@@ -464,12 +474,12 @@ class Holds:
                 if inspect.isawaitable(result):
                     await result
             await _settle()
+            with self._cond:
+                self._cond.notify_all()
             if controller is not None:
                 self._kick()
             if only is not None:
                 return
-        with self._cond:
-            self._cond.notify_all()
 
     def _kick(self) -> None:
         """Deliver every channel head the controller no longer makes wait (on the loop)."""
