@@ -14,10 +14,13 @@ import pytest
 distributed = pytest.importorskip("distributed")
 
 from distributed import Client, LocalCluster  # noqa: E402
+from helpers import inc  # noqa: E402
 
-from jupyter_refs.dask import attach, remote  # noqa: E402
+from jupyter_refs import explore, replay  # noqa: E402
+from jupyter_refs.dask import ConfirmError, attach, confirm, remote  # noqa: E402
 from jupyter_refs.dask.holds import HoldsUnavailableError  # noqa: E402
 from jupyter_refs.errors import NotDeliverableError, UnknownMessageError  # noqa: E402
+from jupyter_refs.explore import fingerprint  # noqa: E402
 
 pytestmark = pytest.mark.dask
 
@@ -146,6 +149,7 @@ def test_held_means_held_in_dask_and_ids_are_the_traces(inproc):
             tracer.deliver(10_000)
         assert tracer.step() == [release]
         assert inproc.run_on_scheduler(remote.task_state, key=key) == "forgotten"
+        tracer.sync()
         received = [e for e in tracer.trace.events(key=key) if e.kind == "msg.received"
                     and e.op == "client-releases-keys"]
         assert [e.msg_id for e in received] == [release.msg_id]
@@ -211,3 +215,62 @@ def test_worker_processes_refuse_what_they_cannot_hold():
             tracer.deliver(release.msg_id)
             tracer.release_holds()
             assert client.submit(lambda v: v + 1, 1, pure=False).result(timeout=30) == 2
+
+
+# -- confirm: the explorer's failures, on real dask ----------------------------------------------
+
+
+def scatter_race(client):  # the explorer's #8576 scenario (tests/test_explore.py)
+    x = client.scatter(123)
+    del x
+    x = client.scatter(123)
+    client.submit(inc, x)
+
+
+def scatter_then_compute(client):  # held out: a task holds the first scatter's key
+    x = client.scatter(5)
+    y = client.submit(inc, x)  # noqa: F841 - held until the scenario ends
+    del x
+    z = client.scatter(5)
+    w = client.submit(inc, z)  # noqa: F841
+
+
+@pytest.fixture(scope="module")
+def race_failures():
+    return explore(scatter_race, protocol="dask", max_schedules=2000, bound=2, processes=1).failures
+
+
+def test_every_8576_failure_group_is_confirmed_on_real_dask(inproc, race_failures):
+    assert len(race_failures) >= 2
+    for failure in race_failures:
+        result = confirm(scatter_race, failure, inproc)
+        assert result.confirmed, (failure.schedule, str(result))
+        assert result.expected.name == failure.violations[0].name
+        assert any(v.name == result.expected.name and v.key == result.expected.key
+                   for v in result.violations)
+        assert len(result.trace) > 0 and result.overtakes
+        assert failure.confirmed.startswith(f"confirmed on distributed {distributed.__version__}")
+    # dask keeps working after each run (its tracer detached, every hold let go)
+    assert inproc.gather(inproc.map(inc, range(10), pure=False)) == list(range(1, 11))
+
+
+def test_no_8576_failure_group_is_confirmed_under_ordered_scatter(inproc, race_failures):
+    for failure in race_failures:
+        result = confirm(scatter_race, failure.schedule, inproc, ordered_scatter=True, stall=1.5)
+        assert not result.confirmed, str(result)
+        assert not result.enforced and "never came" in str(result)
+        assert result.violations == []
+
+
+def test_a_held_out_scenario_is_confirmed_the_same_way(inproc):
+    failures = explore(scatter_then_compute, protocol="dask", max_schedules=600, bound=2,
+                       processes=1).failures
+    assert failures
+    for failure in failures:
+        assert confirm(scatter_then_compute, failure, inproc).confirmed, failure.schedule
+
+
+def test_confirm_refuses_a_schedule_that_does_not_fail(inproc):
+    with pytest.raises(ConfirmError, match="does not fail"):
+        confirm(scatter_race, replay(scatter_race, "dask@" + fingerprint(scatter_race) + ":").schedule,
+                inproc)
