@@ -410,6 +410,8 @@ class Failure:
     overtakes: tuple[str, ...]
     run: Run
     count: int = 1
+    #: What real dask said (``jupyter_refs.dask.confirm``): "confirmed on distributed X.Y: …".
+    confirmed: str | None = None
 
     @property
     def schedule(self) -> str:

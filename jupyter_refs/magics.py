@@ -89,7 +89,8 @@ def _usage(exc: BaseException) -> UsageError:
 @magics_class
 class RefsMagics(Magics):
     """``%cluster``, ``%scatter``, ``%refs``, ``%release``, ``%%trace``, ``%timeline``, ``%step``,
-    ``%hold`` — see each one's ``?`` help.  Defaults are configurable with ``%config``."""
+    ``%hold``, ``%%explore``, ``%replay``, ``%confirm`` — see each one's ``?`` help.  Defaults are
+    configurable with ``%config``."""
 
     protocol = Unicode("legacy", help="protocol of a new %cluster: legacy or fixed").tag(config=True)
     network = Unicode("live", help="network of a new %cluster").tag(config=True)
@@ -446,6 +447,8 @@ class RefsMagics(Magics):
             print(f"  {failure.schedule}  {', '.join(failure.names)}  ×{failure.count}: "
                   f"{'; '.join(failure.overtakes) or 'in the default order'}")
         if result.failures:
+            print("  (%confirm SCHEDULE runs one on a real in-process dask cluster)")
+        if result.failures:
             first = result.failures[0]
             print()
             print(first.explain())
@@ -517,11 +520,18 @@ class RefsMagics(Magics):
         cluster = self._need_cluster()
         if args.off == bool(args.channel):
             raise UsageError("usage: %hold CHANNEL  or  %hold --off")
-        if getattr(cluster, "network", None) is None:
-            raise UsageError("a real dask cluster delivers its own messages: nothing can be held")
         if args.off:
             released = cluster.release_holds()
             print(f"no longer holding {', '.join(sorted(released)) or 'anything'}")
+            return
+        if getattr(cluster, "network", None) is None:  # an attached dask cluster: holds in dask
+            if not re.fullmatch(r"[\w:./*-]+->[\w:./*-]+|rpc:[\w:./*-]+#[\d*]+", args.channel):
+                raise UsageError(f"{args.channel!r} is not a channel (SENDER->RECEIVER or rpc:SENDER#N)")
+            try:
+                cluster.hold(args.channel)
+            except JupyterRefsError as exc:
+                raise _usage(exc) from None
+            print(f"holding {args.channel} in dask: its messages wait for %step or %hold --off")
             return
         known = {m.channel for m in cluster.in_flight} | set(cluster.network.channels())
         if not any(re.fullmatch(_glob(args.channel), c) for c in known) and "*" not in args.channel:
@@ -531,6 +541,55 @@ class RefsMagics(Magics):
                 raise UsageError(f"{args.channel!r} is not a channel (SENDER->RECEIVER){hint}")
         cluster.hold(args.channel)
         print(f"holding {args.channel}: its messages wait for %step or %hold --off")
+
+
+    @magic_arguments()
+    @argument("schedule", help="a schedule string printed by %%explore, e.g. dask@3f9a1c:4>1")
+    @argument("--client", "-c", metavar="NAME",
+              help="the dask Client to run on (default: the attached cluster's, or `client`)")
+    @argument("--ordered-scatter", action="store_true",
+              help="run under the dask#8576 workaround (scatters wait behind queued releases)")
+    @argument("--orders", choices=["auto", "delays", "every"], default="auto",
+              help="enforce the schedule's overtakes only (delays), every choice it made "
+                   "(every), or the first then the second (auto, the default)")
+    @line_magic
+    def confirm(self, line: str) -> None:
+        """Run the last %%explore cell on a real in-process dask cluster under SCHEDULE's
+        overtakes, and say whether real dask fails the same way (same check, same key).
+
+        Each message the schedule delays is held in dask until the messages that overtook
+        it have been delivered.  The real trace becomes ``confirmed`` (``.trace``).
+        """
+        args = parse_argstring(self.confirm, _strip_comment(line))
+        scenario = getattr(self, "_explored", None)
+        if scenario is None:
+            raise UsageError("nothing to confirm yet: run a %%explore cell first")
+        try:
+            import distributed
+
+            from .dask import DaskTracer, confirm
+        except ImportError:
+            raise UsageError("confirming needs distributed: pip install 'jupyter_refs[dask]'") from None
+        if args.client:
+            client = self.shell.user_ns.get(args.client)
+            if not isinstance(client, distributed.Client):
+                raise UsageError(f"{args.client!r} is not a dask distributed.Client")
+        elif isinstance(self.handle, DaskTracer) and not self.handle.closed:
+            client = self.handle
+        else:
+            client = self.shell.user_ns.get(self.client_name)
+            if not isinstance(client, distributed.Client):
+                raise UsageError("no dask client: attach one (%cluster --attach NAME) or pass --client NAME")
+        explored = self.shell.user_ns.get("explored")
+        failure = next((f for f in getattr(explored, "failures", ())
+                        if f.schedule == args.schedule.strip()), None)
+        try:
+            result = confirm(scenario, failure or args.schedule, client,
+                             ordered_scatter=args.ordered_scatter, orders=args.orders)
+        except JupyterRefsError as exc:
+            raise _usage(exc) from None
+        self.shell.user_ns["confirmed"] = result
+        print(result)
 
 
 class _progress:

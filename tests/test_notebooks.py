@@ -106,6 +106,8 @@ def test_real_dask_lesson():
     assert "dangling_future on int-" in text_of(nb, "dask-violations")
     ordered = text_of(nb, "dask-ordered")
     assert "ordered scatter: no failure in 1000 iterations" in ordered and "violations: []" in ordered
+    assert "variant A: the key was lost 10 times out of 10" in text_of(nb, "holds-a")
+    assert "variant B: the key was lost 10 times out of 10" in text_of(nb, "holds-b")
     assert "BokehModel" in widget_models(nb)
 
 

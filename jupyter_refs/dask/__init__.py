@@ -3,6 +3,9 @@
 Needs the optional dependency ``distributed`` (``pip install jupyter_refs[dask]``).
 """
 
+from .confirm import Confirmation, ConfirmError, confirm
+from .holds import HeldMessage, HoldsUnavailableError
 from .tracer import AlreadyTracedError, DaskTracer, NotOnDaskError, attach
 
-__all__ = ["AlreadyTracedError", "DaskTracer", "NotOnDaskError", "attach"]
+__all__ = ["AlreadyTracedError", "Confirmation", "ConfirmError", "DaskTracer", "HeldMessage",
+           "HoldsUnavailableError", "NotOnDaskError", "attach", "confirm"]

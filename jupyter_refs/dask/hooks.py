@@ -68,6 +68,21 @@ class Hooks:
             table[name] = self._wrap(label, saved, before, after)
         self._undo[label] = undo
 
+    def replace(self, table: MutableMapping[str, Any], name: str,
+                make: Callable[[Callable[..., Any]], Callable[..., Any]], label: str) -> None:
+        """Put ``make(table[name])`` in its place: a wrapper that may *defer* the call.
+
+        For the holds (:mod:`.holds`), which decide when dask runs a handler; observers
+        use :meth:`item`, whose wrapped call always runs at once.
+        """
+        saved = table[name]
+        table[name] = make(saved)
+
+        def undo() -> None:
+            table[name] = saved
+
+        self._undo[label] = undo
+
     def undo(self) -> None:
         for undo in reversed(list(self._undo.values())):
             undo()

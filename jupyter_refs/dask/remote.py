@@ -41,6 +41,8 @@ WORKER_PLUGIN = "jupyter-refs-worker"
 BARRIER, BARRIER_ACK = "jupyter-refs-barrier", "jupyter-refs-barrier-ack"
 WORKER_BARRIER_ACK = "jupyter-refs-worker-barrier-ack"
 REPORT_OPS = ("key-in-memory", "lost-data", "cancelled-keys", "task-erred")
+#: ``extra`` of a message event that names its channel: ``(CHANNEL, "rpc:scheduler#2")``.
+CHANNEL = "@channel"
 
 
 _time_ns = time.time_ns

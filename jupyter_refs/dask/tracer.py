@@ -33,10 +33,12 @@ from collections import defaultdict, deque
 from typing import Any
 
 from ..checks import Checks, Violation
-from ..errors import JupyterRefsError
+from ..errors import JupyterRefsError, UnknownMessageError
 from ..trace import Trace
+from . import holds as holds_mod
 from . import remote
 from .hooks import Hooks
+from .remote import CHANNEL
 
 _CHUNK = 256  # events merged between two yields of the GIL
 CLIENT_OPS = ("client-releases-keys", "client-desires-keys", "update-graph")
@@ -58,7 +60,7 @@ _NAMED = {
 
 
 class NotOnDaskError(JupyterRefsError, RuntimeError):
-    """Delivering or holding messages by hand: a real cluster delivers its own."""
+    """Holding on a tracer that is detached."""
 
 
 class AlreadyTracedError(JupyterRefsError, RuntimeError):
@@ -66,7 +68,8 @@ class AlreadyTracedError(JupyterRefsError, RuntimeError):
 
 
 class _SchedulerProxy:
-    """``client.scheduler`` with the scatter and update_data RPCs observed (sent, with keys)."""
+    """``client.scheduler`` with the scatter-path RPCs observed (sent, with keys) and, while
+    holds are installed, their replies held where the client awaits them."""
 
     def __init__(self, rpc: Any, tracer: DaskTracer):
         self._rpc = rpc
@@ -77,11 +80,20 @@ class _SchedulerProxy:
         if name not in ("scatter", "update_data"):
             return attr
         tracer = self._tracer
+        op = "scatter" if name == "scatter" else "update-data"
 
         async def call(*args: Any, **kwargs: Any) -> Any:
             keys = tuple(remote._k(k) for k in (kwargs.get("data") or kwargs.get("who_has") or ()))
-            tracer._sent_scatter(keys)
-            return await attr(*args, **kwargs)
+            channel = tracer._rpc_channel(tracer.me)
+            holds = tracer._holds
+            if holds is not None:
+                holds.expect(channel, tracer.me, "scheduler", op, keys)
+            tracer._sent_scatter(op, keys, channel)
+            result = await attr(*args, **kwargs)
+            holds = tracer._holds
+            if holds is not None:
+                await holds.reply(channel, "scheduler", tracer.client.id, f"{op}-reply", keys)
+            return result
 
         return call
 
@@ -122,6 +134,8 @@ class DaskTracer:
         self._tokens = itertools.count(1)
         self.ordered_scatter = ordered_scatter
         self.me = "client:1"
+        self._rpc_calls: dict[str, itertools.count] = {}
+        self._holds: Any = None  # holds.Holds, installed by the first hold
         self.hooks = Hooks(self._hook_failed)
         if client.run_on_scheduler(remote.installed):
             raise AlreadyTracedError(
@@ -163,6 +177,9 @@ class DaskTracer:
         """Remove every hook and plugin; the cluster is left as it was.  The trace stays."""
         if self.closed:
             return
+        if self._holds is not None:
+            # What is held is delivered first, in order; then every gate comes off.
+            self._holds.close()
         self.closed = True
         self._stop.set()
         self._thread.join()
@@ -194,31 +211,73 @@ class DaskTracer:
     def title(self) -> str:
         return f"dask {self.client.scheduler.address}"
 
-    # What the magics need of a cluster (see magics.ClusterHandle).
+    # What the magics need of a cluster (see magics.ClusterHandle).  Holds: see holds.py.
 
     @property
-    def in_flight(self) -> list:
-        return []
+    def can_hold(self) -> bool:
+        """Whether channels can be held here: the scheduler runs in this process."""
+        return not self.closed and holds_mod._servers(self.client)[0] is not None
+
+    def reach(self) -> str:
+        """What can be held on this cluster from here, in one sentence."""
+        return holds_mod.reach(self.client)
+
+    def _need_holds(self) -> holds_mod.Holds:
+        if self.closed:
+            raise NotOnDaskError("this tracer is detached: nothing can be held")
+        if self._holds is None:
+            self._holds = holds_mod.Holds(self)
+        return self._holds
+
+    @property
+    def in_flight(self) -> list[holds_mod.HeldMessage]:
+        """The messages held in dask, oldest first (only held ones: dask delivers the rest)."""
+        return [] if self._holds is None else self._holds.in_flight
 
     @property
     def held(self) -> set[str]:
-        return set()
-
-    def deliver(self, msg_id: int) -> Any:
-        raise NotOnDaskError("a real dask cluster delivers its own messages; nothing is held")
-
-    def step(self, n: int = 1) -> list:
-        raise NotOnDaskError("a real dask cluster delivers its own messages; nothing is held")
+        return set() if self._holds is None else set(self._holds.patterns)
 
     def hold(self, pattern: str) -> None:
-        raise NotOnDaskError("channels of a real dask cluster cannot be held")
+        """Hold the messages of channels matching ``pattern`` (e.g. ``client:1->scheduler``,
+        ``rpc:scheduler#*``) in dask until ``deliver`` / ``step`` / ``release_holds``."""
+        self._need_holds().hold(pattern)
+
+    def deliver(self, msg_id: int) -> holds_mod.HeldMessage:
+        """Let dask handle one held message (the first on its channel); returns when it has."""
+        if self._holds is None:
+            raise UnknownMessageError(f"message {msg_id!r} is not held (nothing is held)")
+        return self._holds.deliver(msg_id)
+
+    def step(self, n: int = 1) -> list[holds_mod.HeldMessage]:
+        """Deliver the ``n`` oldest held messages (channel heads), one at a time."""
+        return [] if self._holds is None else self._holds.step(n)
 
     def release_holds(self) -> set[str]:
-        return set()
+        """Stop holding; what was held is delivered, each channel in order."""
+        return set() if self._holds is None else self._holds.release()
+
+    def wait_held(self, op: str | None = None, n: int = 1, timeout: float = 10.0,
+                  until: Any = None) -> list[holds_mod.HeldMessage]:
+        """Wait until ``n`` messages (of ``op``, if given) are held, or ``until(held)`` is true.
+
+        A message sent is not yet held: it reaches its gate a moment later.  This waits for
+        that, never for a race: what is held stays held until delivered.
+        """
+        holds = self._need_holds()
+        if until is None:
+            def until(held: list) -> bool:
+                return sum(op is None or m.op == op for m in held) >= n
+        holds.wait(until, timeout)
+        return self.in_flight
 
     def run_until_idle(self, timeout: float = 10.0) -> int:
+        """Deliver everything held (holds stay on), then bring the trace up to date."""
+        delivered = 0
+        while self._holds is not None and self._holds.in_flight:
+            delivered += len(self._holds.step(len(self._holds.in_flight)))
         self.sync(timeout)
-        return 0
+        return delivered
 
     def scheduler_state(self, key: str) -> str:
         """The real scheduler's state for ``key`` ("forgotten" if it has no task)."""
@@ -363,7 +422,8 @@ class DaskTracer:
                     last = t
                 if kind == "msg.sent" or kind == "msg.received":
                     sender, receiver = (actor, peer) if kind == "msg.sent" else (peer, actor)
-                    msg_id, channel = pair(kind, sender, receiver, op, keys)
+                    msg_id, channel = pair(kind, sender, receiver, op, keys,
+                                           extra[1] if extra and extra[0] == CHANNEL else None)
                     add(t, actor, thread, kind, keys[0] if len(keys) == 1 else None, msg_id,
                         channel, op, (keys,))
                 else:
@@ -371,19 +431,34 @@ class DaskTracer:
             self._released_t = last
         self.trace.flush()
 
-    def _pair(self, kind: str, sender: str, receiver: str, op: str, keys: tuple) -> tuple[int, str]:
-        """A msg id for a send; for a receipt, the id of the oldest unmatched identical send."""
+    def _pair(self, kind: str, sender: str, receiver: str, op: str, keys: tuple,
+              channel: str | None = None) -> tuple[int, str]:
+        """A msg id for a send; for a receipt, the id (and channel) of the oldest unmatched
+        identical send."""
         channel_key = (sender, receiver, op, keys)
         waiting = self._unmatched[channel_key]
         if kind == "msg.sent":
             msg_id = next(self._msg_ids)
-            waiting.append(msg_id)
+            if channel is None:
+                channel = f"{sender}->{receiver}" if op in BATCHED else f"rpc:{sender}#{msg_id}"
+            waiting.append((msg_id, channel))
+            return msg_id, channel
+        if waiting:
+            msg_id, channel = waiting.popleft()
         else:
-            msg_id = waiting.popleft() if waiting else next(self._msg_ids)
-            if not waiting:
-                del self._unmatched[channel_key]
-        channel = f"{sender}->{receiver}" if op in BATCHED else f"rpc:{sender}#{msg_id}"
+            msg_id = next(self._msg_ids)
+            if channel is None:
+                channel = f"{sender}->{receiver}" if op in BATCHED else f"rpc:{sender}#{msg_id}"
+        if not waiting:
+            del self._unmatched[channel_key]
         return msg_id, channel
+
+    def _rpc_channel(self, sender: str) -> str:
+        """A new RPC channel of ``sender``: ``rpc:client:1#3``, as the kernel-side cluster names them."""
+        calls = self._rpc_calls.get(sender)
+        if calls is None:
+            calls = self._rpc_calls.setdefault(sender, itertools.count(1))
+        return f"rpc:{sender}#{next(calls)}"
 
     def _wait_for(self, expected: dict[str, int], timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -458,13 +533,13 @@ class DaskTracer:
             keys = tuple(remote._k(k) for k in msg.get("keys") or ())
             self._local("msg.sent", None, op, "scheduler", keys)
 
-    def _sent_scatter(self, keys: tuple) -> None:
+    def _sent_scatter(self, op: str, keys: tuple, channel: str) -> None:
         scattering = _scattering.get()
         if scattering is not None:
             scattering.extend(keys)
         for key in keys:
             self._local("scatter.begin", key, extra=(0,))
-        self._local("msg.sent", None, "scatter", "scheduler", keys)
+        self._local("msg.sent", None, op, "scheduler", keys, extra=(CHANNEL, channel))
 
     def _scatter_begin(self, *args: Any, **kwargs: Any) -> None:
         _scattering.set([])

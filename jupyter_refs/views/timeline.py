@@ -431,7 +431,7 @@ class Timeline(LiveView):
         rows = [w.HBox([self._key_filter, self._view]), self._bokeh, self._status]
         self._step = None
         policy = getattr(self.cluster, "policy", None)  # an attached dask cluster has none
-        if policy is not None and not policy.autonomous:
+        if (policy is not None and not policy.autonomous) or getattr(self.cluster, "can_hold", False):
             self._step = self._step_controls()
             rows.insert(2, self._step)
         return w.VBox(rows)

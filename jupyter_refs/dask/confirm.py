@@ -1,0 +1,227 @@
+"""``confirm(scenario, schedule, client)``: does real dask fail the way the model did?
+
+The explorer finds a failing schedule on the kernel-side cluster.  This replays it there,
+reads which messages it delayed and which overtook them, and runs the same scenario with a
+real dask ``Client`` (an in-process cluster) while the holds of :mod:`.holds` enforce the
+same overtakes: a message the schedule delays is held at its gate — and its channel behind
+it — until every message that overtook it has been delivered.  Nothing else is steered:
+real dask delivers the rest in its own order.  Real dask then *confirms* the failure when
+its own trace shows the same check failing on the same key.
+
+Messages are matched by what they are — sender, receiver, operation, keys — and by how
+many such messages came before (dask's messages carry no ids); the model's ``worker:0`` is
+the real cluster's first worker by address.  A task run (``execute``) has no gate and is
+not steered.  When an overtaking message never comes (the real code does not send it, or
+it waits for the held one — as under ``ordered_scatter``, where the scatter waits behind
+the release), the order cannot be enforced: nothing moves for ``stall`` seconds, everything
+held is let go, and the result says which overtakes could not be made.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..checks import Violation
+from ..errors import JupyterRefsError
+from ..explore import Failure, Run, Scenario, replay
+from ..trace import Trace
+from .tracer import DaskTracer, attach
+
+Sig = tuple[tuple[str, str, str, tuple[str, ...]], int]  # (sender, receiver, op, keys), occurrence
+
+
+class ConfirmError(JupyterRefsError, ValueError):
+    """The schedule cannot be confirmed as asked (it does not fail, or needs more clients)."""
+
+
+@dataclass
+class Confirmation:
+    """What real dask did under a model schedule's overtakes."""
+
+    schedule: str
+    expected: Violation  # the model's first violation
+    confirmed: bool
+    enforced: bool  # every overtake of the schedule was made on real dask
+    overtakes: list[str]  # each enforced overtake, in words
+    unmet: list[str]  # overtakes that could not be made, and why
+    violations: list[Violation]  # real dask's
+    trace: Trace  # real dask's
+    version: str
+    tracer: DaskTracer | None = field(default=None, repr=False)
+    attempts: int = 1  # runs made until this verdict
+
+    def __str__(self) -> str:
+        what = f"{self.expected.name} on {self.expected.key}"
+        runs = f", run {self.attempts}" if self.attempts > 1 else ""
+        if self.confirmed:
+            return (f"confirmed on distributed {self.version}: {what} ({len(self.trace)} events "
+                    f"traced{runs})")
+        if not self.enforced:
+            more = f"; and {len(self.unmet) - 2} more" if len(self.unmet) > 2 else ""
+            return (f"not confirmed on distributed {self.version}: the order could not be made "
+                    f"({'; '.join(self.unmet[:2])}{more})")
+        found = ", ".join(f"{v.name} on {v.key}" for v in self.violations) or "no violation"
+        return f"not confirmed on distributed {self.version}: expected {what}, real dask showed {found}"
+
+    def __bool__(self) -> bool:
+        return self.confirmed
+
+
+class _Overtakes:
+    """The holds' controller: a message waits until everything that overtook it is delivered."""
+
+    def __init__(self, waits: dict[Sig, set[Sig]]):
+        self.waits = waits
+        self.done: set[Sig] = set()
+
+    def must_wait(self, sig: tuple, occurrence: int) -> bool:
+        need = self.waits.get((sig, occurrence))
+        return bool(need) and not need <= self.done
+
+    def delivered(self, sig: tuple, occurrence: int) -> None:
+        self.done.add((sig, occurrence))
+
+    def unmet(self) -> list[tuple[Sig, list[Sig]]]:
+        return [(d, sorted(need - self.done)) for d, need in self.waits.items()
+                if d not in self.done and not need <= self.done]
+
+
+def overtakes(run: Run, names: dict[str, str], every: bool = False) -> dict[Sig, set[Sig]]:
+    """Each delayed message of ``run`` → the messages that overtook it (renamed by ``names``).
+
+    With ``every``, each choice the run made counts, the default ones too: at every
+    decision, the messages not picked wait for the one picked.
+    """
+    receivers = {e.msg_id: e.actor for e in run.trace.events(kind="msg.received")}
+    occurrence: dict[int, Sig] = {}
+    counts: dict[tuple, int] = {}
+    for e in run.trace.events(kind="msg.sent"):
+        receiver = receivers.get(e.msg_id)
+        if receiver is None or e.op == "execute":
+            continue
+        sig = (names.get(e.actor, e.actor), names.get(receiver, receiver), e.op,
+               tuple(e.fields["keys"]))
+        counts[sig] = counts.get(sig, 0) + 1
+        occurrence[e.msg_id] = (sig, counts[sig])
+    waits: dict[Sig, set[Sig]] = {}
+    for d in run.decisions:
+        if not d.pick and not every:
+            continue
+        chosen = d.heads[d.pick]
+        if chosen.op == "execute" or chosen.msg_id not in occurrence:
+            continue
+        for late in (d.heads[:d.pick] + d.heads[d.pick + 1:] if every else d.heads[:d.pick]):
+            if late.op == "execute" or late.msg_id not in occurrence:
+                continue
+            waits.setdefault(occurrence[late.msg_id], set()).add(occurrence[chosen.msg_id])
+    return waits
+
+
+def _say(sig: Sig) -> str:
+    (sender, receiver, op, keys), n = sig
+    return f"{op}[{','.join(keys)}] {sender}->{receiver} (#{n} such)"
+
+
+def confirm(scenario: Scenario, schedule: str | Failure, client: Any, *, ordered_scatter: bool = False,
+            orders: str = "auto", attempts: int = 3, stall: float = 3.0,
+            timeout: float = 60.0) -> Confirmation:
+    """Run ``scenario`` on real dask with the overtakes of ``schedule`` enforced; compare.
+
+    ``client`` is a ``distributed.Client`` of an in-process cluster (a tracer is attached
+    for each run and detached after; ``ordered_scatter`` is passed to it), or an attached
+    :class:`DaskTracer`.  The scenario takes one client.  ``orders``: ``"delays"``
+    enforces only the schedule's overtakes; ``"every"`` also the order of each choice the
+    model made by default (a release that went *before* a scatter, say); ``"auto"`` tries
+    the first, then the second if real dask did not fail the same way.  What is not
+    steered follows real dask's own timing, so up to ``attempts`` runs are made; the result
+    says how many it took.
+    """
+    if orders not in ("auto", "delays", "every"):
+        raise ValueError(f"orders must be 'auto', 'delays' or 'every', not {orders!r}")
+    failure = schedule if isinstance(schedule, Failure) else None
+    schedule = failure.schedule if failure is not None else schedule
+    run = replay(scenario, schedule)
+    if not run.violations:
+        raise ConfirmError(f"schedule {schedule} does not fail on the kernel-side cluster: "
+                           "nothing to confirm")
+    result = None
+    # Only the steered messages are ordered: the rest follows real dask's timing, so an
+    # unconfirmed run is tried again (``attempts`` in all), and says how many it took.
+    plan = ([False] + [True] * (attempts - 1) if orders == "auto"
+            else [orders == "every"] * attempts)
+    for n, every in enumerate(plan, 1):
+        result = _confirm(scenario, run, client, ordered_scatter, every, stall, timeout)
+        result.attempts = n
+        if result.confirmed:
+            break
+    assert result is not None
+    if failure is not None:
+        failure.confirmed = str(result)
+    return result
+
+
+def _confirm(scenario: Scenario, run: Run, client: Any, ordered_scatter: bool, every: bool,
+             stall: float, timeout: float) -> Confirmation:
+    import distributed
+
+    schedule = run.schedule
+    expected = run.violations[0]
+    own = not isinstance(client, DaskTracer)
+    tracer = attach(client, ordered_scatter=ordered_scatter) if own else client
+    dask_client = tracer.client
+    try:
+        holds = tracer._need_holds()
+        workers = sorted(holds.workers)
+        model_workers = sorted({e.actor for e in run.trace.events() if e.actor.startswith("worker:")})
+        if len(model_workers) > len(workers) or holds.elsewhere:
+            raise ConfirmError(f"the schedule needs {len(model_workers)} worker(s) in this process; "
+                               f"the cluster has {len(workers)} here and {len(holds.elsewhere)} "
+                               "elsewhere")
+        names = {m: holds._name(w) for m, w in zip(model_workers, workers)}
+        names.update({"client:1": tracer.me})
+        waits = overtakes(run, names, every)
+        control = _Overtakes(waits)
+        holds.record_all = True
+        holds.controller = control
+        errors: list[BaseException] = []
+
+        def body() -> None:
+            try:
+                scenario(dask_client)
+            except BaseException as exc:  # noqa: BLE001 - reported with the verdict
+                errors.append(exc)
+
+        thread = threading.Thread(target=body, name="jupyter-refs-confirm", daemon=True)
+        thread.start()
+        deadline = time.monotonic() + timeout
+        unmet: list[str] = []
+        while True:
+            thread.join(0.05)
+            quiet = time.monotonic() - holds.last_activity
+            held = holds.held_count()
+            if not thread.is_alive() and not held and quiet > 0.3:
+                break
+            if held and quiet > stall or time.monotonic() > deadline:
+                unmet = [f"{_say(d)} was to wait for {', '.join(_say(n) for n in need)}, "
+                         "which never came" for d, need in control.unmet()]
+                unmet = unmet or [f"still busy after {timeout} s"]
+                holds.controller = None
+                holds.release()
+                thread.join(10)
+                break
+        holds.controller = None
+        holds.record_all = False
+        tracer.sync()
+        violations = tracer.violations
+        if errors and not violations:
+            raise errors[0]
+    finally:
+        if own:
+            tracer.detach()
+    confirmed = any(v.name == expected.name and v.key == expected.key for v in violations)
+    said = [f"{_say(d)} after {', '.join(_say(n) for n in sorted(need))}" for d, need in waits.items()]
+    return Confirmation(schedule, expected, confirmed, not unmet, said, unmet, violations,
+                        tracer.trace, distributed.__version__, None if own else tracer)
