@@ -168,7 +168,9 @@ class Future:
 
     def release(self) -> None:
         """Drop this reference (as ``del`` does); the refcount drops at the next safe point."""
-        if self._released or self.client is None:
+        if self.client is None:
+            raise _not_initialized()  # dask's ``_verify_initialized``
+        if self._released:
             return
         self._drop()
         # Called by the user, not the GC: the release is applied now, as dask's event

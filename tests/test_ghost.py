@@ -177,6 +177,8 @@ def test_a_pickled_future_outside_a_cluster_is_unbound():
         assert (type(y).__name__, y.key, y.status) == ("Future", x.key, None)
         with pytest.raises(RuntimeError, match="not properly initialized"):
             y.result()
+        with pytest.raises(RuntimeError, match="not properly initialized"):
+            y.release()  # as dask 2026.8's _verify_initialized
 
 
 def test_timeline_draws_the_ghost():
