@@ -268,6 +268,7 @@ def test_the_late_worker_release_group(inproc, race_failures):
     assert confirm(scatter_race, failure, inproc).confirmed
 
 
+@pytest.mark.slow
 def test_no_8576_failure_group_is_confirmed_under_ordered_scatter(inproc, race_failures):
     for failure in race_failures:
         result = confirm(scatter_race, failure.schedule, inproc, ordered_scatter=True, stall=1.5)
@@ -276,6 +277,7 @@ def test_no_8576_failure_group_is_confirmed_under_ordered_scatter(inproc, race_f
         assert result.violations == []
 
 
+@pytest.mark.slow
 def test_a_held_out_scenario_is_confirmed_the_same_way(inproc):
     failures = explore(scatter_then_compute, protocol="dask", max_schedules=600, bound=2,
                        processes=1).failures

@@ -113,6 +113,7 @@ def test_ghost_from_submit_and_del_to_the_ghost():
     cluster.close()
 
 
+@pytest.mark.slow
 def test_id_collision_from_two_threads_to_the_refused_value():
     for _ in range(5):
         cluster = Cluster(protocol="racy-ids", network="manual", workers=2)
