@@ -368,10 +368,7 @@ class Cluster:
                 while True:
                     self._cond.notify_all()
                     if not self._cond.wait_for(lambda: idle() or self._stuck(), timeout):
-                        raise TimeoutError(
-                            f"run_until_idle: still busy after {timeout} s "
-                            f"({len(self.network)} messages in flight, "
-                            f"{len(self._threaded)} tasks running)")
+                        raise self._still_busy(timeout)
                     if idle():
                         return 0
                     # Only held messages are left: deliver them too, oldest first.
@@ -402,13 +399,15 @@ class Cluster:
                 if self.trace.next_seq == seen and not self.network.in_flight and not self._drops:
                     return delivered  # only running tasks, and nothing happened meanwhile
                 if time.monotonic() > deadline:
-                    raise TimeoutError(
-                        f"run_until_idle: still busy after {timeout} s "
-                        f"({len(self.network)} messages in flight, "
-                        f"{len(self._threaded)} tasks running)")
+                    raise self._still_busy(timeout)
                 if self.live and self._stuck():
                     self._deliver(self.network.oldest(held_too=True))
                     self.trace.flush()
+
+    def _still_busy(self, timeout: float) -> TimeoutError:
+        return TimeoutError(f"run_until_idle: still busy after {timeout} s "
+                            f"({len(self.network)} messages in flight, "
+                            f"{len(self._threaded)} tasks running)")
 
     def close(self) -> None:
         """Stop the network thread (if any).  Futures stay readable; nothing more is sent."""

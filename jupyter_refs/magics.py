@@ -212,6 +212,13 @@ class RefsMagics(Magics):
         self.shell.user_ns[self.client_name] = new.client()
         print(f"{self._describe()}; client bound to {self.client_name!r}")
 
+    def _dask_client(self, name: str) -> Any:
+        """The ``distributed.Client`` the user bound to ``name`` in the notebook."""
+        client = self.shell.user_ns.get(name)
+        if not isinstance(client, _distributed("a dask client").Client):
+            raise UsageError(f"{name!r} is not a dask distributed.Client")
+        return client
+
     def _attach_dask(self, args: Any) -> None:
         if args.dask and args.attach:
             raise UsageError("use either --dask ADDRESS or --attach NAME, not both")
@@ -219,16 +226,11 @@ class RefsMagics(Magics):
                        if getattr(args, n) is not None]
         if kernel_only:
             raise UsageError(f"{', '.join(kernel_only)} only apply to the kernel-side cluster")
-        try:
-            import distributed
+        distributed = _distributed("tracing dask")
+        from .dask import attach
 
-            from .dask import attach
-        except ImportError:
-            raise UsageError("tracing dask needs distributed: pip install 'jupyter_refs[dask]'") from None
         if args.attach:
-            client = self.shell.user_ns.get(args.attach)
-            if not isinstance(client, distributed.Client):
-                raise UsageError(f"{args.attach!r} is not a dask distributed.Client")
+            client = self._dask_client(args.attach)
         else:
             try:
                 client = distributed.Client(args.dask, timeout=10)
@@ -564,16 +566,11 @@ class RefsMagics(Magics):
         scenario = getattr(self, "_explored", None)
         if scenario is None:
             raise UsageError("nothing to confirm yet: run a %%explore cell first")
-        try:
-            import distributed
+        distributed = _distributed("confirming")
+        from .dask import DaskTracer, confirm
 
-            from .dask import DaskTracer, confirm
-        except ImportError:
-            raise UsageError("confirming needs distributed: pip install 'jupyter_refs[dask]'") from None
         if args.client:
-            client = self.shell.user_ns.get(args.client)
-            if not isinstance(client, distributed.Client):
-                raise UsageError(f"{args.client!r} is not a dask distributed.Client")
+            client = self._dask_client(args.client)
         elif isinstance(self.handle, DaskTracer) and not self.handle.closed:
             client = self.handle
         else:
@@ -590,6 +587,15 @@ class RefsMagics(Magics):
             raise _usage(exc) from None
         self.shell.user_ns["confirmed"] = result
         print(result)
+
+
+def _distributed(purpose: str) -> Any:
+    """The ``distributed`` module, or a UsageError saying ``purpose`` needs it."""
+    try:
+        import distributed
+    except ImportError:
+        raise UsageError(f"{purpose} needs distributed: pip install 'jupyter_refs[dask]'") from None
+    return distributed
 
 
 class _progress:

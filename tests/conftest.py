@@ -110,3 +110,13 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
 _TREE = pytest.StashKey[dict | None]()
 _CHANGED = pytest.StashKey[list]()
+
+
+@pytest.fixture(scope="module")
+def inproc():
+    """A client of a one-worker in-process dask cluster, shared by a module's tests."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=1, processes=False, threads_per_worker=1,
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as client:
+        yield client

@@ -208,3 +208,17 @@ def test_random_network_is_reproducible_from_its_seed():
 
     assert order(3) == order(3)
     assert order(3) != order(4)
+
+
+def test_the_collectors_thresholds_are_raised_only_while_a_call_is_served():
+    def observe(*_):
+        return gc.get_threshold()  # inside a task: the call that runs it is being served
+
+    before = gc.get_threshold()
+    with Cluster(network="immediate") as cluster:
+        client = cluster.client()
+        assert client.submit(observe).result() == tuple(t * 3 for t in before)
+        assert gc.get_threshold() == before
+        with pytest.raises(TypeError):
+            client.submit(observe, 1, x=2).result()  # an error in the call restores them too
+    assert gc.get_threshold() == before

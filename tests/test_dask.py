@@ -35,13 +35,6 @@ def crusaderky(client, iterations: int, submit: bool = False) -> int | None:
     return None
 
 
-@pytest.fixture(scope="module")
-def inproc():
-    with LocalCluster(n_workers=1, processes=False, threads_per_worker=1,
-                      dashboard_address=":0") as cluster, Client(cluster) as client:
-        yield client
-
-
 def test_the_8576_loop_fails_and_the_trace_shows_why(inproc):
     with attach(inproc) as tracer:
         failed = crusaderky(inproc, 500)

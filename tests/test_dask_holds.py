@@ -92,13 +92,6 @@ def lost(client, tracer, y, key: str) -> bool:
     return gone
 
 
-@pytest.fixture(scope="module")
-def inproc():
-    with LocalCluster(n_workers=1, processes=False, threads_per_worker=1,
-                      dashboard_address=":0") as cluster, Client(cluster) as client:
-        yield client
-
-
 @pytest.mark.parametrize("variant", ["A", "B"])
 def test_8576_is_forced_ten_times_out_of_ten(inproc, variant):
     with attach(inproc) as tracer:
