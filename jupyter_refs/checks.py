@@ -50,7 +50,30 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
+from . import events as ev
 from .trace import ACTOR, EXTRA, KEY, KIND, MSG_ID, OP, THREAD, Batch, Trace
+
+# Where each handler's values sit in an event's ``extra``, read from the declarations
+# (events.py): a field moved there moves here, instead of silently feeding a check another value.
+_CREATED_REFS = ev.FUTURE_CREATED.at("refcount_after")
+_REFS_AFTER = ev.REFCOUNT_INC.at("after")
+assert _REFS_AFTER == ev.REFCOUNT_DEC.at("after")  # one handler reads both
+_STATE_TO, _STATE_REASON = ev.FUTURE_STATE.at("to"), ev.FUTURE_STATE.at("reason")
+_FINISH = ev.TRANSITION.at("finish")
+_WANTS_AFTER = {k.name: k.at("who_wants_after") for k in (ev.DESIRE_APPLIED, ev.RELEASE_APPLIED)}
+_DESIRE_CLIENT, _DESIRE_WANTS, _DESIRE_CREATED = (
+    ev.DESIRE_APPLIED.at(f) for f in ("client", "who_wants_after", "created_task"))
+_ASSERTION_TEXT = ev.SCHEDULER_ASSERTION.at("message")
+_UNKNOWN_CLIENT = ev.DESIRE_UNKNOWN.at("client")
+_REMOVED_CLIENT = ev.CLIENT_REMOVED.at("client")
+_REG_WHO_HAS, _REG_WHO_WANTS = (ev.SCATTER_REGISTERED.at(f) for f in ("who_has", "who_wants_after"))
+_PUT_COPY, _PUT_REPLACED = ev.WORKER_PUT.at("incarnation"), ev.WORKER_PUT.at("replaced")
+_FREE_COPY = ev.WORKER_FREE.at("incarnation")
+_HAS_AFTER = ev.WHO_HAS_REMOVED.at("who_has_after")
+_RELEASE_CLIENT = ev.RELEASE_APPLIED.at("client")
+_ALLOC_VALUE = ev.ID_ALLOC.at("value")
+_REJECT_REASON = ev.FUTURE_PUT_REJECTED.at("reason")
+_MSG_KEYS = ev.MSG_SENT.at("keys")
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,8 +160,8 @@ class Checks:
         # The dispatch table is the class's (plain functions): a Checks is made per
         # explored run, and a table of bound methods per instance cost more than the run's
         # events did to check.
-        # Half of all events are message sends and receipts: they are handled inline
-        # (what ``_msg_sent`` / ``_msg_received`` do), the rest through the table.
+        # Half of all events are message sends and receipts: they are handled inline,
+        # the rest through the table.
         get = _HANDLERS.get
         sent = self._sent
         with self._lock:
@@ -193,14 +216,14 @@ class Checks:
     def _future_created(self, seq: int, row: tuple) -> None:
         client = row[ACTOR]
         pair = (client, row[KEY])
-        if row[EXTRA][2] == 1 or pair in self._disconnected:
+        if row[EXTRA][_CREATED_REFS] == 1 or pair in self._disconnected:
             # A new hold; after a lost connection, any new future starts one.
             self._fstate[pair] = "pending"
             self._settled.discard(pair)
             self._disconnected.discard(pair)
 
     def _refcount_changed(self, seq: int, row: tuple) -> None:
-        client, key, after = row[ACTOR], row[KEY], row[EXTRA][1]
+        client, key, after = row[ACTOR], row[KEY], row[EXTRA][_REFS_AFTER]
         pair = (client, key)
         self._clients.add(client)
         self._leak_check.add(key)
@@ -226,11 +249,11 @@ class Checks:
 
     def _future_state(self, seq: int, row: tuple) -> None:
         client, key = row[ACTOR], row[KEY]
-        to = row[EXTRA][1]
+        to = row[EXTRA][_STATE_TO]
         self._fstate[(client, key)] = to
         if to == "cancelled":
             self._cancelled[(client, key)] = seq
-            if row[EXTRA][3] == "scheduler-connection-lost":
+            if row[EXTRA][_STATE_REASON] == "scheduler-connection-lost":
                 # Cancelled by the lost connection: the ghost_task violation that dropped
                 # it already names the client; do not report each future again.
                 self._settled.add((client, key))
@@ -257,7 +280,7 @@ class Checks:
     # -- scheduler side -------------------------------------------------------------
 
     def _transition(self, seq: int, row: tuple) -> None:
-        key, finish = row[KEY], row[EXTRA][1]
+        key, finish = row[KEY], row[EXTRA][_FINISH]
         self._vanished.pop(key, None)
         if finish != "forgotten":
             self._sched[key] = finish
@@ -284,14 +307,15 @@ class Checks:
 
     def _who_wants_changed(self, seq: int, row: tuple) -> None:
         key = row[KEY]
-        self._who_wants[key] = row[EXTRA][2]
+        self._who_wants[key] = row[EXTRA][_WANTS_AFTER[row[KIND]]]
         self._leak_check.add(key)
         for client in self._holders.get(key, ()):
             self._update_suspect((client, key), seq)
 
     def _desire_applied(self, seq: int, row: tuple) -> None:
         self._who_wants_changed(seq, row)
-        key, (client, _gen, who_wants, created) = row[KEY], row[EXTRA]
+        key, extra = row[KEY], row[EXTRA]
+        client, who_wants, created = extra[_DESIRE_CLIENT], extra[_DESIRE_WANTS], extra[_DESIRE_CREATED]
         receiving = self._receiving
         if receiving is not None:
             self._applied[(client, key)] = (seq, receiving[0], receiving[1], receiving[2])
@@ -331,25 +355,26 @@ class Checks:
         self._report(
             "ghost_task", key, client, seq,
             f"{receiving[1]} (msg #{receiving[0]}) from {client} reached the ghost task {key} "
-            f"(created at event {self._ghosts[key]}): {row[EXTRA][0]}. The assertion escapes the "
-            f"handler of {client}'s stream, so the scheduler closes it: every future {client} "
+            f"(created at event {self._ghosts[key]}): {row[EXTRA][_ASSERTION_TEXT]}. The assertion "
+            f"escapes the handler of {client}'s stream, so the scheduler closes it: every future {client} "
             "holds is cancelled with 'scheduler-connection-lost', whatever key it is for.",
             once=False)
 
     def _desire_unknown(self, seq: int, row: tuple) -> None:
-        pair = (row[EXTRA][0], row[KEY])
+        pair = (row[EXTRA][_UNKNOWN_CLIENT], row[KEY])
         self._settled.add(pair)
         self._update_suspect(pair, seq)
 
     def _client_removed(self, seq: int, row: tuple) -> None:
         # Its stream is closing: what the scheduler forgets for it now is not dangling.
-        self._removed.add(row[EXTRA][0])
+        self._removed.add(row[EXTRA][_REMOVED_CLIENT])
 
     def _connection_lost(self, seq: int, row: tuple) -> None:
         self._removed.discard(row[ACTOR])
 
     def _registered(self, seq: int, row: tuple) -> None:
-        key, (who_has, who_wants) = row[KEY], row[EXTRA]
+        key, extra = row[KEY], row[EXTRA]
+        who_has, who_wants = extra[_REG_WHO_HAS], extra[_REG_WHO_WANTS]
         self._who_has[key] = set(who_has)
         self._unbacked.setdefault(key, seq)
         self._ghosts.pop(key, None)  # the data a scatter registers is something to hold
@@ -373,7 +398,8 @@ class Checks:
                 self._report("dangling_future", key, client, seq, f"for {client}: {why}")
 
     def _worker_put(self, seq: int, row: tuple) -> None:
-        key, (incarnation, replaced) = row[KEY], row[EXTRA]
+        key, extra = row[KEY], row[EXTRA]
+        incarnation, replaced = extra[_PUT_COPY], extra[_PUT_REPLACED]
         held = self._copies.setdefault(key, {}).setdefault(row[ACTOR], set())
         held.difference_update(replaced)
         held.add(incarnation)
@@ -384,7 +410,7 @@ class Checks:
         by_worker = self._copies.get(key, {})
         held = by_worker.get(worker)
         if held is not None:
-            held.discard(row[EXTRA][0])
+            held.discard(row[EXTRA][_FREE_COPY])
             if not held:
                 del by_worker[worker]
             if not by_worker:
@@ -393,11 +419,11 @@ class Checks:
 
     def _who_has_removed(self, seq: int, row: tuple) -> None:
         key = row[KEY]
-        self._who_has[key] = set(row[EXTRA][1])
+        self._who_has[key] = set(row[EXTRA][_HAS_AFTER])
         self._unbacked.setdefault(key, seq)
 
     def _release_applied(self, seq: int, row: tuple) -> None:
-        client = row[EXTRA][0]
+        client = row[EXTRA][_RELEASE_CLIENT]
         if self._refcount.get((client, row[KEY])):
             # The scheduler drops a client that still holds the key: remember where.
             self._removed_at[(client, row[KEY])] = seq
@@ -406,7 +432,7 @@ class Checks:
     # -- ids ------------------------------------------------------------------------
 
     def _id_alloc(self, seq: int, row: tuple) -> None:
-        value = row[EXTRA][0]
+        value = row[EXTRA][_ALLOC_VALUE]
         first = self._allocated.get(value)
         if first is None:
             self._allocated[value] = (seq, row[ACTOR], row[THREAD])
@@ -422,35 +448,23 @@ class Checks:
     def _put_rejected(self, seq: int, row: tuple) -> None:
         self._report(
             "set_twice", row[KEY], None, seq,
-            f"a second task tried to set {row[KEY]}, which already had a value: {row[EXTRA][0]}. "
-            "Two futures were created with the same id, so they alias one key; the second "
-            "computation's result is refused and both futures report the error.", once=False)
+            f"a second task tried to set {row[KEY]}, which already had a value: "
+            f"{row[EXTRA][_REJECT_REASON]}. Two futures were created with the same id, so they "
+            "alias one key; the second computation's result is refused and both futures report "
+            "the error.", once=False)
 
     # -- network --------------------------------------------------------------------
 
-    def _msg_sent(self, seq: int, row: tuple) -> None:
-        msg_id, op = row[MSG_ID], row[OP]
-        self._sent[msg_id] = (seq, op, row[ACTOR])
-        if op in _DESIRES:
-            self._desired(seq, row)
-        elif op == "client-releases-keys":
-            self._releasing(seq, row)
-
     def _releasing(self, seq: int, row: tuple) -> None:
         sender = row[ACTOR]
-        for key in row[EXTRA][0]:
+        for key in row[EXTRA][_MSG_KEYS]:
             self._released_by[(sender, key)] = (row[MSG_ID], seq)
 
     def _desired(self, seq: int, row: tuple) -> None:
         """A message that may start a hold: remember it per (client, key) for explanations."""
         sender = row[ACTOR]  # only clients send these operations, whatever they are called
-        for key in row[EXTRA][0]:
+        for key in row[EXTRA][_MSG_KEYS]:
             self._desired_by[(sender, key)] = (row[MSG_ID], seq, row[OP])
-
-    def _msg_received(self, seq: int, row: tuple) -> None:
-        sent = self._sent.pop(row[MSG_ID], None)
-        self._receiving = (row[MSG_ID], row[OP], sent[0] if sent else -1,
-                           sent[2] if sent else "?")
 
     def _drained(self, seq: int, row: tuple) -> None:
         if (not self._cancelled and not self._suspects and not self._late_ff and not self._unbacked
@@ -614,8 +628,6 @@ _HANDLERS = {
     "connection.lost": Checks._connection_lost,
     "release.applied": Checks._release_applied,
     "who_has.removed": Checks._who_has_removed,
-    "msg.sent": Checks._msg_sent,
-    "msg.received": Checks._msg_received,
     "network.drained": Checks._drained,
     "id.alloc": Checks._id_alloc,
     "future.put_rejected": Checks._put_rejected,

@@ -6,7 +6,8 @@ tuple appended to a deque — no object construction, no dict, no lock:
     (t_ns, actor, thread, kind, key, msg_id, channel, op, cell, extra)
 
 ``extra`` is the positional tail of the ``record`` call; its field names come
-from :data:`FIELDS` so the tuple never carries them.  ``seq`` is not stored
+from the kind's declaration in :mod:`jupyter_refs.events`, so the tuple never
+carries them.  ``seq`` is not stored
 either: it is the event's position in the log plus the number of events
 dropped before it, which is stable because events never move.
 
@@ -29,53 +30,8 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from typing import Any, NamedTuple
 
+from .events import FIELDS
 from .protocol.messages import Message
-
-#: Field names of each kind's extra values, in the order ``record`` takes them.
-FIELDS: dict[str, tuple[str, ...]] = {
-    # client
-    "future.created": ("future_id", "origin", "refcount_after"),
-    "refcount.inc": ("before", "after"),
-    "refcount.dec": ("before", "after"),
-    "future.state": ("from", "to", "cause_msg_id", "reason"),
-    "scatter.begin": ("gen",),
-    "report.stale": ("op", "gen", "current_gen"),
-    "id.alloc": ("value", "atomic"),
-    "connection.lost": ("reason",),
-    # network (recorded for the sender / the receiver)
-    "msg.sent": ("keys",),
-    "msg.received": ("keys",),
-    "network.drained": (),
-    # scheduler
-    "scatter.registered": ("who_has", "who_wants_after"),
-    "desire.applied": ("client", "gen", "who_wants_after", "created_task"),
-    "release.applied": ("client", "gen", "who_wants_after"),
-    "release.stale": ("client", "gen", "current_gen"),
-    "scatter.stale": ("client", "gen", "current_gen"),
-    "transition": ("start", "finish", "stimulus_id"),
-    "who_has.removed": ("worker", "who_has_after"),
-    "graph.lost_data": ("dependency",),
-    "desire.unknown": ("client", "task"),
-    "scheduler.assertion": ("message", "stimulus_id"),
-    "client.removed": ("client", "reason"),
-    "task.retry": ("retries_left", "stimulus_id"),
-    # worker
-    "scatter.worker_put": ("incarnation",),
-    "worker.put": ("incarnation", "replaced"),
-    "worker.free": ("incarnation",),
-    "worker.free_stale": ("incarnation", "held_incarnation"),
-    "worker.transition": ("start", "finish", "stimulus_id"),
-    "worker.missing_dependency": ("dependency",),
-    "task.stale_run": ("worker", "run_id", "current_run_id"),
-    "worker.secede": (),
-    "worker.rejoin": (),
-    "future.put": (),
-    "future.put_rejected": ("reason",),
-    # checks
-    "violation": ("name", "first_seq", "client", "explanation"),
-    # the dask adapter
-    "hook.failed": ("hook", "error"),
-}
 
 # Positions in a stored row.
 T, ACTOR, THREAD, KIND, KEY, MSG_ID, CHANNEL, OP, CELL, EXTRA = range(10)

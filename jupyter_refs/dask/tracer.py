@@ -34,6 +34,7 @@ from typing import Any
 
 from ..checks import Checks, Violation
 from ..errors import JupyterRefsError, UnknownMessageError
+from ..events import KINDS, namer
 from ..trace import Trace
 from . import holds as holds_mod
 from . import remote
@@ -50,13 +51,9 @@ _scattering: contextvars.ContextVar[list | None] = contextvars.ContextVar(
     "jupyter_refs_scattering", default=None)
 
 
-# Fields holding dask's raw client ids / worker addresses, named like the kernel-side actors.
-_NAMED = {
-    "release.applied": lambda n, e: (n(e[0]), e[1], tuple(n(c) for c in e[2])),
-    "desire.applied": lambda n, e: (n(e[0]), e[1], tuple(n(c) for c in e[2]), e[3]),
-    "scatter.registered": lambda n, e: (tuple(n(w) for w in e[0]), tuple(n(c) for c in e[1])),
-    "desire.unknown": lambda n, e: (n(e[0]), e[1]),
-}
+# Kinds whose fields hold dask's raw client ids / worker addresses, by their declarations:
+# the merge names them like the kernel-side actors.
+_NAMED = {kind: rename for kind in KINDS if (rename := namer(kind)) is not None}
 
 
 class NotOnDaskError(JupyterRefsError, RuntimeError):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..trace import FIELDS, Event
+from ..events import KINDS
+from ..trace import Event
 
 _SKIP = {"network.drained"}
 
@@ -24,32 +25,14 @@ def describe(e: Event) -> str:
 
 
 def describe_fields(kind: str, data: tuple) -> str:
-    """``describe`` for a non-message event, from its kind and positional fields.
+    """``describe`` for a non-message event, in its declaration's words (events.py).
 
     Positional, because the live timeline describes every event it draws.
     """
-    if kind in ("refcount.inc", "refcount.dec"):
-        return f"refcount {data[0]} → {data[1]}"
-    if kind == "future.state":
-        reason = f" ({data[3]})" if data[3] else ""
-        return f"future {data[0]} → {data[1]}{reason}"
-    if kind == "transition":
-        return f"transition {data[0]} → {data[1]}  [{data[2]}]"
-    if kind == "violation":
-        return f"!! VIOLATION {data[0]} (first broken at event {data[1]})"
-    if kind == "future.created":
-        if data[1] == "borrowed":
-            return f"future #{data[0]} deserialized, borrowed: it holds no reference"
-        return f"future #{data[0]} created by {data[1]}"
-    if data:
-        return kind + " " + " ".join(f"{n}={_fmt(v)}" for n, v in zip(FIELDS.get(kind, ()), data))
-    return kind
-
-
-def _fmt(value: object) -> str:
-    if isinstance(value, tuple):
-        return "{" + ",".join(map(str, value)) + "}"
-    return str(value)
+    declared = KINDS.get(kind)
+    if declared is None:  # a kind from a newer trace: show what it holds
+        return kind + (" " + " ".join(map(str, data)) if data else "")
+    return declared.describe(data)
 
 
 def format_events(events: Iterable[Event], key_width: int = 14) -> str:

@@ -25,8 +25,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import events as ev
 from ..trace import ACTOR, CELL, CHANNEL, EXTRA, KEY, KIND, MSG_ID, OP, Event, T
 from .text import describe_fields
+
+# The fields the model draws from, at their declared positions (events.py).
+_MSG_KEYS = ev.MSG_SENT.at("keys")
+_VIOLATION = tuple(ev.VIOLATION.at(f) for f in ("name", "first_seq", "client", "explanation"))
+_FINISH = ev.TRANSITION.at("finish")
+_CREATED_TASK = ev.DESIRE_APPLIED.at("created_task")
+_REFS_AFTER = ev.REFCOUNT_INC.at("after")
 
 OP_COLORS = {
     "scatter": "#1f77b4",
@@ -222,7 +230,7 @@ class TimelineModel:
         if key is not None:
             self.seen_keys.setdefault(key, None)
         if kind == "msg.sent":
-            keys = extra[0]
+            keys = extra[_MSG_KEYS]
             for k in keys:
                 self.seen_keys.setdefault(k, None)
             self._lane_by_seq.append(self.lane(actor, 0))
@@ -243,7 +251,7 @@ class TimelineModel:
         if kind == "violation":
             # Drawn on the event that broke the invariant, not on a lane of its own.
             self._lane_by_seq.append(-1)
-            name, first_seq, client, explanation = extra
+            name, first_seq, client, explanation = (extra[i] for i in _VIOLATION)
             if not self._shown(key):
                 return
             i = first_seq - self._first_seq
@@ -263,11 +271,11 @@ class TimelineModel:
         if key is None:
             return
         if kind in ("transition", "scatter.registered"):
-            self._state_change(key, x, "memory" if kind == "scatter.registered" else extra[1])
-        elif kind == "desire.applied" and extra[3]:
+            self._state_change(key, x, "memory" if kind == "scatter.registered" else extra[_FINISH])
+        elif kind == "desire.applied" and extra[_CREATED_TASK]:
             self._state_change(key, x, "ghost")
         elif kind in ("refcount.inc", "refcount.dec"):
-            self._refcount_change(key, actor, x, extra[1])
+            self._refcount_change(key, actor, x, extra[_REFS_AFTER])
 
     def _state_change(self, key: str, x: float, state: str) -> None:
         lane = self._key_lane(key)

@@ -1,0 +1,246 @@
+"""Every event kind the trace can hold, declared once.
+
+An event is recorded as a plain tuple (the hot path cannot afford an object per
+event); its kind-specific values, ``extra``, are positional.  What those
+positions mean is written here and nowhere else: the recorders' argument order,
+the readers' positions (:meth:`EventKind.at`), the field names of the JSONL
+export and of :attr:`Event.fields <jupyter_refs.trace.Event.fields>`, the terse
+text of the log view, and which values the dask path renames from dask's ids to
+actor names all derive from one :class:`EventKind`.  A test reads every
+``record`` call in the package and checks it against its declaration.
+
+Like h11's ``_events.py``: one small declaration per kind, with the reason it
+exists.  This module needs only the standard library, since the dask plugins
+import it inside the scheduler and worker processes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+#: Who records an event of the kind (the lane it belongs to).
+SOURCES = ("client", "scheduler", "worker", "network", "checks", "adapter")
+
+
+@dataclass(frozen=True, slots=True)
+class EventKind:
+    """One kind of event: its name, its ``extra`` fields in order, and what it means."""
+
+    name: str
+    fields: tuple[str, ...]
+    source: str
+    doc: str
+    #: Terse words for the log view: a ``str.format`` template over the fields, a function of
+    #: them, or ``None`` for the generic ``kind name=value …``.
+    text: str | Callable[[dict[str, Any]], str] | None = None
+    #: Fields holding one actor's name, and fields holding a tuple of them: the dask path
+    #: receives dask's raw ids there (client ids, worker addresses) and names them.
+    actor_fields: tuple[str, ...] = ()
+    actors_fields: tuple[str, ...] = ()
+
+    def at(self, field: str) -> int:
+        """The position of ``field`` in ``extra``: what a reader on the hot path indexes."""
+        try:
+            return self.fields.index(field)
+        except ValueError:
+            raise KeyError(f"{self.name} events have no field {field!r} "
+                           f"(fields: {', '.join(self.fields) or 'none'})") from None
+
+    def named(self, extra: tuple) -> dict[str, Any]:
+        return dict(zip(self.fields, extra))
+
+    def describe(self, extra: tuple) -> str:
+        """The event in the log view's words."""
+        text = self.text
+        if text is None:
+            if not extra:
+                return self.name
+            return self.name + " " + " ".join(f"{n}={_fmt(v)}" for n, v in zip(self.fields, extra))
+        values = self.named(extra)
+        return text(values) if callable(text) else text.format_map(values)
+
+
+def _fmt(value: object) -> str:
+    if isinstance(value, tuple):
+        return "{" + ",".join(map(str, value)) + "}"
+    return str(value)
+
+
+KINDS: dict[str, EventKind] = {}
+
+
+def _kind(name: str, *fields: str, source: str, doc: str,
+          text: str | Callable[[dict[str, Any]], str] | None = None,
+          actor: tuple[str, ...] = (), actors: tuple[str, ...] = ()) -> EventKind:
+    assert source in SOURCES, source
+    assert name not in KINDS, f"{name} declared twice"
+    assert set(actor) | set(actors) <= set(fields), name
+    kind = KINDS[name] = EventKind(name, fields, source, doc, text, actor, actors)
+    return kind
+
+
+def _created(f: dict[str, Any]) -> str:
+    if f["origin"] == "borrowed":
+        return f"future #{f['future_id']} deserialized, borrowed: it holds no reference"
+    return f"future #{f['future_id']} created by {f['origin']}"
+
+
+# -- client ---------------------------------------------------------------------------------
+
+FUTURE_CREATED = _kind(
+    "future.created", "future_id", "origin", "refcount_after", source="client", text=_created,
+    doc="A Future object was made for a key (by submit, scatter, unpickling …); a refcount of 1 "
+        "after it is a new hold on the key.")
+REFCOUNT_INC = _kind(
+    "refcount.inc", "before", "after", source="client", text="refcount {before} → {after}",
+    doc="The client's reference count of a key went up: one more Future object for it.")
+REFCOUNT_DEC = _kind(
+    "refcount.dec", "before", "after", source="client", text="refcount {before} → {after}",
+    doc="The count went down; at 0 the client sends client-releases-keys.")
+FUTURE_STATE = _kind(
+    "future.state", "from", "to", "cause_msg_id", "reason", source="client",
+    text=lambda f: f"future {f['from']} → {f['to']}" + (f" ({f['reason']})" if f["reason"] else ""),
+    doc="What the client believes about its future changed (pending, finished, error, "
+        "cancelled, lost), because of the message ``cause_msg_id``.")
+SCATTER_BEGIN = _kind(
+    "scatter.begin", "gen", source="client",
+    doc="A scatter starts; ``gen`` is the client's generation of the key (fixed protocol).")
+REPORT_STALE = _kind(
+    "report.stale", "op", "gen", "current_gen", source="client",
+    doc="A report about an older generation of the key arrived and was ignored.")
+ID_ALLOC = _kind(
+    "id.alloc", "value", "atomic", source="client",
+    doc="A future id was drawn from the counter (racy read-then-write, or atomic).")
+CONNECTION_LOST = _kind(
+    "connection.lost", "reason", source="client",
+    doc="The scheduler dropped this client's connection: every future of it is cancelled.")
+
+# -- network (recorded for the sender / the receiver) ---------------------------------------
+
+MSG_SENT = _kind(
+    "msg.sent", "keys", source="network",
+    doc="A message left its sender on its channel (a batched stream or an RPC).")
+MSG_RECEIVED = _kind(
+    "msg.received", "keys", source="network",
+    doc="A message reached its receiver, which handles it at once.")
+NETWORK_DRAINED = _kind(
+    "network.drained", source="network",
+    doc="Nothing is in flight and no task runs: the point where leaks are checked.")
+
+# -- scheduler ------------------------------------------------------------------------------
+
+SCATTER_REGISTERED = _kind(
+    "scatter.registered", "who_has", "who_wants_after", source="scheduler",
+    actors=("who_has", "who_wants_after"),
+    doc="The scheduler recorded scattered data: the key is in memory on ``who_has``.")
+DESIRE_APPLIED = _kind(
+    "desire.applied", "client", "gen", "who_wants_after", "created_task", source="scheduler",
+    actor=("client",), actors=("who_wants_after",),
+    doc="A client's desire for the key reached the scheduler's who_wants; ``created_task`` "
+        "marks a task made for an unknown key (the ghost of dask PR 8827).")
+RELEASE_APPLIED = _kind(
+    "release.applied", "client", "gen", "who_wants_after", source="scheduler",
+    actor=("client",), actors=("who_wants_after",),
+    doc="A client's release took it out of the key's who_wants.")
+RELEASE_STALE = _kind(
+    "release.stale", "client", "gen", "current_gen", source="scheduler", actor=("client",),
+    doc="A release of an older generation was ignored (fixed protocol).")
+SCATTER_STALE = _kind(
+    "scatter.stale", "client", "gen", "current_gen", source="scheduler", actor=("client",),
+    doc="A scatter of an older generation was ignored (fixed protocol).")
+TRANSITION = _kind(
+    "transition", "start", "finish", "stimulus_id", source="scheduler",
+    text="transition {start} → {finish}  [{stimulus_id}]",
+    doc="A scheduler task state change, with the stimulus that caused it (dask's names).")
+WHO_HAS_REMOVED = _kind(
+    "who_has.removed", "worker", "who_has_after", source="scheduler",
+    actor=("worker",), actors=("who_has_after",),
+    doc="The scheduler stopped believing that ``worker`` holds the key.")
+GRAPH_LOST_DATA = _kind(
+    "graph.lost_data", "dependency", source="scheduler",
+    doc="A task was cancelled because a dependency it needs is gone (dask's 'lost data').")
+DESIRE_UNKNOWN = _kind(
+    "desire.unknown", "client", "task", source="scheduler", actor=("client",),
+    doc="A desire for a key the scheduler does not know: today's dask only warns.")
+SCHEDULER_ASSERTION = _kind(
+    "scheduler.assertion", "message", "stimulus_id", source="scheduler",
+    doc="A scheduler handler failed an assertion; dask drops the sender's connection.")
+CLIENT_REMOVED = _kind(
+    "client.removed", "client", "reason", source="scheduler", actor=("client",),
+    doc="The scheduler removed a client and released everything it wanted.")
+TASK_RETRY = _kind(
+    "task.retry", "retries_left", "stimulus_id", source="scheduler",
+    doc="A failed task with retries left goes back to waiting.")
+
+# -- worker ---------------------------------------------------------------------------------
+
+SCATTER_WORKER_PUT = _kind(
+    "scatter.worker_put", "incarnation", source="worker",
+    doc="Scattered data reached a worker (update-data); ``incarnation`` numbers the copy.")
+WORKER_PUT = _kind(
+    "worker.put", "incarnation", "replaced", source="worker",
+    doc="A worker stored a value for the key (scatter or task result).")
+WORKER_FREE = _kind(
+    "worker.free", "incarnation", source="worker",
+    doc="A worker deleted its copy (free-keys).")
+WORKER_FREE_STALE = _kind(
+    "worker.free_stale", "incarnation", "held_incarnation", source="worker",
+    doc="A free-keys aimed at an older copy was ignored (fixed protocol's incarnations).")
+WORKER_TRANSITION = _kind(
+    "worker.transition", "start", "finish", "stimulus_id", source="worker",
+    doc="A worker-side task state change (dask's worker state machine).")
+WORKER_MISSING_DEPENDENCY = _kind(
+    "worker.missing_dependency", "dependency", source="worker",
+    doc="A task could not run: a dependency's data is not on the worker.")
+TASK_STALE_RUN = _kind(
+    "task.stale_run", "worker", "run_id", "current_run_id", source="scheduler", actor=("worker",),
+    doc="A task result from an older run (cancelled, then resubmitted) arrived and was dropped.")
+WORKER_SECEDE = _kind(
+    "worker.secede", source="worker",
+    doc="A running task left its thread slot (secede), so another task may take it.")
+WORKER_REJOIN = _kind(
+    "worker.rejoin", source="worker",
+    doc="A seceded task took a thread slot again (rejoin).")
+FUTURE_PUT = _kind(
+    "future.put", source="scheduler",
+    doc="A task whose key came from the client's id counter reached memory: the value is now "
+        "set, and a second task given the same id would set it twice.")
+FUTURE_PUT_REJECTED = _kind(
+    "future.put_rejected", "reason", source="scheduler",
+    doc="The scheduler refused a second task for a counter-allocated key already set: two "
+        "futures were given one id (the racy-ids story).")
+
+# -- checks and the adapter -----------------------------------------------------------------
+
+VIOLATION = _kind(
+    "violation", "name", "first_seq", "client", "explanation", source="checks",
+    actor=("client",),
+    text="!! VIOLATION {name} (first broken at event {first_seq})",
+    doc="An invariant broke; ``first_seq`` is the earliest event of the story.")
+HOOK_FAILED = _kind(
+    "hook.failed", "hook", "error", source="adapter",
+    doc="One of the dask adapter's hooks raised; it was removed so dask goes on.")
+
+#: Field names by kind: the shape readers of old code and saved traces use.
+FIELDS: dict[str, tuple[str, ...]] = {name: k.fields for name, k in KINDS.items()}
+
+
+def namer(kind: str) -> Callable[[Callable[[Any], str], tuple], tuple] | None:
+    """For a kind with actor fields, a function renaming them in ``extra`` with ``name``.
+
+    The dask plugins record dask's ids; the tracer names them (``client:1``,
+    ``worker:0``) where the declaration says a field holds actors.
+    """
+    declared = KINDS.get(kind)
+    if declared is None or not (declared.actor_fields or declared.actors_fields):
+        return None
+    how = tuple(1 if f in declared.actor_fields else 2 if f in declared.actors_fields else 0
+                for f in declared.fields)
+
+    def rename(name: Callable[[Any], str], extra: tuple) -> tuple:
+        return tuple(v if h == 0 or v is None else name(v) if h == 1 else tuple(map(name, v))
+                     for h, v in zip(how, extra))
+
+    return rename
