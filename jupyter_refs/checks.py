@@ -60,9 +60,9 @@ _REFS_AFTER = ev.REFCOUNT_INC.at("after")
 assert _REFS_AFTER == ev.REFCOUNT_DEC.at("after")  # one handler reads both
 _STATE_TO, _STATE_REASON = ev.FUTURE_STATE.at("to"), ev.FUTURE_STATE.at("reason")
 _FINISH = ev.TRANSITION.at("finish")
-_WANTS_AFTER = {k.name: k.at("who_wants_after") for k in (ev.DESIRE_APPLIED, ev.RELEASE_APPLIED)}
-_DESIRE_CLIENT, _DESIRE_WANTS, _DESIRE_CREATED = (
-    ev.DESIRE_APPLIED.at(f) for f in ("client", "who_wants_after", "created_task"))
+_WANTS_AFTER = ev.DESIRE_APPLIED.at("who_wants_after")
+assert _WANTS_AFTER == ev.RELEASE_APPLIED.at("who_wants_after")  # one handler reads both
+_DESIRE_CLIENT, _DESIRE_CREATED = ev.DESIRE_APPLIED.at("client"), ev.DESIRE_APPLIED.at("created_task")
 _ASSERTION_TEXT = ev.SCHEDULER_ASSERTION.at("message")
 _UNKNOWN_CLIENT = ev.DESIRE_UNKNOWN.at("client")
 _REMOVED_CLIENT = ev.CLIENT_REMOVED.at("client")
@@ -307,7 +307,7 @@ class Checks:
 
     def _who_wants_changed(self, seq: int, row: tuple) -> None:
         key = row[KEY]
-        self._who_wants[key] = row[EXTRA][_WANTS_AFTER[row[KIND]]]
+        self._who_wants[key] = row[EXTRA][_WANTS_AFTER]
         self._leak_check.add(key)
         for client in self._holders.get(key, ()):
             self._update_suspect((client, key), seq)
@@ -315,7 +315,7 @@ class Checks:
     def _desire_applied(self, seq: int, row: tuple) -> None:
         self._who_wants_changed(seq, row)
         key, extra = row[KEY], row[EXTRA]
-        client, who_wants, created = extra[_DESIRE_CLIENT], extra[_DESIRE_WANTS], extra[_DESIRE_CREATED]
+        client, who_wants, created = extra[_DESIRE_CLIENT], extra[_WANTS_AFTER], extra[_DESIRE_CREATED]
         receiving = self._receiving
         if receiving is not None:
             self._applied[(client, key)] = (seq, receiving[0], receiving[1], receiving[2])
