@@ -31,17 +31,104 @@ def text_of(nb, tag: str) -> str:
     return "".join(out)
 
 
+#: The lessons this file checks for the course's conventions, and their minutes for a student.
+LESSONS = {
+    "01_scatter_race.ipynb": 40,
+    "02_ghost_task.ipynb": 40,
+    "03_future_ids.ipynb": 25,
+    "05_explore.ipynb": 35,
+    "06_tasks_that_submit.ipynb": 30,
+}
+
+
+def markdown(nb) -> str:
+    return "\n\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+
+
+def assert_conventions(nb, executed: bool = True) -> int:
+    """What every lesson has (issue 20), returning its minutes.
+
+    A header stating goal, prerequisites and time; "predict, then run": a cell that writes
+    ``guess = ...`` and a later one that checks it with ``course.check`` (executed: the answer is
+    printed); two or three exercises, each with a solution cell tagged ``solution`` and hidden
+    (``jupyter.source_hidden``) that ran without error; a takeaway; a "Model vs dask" box.
+    """
+    head = nb.cells[0]
+    assert head.cell_type == "markdown" and head.source.startswith("# Lesson")
+    assert "**Goal**:" in head.source and "**Prerequisites**:" in head.source
+    minutes = int(re.search(r"\*\*Time\*\*: (\d+) minutes", head.source)[1])
+    cells = list(enumerate(nb.cells))
+    guesses = [i for i, c in cells if c.cell_type == "code"
+               and re.search(r"^guess\w* = \.\.\.", c.source, re.M)]
+    checks = [i for i, c in cells if c.cell_type == "code" and "course.check(guess" in c.source]
+    assert guesses, "no predict-then-run cell"
+    for g in guesses:  # each guess is checked by a later cell, before the next guess is asked
+        later = [i for i in checks if i > g]
+        assert later and all(later[0] < n for n in guesses if n > g), f"guess in cell {g} unchecked"
+    solutions = [c for _, c in cells if "solution" in c.metadata.get("tags", [])]
+    exercises = re.findall(r"^### Exercise \d", markdown(nb), re.M)
+    assert 2 <= len(solutions) <= 3 and len(exercises) == len(solutions)
+    for c in solutions:
+        assert c.cell_type == "code" and c.metadata["jupyter"]["source_hidden"] is True
+    assert re.search(r"^## Takeaway$", markdown(nb), re.M)
+    assert re.search(r"^> \*\*Model vs dask\.\*\* ", markdown(nb), re.M)
+    if executed:
+        for i in checks:
+            assert "the answer: " in "".join(o.get("text", "") for o in nb.cells[i].outputs)
+        for c in solutions:
+            assert c.outputs and not any(o.output_type == "error" for o in c.outputs)
+    return minutes
+
+
+@pytest.mark.parametrize("name", sorted(LESSONS))
+def test_lessons_follow_the_course_conventions(name):
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    assert assert_conventions(nb, executed=False) == LESSONS[name]
+
+
 @pytest.mark.slow
 def test_scatter_race_lesson():
     nb = execute("01_scatter_race.ipynb")
-    assert "VIOLATION dangling_future" in text_of(nb, "legacy-refs")
+    assert_conventions(nb)
+    text = markdown(nb)
+    assert "Form A — the late release" in text and "Form B — the release inside the scatter" in text
+    assert "not dask's fix" in text
+    assert "VIOLATION dangling_future,refcount_mismatch" in text_of(nb, "legacy-refs")
     assert "forgotten" in text_of(nb, "legacy-refs")
+    a = text_of(nb, "predict-a")
+    assert "the answer: 'forgotten'" in a and "the answer: 'finished'" in a
     assert "cancelled for reason: lost dependencies." in text_of(nb, "legacy-submit")
-    assert "dask: violation after" in text_of(nb, "legacy-loop")
+    b = text_of(nb, "legacy-b")  # form B by hand: the fresh copy deleted, the future cancelled
+    assert "worker holds the key: False" in b
+    assert "the answer: 'cancelled'" in b and "the answer: 1 " in b
+    assert "violations: ['dangling_future', 'refcount_mismatch']" in b
+    why = text_of(nb, "legacy-b-why")
+    assert "`x = client.scatter(123)`" in why and "your future is cancelled" in why
+    assert "seed 0: violation after 6 iterations, form A" in text_of(nb, "legacy-loop")
+    seeds = {int(m[1]): (int(m[2]), m[3], m[4].split(", ")) for m in re.finditer(
+        r"seed +(\d+): failed at iteration (\d+), form (\w): (.*)", text_of(nb, "legacy-seeds"))}
+    assert sorted(seeds) == list(range(12))
+    # What the text says of the table: which seed fails by which form, within 32 iterations,
+    # refcount_mismatch with every A and with B on seeds 7, 8 and 11.
+    assert {s for s, (_, f, _) in seeds.items() if f == "A"} == {0, 1, 2, 4, 6, 9}
+    assert {s for s, (_, f, _) in seeds.items() if f == "B"} == {3, 5, 7, 8, 10, 11}
+    assert max(i for i, _, _ in seeds.values()) == 32
+    mismatch = {s for s, (_, _, names) in seeds.items() if "refcount_mismatch" in names}
+    assert mismatch == {0, 1, 2, 4, 6, 9, 7, 8, 11}
+    shown = {n for _, _, names in seeds.values() for n in names}
+    explained = set(re.findall(r"^\* \*\*`(\w+)`\*\*", text, re.M))
+    assert shown <= explained, shown - explained  # every violation name shown is explained
     fixed = text_of(nb, "fixed-refs")
-    assert "VIOLATION" not in fixed and "memory" in fixed
+    assert "VIOLATION" not in fixed and "memory" in fixed and "release.stale" in fixed
     assert "result: 124" in text_of(nb, "fixed-submit")
-    assert "fixed: no violation in 2000 iterations" in text_of(nb, "fixed-loop")
+    assert "fixed: 0 of 12 seeds failed in 2000 iterations" in text_of(nb, "fixed-loop")
+    one = text_of(nb, "solution-1")
+    assert "same key: False | second: finished memory" in one and "violations: []" in one
+    assert "40 seeds: form A 14, form B 26, no failure 0" in text_of(nb, "solution-2")
+    three = text_of(nb, "solution-3")
+    assert "free-keys: none in flight" in three and "ignored as stale: ['release.stale']" in three
+    assert "x: finished | scheduler: memory | on the worker: True" in three
+    assert three.rstrip().endswith("violations: []")
     widgets = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
     assert any(m["model_name"] == "BokehModel" for m in widgets.values())  # %timeline drew
 
