@@ -138,29 +138,56 @@ def widget_models(nb) -> list[str]:
     return [m["model_name"] for m in state.values()]
 
 
+@pytest.mark.slow
+@pytest.mark.dask
 def test_ghost_task_lesson():
+    pytest.importorskip("distributed")
     nb = execute("02_ghost_task.ipynb")
+    assert_conventions(nb)
+    assert "in a list, the task got: [41]" in text_of(nb, "list-unpacked")  # a value, not a future
+    assert "the answer: [41]" in text_of(nb, "list-unpacked")
     legacy = text_of(nb, "legacy-refs")
     assert "released (ghost)" in legacy and "VIOLATION ghost_task" in legacy
+    assert "the answer: 'released'" in text_of(nb, "predict-ghost")
     meet = text_of(nb, "legacy-meet")
     assert "the future came back: <Future: pending" in meet
     for name in ("y", "g", "other"):  # all of client:1's futures, the unrelated one too
         assert f"{name} -> FutureCancelledError" in meet and "scheduler-connection-lost" in meet
+        assert f"'{name}'" in meet.split("the answer: ")[1]
     ghosts = int(re.search(r"dask-2024.7: (\d+) ghost tasks in 50", text_of(nb, "legacy-loop"))[1])
     assert ghosts > 0
-    assert "in a list, the task got: [41]" in text_of(nb, "list-unpacked")  # a value, not a future
+    variable = text_of(nb, "legacy-variable")  # path 2: Variable.set before PR 8827
+    assert "before the task runs, the scheduler has the key as: forgotten" in variable
+    assert "the task: published" in variable and "now: released" in variable
+    assert "ghost_task for variable-shared" in variable and "variable_set" in variable
     unbound = "in the task: status None; .result() -> RuntimeError:"
     today = text_of(nb, "dask-refs")  # today's dask: the future arrives unbound, no ghost
     assert unbound in today and "not properly initialized" in today
     assert "ghost" not in today and "VIOLATION" not in today and "created_task=True" not in today
     meet = text_of(nb, "dask-meet")
     assert "the future came back: <Future: pending" in meet and "other -> 7" in meet
-    assert "dask: 0 ghost tasks in 50 iterations" in text_of(nb, "dask-loop")
+    loop = text_of(nb, "dask-loop")
+    assert "dask: 0 ghost tasks in 50 iterations" in loop and "the answer: 0 " in loop
+    variable = text_of(nb, "dask-variable")
+    assert "the task: TimeoutError" in variable and "now: forgotten | violations: []" in variable
+    real = text_of(nb, "real-dask")  # what the notebook says of distributed 2026.8.0
+    assert "distributed 2026.8.0" in real and unbound in real
+    assert "the future came back: <Future: None, key: int-" in real
+    assert "the scheduler knows the key: False" in real
+    assert "client-desires-keys for the forgotten key: UserWarning" in real and "but key is unknown" in real
+    assert "after the desire, the scheduler knows the key: False" in real
+    assert "publish through a distributed.Variable: TimeoutError: Task int-" in real
+    assert "unknown to scheduler." in real and "the answer: None " in real
     fixed = text_of(nb, "fixed-refs")
     assert "VIOLATION" not in fixed and unbound in fixed and "holds no reference" in fixed
     meet = text_of(nb, "fixed-meet")
     assert "unknown to the scheduler" in meet and "lost dependencies" in meet and "other -> 7" in meet
     assert "fixed: 0 ghost tasks in 50 iterations" in text_of(nb, "fixed-loop")
+    one = text_of(nb, "solution-1")  # the desire first: no ghost, the worker's client keeps x
+    assert "ghosts: 0" in one and "the scheduler: memory wanted by ['client:worker:0']" in one
+    assert one.rstrip().endswith("violations: []")
+    two = text_of(nb, "solution-2")
+    assert "fx + 1 -> 42" in two and two.rstrip().endswith("violations: []")
     assert "BokehModel" in widget_models(nb)
 
 
