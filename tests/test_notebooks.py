@@ -192,22 +192,29 @@ def test_ghost_task_lesson():
 
 
 @pytest.mark.slow
+@pytest.mark.dask
 def test_future_ids_lesson():
+    pytest.importorskip("distributed")
     nb = execute("03_future_ids.ipynb")
-    found = re.search(r"16000 futures, (\d+) id collisions, (\d+) second puts refused",
-                      text_of(nb, "legacy-threads"))
+    assert_conventions(nb)
+    assert "shared-memory race, not a message-order race" in markdown(nb)
+    threads = text_of(nb, "legacy-threads")
+    found = re.search(r"16000 futures, (\d+) id collisions, (\d+) second puts refused", threads)
     collisions, refused = int(found[1]), int(found[2])
-    assert collisions > 0 and refused == collisions
+    assert collisions > 0 and refused == collisions and "the answer: True " in threads
     shown = text_of(nb, "legacy-collision")
     assert "was handed out twice" in shown and shown.count("Future can be set only once") >= 2
-    assert ("16000 futures, 0 id collisions, 0 second puts refused, 0 futures not finished"
-            in text_of(nb, "fixed-threads"))
+    uuid4 = r"\binc-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\b"
+    for tag in ("dask-keys", "real-keys"):  # dask's pure=False keys, on the model and on dask
+        assert len(set(re.findall(uuid4, text_of(nb, tag)))) == 3
+    assert "all uuid4 keys: True | results: [2, 2, 2]" in text_of(nb, "real-keys")
+    for tag in ("dask-threads", "fixed-threads"):
+        assert ("16000 futures, 0 id collisions, 0 second puts refused, 0 futures not finished"
+                in text_of(nb, tag))
+    assert "the answer: 0 " in text_of(nb, "dask-threads")
     assert "every result right: True" in text_of(nb, "fixed-threads")
-    # dask's pure=False keys: inc-<uuid4>
-    keys = re.findall(r"\binc-[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}\b", text_of(nb, "dask-keys"))
-    assert len(set(keys)) == 3
-    assert ("16000 futures, 0 id collisions, 0 second puts refused, 0 futures not finished"
-            in text_of(nb, "dask-threads"))
+    assert "thread A got 1, thread B got 1: the same id: True" in text_of(nb, "solution-1")
+    assert "about 1.0e+14 keys" in text_of(nb, "solution-2")
     assert "BokehModel" in widget_models(nb)
 
 
