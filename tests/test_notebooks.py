@@ -124,7 +124,7 @@ def test_scatter_race_lesson():
     assert "fixed: 0 of 12 seeds failed in 2000 iterations" in text_of(nb, "fixed-loop")
     one = text_of(nb, "solution-1")
     assert "same key: False | second: finished memory" in one and "violations: []" in one
-    assert "40 seeds: form A 14, form B 26, no failure 0" in text_of(nb, "solution-2")
+    assert "40 seeds: form A 13, form B 25, shape C 2, no failure 0" in text_of(nb, "solution-2")
     three = text_of(nb, "solution-3")
     assert "free-keys: none in flight" in three and "ignored as stale: ['release.stale']" in three
     assert "x: finished | scheduler: memory | on the worker: True" in three
