@@ -235,15 +235,41 @@ def test_real_dask_lesson():
 @pytest.mark.slow
 def test_explore_lesson():
     nb = execute("05_explore.ipynb")
+    assert_conventions(nb)
+    text = markdown(nb)
+    # the worked example: the counts the text derives by hand, as explore() reports them
+    assert "**5 orders**, so **10** in all" in text and "**4 classes**" in text
+    counts = text_of(nb, "worked-counts")
+    assert "bound   0:  1 orders without sleep sets; with them 1 runs, 0 pruned, 1 complete" in counts
+    assert "bound   1:  7 orders" in counts
+    for bound in (2, 100):
+        assert (f"bound {bound:3}: 10 orders without sleep sets; with them 6 runs, 2 pruned, "
+                "4 complete") in counts
+    assert "the answer: 10 " in counts and "the answer: 7 " in counts
+    orders = text_of(nb, "worked-orders")
+    assert ("10 orders; within bound 0: 1, bound 1: 7; 4 classes of orders that only swap deliveries "
+            "to different actors") in orders
+    assert re.search(r"^R1 R2 F1 F2 W1 W2 +delays 0 ", orders, re.M)  # the in-order run
+    assert "no lucky timing" in text and "Not on dask." in text and "cannot hide" not in text
     legacy = text_of(nb, "legacy-8576")
     assert "legacy: every order within bound 2" in legacy and "distinct failure(s)" in legacy
     variants = text_of(nb, "variants")
-    assert "A: the late release" in variants and "B: the late free" in variants
+    for form in ("A: the late release", "B: the release inside the scatter",
+                 "C: a late release-worker-data"):
+        assert form in variants
+    assert "the answer: {" in variants and "'A'" in variants.split("the answer: ")[1]
+    assert "'B'" in variants.split("the answer: ")[1]
     assert "replayed legacy@" in text_of(nb, "replay") and "dangling_future" in text_of(nb, "replay")
     assert "ghost_task" in text_of(nb, "legacy-ghost")
     for tag in ("fixed-8576", "fixed-ghost"):
         assert "fixed: every order within bound 2" in text_of(nb, tag)
         assert text_of(nb, tag).rstrip().endswith("no failure")
+    one = text_of(nb, "solution-1")  # a bound too small misses form B, bound 0 everything
+    assert "bound 0: 1 orders, exhaustive True, forms found: none" in one
+    assert "bound 1: 21 orders, exhaustive True, forms found: ['A', 'C']" in one
+    two = text_of(nb, "solution-2")
+    assert "without sleep sets 410 orders, with them 122 (54 pruned); both exhaustive: True" in two
+    assert "without sleep sets: ['A', 'B', 'C'] | with them: ['A', 'B', 'C']" in two
     assert "BokehModel" in widget_models(nb)
 
 
