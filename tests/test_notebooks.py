@@ -274,17 +274,29 @@ def test_explore_lesson():
 
 
 @pytest.mark.slow
+@pytest.mark.dask
 def test_tasks_that_submit_lesson():
+    pytest.importorskip("distributed")
     nb = execute("06_tasks_that_submit.ipynb")
-    assert "right after submit: pending" in text_of(nb, "notebook-tree")
-    assert "sum: 2016 | status: finished" in text_of(nb, "notebook-tree")
+    assert_conventions(nb)
+    tree = text_of(nb, "notebook-tree")
+    assert "right after submit: pending" in tree and "the answer: 'pending'" in tree
+    assert "sum: 2016 | status: finished" in tree
     task = text_of(nb, "task-tree")
     assert "sum: 2016" in task and "client:worker:" in task and "violations: 0" in task
     deadlock = text_of(nb, "deadlock")
     assert "ThreadsExhaustedError" in deadlock and "with worker_client(): 2" in deadlock
+    assert "the answer: 'ThreadsExhaustedError'" in deadlock
+    real = text_of(nb, "real-deadlock")  # real dask waits where the stepped model can tell
+    assert "waits on its thread: TimeoutError — timed out after 3 s." in real
+    assert "with worker_client(): 2" in real
     cancel = text_of(nb, "cancel")
     assert "executing -> cancelled" in cancel and "cancelled -> released" in cancel
-    assert "on the worker afterwards: False" in cancel
-    assert "leaked_key" in text_of(nb, "ff-legacy")
+    assert "on the worker afterwards: False" in cancel and "the answer: False " in cancel
+    ff = text_of(nb, "ff-legacy")
+    assert "leaked_key" in ff and "1 distinct failure(s)" in ff
     assert "no failure" in text_of(nb, "ff-fixed")
     assert "right sums: notebook 50/50, in a task 50/50; violations: 0" in text_of(nb, "fifty")
+    assert "with secede() and rejoin(): 2" in text_of(nb, "solution-1")
+    two = text_of(nb, "solution-2")  # the running thread's result serves the resubmission
+    assert "second future: 1" in two and "worker: executing -> cancelled, cancelled -> executing" in two
