@@ -163,8 +163,8 @@ def test_ghost_task_lesson():
     for name in ("y", "g", "other"):  # all of client:1's futures, the unrelated one too
         assert f"{name} -> FutureCancelledError" in meet and "scheduler-connection-lost" in meet
         assert f"'{name}'" in meet.split("the answer: ")[1]
-    ghosts = int(re.search(r"dask-2024.7: (\d+) ghost tasks in 50", text_of(nb, "legacy-loop"))[1])
-    assert ghosts > 0
+    assert "with seed 3, in 42 of the 50 iterations" in markdown(nb)  # seeded: the same every run
+    assert "dask-2024.7: 42 ghost tasks in 50 iterations" in text_of(nb, "legacy-loop")
     variable = text_of(nb, "legacy-variable")  # path 2: Variable.set before PR 8827
     assert "before the task runs, the scheduler has the key as: forgotten" in variable
     assert "the task: published" in variable and "now: released" in variable
