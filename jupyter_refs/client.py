@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from dask.tokenize import tokenize
 from dask.utils import funcname, typename
 
+from . import gcscope
 from .errors import (
     ClusterClosedError,
     FutureCancelledError,
@@ -552,6 +553,7 @@ class Client:
 
     # -- scatter -------------------------------------------------------------------------
 
+    @gcscope.served
     def scatter(self, data: Any, workers: Any = None, broadcast: bool = False,
                 direct: bool | None = None, hash: bool = True, timeout: Any = None,
                 asynchronous: bool | None = None) -> Any:
@@ -627,6 +629,7 @@ class Client:
 
     # -- submit / map ------------------------------------------------------------------
 
+    @gcscope.served
     def submit(self, func: Callable[..., Any], *args: Any, key: str | None = None,
                workers: Any = None, resources: Any = None, retries: int | None = None,
                priority: int = 0, fifo_timeout: Any = "100 ms", allow_other_workers: bool = False,
@@ -644,6 +647,7 @@ class Client:
         return self._submit_many(func, [(key, args, kwargs)], options, "submit", _user_cell(),
                                  allocated)[0]
 
+    @gcscope.served
     def map(self, func: Callable[..., Any], *iterables: Iterable[Any], key: Any = None,
             workers: Any = None, retries: int | None = None, resources: Any = None,
             priority: int = 0, allow_other_workers: bool = False, fifo_timeout: Any = "100 ms",
@@ -746,6 +750,7 @@ class Client:
             user_call.wait(done, f"result of {', '.join(keys)}", timeout,
                            lambda: self._held_for(keys))
 
+    @gcscope.served
     def gather(self, futures: Any, errors: str = "raise", direct: bool | None = None,
                asynchronous: bool | None = None, timeout: float | None = None) -> Any:
         """The values of ``futures``: a future, or any nesting of lists, tuples, sets and

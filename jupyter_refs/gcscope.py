@@ -15,11 +15,16 @@ collector as they set it.  Nothing is disabled; collections only come less often
 
 from __future__ import annotations
 
+import functools
 import gc
 import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 #: The factor ``distributed/cli/dask_scheduler.py`` applies to each threshold.
 FACTOR = 3
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 _lock = threading.Lock()
 _depth = 0
@@ -43,3 +48,22 @@ def leave() -> None:
         _depth -= 1
         if _depth == 0:
             gc.set_threshold(*_saved)
+
+
+def served(method: _F) -> _F:
+    """Raise the thresholds for the whole of a public call (``Client.map``, ``gather``, …).
+
+    The cluster's own section (``Cluster.call``) enters the scope too, but a call does
+    much before it: a 10,000-task ``map`` builds its keys and pickles its arguments
+    first, and with the user's thresholds a full collection landed there on most runs.
+    """
+
+    @functools.wraps(method)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        enter()
+        try:
+            return method(*args, **kwargs)
+        finally:
+            leave()
+
+    return call  # type: ignore[return-value]
