@@ -53,7 +53,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .checks import Checks, Violation
+from .beliefs import Beliefs
+from .checks import Violation
 from .cluster import Cluster
 from .errors import JupyterRefsError
 from .network import Chooser
@@ -513,15 +514,8 @@ def _shape(explanation: str) -> str:
 
 
 def beliefs(trace: Trace, upto: int, key: str) -> list:
-    """The checks' view of ``key`` right after event ``upto``: each side's beliefs then."""
-    partial = Trace(capacity=max(1, upto + 2))
-    for e in trace.events():
-        if e.seq > upto:
-            break
-        partial.add(e.t_ns, e.actor, e.thread, e.kind, e.key, e.msg_id, e.channel, e.op, e.data)
-    checks = Checks(partial)
-    partial.flush()
-    return checks.snapshot([key])
+    """Each side's beliefs about ``key`` right after event ``upto`` (no check is rerun)."""
+    return Beliefs.of(trace, until=upto + 1).snapshot([key])
 
 
 # -- the search -----------------------------------------------------------------------------------

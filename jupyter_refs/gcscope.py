@@ -27,18 +27,26 @@ FACTOR = 3
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 _lock = threading.Lock()
+_isenabled = gc.isenabled
 _depth = 0
 _saved: tuple[int, ...] = ()
 
 
-def enter() -> None:
-    """A call begins: the first of any concurrent calls raises the thresholds."""
+def enter() -> bool:
+    """A call begins: the first of any concurrent calls raises the thresholds.
+
+    Returns whether it did anything: with the collector off (the explorer turns it off
+    for its runs) thresholds do not matter, and the caller must not ``leave()``.
+    """
     global _depth, _saved
+    if not _isenabled():
+        return False
     with _lock:
         if _depth == 0:
             _saved = gc.get_threshold()
             gc.set_threshold(*(t * FACTOR for t in _saved))
         _depth += 1
+    return True
 
 
 def leave() -> None:
@@ -60,7 +68,8 @@ def served(method: _F) -> _F:
 
     @functools.wraps(method)
     def call(*args: Any, **kwargs: Any) -> Any:
-        enter()
+        if not enter():
+            return method(*args, **kwargs)
         try:
             return method(*args, **kwargs)
         finally:

@@ -226,6 +226,11 @@ class Trace:
 
     filter = events
 
+    def batch(self, since: int = 0, until: int | None = None) -> Batch:
+        """The rows of ``[since, until)`` as a batch, as a subscriber would have received them."""
+        start, rows = self._snapshot(since, until)
+        return Batch(start, rows, 0)
+
     def __iter__(self) -> Iterator[Event]:
         return iter(self.events())
 
