@@ -3,17 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from helpers import Box, inc, keep
+from helpers import Box, inc, keep, scatter_race
 
 from jupyter_refs import ScenarioError, ScheduleError, explore, replay
 from jupyter_refs.explore import _run, fingerprint
-
-
-def scatter_race(client):
-    x = client.scatter(123)
-    del x
-    x = client.scatter(123)
-    client.submit(inc, x)
 
 
 def ghost(client):
