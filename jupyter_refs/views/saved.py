@@ -123,4 +123,6 @@ class SavedTrace:
         w = self.bundle["window"]
         text = (f"<jupyter_refs trace: events {w['first']}..{w['next'] - 1} of {w['total']}, "
                 f"{len(self.bundle['violations']['x'])} violations>")
-        return {MIME: self.bundle, "text/plain": text}
+        from .svg import SVG_MIME, timeline_svg
+
+        return {MIME: self.bundle, SVG_MIME: timeline_svg(self.bundle), "text/plain": text}

@@ -32,6 +32,7 @@ from bokeh.transform import linear_cmap
 from ..trace import Batch, Trace
 from .pump import LiveView, Pump
 from .saved import MIME, trace_bundle
+from .svg import SVG_MIME, timeline_svg
 from .timeline_model import _DEFAULT_COLOR, KIND_COLORS, OP_COLORS, TimelineModel
 
 if TYPE_CHECKING:
@@ -548,10 +549,16 @@ class Timeline(LiveView):
 
         ensure_bokehjs()
         bundle = self.widget._repr_mimebundle_(**kwargs)
-        if MIME not in (kwargs.get("exclude") or ()):
-            # With no kernel (or after a restart) the widget is gone; JupyterLab then
-            # draws this instead, so a saved notebook still shows its race.
-            bundle[MIME] = self.saved_bundle()
+        exclude = kwargs.get("exclude") or ()
+        if MIME not in exclude or SVG_MIME not in exclude:
+            # With no kernel (or after a restart) the widget is gone; JupyterLab's extension
+            # then draws the saved trace instead, and any other viewer (nbconvert's HTML,
+            # GitHub) shows the SVG picture of it, so a saved notebook still shows its race.
+            saved = self.saved_bundle()
+            if MIME not in exclude:
+                bundle[MIME] = saved
+            if SVG_MIME not in exclude:
+                bundle[SVG_MIME] = timeline_svg(saved)
         return bundle
 
     def close(self) -> None:
