@@ -155,6 +155,7 @@ def test_lesson_00_references(tmp_path, monkeypatch, caplog):
     assert "caused by the client's release: True" in text_of(nb, "solution-stimulus")
     [picture] = timeline_svgs(nb)
     assert picture.findall(".//{http://www.w3.org/2000/svg}g[@class='violation']")
+    assert static_html_pictures(nb) == 1
 
 
 @pytest.mark.slow
@@ -191,3 +192,17 @@ def test_lesson_07_capstone(tmp_path, monkeypatch, caplog):
     assert re.search(r"dask\s+4000 futures, 4000 distinct keys, violations: 0, e\.g\. inc-[0-9a-f]{8}-", ids)
     pictures = timeline_svgs(nb)
     assert len(pictures) == 2  # %%explore's smallest failure, and its %replay
+    assert static_html_pictures(nb) == 2
+
+
+def static_html_pictures(nb) -> int:
+    """How many timeline pictures nbconvert's HTML shows for a notebook saved as JupyterLab saves
+    it by default, with no widget state: then nbconvert skips the widget view for the next MIME
+    type it knows, the SVG.  (With saved widget state it prefers the widget view, which only
+    renders with the widget manager's scripts from a CDN.)"""
+    from nbconvert import HTMLExporter
+
+    saved = nbformat.from_dict(nb)
+    saved.metadata.pop("widgets", None)
+    html, _ = HTMLExporter().from_notebook_node(saved)
+    return html.count('src="data:image/svg+xml;base64,PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmci')
