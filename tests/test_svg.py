@@ -81,3 +81,31 @@ def test_timeline_outputs_carry_the_picture(race):
     finally:
         tl.close()
     assert SVG_MIME in SavedTrace(race.trace)._repr_mimebundle_()
+
+
+def test_a_long_trace_is_pictured_around_its_first_violation():
+    """The picture is bounded (an SVG element costs more than a bundle row): at most
+    PICTURE_EVENTS events, a third before the first violation, and its header says which."""
+    from jupyter_refs.views.saved import SavedTrace
+    from jupyter_refs.views.svg import PICTURE_EVENTS
+
+    cluster = Cluster(protocol="dask", network="immediate")
+    client = cluster.client()
+    for i in range(100):  # a long quiet prefix, then the race forced by hand
+        client.scatter(i).result()
+    x = client.scatter(123)
+    cluster.hold("client:1->scheduler")
+    del x
+    x = client.scatter(123)  # noqa: F841 - held: the future the race leaves dangling
+    cluster.release_holds()
+    cluster.run_until_idle()
+    first = cluster.violations[0].first_seq
+    trace = cluster.trace
+    assert len(trace) > 2 * PICTURE_EVENTS
+    saved = SavedTrace(trace)
+    assert saved.bundle["window"]["next"] - saved.bundle["window"]["first"] > PICTURE_EVENTS
+    root = ET.fromstring(saved._repr_mimebundle_()[SVG_MIME])
+    seqs = [int(t.text.split(":")[0].split()[1]) for t in root.iterfind(".//svg:circle/svg:title", NS)]
+    assert max(seqs) - min(seqs) < PICTURE_EVENTS and min(seqs) <= first <= max(seqs)
+    assert f"of {trace.next_seq}" in root.find("svg:text", NS).text
+    assert root.findall(".//svg:g[@class='violation']", NS)

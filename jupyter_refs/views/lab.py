@@ -33,7 +33,6 @@ from typing import Any
 
 from ..trace import Batch
 from .pump import Pump
-from .svg import timeline_svg
 
 TARGET = "jupyter-refs"
 MAX_ROWS = 500  # keys sent to the sidebar; the rest are counted
@@ -171,7 +170,7 @@ class LabChannel:
             self._saved[timeline] = drawn
             bundle = timeline.saved_bundle()
             self._broadcast({"type": "trace", "timeline_id": timeline.id, "bundle": bundle,
-                             "svg": timeline_svg(bundle)})
+                             "svg": timeline.picture(bundle)})
             sent += 1
         return sent
 

@@ -18,10 +18,15 @@ with the same sizes, so the picture a student sees does not depend on the viewer
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from html import escape
 from typing import Any
 
 SVG_MIME = "image/svg+xml"
+#: Events in a picture at most: a third before the first violation, the rest after (as the
+#: saved bundle chooses its window).  An SVG element costs about 2.5 times a bundle row, and a
+#: picture of thousands of events at 960 px is unreadable anyway; the saved bundle keeps more.
+PICTURE_EVENTS = 800
 ROW = 26  # px per lane
 LABEL_W = 230  # px for the lane names
 TOP, RIGHT, BOTTOM = 26, 16, 30  # the title line above, the axis below
@@ -40,6 +45,14 @@ def _num(v: Any) -> str:
     if isinstance(v, float):
         return f"{v:.1f}".rstrip("0").rstrip(".")
     return escape(str(v), quote=True)
+
+
+def picture(bundle: dict[str, Any], rebuild: Callable[[int], dict[str, Any]]) -> str:
+    """The SVG of ``bundle``, or of ``rebuild(PICTURE_EVENTS)`` when the bundle spans more events."""
+    w = bundle["window"]
+    if w["next"] - w["first"] > PICTURE_EVENTS:
+        bundle = rebuild(PICTURE_EVENTS)
+    return timeline_svg(bundle)
 
 
 def timeline_svg(bundle: dict[str, Any]) -> str:

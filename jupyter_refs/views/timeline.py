@@ -32,7 +32,7 @@ from bokeh.transform import linear_cmap
 from ..trace import Batch, Trace
 from .pump import LiveView, Pump
 from .saved import MIME, trace_bundle
-from .svg import SVG_MIME, timeline_svg
+from .svg import SVG_MIME, picture
 from .timeline_model import _DEFAULT_COLOR, KIND_COLORS, OP_COLORS, TimelineModel
 
 if TYPE_CHECKING:
@@ -537,6 +537,10 @@ class Timeline(LiveView):
                             since=self._since, until=self.drawn_until, timeline_id=self.id,
                             max_key_lanes=self._max_key_lanes, **kwargs)
 
+    def picture(self, saved: dict[str, Any] | None = None) -> str:
+        """The static SVG of what the figure shows (of ``saved``, its saved bundle, if given)."""
+        return picture(saved or self.saved_bundle(), lambda n: self.saved_bundle(max_events=n))
+
     def _ipython_display_(self) -> None:
         """Display under this timeline's id, so its saved trace can be brought up to date."""
         from IPython.display import display
@@ -558,7 +562,7 @@ class Timeline(LiveView):
             if MIME not in exclude:
                 bundle[MIME] = saved
             if SVG_MIME not in exclude:
-                bundle[SVG_MIME] = timeline_svg(saved)
+                bundle[SVG_MIME] = self.picture(saved)
         return bundle
 
     def close(self) -> None:
