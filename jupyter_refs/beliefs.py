@@ -96,6 +96,9 @@ class Beliefs:
         self.receiving: Receipt | None = None  # the message whose effects are being recorded
         self.desired_by: dict[tuple[str, str], tuple[int, int, str]] = {}  # -> (msg id, seq, op)
         self.released_by: dict[tuple[str, str], tuple[int, int]] = {}  # -> (msg id, sent seq)
+        #: (client, key) the client cancelled itself (``Future.cancel``, ``client.cancel``) ->
+        #: seq of its cancel-keys: both sides then agree the future is gone.
+        self.cancelled_by_client: dict[tuple[str, str], int] = {}
         #: (client, key) -> (seq, msg id, op, sent seq) of the last desire the scheduler applied.
         self.applied: dict[tuple[str, str], tuple[int, int, str, int]] = {}
         self.forgotten_by: dict[str, Receipt | None] = {}  # key -> the message that forgot it
@@ -170,6 +173,9 @@ class Beliefs:
         elif op == "client-releases-keys":
             for key in row[EXTRA][_MSG_KEYS]:
                 self.released_by[(sender, key)] = (row[MSG_ID], seq)
+        elif op == "cancel-keys":
+            for key in row[EXTRA][_MSG_KEYS]:
+                self.cancelled_by_client[(sender, key)] = seq
 
     # -- clients ---------------------------------------------------------------------------
 
@@ -182,6 +188,7 @@ class Beliefs:
             pair = (row[ACTOR], row[KEY])
             self.fstate[pair] = "pending"
             self.disconnected.discard(pair)
+            self.cancelled_by_client.pop(pair, None)
 
     def refcount_changed(self, seq: int, row: tuple) -> None:
         client, key, after = row[ACTOR], row[KEY], row[EXTRA][_REFS_AFTER]
@@ -194,6 +201,7 @@ class Beliefs:
         self.refcount.pop(pair, None)
         self.fstate.pop(pair, None)
         self.released_at.pop(pair, None)
+        self.cancelled_by_client.pop(pair, None)
         self.disconnected.discard(pair)
         holders = self.holders.get(key)
         if holders is not None:

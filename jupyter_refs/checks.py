@@ -378,7 +378,7 @@ class Checks:
             for client in sorted(b.holders.get(key, ())):
                 pair = (client, key)
                 if (b.fstate.get(pair) == "finished" and client not in b.dropping
-                        and pair not in self._settled):
+                        and pair not in self._settled and pair not in b.cancelled_by_client):
                     self._report(
                         "dangling_future", key, client, freed,
                         f"with every channel drained, the scheduler holds {key} in memory on "
@@ -454,7 +454,7 @@ class Checks:
     def _update_suspect(self, b: Beliefs, pair: tuple[str, str], seq: int) -> None:
         client, key = pair
         if (b.refcount.get(pair) and client not in b.who_wants.get(key, ())
-                and pair not in self._settled):
+                and pair not in self._settled and pair not in b.cancelled_by_client):
             self._suspects.setdefault(pair, seq)
         else:
             self._suspects.pop(pair, None)
