@@ -54,10 +54,13 @@ NEVER_HELD = {"keep-alive", "heartbeat-client"}
 #: Sends the tracer's hooks already record (sender kind, op), and receipts (receiver kind, op).
 SENDS_TRACED = {("client", op) for op in ("client-releases-keys", "client-desires-keys",
                                           "update-graph", "scatter", "update-data")}
-SENDS_TRACED |= {("scheduler", op) for op in remote.REPORT_OPS}
+SENDS_TRACED |= {("scheduler", op) for op in (*remote.REPORT_OPS, *remote.WORKER_OPS,
+                                               *(f"{rpc}-reply" for rpc in remote.REPLIED))}
 RECEIPTS_TRACED = {("scheduler", op) for op in ("client-releases-keys", "client-desires-keys",
                                                 "update-graph", "scatter")}
-RECEIPTS_TRACED |= {("client", op) for op in remote.REPORT_OPS}
+RECEIPTS_TRACED |= {("client", op) for op in (*remote.REPORT_OPS,
+                                             *(f"{rpc}-reply" for rpc in remote.REPLIED))}
+RECEIPTS_TRACED |= {("worker", op) for op in remote.WORKER_OPS}
 #: How long a blocking deliver waits for the receiver's loop.
 DELIVER_TIMEOUT_S = 10.0
 
