@@ -465,9 +465,6 @@ class Holds:
             if msg._record_receipt:
                 self._record("msg.received", msg.sender, msg.receiver, msg.op, msg.keys, channel,
                              time.time_ns())
-            controller = self.controller
-            if controller is not None:
-                controller.delivered(msg.signature, msg._occurrence)
             if msg._go is not None:
                 if not msg._go.done():
                     msg._go.set_result(None)
@@ -477,6 +474,12 @@ class Holds:
                 if inspect.isawaitable(result):
                     await result
             await _settle()
+            # Delivered once handled: a reply resumes its caller a few turns of the loop
+            # after its gate opens (the scheduler registers a scatter after the put's reply
+            # is delivered), and a message that must wait for it arrives meanwhile.
+            controller = self.controller
+            if controller is not None:
+                controller.delivered(msg.signature, msg._occurrence)
             with self._cond:
                 self._cond.notify_all()
             if controller is not None:

@@ -313,6 +313,11 @@ class WorkerRecorder(WorkerPlugin, _Periodic):
     def setup(self, worker: Any) -> None:
         self.worker = worker
         self.rec = Recorder(worker.address, self.capacity)
+        # What the worker already holds: the checks know its copies from the start, so a
+        # scatter of a key it still has (dask puts no new copy: no transition) is not taken
+        # for data that vanished.
+        for key in list(worker.data):
+            self.rec.record_key("worker.put", key, (0, ()))
         self.hooks = Hooks(self.rec.hook_failed)
         self.hooks.item(worker.stream_handlers, BARRIER, before=self._barrier)
         for op in WORKER_OPS:

@@ -47,7 +47,8 @@ from .remote import CHANNEL
 
 _CHUNK = 256  # events merged between two yields of the GIL
 CLIENT_OPS = ("client-releases-keys", "client-desires-keys", "update-graph")
-BATCHED = {"client-releases-keys", "client-desires-keys", "update-graph", *remote.REPORT_OPS}
+BATCHED = {"client-releases-keys", "client-desires-keys", "update-graph", *remote.REPORT_OPS,
+           *remote.WORKER_OPS}
 
 # The keys of the scatter being run by this asyncio task, so that futures created by it
 # are known to come from a scatter.
