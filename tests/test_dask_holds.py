@@ -192,6 +192,22 @@ def test_detach_after_holds_leaves_dask_working(inproc):
     assert type(inproc.scheduler).__name__ == "PooledRPCCall"
 
 
+def test_a_worker_that_joins_after_the_first_hold_is_held_too():
+    with LocalCluster(n_workers=1, processes=False, threads_per_worker=1,
+                      dashboard_address=":0") as cluster, Client(cluster) as client:
+        with attach(client) as tracer:
+            tracer.hold("scheduler->worker:*")
+            [first] = client.scheduler_info()["workers"]
+            cluster.scale(2)
+            client.wait_for_workers(2, timeout=30)
+            [new] = set(client.scheduler_info()["workers"]) - {first}
+            f = client.submit(inc, 1, workers=[new], pure=False)
+            [held] = tracer.wait_held("compute-task", timeout=5)
+            assert held.channel == f"scheduler->{tracer._name(new)}" and f.status == "pending"
+            tracer.release_holds()
+            assert f.result(timeout=10) == 2
+
+
 def test_worker_processes_refuse_what_they_cannot_hold():
     with LocalCluster(n_workers=1, processes=True, threads_per_worker=1,
                       dashboard_address=":0") as cluster, Client(cluster) as client:

@@ -267,12 +267,12 @@ class Holds:
             return kwargs["worker"] if "worker" in kwargs else kwargs.get("client", "?")
 
         self._gate_streams(s.stream_handlers, "scheduler", scheduler_sender, s_loop, "scheduler")
-        for address, worker in self.workers.items():
-            self._gate_streams(worker.stream_handlers, address, lambda kw: "scheduler",
-                               worker.loop.asyncio_loop, f"worker {address}")
-            self._gate_request(worker.handlers, "update_data", address, "update-data",
-                               worker.loop.asyncio_loop, lambda kw: "scheduler",
-                               lambda kw: tuple(remote._k(k) for k in kw.get("data") or ()))
+        for worker in self.workers.values():
+            self._gate_worker(worker)
+        # A worker that joins later is gated once the tracer's recorder is set up on it
+        # (its hooks first, so the gates stay outermost).
+        remote.WORKER_SETUP.append(self._worker_joined)
+        hooks._undo["worker setup"] = lambda: remote.WORKER_SETUP.remove(self._worker_joined)
         client = tracer.client
         self._gate_streams(client._stream_handlers, client.id, lambda kw: "scheduler",
                            client.loop.asyncio_loop, "client")
@@ -285,6 +285,22 @@ class Holds:
         pool = s.rpc
         s.rpc = _PoolProxy(pool, self)
         hooks._undo["scheduler.rpc"] = lambda: setattr(s, "rpc", pool)
+
+    def _gate_worker(self, worker: Any) -> None:
+        address, loop = worker.address, worker.loop.asyncio_loop
+        self._gate_streams(worker.stream_handlers, address, lambda kw: "scheduler", loop,
+                           f"worker {address}")
+        self._gate_request(worker.handlers, "update_data", address, "update-data", loop,
+                           lambda kw: "scheduler",
+                           lambda kw: tuple(remote._k(k) for k in kw.get("data") or ()))
+
+    def _worker_joined(self, worker: Any) -> None:
+        """A worker of this cluster, started in this process after the first hold."""
+        if (self._closed or worker.address in self.workers
+                or getattr(worker.scheduler, "address", None) != self.scheduler.address):
+            return
+        self.workers[worker.address] = worker
+        self._gate_worker(worker)
 
     def _gate_streams(self, table: dict, receiver: str, sender_of: Callable[[dict], str],
                       loop: Any, label: str) -> None:

@@ -58,6 +58,10 @@ def _k(key: Any) -> str:
     return key if isinstance(key, str) else str(key)
 
 
+#: Called with each worker whose recorder was just set up in this process, after its hooks:
+#: the holds gate a worker that joins after the first hold (:mod:`.holds`).
+WORKER_SETUP: list[Any] = []
+
 #: An idle source still sends an empty batch this often: its ``now`` tells the tracer that
 #: nothing older is on its way, so events from other sources need not wait for it.
 HEARTBEAT_S = 0.5
@@ -325,6 +329,8 @@ class WorkerRecorder(WorkerPlugin, _Periodic):
                 self.hooks.item(worker.stream_handlers, op,
                                 before=functools.partial(self._received, op))
         self._start_flushing(self.interval)
+        for joined in list(WORKER_SETUP):
+            joined(worker)
 
     def teardown(self, worker: Any) -> None:
         self.uninstall()
