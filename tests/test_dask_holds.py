@@ -302,3 +302,11 @@ def test_confirm_refuses_a_schedule_that_does_not_fail(inproc):
     with pytest.raises(ConfirmError, match="does not fail"):
         confirm(scatter_race, replay(scatter_race, "dask@" + fingerprint(scatter_race) + ":").schedule,
                 inproc)
+
+
+def test_confirm_under_ordered_scatter_needs_a_tracer_that_orders(inproc, race_failures):
+    """Asked to confirm under the workaround on a tracer attached without it, confirm says so
+    rather than run without it."""
+    with attach(inproc) as tracer:
+        with pytest.raises(ConfirmError, match="without ordered scatter"):
+            confirm(scatter_race, race_failures[0], tracer, ordered_scatter=True)

@@ -141,6 +141,10 @@ def confirm(scenario: Scenario, schedule: str | Failure, client: Any, *, ordered
     """
     if orders not in ("auto", "delays", "every"):
         raise ValueError(f"orders must be 'auto', 'delays' or 'every', not {orders!r}")
+    if isinstance(client, DaskTracer) and ordered_scatter and not client.ordered_scatter:
+        raise ConfirmError("this tracer was attached without ordered scatter: attach one with "
+                           "attach(client, ordered_scatter=True) (%cluster --attach NAME "
+                           "--ordered-scatter), or pass the dask Client itself")
     failure = schedule if isinstance(schedule, Failure) else None
     schedule = failure.schedule if failure is not None else schedule
     run = replay(scenario, schedule)
