@@ -310,3 +310,20 @@ def test_confirm_under_ordered_scatter_needs_a_tracer_that_orders(inproc, race_f
     with attach(inproc) as tracer:
         with pytest.raises(ConfirmError, match="without ordered scatter"):
             confirm(scatter_race, race_failures[0], tracer, ordered_scatter=True)
+
+
+def test_confirm_on_an_attached_tracer_counts_from_its_own_run(inproc, race_failures):
+    """Messages are known by their signature and how many such came before: on a tracer that
+    has already seen the same messages (the user's traffic, an earlier run), the count starts
+    again with the run.  Under ordered scatter the release must then wait for a scatter that
+    never comes — rather than count as an earlier release and go at once."""
+    form_a = next(f for f in race_failures if "scatter overtook client-releases-keys" in f.overtakes)
+    with attach(inproc, ordered_scatter=True) as tracer:
+        tracer.hold("client:1->scheduler")  # the gates are in: they see what follows
+        tracer.release_holds()
+        x = inproc.scatter(123)  # the scenario's own messages, once already
+        del x
+        inproc.submit(inc, 1).result(timeout=10)
+        result = confirm(scatter_race, form_a, tracer, ordered_scatter=True, orders="delays",
+                         attempts=1, stall=1.0)
+        assert not result.enforced and "never came" in str(result), str(result)

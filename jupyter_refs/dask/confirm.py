@@ -188,8 +188,7 @@ def _confirm(scenario: Scenario, run: Run, client: Any, ordered_scatter: bool, e
         names.update({"client:1": tracer.me})
         waits = overtakes(run, names, every)
         control = _Overtakes(waits)
-        holds.record_all = True
-        holds.controller = control
+        holds.steer(control)
         errors: list[BaseException] = []
 
         def body() -> None:
@@ -216,8 +215,7 @@ def _confirm(scenario: Scenario, run: Run, client: Any, ordered_scatter: bool, e
                 holds.release()
                 thread.join(10)
                 break
-        holds.controller = None
-        holds.record_all = False
+        holds.steer(None)
         tracer.sync()
         violations = tracer.violations
         if errors and not violations:

@@ -247,6 +247,16 @@ class Holds:
                 # sees (a future done), so it is asked again now and then.
                 self._cond.wait(min(left, 0.02))
 
+    def steer(self, controller: Any) -> None:
+        """Let ``controller`` decide holds beyond the patterns (``confirm``), recording every
+        message the gates see; ``None`` stops.  Occurrences (the n-th message of a signature,
+        by which a controller knows a message) count from here: what this tracer saw before
+        — an earlier run, the user's own traffic — is not part of the run being steered."""
+        with self._cond:
+            self._seen.clear()
+            self.controller = controller
+            self.record_all = controller is not None
+
     def close(self) -> None:
         """Deliver everything held, then remove every gate."""
         if self._closed:
