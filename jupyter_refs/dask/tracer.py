@@ -67,8 +67,8 @@ _UNSTAMPED = frozenset({"msg.received", "future.state", "hook.failed"})
 USER_CALLS = ("scatter", "submit", "map", "gather", "compute", "persist")
 #: Frames in these packages are not the user's (a drop runs ``Future.__del__`` and
 #: ``Future.release`` of distributed on its way to ``loop.add_callback``).
-_NOT_USER = tuple(os.path.dirname(os.path.abspath(path)) + os.sep
-                  for path in (os.path.dirname(__file__), distributed.__file__))
+_NOT_USER = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,  # jupyter_refs
+             os.path.dirname(os.path.abspath(distributed.__file__)) + os.sep)
 
 
 def _caller_line() -> str | None:
