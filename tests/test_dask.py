@@ -331,9 +331,13 @@ def test_the_users_lines_are_stamped_on_dask(inproc):
         key = x.key
         del x
         dropped = sys._getframe().f_lineno - 1
+        def gone() -> bool:  # forgotten by the scheduler, freed by the worker
+            return inproc.run_on_scheduler(remote.task_state, key=key) == "forgotten" and not any(
+                inproc.run(lambda dask_worker: key in dask_worker.data).values())
+
         deadline = time.monotonic() + 10
-        while inproc.run_on_scheduler(remote.task_state, key=key) != "forgotten":
-            assert time.monotonic() < deadline, "the release never reached the scheduler"
+        while not gone():
+            assert time.monotonic() < deadline, "the release never reached the worker"
             time.sleep(0.01)
         tracer.sync()
         events = tracer.trace.events(key=key)
