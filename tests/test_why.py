@@ -41,6 +41,25 @@ def test_8576_a_from_del_to_a_finished_future():
     cluster.close()
 
 
+def test_8576_a_when_the_reply_comes_after_the_late_release():
+    """The loss is seen at the client (its future finishes after the scheduler forgot the key),
+    as on real dask when its event loop applies the late release before the client resumes:
+    the chain still runs from `del x` through the late release to the forgetting."""
+    cluster, client, y = rescatter("legacy", ["scatter", "update-data", "update-data-reply",
+                                              "client-releases-keys", "scatter-reply"])
+    chain = cluster.why(y.key)
+    assert cluster.violations[0].name == "dangling_future"
+    assert chain.steps[0].kind == "refcount.dec" and "`del x`" in chain.steps[0].text
+    in_order(chain, ["`client-releases-keys` sent on client:1->scheduler",
+                     "`scatter` RPC",
+                     "received `client-releases-keys` (msg 5), late: a younger message overtook it",
+                     "memory → forgotten",
+                     "client:1 received `scatter-reply`",
+                     "pending → finished",
+                     "your future still says finished"])
+    cluster.close()
+
+
 def test_8576_b_from_del_to_a_cancelled_future():
     cluster, client, y, _ = rescatter("legacy", SCHEDULE_B)
     chain = cluster.why(y.key)

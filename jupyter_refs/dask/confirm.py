@@ -141,6 +141,10 @@ def confirm(scenario: Scenario, schedule: str | Failure, client: Any, *, ordered
     """
     if orders not in ("auto", "delays", "every"):
         raise ValueError(f"orders must be 'auto', 'delays' or 'every', not {orders!r}")
+    if isinstance(client, DaskTracer) and ordered_scatter and not client.ordered_scatter:
+        raise ConfirmError("this tracer was attached without ordered scatter: attach one with "
+                           "attach(client, ordered_scatter=True) (%cluster --attach NAME "
+                           "--ordered-scatter), or pass the dask Client itself")
     failure = schedule if isinstance(schedule, Failure) else None
     schedule = failure.schedule if failure is not None else schedule
     run = replay(scenario, schedule)
@@ -184,8 +188,7 @@ def _confirm(scenario: Scenario, run: Run, client: Any, ordered_scatter: bool, e
         names.update({"client:1": tracer.me})
         waits = overtakes(run, names, every)
         control = _Overtakes(waits)
-        holds.record_all = True
-        holds.controller = control
+        holds.steer(control)
         errors: list[BaseException] = []
 
         def body() -> None:
@@ -212,8 +215,7 @@ def _confirm(scenario: Scenario, run: Run, client: Any, ordered_scatter: bool, e
                 holds.release()
                 thread.join(10)
                 break
-        holds.controller = None
-        holds.record_all = False
+        holds.steer(None)
         tracer.sync()
         violations = tracer.violations
         if errors and not violations:
