@@ -16,7 +16,7 @@ distributed = pytest.importorskip("distributed")
 from distributed import Client, LocalCluster  # noqa: E402
 from helpers import inc  # noqa: E402
 
-from jupyter_refs import explore, replay  # noqa: E402
+from jupyter_refs import ScheduleError, explore, replay  # noqa: E402
 from jupyter_refs.dask import ConfirmError, attach, confirm, remote  # noqa: E402
 from jupyter_refs.dask.holds import HoldsUnavailableError  # noqa: E402
 from jupyter_refs.errors import NotDeliverableError, UnknownMessageError  # noqa: E402
@@ -327,3 +327,21 @@ def test_confirm_on_an_attached_tracer_counts_from_its_own_run(inproc, race_fail
         result = confirm(scatter_race, form_a, tracer, ordered_scatter=True, orders="delays",
                          attempts=1, stall=1.0)
         assert not result.enforced and "never came" in str(result), str(result)
+
+
+def test_a_failure_of_a_variant_of_ones_own_is_confirmed_under_it(inproc):
+    # Generations without incarnations (lesson 07's challenge) loses futures on the worker
+    # side; confirm replays the failure under that variant, not under a registered name,
+    # and real dask, which has neither mechanism, loses the future the same way.
+    import dataclasses
+
+    from jupyter_refs.protocol.variants import FIXED
+
+    half = dataclasses.replace(FIXED, name="generations-only", incarnations=False)
+    failure = explore(scatter_race, protocol=half, max_schedules=400, bound=2,
+                      processes=1, first=True).failures[0]
+    result = confirm(scatter_race, failure, inproc)
+    assert result.schedule == failure.schedule and result.expected.name == failure.names[0]
+    assert result.confirmed, str(result)  # real dask has neither mechanism: it loses it too
+    with pytest.raises(ScheduleError, match="not registered"):
+        confirm(scatter_race, failure.schedule, inproc)  # a bare string needs protocol=
