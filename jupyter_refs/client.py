@@ -21,6 +21,7 @@ cannot be pickled is refused with the cluster untouched.
 
 from __future__ import annotations
 
+import functools
 import os
 import queue
 import sys
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from dask.tokenize import tokenize
 from dask.utils import funcname, typename
 
+from . import gcscope
 from .errors import (
     ClusterClosedError,
     FutureCancelledError,
@@ -417,33 +419,56 @@ _GATHER_ATTEMPTS = 3
 
 #: Clients made as the default, oldest first (weakly: a dropped or disposed client goes).
 _default: list[weakref.ref[Client]] = []
-#: dask's configuration while a kernel-side client is dask's scheduler (restored after).
-_dask_config: list[Any] = []
+#: dask's scheduler settings made by kernel-side clients, oldest first: (what was set, the
+#: ``dask.config.set`` that restores what it replaced).
+_dask_config: list[tuple[Any, Any]] = []
 
 
 def _dask_get(dsk: Any, keys: Any, **kwargs: Any) -> Any:
     """dask's scheduler while a kernel-side client is the default: that client computes,
-    as dask's default ``Client`` does; with none open, dask's threaded scheduler."""
+    as dask's default ``Client`` does; with none open, what dask would pick without us
+    (an open dask ``Client``, else its threaded scheduler), so a setting left behind by a
+    client never closed (the explorer's) sends nothing astray."""
     client = default_client()
     if client is None or client.cluster is None or client.cluster.closed:
         import dask.threaded
 
-        return dask.threaded.get(dsk, keys, **kwargs)
+        try:
+            from distributed import get_client
+        except ImportError:
+            return dask.threaded.get(dsk, keys, **kwargs)
+        try:
+            return get_client().get(dsk, keys, **kwargs)
+        except ValueError:  # no dask Client either
+            return dask.threaded.get(dsk, keys, **kwargs)
     return client.get(dsk, keys, **kwargs)
 
 
 def _use_as_dask_scheduler() -> None:
     """Each new default client takes dask's scheduler setting back (a dask ``Client`` made
-    meanwhile may have set its own), as each dask ``Client`` does."""
+    meanwhile may have set its own), as each dask ``Client`` does.
+
+    Each setting is its own object, so that it can later be told from one a dask
+    ``Client`` restored on closing (see :func:`_restore_dask_scheduler`).
+    """
     import dask
 
-    if dask.config.get("scheduler", None) is not _dask_get:
-        _dask_config.append(dask.config.set(scheduler=_dask_get))
+    if not _dask_config or dask.config.get("scheduler", None) is not _dask_config[-1][0]:
+        mine = functools.partial(_dask_get)
+        _dask_config.append((mine, dask.config.set(scheduler=mine)))
 
 
 def _restore_dask_scheduler() -> None:
+    """Give dask back the settings the kernel-side clients replaced, newest first — each only
+    while it is still the current one.  One that a dask ``Client`` changed meanwhile is that
+    Client's to restore: giving back what was there before it would restore a ``Client``
+    since closed ("Requested dask.distributed scheduler but no Client active")."""
+    import dask
+
     while _dask_config:
-        _dask_config.pop().__exit__(None, None, None)
+        mine, setting = _dask_config.pop()
+        if dask.config.get("scheduler", None) is mine:
+            setting.__exit__(None, None, None)
 
 
 def default_client() -> Client | None:
@@ -552,6 +577,7 @@ class Client:
 
     # -- scatter -------------------------------------------------------------------------
 
+    @gcscope.served
     def scatter(self, data: Any, workers: Any = None, broadcast: bool = False,
                 direct: bool | None = None, hash: bool = True, timeout: Any = None,
                 asynchronous: bool | None = None) -> Any:
@@ -627,6 +653,7 @@ class Client:
 
     # -- submit / map ------------------------------------------------------------------
 
+    @gcscope.served
     def submit(self, func: Callable[..., Any], *args: Any, key: str | None = None,
                workers: Any = None, resources: Any = None, retries: int | None = None,
                priority: int = 0, fifo_timeout: Any = "100 ms", allow_other_workers: bool = False,
@@ -644,6 +671,7 @@ class Client:
         return self._submit_many(func, [(key, args, kwargs)], options, "submit", _user_cell(),
                                  allocated)[0]
 
+    @gcscope.served
     def map(self, func: Callable[..., Any], *iterables: Iterable[Any], key: Any = None,
             workers: Any = None, retries: int | None = None, resources: Any = None,
             priority: int = 0, allow_other_workers: bool = False, fifo_timeout: Any = "100 ms",
@@ -746,6 +774,7 @@ class Client:
             user_call.wait(done, f"result of {', '.join(keys)}", timeout,
                            lambda: self._held_for(keys))
 
+    @gcscope.served
     def gather(self, futures: Any, errors: str = "raise", direct: bool | None = None,
                asynchronous: bool | None = None, timeout: float | None = None) -> Any:
         """The values of ``futures``: a future, or any nesting of lists, tuples, sets and

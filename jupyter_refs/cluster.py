@@ -128,7 +128,7 @@ class UserCall:
     enters one, and the explorer makes thousands of calls a second.
     """
 
-    __slots__ = ("cluster", "cell")
+    __slots__ = ("cluster", "cell", "_scoped")
 
     def __init__(self, cluster: Cluster, cell: str | None):
         self.cluster = cluster
@@ -137,11 +137,12 @@ class UserCall:
     def __enter__(self) -> UserCall:
         cluster = self.cluster
         cluster._lock.acquire()
-        gcscope.enter()
+        self._scoped = gcscope.enter()
         try:
             cluster._begin_call(self.cell)
         except BaseException:
-            gcscope.leave()
+            if self._scoped:
+                gcscope.leave()
             cluster._lock.release()
             raise
         return self
@@ -150,7 +151,8 @@ class UserCall:
         try:
             self.cluster._end_call()
         finally:
-            gcscope.leave()
+            if self._scoped:
+                gcscope.leave()
             self.cluster._lock.release()
 
     def send(self, messages: list[Message]) -> None:

@@ -53,12 +53,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .checks import Checks, Violation
+from .beliefs import Beliefs
+from .checks import Violation
 from .cluster import Cluster
 from .errors import JupyterRefsError
 from .network import Chooser
 from .protocol.messages import EXECUTE, Message
-from .protocol.variants import get_variant
+from .protocol.variants import ALIASES, VARIANTS, ProtocolVariant, get_variant
 from .trace import Trace
 
 Scenario = Callable[..., Any]
@@ -96,9 +97,30 @@ class ScheduleError(JupyterRefsError, ValueError):
 
 # -- schedules -------------------------------------------------------------------------------
 
-_SCHEDULE = re.compile(r"^(?P<protocol>[a-z0-9.-]+)@(?P<fp>[0-9a-f]{6})"
+_NAME = r"[a-z0-9.-]+"  # a protocol's name, as a schedule string carries it
+_SCHEDULE = re.compile(rf"^(?P<protocol>{_NAME})@(?P<fp>[0-9a-f]{{6}})"
                        r"(?:/(?:w(?P<workers>[1-9]\d*))?(?:c(?P<clients>[1-9]\d*))?)?"
                        r":(?P<devs>(\d+>\d+(,\d+>\d+)*)?)$")
+
+
+def protocol_name(protocol: str | ProtocolVariant) -> str:
+    """The name a schedule string carries for ``protocol``: a name as given (``legacy`` stays
+    ``legacy``), a :class:`ProtocolVariant`'s own ``name``.
+
+    A variant built from the flags (a student's "generations without incarnations") has a
+    name of its own; it must not pass for a registered one it differs from, or a schedule
+    string naming it would replay under the registered protocol instead.
+    """
+    if isinstance(protocol, str):
+        return protocol
+    if not re.fullmatch(_NAME, protocol.name):
+        raise ValueError(f"a protocol variant's name goes into schedule strings: {protocol.name!r} "
+                         "must be lower-case letters, digits, '.' and '-'")
+    known = VARIANTS.get(protocol.name) or ALIASES.get(protocol.name)
+    if known is not None and known != protocol:
+        raise ValueError(f"the variant is named {protocol.name!r}, like a registered protocol it "
+                         "differs from: give it a name of its own")
+    return protocol.name
 
 
 def fingerprint(scenario: Scenario) -> str:
@@ -270,7 +292,7 @@ def _wakes(sleeper: str, actor: str) -> bool:
     return sleeper == actor or sleeper == _ANY or actor == _ANY
 
 
-def _run(scenario: Scenario, protocol: str, workers: int, fp: str, prefix: Sequence[int],
+def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str, prefix: Sequence[int],
          strict: bool, entry_sleep: frozenset = frozenset(), explored: frozenset = frozenset(),
          rng: random.Random | None = None, capacity: int = 100_000, keep_open: bool = False,
          clients: int | None = None) -> Run:
@@ -363,7 +385,7 @@ def _run(scenario: Scenario, protocol: str, workers: int, fp: str, prefix: Seque
         violations.append(_raised_violation(cluster, raised, owner))
     if not keep_open:
         cluster.close()
-    return Run(format_schedule(protocol, fp, picks, workers, n_clients), picks, decisions,
+    return Run(format_schedule(protocol_name(protocol), fp, picks, workers, n_clients), picks, decisions,
                cluster.trace, violations, cluster, pruned, raised)
 
 
@@ -516,15 +538,8 @@ def _shape(explanation: str) -> str:
 
 
 def beliefs(trace: Trace, upto: int, key: str) -> list:
-    """The checks' view of ``key`` right after event ``upto``: each side's beliefs then."""
-    partial = Trace(capacity=max(1, upto + 2))
-    for e in trace.events():
-        if e.seq > upto:
-            break
-        partial.add(e.t_ns, e.actor, e.thread, e.kind, e.key, e.msg_id, e.channel, e.op, e.data)
-    checks = Checks(partial)
-    partial.flush()
-    return checks.snapshot([key])
+    """Each side's beliefs about ``key`` right after event ``upto`` (no check is rerun)."""
+    return Beliefs.of(trace, until=upto + 1).snapshot([key])
 
 
 # -- the search -----------------------------------------------------------------------------------
@@ -541,7 +556,8 @@ def default_processes() -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
 
-def explore(scenario: Scenario, protocol: str = "legacy", max_schedules: int = 10_000,
+def explore(scenario: Scenario, protocol: str | ProtocolVariant = "legacy",
+            max_schedules: int = 10_000,
             bound: int = 2, seed: int = 0, workers: int = 1, reduce: bool = True,
             sample: bool = True, first: bool = False,
             progress: Callable[[int, int, int], None] | None = None,
@@ -553,8 +569,11 @@ def explore(scenario: Scenario, protocol: str = "legacy", max_schedules: int = 1
     failures)`` is called every 100 runs.  ``processes`` share the random runs
     (default: one per core, see :func:`default_processes`; 1 runs them all here).
     The result depends on ``seed`` and ``processes``, never on timing.
+    ``protocol`` is a registered name or a :class:`ProtocolVariant` of one's own (its
+    ``name`` goes into the schedule strings; ``replay`` then needs the same variant).
     """
     get_variant(protocol)  # refuse an unknown protocol before running anything
+    protocol_name(protocol)  # and a variant whose name a schedule string could not carry
     if max_schedules < 1 or bound < 0:
         raise ValueError("max_schedules must be at least 1 and bound at least 0")
     processes = default_processes() if processes is None else processes
@@ -587,7 +606,7 @@ def _names(run: Run) -> tuple[str, ...]:
     return tuple(dict.fromkeys(v.name for v in run.violations))
 
 
-def _explore(scenario: Scenario, protocol: str, max_schedules: int, bound: int, seed: int,
+def _explore(scenario: Scenario, protocol: str | ProtocolVariant, max_schedules: int, bound: int, seed: int,
              workers: int, reduce: bool, sample: bool, first: bool,
              progress: Callable[[int, int, int], None] | None, fp: str,
              start: float, processes: int = 1) -> ExploreResult:
@@ -662,11 +681,12 @@ def _explore(scenario: Scenario, protocol: str, max_schedules: int, bound: int, 
     if forked and progress is not None:
         progress(runs, max_schedules, len(groups))
     failures = sorted(groups.values(), key=lambda f: _size(f.run))
-    return ExploreResult(getattr(scenario, "__name__", "scenario"), protocol, bound, runs, pruned,
+    return ExploreResult(getattr(scenario, "__name__", "scenario"), protocol_name(protocol), bound,
+                         runs, pruned,
                          exhaustive, sampled, time.perf_counter() - start, failures)
 
 
-def _sample(scenario: Scenario, protocol: str, workers: int, fp: str, seed: str, n: int
+def _sample(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str, seed: str, n: int
             ) -> dict[tuple, tuple[int, tuple, list[int]]]:
     """``n`` random runs; per failure group: how many, and the size and picks of the smallest."""
     rng = random.Random(seed)
@@ -684,7 +704,7 @@ def _sample(scenario: Scenario, protocol: str, workers: int, fp: str, seed: str,
     return found
 
 
-def _fork(scenario: Scenario, protocol: str, workers: int, fp: str, seed: str, n: int
+def _fork(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str, seed: str, n: int
           ) -> tuple[Any, Any]:
     """Start ``_sample`` in a forked copy of this process; returns its process and pipe end.
 
@@ -764,18 +784,27 @@ def _backtrack(run: Run, bound: int, reduce: bool = True
 
 
 def replay(scenario: Scenario, schedule: str, workers: int | None = None,
-           keep_open: bool = False) -> Run:
+           keep_open: bool = False, protocol: ProtocolVariant | None = None) -> Run:
     """Rerun the run ``schedule`` names; raises :class:`ScheduleError` if it is not this scenario's.
 
     The cluster has the workers and clients the schedule names (one of each for a
     schedule that names none).  What the scenario raises under it is in
     ``run.raised`` (and ``run.violations``, as ``scenario_raised``), not raised here.
     With ``keep_open`` the replayed cluster stays usable (past the schedule, the oldest
-    deliverable message goes first).
+    deliverable message goes first).  A schedule explored under a :class:`ProtocolVariant`
+    of one's own replays with that variant as ``protocol`` (the string names it only).
     """
     parsed = parse_schedule(schedule)
-    protocol, fp, devs = parsed.protocol, parsed.fingerprint, parsed.deviations
-    get_variant(protocol)
+    fp, devs = parsed.fingerprint, parsed.deviations
+    if protocol is None:
+        if parsed.protocol not in VARIANTS and parsed.protocol not in ALIASES:
+            raise ScheduleError(f"schedule {schedule} names protocol {parsed.protocol!r}, which is "
+                                "not registered: pass the ProtocolVariant it was explored with "
+                                "as protocol=")
+        protocol = parsed.protocol
+    elif protocol_name(protocol) != parsed.protocol:
+        raise ScheduleError(f"schedule {schedule} was recorded under protocol {parsed.protocol!r}, "
+                            f"not {protocol.name!r}")
     if fp != fingerprint(scenario):
         raise ScheduleError(f"schedule {schedule} was recorded for another scenario "
                             f"(fingerprint {fp}, this one is {fingerprint(scenario)})")

@@ -15,25 +15,38 @@ collector as they set it.  Nothing is disabled; collections only come less often
 
 from __future__ import annotations
 
+import functools
 import gc
 import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 #: The factor ``distributed/cli/dask_scheduler.py`` applies to each threshold.
 FACTOR = 3
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
 _lock = threading.Lock()
+_isenabled = gc.isenabled
 _depth = 0
 _saved: tuple[int, ...] = ()
 
 
-def enter() -> None:
-    """A call begins: the first of any concurrent calls raises the thresholds."""
+def enter() -> bool:
+    """A call begins: the first of any concurrent calls raises the thresholds.
+
+    Returns whether it did anything: with the collector off (the explorer turns it off
+    for its runs) thresholds do not matter, and the caller must not ``leave()``.
+    """
     global _depth, _saved
+    if not _isenabled():
+        return False
     with _lock:
         if _depth == 0:
             _saved = gc.get_threshold()
             gc.set_threshold(*(t * FACTOR for t in _saved))
         _depth += 1
+    return True
 
 
 def leave() -> None:
@@ -43,3 +56,23 @@ def leave() -> None:
         _depth -= 1
         if _depth == 0:
             gc.set_threshold(*_saved)
+
+
+def served(method: _F) -> _F:
+    """Raise the thresholds for the whole of a public call (``Client.map``, ``gather``, …).
+
+    The cluster's own section (``Cluster.call``) enters the scope too, but a call does
+    much before it: a 10,000-task ``map`` builds its keys and pickles its arguments
+    first, and with the user's thresholds a full collection landed there on most runs.
+    """
+
+    @functools.wraps(method)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if not enter():
+            return method(*args, **kwargs)
+        try:
+            return method(*args, **kwargs)
+        finally:
+            leave()
+
+    return call  # type: ignore[return-value]

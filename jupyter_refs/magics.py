@@ -28,7 +28,7 @@ from .cluster import Cluster
 from .errors import JupyterRefsError
 from .network import POLICIES
 from .protocol.messages import Message
-from .protocol.variants import PROTOCOL_HELP, PROTOCOL_NAMES
+from .protocol.variants import PROTOCOL_HELP, PROTOCOL_NAMES, ProtocolVariant
 from .trace import Trace
 
 
@@ -104,6 +104,8 @@ class RefsMagics(Magics):
         super().__init__(shell, **kwargs)
         self._handle: ClusterHandle | None = None
         self._explored: Any = None  # the last %%explore scenario, for %replay
+        #: The ProtocolVariant of one's own that the last %%explore ran under, if it did.
+        self._explored_protocol: ProtocolVariant | None = None
         #: The JupyterLab sidebar's feed (``views/lab.py``), started by ``%load_ext``.
         self.lab: Any = None
 
@@ -404,7 +406,8 @@ class RefsMagics(Magics):
     # -- exploring message orders ------------------------------------------------------------
 
     @magic_arguments()
-    @argument("--protocol", "-p", choices=PROTOCOL_NAMES, help=PROTOCOL_HELP)
+    @argument("--protocol", "-p", metavar="PROTOCOL",
+              help=PROTOCOL_HELP + "; or the name of a ProtocolVariant in the notebook")
     @argument("--max", "-m", type=int, default=2000, help="schedules to run at most (default 2000)")
     @argument("--bound", "-b", type=int, default=2,
               help="messages that may be delayed behind younger ones (default 2)")
@@ -431,18 +434,19 @@ class RefsMagics(Magics):
             scenario = cell_scenario(cell, self.shell.user_ns, self.client_name)
         except SyntaxError as exc:
             raise UsageError(f"the cell does not compile: {exc}") from None
-        protocol = args.protocol or self.protocol
+        protocol = self._protocol(args.protocol or self.protocol)
         if args.processes is not None and args.processes < 1:
             raise UsageError("--processes must be at least 1")
         bar = _progress(args.max)
         try:
             result = explore(scenario, protocol=protocol, max_schedules=args.max, bound=args.bound,
                              seed=args.seed, progress=bar.update, processes=args.processes)
-        except ScenarioError as exc:
+        except (ScenarioError, ValueError) as exc:
             raise _usage(exc) from None
         finally:
             bar.close()
         self._explored = scenario
+        self._explored_protocol = protocol if isinstance(protocol, ProtocolVariant) else None
         self.shell.user_ns["explored"] = result
         print(result.summary())
         for failure in result.failures[:5]:
@@ -455,6 +459,17 @@ class RefsMagics(Magics):
             print()
             print(first.explain())
             display(Timeline(first.run.trace, live=False))
+
+    def _protocol(self, name: str) -> str | ProtocolVariant:
+        """A registered protocol's name, or the :class:`ProtocolVariant` the notebook binds it to
+        (a variant of one's own, built from the flags, for ``%%explore``)."""
+        if name in PROTOCOL_NAMES:
+            return name
+        variant = self.shell.user_ns.get(name)
+        if isinstance(variant, ProtocolVariant):
+            return variant
+        raise UsageError(f"unknown protocol {name!r}: choose one of {', '.join(PROTOCOL_NAMES)}, "
+                         "or name a ProtocolVariant defined in the notebook")
 
     @magic_arguments()
     @argument("schedule", help="a schedule string printed by %%explore, e.g. legacy@3f9a1c:4>1")
@@ -469,7 +484,8 @@ class RefsMagics(Magics):
         from .views.timeline import Timeline
 
         try:
-            run = replay(scenario, args.schedule, keep_open=True)
+            run = replay(scenario, args.schedule, keep_open=True,
+                         protocol=self._explored_protocol)
         except JupyterRefsError as exc:
             raise _usage(exc) from None
         self.handle = run.cluster

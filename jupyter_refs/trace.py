@@ -157,10 +157,10 @@ class Trace:
 
     def add(self, t_ns: int, actor: str, thread: str, kind: str, key: str | None,
             msg_id: int | None = None, channel: str | None = None, op: str | None = None,
-            extra: tuple = ()) -> None:
+            extra: tuple = (), cell: str | None = None) -> None:
         """Append an event recorded elsewhere (another process, another clock), as it is."""
         rows = self._rows
-        rows.append((t_ns, actor, thread, kind, key, msg_id, channel, op, None, extra))
+        rows.append((t_ns, actor, thread, kind, key, msg_id, channel, op, cell, extra))
         if len(rows) > self._limit:
             self._trim()
 
@@ -225,6 +225,11 @@ class Trace:
         return out
 
     filter = events
+
+    def batch(self, since: int = 0, until: int | None = None) -> Batch:
+        """The rows of ``[since, until)`` as a batch, as a subscriber would have received them."""
+        start, rows = self._snapshot(since, until)
+        return Batch(start, rows, 0)
 
     def __iter__(self) -> Iterator[Event]:
         return iter(self.events())

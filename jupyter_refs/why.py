@@ -198,6 +198,20 @@ class _Walk:
                 return e, f"{e.actor}'s future became {e.get('to')}", e.actor
         return None, None, None
 
+    def _damage(self, loss: Event) -> Event | None:
+        """For a loss seen where the key is believed to exist — a client's future finishing,
+        the scheduler registering a scatter — the event that had already destroyed it: the
+        scheduler's last forgetting of the key, or a worker's freeing of it, before the loss.
+        Its own chain (the late release that caused it) is the other half of the story."""
+        if loss.kind not in ("future.state", "scatter.registered"):
+            return None
+        for i in range(self.index[loss.seq] - 1, -1, -1):
+            e = self.events[i]
+            if e.key == self.key and (e.kind == "worker.free" or (
+                    e.kind == "transition" and e.get("finish") == "forgotten")):
+                return e
+        return None
+
     def _at(self, seq: Any) -> Event | None:
         i = self.index.get(seq) if isinstance(seq, int) else None
         return self.events[i] if i is not None else None
@@ -205,11 +219,18 @@ class _Walk:
     # -- happens-before ----------------------------------------------------------------
 
     def _receipt_before(self, e: Event, actor: str | None = None) -> Event | None:
-        """The message whose handling ``e`` is part of: the actor's last receipt before it."""
+        """The message whose handling ``e`` is part of: the actor's last receipt before it.
+
+        An RPC's reply is sent by the handler of an RPC message (the request, or a reply
+        it awaited): real dask's handlers are coroutines, and a batched message handled
+        while one awaited (a release landing inside a scatter) did not send its reply.
+        """
         actor = actor or e.actor
+        reply = e.kind == "msg.sent" and (e.op or "").endswith("-reply")
         for i in range(self.index[e.seq] - 1, -1, -1):
             other = self.events[i]
-            if other.actor == actor and other.kind == "msg.received":
+            if other.actor == actor and other.kind == "msg.received" and (
+                    not reply or (other.channel or "").startswith("rpc:")):
                 return other
             if other.actor == actor and other.cell and e.cell == other.cell and e.kind == "msg.sent":
                 return None  # a user call, not a handler
@@ -357,17 +378,25 @@ class _Walk:
         if loss is None:
             return Chain(self.key, self.client, None)
         client = self.client or client
-        path: list[Event] = []
-        e: Event | None = loss
-        while e is not None and e not in path:
-            path.append(e)
-            e = self._cause(e)
-        self.root = path[-1]
+        damage = self._damage(loss) if (words or "").startswith("dangling_future") else None
+        starts = [loss] if damage is None else [damage, loss]
+        roots = []
+        for start in starts:
+            path: list[Event] = []
+            e: Event | None = start
+            while e is not None and e not in path:
+                path.append(e)
+                e = self._cause(e)
+            roots.append(path[-1])
+        self.root = min(roots, key=lambda e: e.seq)
         keep: dict[int, Event] = {}
-        self._back(loss, keep)
+        for start in starts:
+            self._back(start, keep)
         for e in self.events:  # the ids a counter handed out for this key (race 3)
             if e.kind == "id.alloc" and self._about(e) and e.seq < loss.seq:
                 keep.setdefault(e.seq, e)
+        if damage is not None:
+            self._forward(damage, keep, None)
         end = self._forward(loss, keep, client)
         return Chain(self.key, client, words, self._steps(keep) + end)
 

@@ -29,6 +29,17 @@ def summary(e: Event) -> str:
     return text
 
 
+def in_order(texts: list[str], expected: list[str]) -> None:
+    """Each expected fragment is in a later text than the one before — order, not the whole
+    list (as dask's ``assert_story(..., strict=False)``): a harmless new event breaks nothing."""
+    at = 0
+    for fragment in expected:
+        found = next((i for i in range(at, len(texts)) if fragment in texts[i]), None)
+        assert found is not None, (f"{fragment!r} not found after position {at} in:\n"
+                                   + "\n".join(f"{i:3} {t}" for i, t in enumerate(texts)))
+        at = found + 1
+
+
 def deliver_op(cluster: Cluster, op: str) -> None:
     """Deliver the oldest in-flight message of operation ``op``."""
     msg = next(m for m in cluster.in_flight if m.op == op)
@@ -37,6 +48,41 @@ def deliver_op(cluster: Cluster, op: str) -> None:
 
 def inc(x: int) -> int:
     return x + 1
+
+
+# -- race #8576, the setups every test of it shares ---------------------------------------
+
+#: Variant A: the scatter RPC completes, then the release sent before it lands.
+SCHEDULE_A = ["scatter", "update-data", "update-data-reply", "scatter-reply", "client-releases-keys"]
+#: Variant B: the release lands inside the scatter RPC, after the worker put.
+SCHEDULE_B = ["scatter", "update-data", "client-releases-keys"]
+
+
+def rescatter(protocol: str, schedule: list[str], cluster: Cluster | None = None):
+    """#8576 by hand: scatter 123 and settle, drop it, scatter it again, deliver ``schedule``
+    (operations, in order) and settle.  A manual network unless ``cluster`` is given.
+
+    Returns the cluster, its client, the second future, and the seq the drop starts at.
+    """
+    cluster = cluster or Cluster(protocol=protocol, network="manual")
+    client = cluster.client()
+    x = client.scatter(123)
+    cluster.run_until_idle()
+    start = cluster.trace.next_seq
+    del x  # refcount 1 -> 0: client-releases-keys is queued on the batched stream
+    y = client.scatter(123)  # same value, same key: an RPC that can overtake it
+    for op in schedule:
+        deliver_op(cluster, op)
+    cluster.run_until_idle()
+    return cluster, client, y, start
+
+
+def scatter_race(client) -> None:
+    """The explorer's #8576 scenario: scatter, drop, scatter the same value, compute on it."""
+    x = client.scatter(123)
+    del x
+    x = client.scatter(123)
+    client.submit(inc, x)
 
 
 class Box:

@@ -17,6 +17,7 @@ distributed = pytest.importorskip("distributed")
 from distributed import Client, LocalCluster  # noqa: E402
 
 from jupyter_refs.dask import attach, remote  # noqa: E402
+from jupyter_refs.dask.tracer import USER_CALLS  # noqa: E402
 
 pytestmark = pytest.mark.dask
 
@@ -74,7 +75,8 @@ def test_detach_leaves_nothing_behind(inproc):
                 {op: getattr(h, "__wrapped__", None) is None
                  for op, h in dask_scheduler.stream_handlers.items()},
                 getattr(dask_scheduler.handlers["scatter"], "__wrapped__", None) is None,
-                "update_data" in vars(dask_scheduler), "report" in vars(dask_scheduler))
+                "update_data" in vars(dask_scheduler), "report" in vars(dask_scheduler),
+                "send_all" in vars(dask_scheduler))
 
     before_client = dict(vars(inproc))
     before_handlers = dict(inproc._stream_handlers)
@@ -86,7 +88,9 @@ def test_detach_leaves_nothing_behind(inproc):
     assert inproc.run_on_scheduler(scheduler_side) == before
     assert inproc._stream_handlers == before_handlers
     patched = {k for k, v in vars(inproc).items() if before_client.get(k, object()) is not v}
-    assert not patched & {"_inc_ref", "_dec_ref", "_send_to_scheduler", "_scatter", "scheduler"}
+    assert not patched & {"_inc_ref", "_dec_ref", "_send_to_scheduler", "_scatter", "scheduler",
+                          *USER_CALLS}
+    assert "add_callback" not in vars(inproc.loop)  # the drops' user lines
     workers = inproc.run(lambda dask_worker: sorted(dask_worker.plugins))
     assert all(remote.WORKER_PLUGIN not in p for p in workers.values())
     assert len(tracer.trace) > 0  # the trace outlives the attachment
@@ -299,20 +303,55 @@ def test_the_merge_waits_for_someone_to_look(inproc):
         assert scheduler_events(tracer) > 0
 
 
-@pytest.mark.xfail(strict=False, reason="on dask the chain starts from whichever event the "
-                   "violation names; when that is the client's future finishing, the walk does "
-                   "not yet reach the scheduler's late release (about 2 runs in 5)")
 def test_why_explains_the_real_8576_loop(inproc):
-    """The chain of a real dask loss: the release sent, the scatter received first, forgotten."""
+    """The chain of a real dask loss, from the user's `del x` to the loss: the release sent,
+    received after a later scatter (or freeing the data a later scatter put), forgotten."""
     with attach(inproc) as tracer:
         assert crusaderky(inproc, 500) is not None, "the loop did not fail in 500 iterations"
         tracer.sync()
         dangling = next(v for v in tracer.violations if v.name == "dangling_future")
         chain = tracer.why(dangling.key)
         texts = [s.text for s in chain.steps]
-        # The late release is in it.  (On dask the walk also keeps earlier iterations of
-        # the loop, whose messages concern the same key: the chain is long; see the report.)
+        first = chain.steps[0]
+        assert first.kind == "refcount.dec" and first.cell.startswith(__file__), chain
+        assert "`del x` → client:1 refcount 1→0" in first.text, chain
         assert chain.loss.startswith("dangling_future")
-        assert any("received `client-releases-keys`" in t for t in texts), chain
-        assert any("forgotten" in t for t in texts), chain
+        released = next(i for i, t in enumerate(texts) if "received `client-releases-keys`" in t)
+        assert any("forgotten" in t or "deleted its copy" in t for t in texts[released:]), chain
         assert chain.steps[-1].kind == "end", chain
+
+
+def test_the_users_lines_are_stamped_on_dask(inproc):
+    """A drop is stamped with the line that dropped the future (dask releases it later, on
+    its event loop), a call with the line that made it; a scatter's reply is paired with its
+    request, on its channel."""
+    with attach(inproc) as tracer:
+        x = inproc.scatter(31)
+        scattered = sys._getframe().f_lineno - 1
+        key = x.key
+        del x
+        dropped = sys._getframe().f_lineno - 1
+        def gone() -> bool:  # forgotten by the scheduler, freed by the worker
+            return inproc.run_on_scheduler(remote.task_state, key=key) == "forgotten" and not any(
+                inproc.run(lambda dask_worker: key in dask_worker.data).values())
+
+        deadline = time.monotonic() + 10
+        while not gone():
+            assert time.monotonic() < deadline, "the release never reached the worker"
+            time.sleep(0.01)
+        tracer.sync()
+        events = tracer.trace.events(key=key)
+        cells = {(e.kind, e.op): e.cell for e in events if e.actor == "client:1"}
+        assert cells[("refcount.dec", None)] == cells[("msg.sent", "client-releases-keys")] == (
+            f"{__file__}:{dropped}")
+        assert cells[("msg.sent", "scatter")] == cells[("refcount.inc", None)] == (
+            f"{__file__}:{scattered}")
+        assert cells[("msg.received", "scatter-reply")] is None  # not the user's: the reply
+        [request] = [e for e in events if e.kind == "msg.sent" and e.op == "scatter"]
+        [sent, received] = [e for e in events if e.op == "scatter-reply"]
+        assert (sent.actor, sent.kind, received.kind) == ("scheduler", "msg.sent", "msg.received")
+        assert sent.msg_id == received.msg_id and sent.channel == received.channel == request.channel
+        # The worker's free-keys is traced at both ends, after the release that caused it.
+        frees = [e for e in events if e.op == "free-keys"]
+        assert [e.kind for e in frees] == ["msg.sent", "msg.received"]
+        assert frees[0].actor == "scheduler" and frees[1].actor.startswith("worker:")

@@ -68,3 +68,41 @@ def test_refcount_is_a_mapping_that_counts_every_reference():
         assert client.refcount["nothing"] == 0 and client.refcount.get("nothing") is None
         del y
         assert client.refcount[x.key] == 1
+
+
+def test_dasks_scheduler_is_given_back_right_when_dask_clients_close_in_between(monkeypatch):
+    """A kernel-side client made while a dask Client is open and never closed (the explorer's
+    are not), then the dask Client closes, then another kernel-side client opens and closes:
+    dask must not be left asking for a distributed Client that is gone.  Each setting is given
+    back only if it is still the one that kernel-side client made; one a dask Client changed
+    meanwhile is that Client's to restore."""
+    distributed = pytest.importorskip("distributed")
+    from jupyter_refs import client as kernel_side
+
+    # This test's own registry of default clients, and dask's setting as it found it.
+    monkeypatch.setattr(kernel_side, "_default", [])
+    monkeypatch.setattr(kernel_side, "_dask_config", [])
+    delayed = dask.delayed
+
+    def where() -> str:
+        try:
+            return distributed.get_worker().address
+        except ValueError:
+            return "here"
+
+    with dask.config.set(scheduler=None):
+        with distributed.LocalCluster(n_workers=1, processes=False, threads_per_worker=1,
+                                      dashboard_address=":0") as lc, distributed.Client(lc) as dc:
+            first = jr.Cluster(protocol="dask", network="immediate")
+            first.client()  # never closed
+            first.close()
+            # No kernel-side client is open: dask's own Client computes, as without us.
+            assert delayed(where)().compute() in dc.scheduler_info()["workers"]
+        with jr.Cluster(protocol="dask", network="immediate") as cluster:
+            second = jr.Client(cluster)
+            assert delayed(inc)(1).compute() == 2
+            assert any((e.key or "").startswith("inc-")  # it ran on the kernel-side cluster
+                       for e in cluster.trace.events(kind="transition"))
+            second.close()
+        assert dask.config.get("scheduler", None) is None
+        assert delayed(inc)(1).compute() == 2  # raised "no Client active" before

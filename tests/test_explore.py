@@ -3,17 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from helpers import Box, inc, keep
+from helpers import Box, inc, keep, scatter_race
 
 from jupyter_refs import ScenarioError, ScheduleError, explore, replay
 from jupyter_refs.explore import _run, fingerprint
-
-
-def scatter_race(client):
-    x = client.scatter(123)
-    del x
-    x = client.scatter(123)
-    client.submit(inc, x)
 
 
 def ghost(client):
@@ -246,6 +239,77 @@ def test_an_exception_in_order_is_the_scenarios_own():
 
     with pytest.raises(ScenarioError, match=r"TypeError: .*in-order one.*scenario's own error"):
         explore(always, max_schedules=50)
+
+
+def test_a_variant_of_ones_own_explores_and_replays():
+    """A protocol built from the flags (generations, no incarnations) names its schedules and
+    replays only with the variant it was explored under."""
+    import dataclasses
+
+    from jupyter_refs.protocol.variants import FIXED
+
+    half = dataclasses.replace(FIXED, name="generations-only", incarnations=False)
+    result = explore(scatter_race, protocol=half, max_schedules=400, processes=1)
+    assert result.protocol == "generations-only" and result.failures
+    first = result.failures[0]
+    assert first.schedule.startswith("generations-only@")
+    # What it misses is the worker side: every failure has a late free-keys or release-worker-data.
+    assert all(any(op in o for o in f.overtakes for op in ("free-keys", "release-worker-data"))
+               for f in result.failures)
+    run = replay(scatter_race, first.schedule, protocol=half)
+    assert [v.name for v in run.violations] == list(first.names)
+    assert run.cluster.variant is half
+    with pytest.raises(ScheduleError, match="not registered: pass the ProtocolVariant"):
+        replay(scatter_race, first.schedule)
+    with pytest.raises(ScheduleError, match="recorded under protocol 'generations-only', not 'other'"):
+        replay(scatter_race, first.schedule, protocol=dataclasses.replace(half, name="other"))
+    # Both halves together are the fixed protocol: nothing found in the same budget.
+    assert not explore(scatter_race, protocol=dataclasses.replace(half, name="both", incarnations=True),
+                       max_schedules=400, processes=1).failures
+
+
+def test_a_variant_must_not_pass_for_a_registered_one():
+    import dataclasses
+
+    from jupyter_refs.protocol.variants import DASK, FIXED
+
+    with pytest.raises(ValueError, match="like a registered protocol it differs from"):
+        explore(scatter_race, protocol=dataclasses.replace(FIXED, incarnations=False))
+    with pytest.raises(ValueError, match="must be lower-case letters"):
+        explore(scatter_race, protocol=dataclasses.replace(FIXED, name="Half Fixed"))
+    # The registered variant itself is fine, and its schedules replay by name.
+    result = explore(scatter_race, protocol=DASK, max_schedules=50, processes=1, first=True)
+    assert result.failures[0].schedule.startswith("dask@")
+    assert replay(scatter_race, result.failures[0].schedule).failed
+
+
+def test_explore_magic_takes_a_variant_from_the_namespace():
+    import dataclasses
+
+    from IPython import get_ipython
+    from IPython.core.error import UsageError
+    from IPython.testing.globalipapp import start_ipython
+
+    from jupyter_refs.protocol.variants import FIXED
+
+    ip = start_ipython() or get_ipython()
+    ip.run_line_magic("load_ext", "jupyter_refs")
+    try:
+        ip.user_ns["half"] = dataclasses.replace(FIXED, name="generations-only", incarnations=False)
+        ip.user_ns["inc"] = inc
+        ip.run_cell_magic("explore", "--protocol half --max 300 --processes 1",
+                          "x = client.scatter(123)\ndel x\nx = client.scatter(123)\nclient.submit(inc, x)")
+        explored = ip.user_ns["explored"]
+        assert explored.protocol == "generations-only" and explored.failures
+        ip.run_line_magic("replay", explored.failures[0].schedule)
+        assert ip.user_ns["cluster"].variant is ip.user_ns["half"]
+        assert ip.user_ns["cluster"].violations
+        with pytest.raises(UsageError, match="unknown protocol 'nope'"):
+            ip.run_cell_magic("explore", "--protocol nope", "x = client.scatter(1)")
+    finally:
+        ip.run_line_magic("unload_ext", "jupyter_refs")
+        for name in ("cluster", "explored", "inc", "half"):
+            ip.user_ns.pop(name, None)
 
 
 def test_failures_on_uuid_keys_group_by_kind():

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ET
 import zipfile
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from helpers import collect, run
 from jupyter_refs import Cluster
 from jupyter_refs.demo import scatter_race
 from jupyter_refs.views.saved import MIME, SavedTrace, trace_bundle, window
+from jupyter_refs.views.svg import SVG_MIME
 
 ROOT = Path(__file__).resolve().parents[1]
 LABEXT = ROOT / "labextension"
@@ -84,7 +86,7 @@ def test_timeline_outputs_carry_the_saved_trace(legacy_race):
         tl.close()
     assert tl not in OPEN_TIMELINES
     alone = SavedTrace(legacy_race.trace)._repr_mimebundle_()
-    assert set(alone) == {MIME, "text/plain"} and "violations" in alone["text/plain"]
+    assert set(alone) == {MIME, SVG_MIME, "text/plain"} and "violations" in alone["text/plain"]
 
 
 def test_show_key_filters_a_timeline_and_ignores_unknown_keys():
@@ -138,11 +140,14 @@ def test_the_sidebar_feed_over_a_real_kernel_comm(kernel):
     _send(kernel, "comm_open", {"comm_id": "probe-1", "target_name": "jupyter-refs", "data": {}})
     _wait_for(kernel, lambda m: m["msg_type"] == "comm_close" and m["content"]["comm_id"] == "probe-1")
 
-    # %load_ext opens a comm to the front end and says there is no cluster yet.
+    # %load_ext only registers the target: the kernel opens no comm of its own, so a front
+    # end without the extension has nothing to complain about ("No handler found").
     msgs = run(kernel, "%load_ext jupyter_refs")
-    opened = [m for m in msgs if m["msg_type"] == "comm_open"]
-    assert [m["content"]["target_name"] for m in opened] == ["jupyter-refs"]
-    comm_id = opened[0]["content"]["comm_id"]
+    assert [m for m in msgs if m["msg_type"] == "comm_open"] == []
+    # The sidebar opens the comm (after the cell that loaded it) and hears there is no cluster.
+    comm_id = "sidebar-1"
+    _send(kernel, "comm_open", {"comm_id": comm_id, "target_name": "jupyter-refs",
+                                "data": {"type": "hello"}})
     msgs = _wait_for(kernel, lambda m: bool(_comm_data([m], "refs")), got=msgs)
     assert _comm_data(msgs, "refs")[0]["cluster"] is None
 
@@ -185,6 +190,9 @@ def test_the_sidebar_feed_over_a_real_kernel_comm(kernel):
     out = run(kernel, "print(tl2.drawn_until, tl2.trace.next_seq)")
     drawn, total = map(int, "".join(m["content"]["text"] for m in out if m["msg_type"] == "stream").split())
     assert 0 < saved["bundle"]["window"]["next"] <= drawn <= total
+    picture = ET.fromstring(saved["svg"])  # the static picture travels with it, kept as current
+    assert len(picture.findall(".//{http://www.w3.org/2000/svg}g[@class='message']")) == len(
+        saved["bundle"]["messages"]["x0"])
 
     # %cluster replacing the cluster is followed at once; unloading closes the comms.
     msgs = run(kernel, "%cluster --network immediate --protocol fixed")

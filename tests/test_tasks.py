@@ -416,3 +416,20 @@ def test_live_waiting_on_the_only_thread_is_named_not_hung():
         f = client.submit(wait_without_seceding, 1)
         with pytest.raises(ThreadsExhaustedError, match="secede"):
             f.result(timeout=20)
+
+
+def test_a_future_the_user_cancelled_is_no_refcount_mismatch():
+    # The client still holds the Future object, and the scheduler no longer wants the key
+    # for it: both sides agree the future is gone (dask's Future.cancel sends cancel-keys).
+    with Cluster(protocol="dask", network="immediate") as cluster:
+        client = cluster.client()
+        f = client.submit(inc, 1)
+        f.cancel()
+        cluster.run_until_idle()
+        assert f.status == "cancelled" and client.refcount[f.key] == 1
+        assert cluster.scheduler_state(f.key) == "forgotten"
+        assert cluster.violations == []
+        g = client.submit(inc, 2)  # a new hold of another key is judged as before
+        client.cancel([g])
+        cluster.run_until_idle()
+        assert cluster.violations == []

@@ -6,7 +6,7 @@ import json
 import time
 
 import pytest
-from helpers import deliver_op, inc
+from helpers import SCHEDULE_A, inc, rescatter
 
 from jupyter_refs import Cluster, Trace
 from jupyter_refs.views.export import export, timeline_html
@@ -14,19 +14,9 @@ from jupyter_refs.views.refs import RefsTable
 from jupyter_refs.views.timeline import Timeline
 from jupyter_refs.views.timeline_model import TimelineModel
 
-SCHEDULE_A = ["scatter", "update-data", "update-data-reply", "scatter-reply", "client-releases-keys"]
-
 
 def variant_a(protocol: str = "legacy") -> tuple[Cluster, object]:
-    cluster = Cluster(protocol=protocol, network="manual")
-    client = cluster.client()
-    x = client.scatter(123)
-    cluster.run_until_idle()
-    del x
-    y = client.scatter(123)
-    for op in SCHEDULE_A:
-        deliver_op(cluster, op)
-    cluster.run_until_idle()
+    cluster, _, y, _ = rescatter(protocol, SCHEDULE_A)
     return cluster, y
 
 
@@ -61,7 +51,7 @@ def test_hover_text_carries_the_users_source_line():
     model = TimelineModel()
     model.add_events(cluster.trace.events())
     cells = [c for c in model.events.cols["cell"] if c]
-    assert any("test_views.py" in c and "client.scatter(123)" in c for c in cells)
+    assert any("helpers.py" in c and "client.scatter(123)" in c for c in cells)
 
 
 def test_fixed_has_no_violation_marker():

@@ -6,42 +6,22 @@ the story are in the chain, in this order (as dask's ``assert_story(strict=False
 
 from __future__ import annotations
 
+import helpers
 import pytest
-from helpers import Box, deliver_op, in_threads, inc, keep
+from helpers import SCHEDULE_A, SCHEDULE_B, Box, deliver_op, in_threads, inc, keep, rescatter
 
 from jupyter_refs import Cluster, FutureCancelledError, explore, replay
 from jupyter_refs.trace import Trace
 from jupyter_refs.why import why
 
-SCHEDULE_A = ["scatter", "update-data", "update-data-reply", "scatter-reply", "client-releases-keys"]
-SCHEDULE_B = ["scatter", "update-data", "client-releases-keys"]
-
 
 def in_order(chain, expected: list[str]) -> None:
-    """Each expected fragment matches a later step than the one before."""
-    texts = [s.text for s in chain.steps]
-    at = 0
-    for fragment in expected:
-        found = next((i for i in range(at, len(texts)) if fragment in texts[i]), None)
-        assert found is not None, f"{fragment!r} not after step {at} in:\n{chain}"
-        at = found + 1
-
-
-def rescatter(protocol: str, schedule: list[str]):
-    cluster = Cluster(protocol=protocol, network="manual")
-    client = cluster.client()
-    x = client.scatter(123)
-    cluster.run_until_idle()
-    del x  # the user's line the chain starts at
-    y = client.scatter(123)
-    for op in schedule:
-        deliver_op(cluster, op)
-    cluster.run_until_idle()
-    return cluster, client, y
+    """The chain's steps hold each expected fragment, in this order."""
+    helpers.in_order([s.text for s in chain.steps], expected)
 
 
 def test_8576_a_from_del_to_a_finished_future():
-    cluster, client, y = rescatter("legacy", SCHEDULE_A)
+    cluster, client, y, _ = rescatter("legacy", SCHEDULE_A)
     chain = cluster.why(y.key)
     in_order(chain, ["`del x` → client:1 refcount 1→0",
                      "`client-releases-keys` sent on client:1->scheduler",
@@ -61,8 +41,27 @@ def test_8576_a_from_del_to_a_finished_future():
     cluster.close()
 
 
+def test_8576_a_when_the_reply_comes_after_the_late_release():
+    """The loss is seen at the client (its future finishes after the scheduler forgot the key),
+    as on real dask when its event loop applies the late release before the client resumes:
+    the chain still runs from `del x` through the late release to the forgetting."""
+    cluster, client, y = rescatter("legacy", ["scatter", "update-data", "update-data-reply",
+                                              "client-releases-keys", "scatter-reply"])
+    chain = cluster.why(y.key)
+    assert cluster.violations[0].name == "dangling_future"
+    assert chain.steps[0].kind == "refcount.dec" and "`del x`" in chain.steps[0].text
+    in_order(chain, ["`client-releases-keys` sent on client:1->scheduler",
+                     "`scatter` RPC",
+                     "received `client-releases-keys` (msg 5), late: a younger message overtook it",
+                     "memory → forgotten",
+                     "client:1 received `scatter-reply`",
+                     "pending → finished",
+                     "your future still says finished"])
+    cluster.close()
+
+
 def test_8576_b_from_del_to_a_cancelled_future():
-    cluster, client, y = rescatter("legacy", SCHEDULE_B)
+    cluster, client, y, _ = rescatter("legacy", SCHEDULE_B)
     chain = cluster.why(y.key)
     in_order(chain, ["`del x` → client:1 refcount 1→0",
                      "`client-releases-keys` sent",
@@ -83,7 +82,7 @@ def test_8576_b_from_del_to_a_cancelled_future():
 
 
 def test_fixed_has_nothing_to_explain():
-    cluster, client, y = rescatter("fixed", SCHEDULE_A)
+    cluster, client, y, _ = rescatter("fixed", SCHEDULE_A)
     chain = cluster.why(y.key)
     assert not chain and "no loss" in str(chain)
     cluster.close()
@@ -158,7 +157,7 @@ def test_a_replayed_schedule_and_its_exception_explained():
 
 
 def test_from_a_saved_trace(tmp_path):
-    cluster, client, y = rescatter("legacy", SCHEDULE_A)
+    cluster, client, y, _ = rescatter("legacy", SCHEDULE_A)
     path = tmp_path / "race.jsonl"
     cluster.trace.to_jsonl(str(path))
     loaded = why(Trace.from_jsonl(path.read_text()), y.key)
@@ -167,7 +166,7 @@ def test_from_a_saved_trace(tmp_path):
 
 
 def test_a_cancelled_futures_traceback_ends_with_the_hint():
-    cluster, client, y = rescatter("legacy", SCHEDULE_A)
+    cluster, client, y, _ = rescatter("legacy", SCHEDULE_A)
     f = client.submit(inc, y)
     cluster.run_until_idle()
     with pytest.raises(FutureCancelledError) as info:
@@ -185,7 +184,7 @@ def test_magics_why(capsys):
     ip = start_ipython() or get_ipython()
     ip.run_line_magic("load_ext", "jupyter_refs")
     try:
-        cluster, client, y = rescatter("legacy", SCHEDULE_A)
+        cluster, client, y, _ = rescatter("legacy", SCHEDULE_A)
         magics = ip.magics_manager.registry["RefsMagics"]
         magics.handle = cluster
         assert "--why" in magics.refs.__doc__ or "--why" in ip.run_line_magic("refs?", "") or True

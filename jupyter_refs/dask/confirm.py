@@ -27,6 +27,7 @@ from typing import Any
 from ..checks import Violation
 from ..errors import JupyterRefsError
 from ..explore import Failure, Run, Scenario, replay
+from ..protocol.variants import VARIANTS, ProtocolVariant
 from ..trace import Trace
 from .tracer import DaskTracer, attach
 
@@ -127,7 +128,7 @@ def _say(sig: Sig) -> str:
 
 def confirm(scenario: Scenario, schedule: str | Failure, client: Any, *, ordered_scatter: bool = False,
             orders: str = "auto", attempts: int = 3, stall: float = 3.0,
-            timeout: float = 60.0) -> Confirmation:
+            timeout: float = 60.0, protocol: ProtocolVariant | None = None) -> Confirmation:
     """Run ``scenario`` on real dask with the overtakes of ``schedule`` enforced; compare.
 
     ``client`` is a ``distributed.Client`` of an in-process cluster (a tracer is attached
@@ -137,13 +138,22 @@ def confirm(scenario: Scenario, schedule: str | Failure, client: Any, *, ordered
     model made by default (a release that went *before* a scatter, say); ``"auto"`` tries
     the first, then the second if real dask did not fail the same way.  What is not
     steered follows real dask's own timing, so up to ``attempts`` runs are made; the result
-    says how many it took.
+    says how many it took.  A schedule explored under a :class:`ProtocolVariant` of one's
+    own replays under it: a :class:`Failure` brings its own, a schedule string needs
+    ``protocol=``, as :func:`replay` does.
     """
     if orders not in ("auto", "delays", "every"):
         raise ValueError(f"orders must be 'auto', 'delays' or 'every', not {orders!r}")
+    if isinstance(client, DaskTracer) and ordered_scatter and not client.ordered_scatter:
+        raise ConfirmError("this tracer was attached without ordered scatter: attach one with "
+                           "attach(client, ordered_scatter=True) (%cluster --attach NAME "
+                           "--ordered-scatter), or pass the dask Client itself")
     failure = schedule if isinstance(schedule, Failure) else None
     schedule = failure.schedule if failure is not None else schedule
-    run = replay(scenario, schedule)
+    variant = failure.run.cluster.variant if failure is not None else None
+    if protocol is None and variant is not None and variant.name not in VARIANTS:
+        protocol = variant  # a registered one replays by the name its schedule carries
+    run = replay(scenario, schedule, protocol=protocol)
     if not run.violations:
         raise ConfirmError(f"schedule {schedule} does not fail on the kernel-side cluster: "
                            "nothing to confirm")
@@ -184,8 +194,7 @@ def _confirm(scenario: Scenario, run: Run, client: Any, ordered_scatter: bool, e
         names.update({"client:1": tracer.me})
         waits = overtakes(run, names, every)
         control = _Overtakes(waits)
-        holds.record_all = True
-        holds.controller = control
+        holds.steer(control)
         errors: list[BaseException] = []
 
         def body() -> None:
@@ -212,8 +221,7 @@ def _confirm(scenario: Scenario, run: Run, client: Any, ordered_scatter: bool, e
                 holds.release()
                 thread.join(10)
                 break
-        holds.controller = None
-        holds.record_all = False
+        holds.steer(None)
         tracer.sync()
         violations = tracer.violations
         if errors and not violations:

@@ -54,10 +54,13 @@ NEVER_HELD = {"keep-alive", "heartbeat-client"}
 #: Sends the tracer's hooks already record (sender kind, op), and receipts (receiver kind, op).
 SENDS_TRACED = {("client", op) for op in ("client-releases-keys", "client-desires-keys",
                                           "update-graph", "scatter", "update-data")}
-SENDS_TRACED |= {("scheduler", op) for op in remote.REPORT_OPS}
+SENDS_TRACED |= {("scheduler", op) for op in (*remote.REPORT_OPS, *remote.WORKER_OPS,
+                                               *(f"{rpc}-reply" for rpc in remote.REPLIED))}
 RECEIPTS_TRACED = {("scheduler", op) for op in ("client-releases-keys", "client-desires-keys",
                                                 "update-graph", "scatter")}
-RECEIPTS_TRACED |= {("client", op) for op in remote.REPORT_OPS}
+RECEIPTS_TRACED |= {("client", op) for op in (*remote.REPORT_OPS,
+                                             *(f"{rpc}-reply" for rpc in remote.REPLIED))}
+RECEIPTS_TRACED |= {("worker", op) for op in remote.WORKER_OPS}
 #: How long a blocking deliver waits for the receiver's loop.
 DELIVER_TIMEOUT_S = 10.0
 
@@ -244,6 +247,16 @@ class Holds:
                 # sees (a future done), so it is asked again now and then.
                 self._cond.wait(min(left, 0.02))
 
+    def steer(self, controller: Any) -> None:
+        """Let ``controller`` decide holds beyond the patterns (``confirm``), recording every
+        message the gates see; ``None`` stops.  Occurrences (the n-th message of a signature,
+        by which a controller knows a message) count from here: what this tracer saw before
+        — an earlier run, the user's own traffic — is not part of the run being steered."""
+        with self._cond:
+            self._seen.clear()
+            self.controller = controller
+            self.record_all = controller is not None
+
     def close(self) -> None:
         """Deliver everything held, then remove every gate."""
         if self._closed:
@@ -264,12 +277,12 @@ class Holds:
             return kwargs["worker"] if "worker" in kwargs else kwargs.get("client", "?")
 
         self._gate_streams(s.stream_handlers, "scheduler", scheduler_sender, s_loop, "scheduler")
-        for address, worker in self.workers.items():
-            self._gate_streams(worker.stream_handlers, address, lambda kw: "scheduler",
-                               worker.loop.asyncio_loop, f"worker {address}")
-            self._gate_request(worker.handlers, "update_data", address, "update-data",
-                               worker.loop.asyncio_loop, lambda kw: "scheduler",
-                               lambda kw: tuple(remote._k(k) for k in kw.get("data") or ()))
+        for worker in self.workers.values():
+            self._gate_worker(worker)
+        # A worker that joins later is gated once the tracer's recorder is set up on it
+        # (its hooks first, so the gates stay outermost).
+        remote.WORKER_SETUP.append(self._worker_joined)
+        hooks._undo["worker setup"] = lambda: remote.WORKER_SETUP.remove(self._worker_joined)
         client = tracer.client
         self._gate_streams(client._stream_handlers, client.id, lambda kw: "scheduler",
                            client.loop.asyncio_loop, "client")
@@ -282,6 +295,22 @@ class Holds:
         pool = s.rpc
         s.rpc = _PoolProxy(pool, self)
         hooks._undo["scheduler.rpc"] = lambda: setattr(s, "rpc", pool)
+
+    def _gate_worker(self, worker: Any) -> None:
+        address, loop = worker.address, worker.loop.asyncio_loop
+        self._gate_streams(worker.stream_handlers, address, lambda kw: "scheduler", loop,
+                           f"worker {address}")
+        self._gate_request(worker.handlers, "update_data", address, "update-data", loop,
+                           lambda kw: "scheduler",
+                           lambda kw: tuple(remote._k(k) for k in kw.get("data") or ()))
+
+    def _worker_joined(self, worker: Any) -> None:
+        """A worker of this cluster, started in this process after the first hold."""
+        if (self._closed or worker.address in self.workers
+                or getattr(worker.scheduler, "address", None) != self.scheduler.address):
+            return
+        self.workers[worker.address] = worker
+        self._gate_worker(worker)
 
     def _gate_streams(self, table: dict, receiver: str, sender_of: Callable[[dict], str],
                       loop: Any, label: str) -> None:
@@ -462,9 +491,6 @@ class Holds:
             if msg._record_receipt:
                 self._record("msg.received", msg.sender, msg.receiver, msg.op, msg.keys, channel,
                              time.time_ns())
-            controller = self.controller
-            if controller is not None:
-                controller.delivered(msg.signature, msg._occurrence)
             if msg._go is not None:
                 if not msg._go.done():
                     msg._go.set_result(None)
@@ -474,6 +500,12 @@ class Holds:
                 if inspect.isawaitable(result):
                     await result
             await _settle()
+            # Delivered once handled: a reply resumes its caller a few turns of the loop
+            # after its gate opens (the scheduler registers a scatter after the put's reply
+            # is delivered), and a message that must wait for it arrives meanwhile.
+            controller = self.controller
+            if controller is not None:
+                controller.delivered(msg.signature, msg._occurrence)
             with self._cond:
                 self._cond.notify_all()
             if controller is not None:

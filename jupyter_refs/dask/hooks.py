@@ -83,6 +83,21 @@ class Hooks:
 
         self._undo[label] = undo
 
+    def replace_attr(self, obj: Any, name: str,
+                     make: Callable[[Callable[..., Any]], Callable[..., Any]], label: str) -> None:
+        """Put ``make(obj.name)`` on this instance only: a wrapper around the call (one that
+        sets a context for it, say), where :meth:`attr`'s observers only run beside it."""
+        saved = obj.__dict__.get(name, _MISSING)
+        setattr(obj, name, make(getattr(obj, name)))
+
+        def undo() -> None:
+            if saved is _MISSING:
+                obj.__dict__.pop(name, None)
+            else:
+                setattr(obj, name, saved)
+
+        self._undo[label] = undo
+
     def undo(self) -> None:
         for undo in reversed(list(self._undo.values())):
             undo()

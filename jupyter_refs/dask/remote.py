@@ -25,6 +25,7 @@ only ``distributed`` and the standard library.
 
 from __future__ import annotations
 
+import functools
 import socket
 import time
 from collections import deque
@@ -41,6 +42,11 @@ WORKER_PLUGIN = "jupyter-refs-worker"
 BARRIER, BARRIER_ACK = "jupyter-refs-barrier", "jupyter-refs-barrier-ack"
 WORKER_BARRIER_ACK = "jupyter-refs-worker-barrier-ack"
 REPORT_OPS = ("key-in-memory", "lost-data", "cancelled-keys", "task-erred")
+#: Scheduler→worker stream messages recorded at both ends (sent in ``send_all``).
+WORKER_OPS = ("free-keys",)
+#: RPCs whose reply the scheduler's plugin records (``scatter-reply``): the reply's send is
+#: part of the handler, so a chain from the client's future walks back through it.
+REPLIED = ("scatter",)
 #: ``extra`` of a message event that names its channel: ``(CHANNEL, "rpc:scheduler#2")``.
 CHANNEL = "@channel"
 
@@ -51,6 +57,10 @@ _time_ns = time.time_ns
 def _k(key: Any) -> str:
     return key if isinstance(key, str) else str(key)
 
+
+#: Called with each worker whose recorder was just set up in this process, after its hooks:
+#: the holds gate a worker that joins after the first hold (:mod:`.holds`).
+WORKER_SETUP: list[Any] = []
 
 #: An idle source still sends an empty batch this often: its ``now`` tells the tracer that
 #: nothing older is on its way, so events from other sources need not wait for it.
@@ -140,9 +150,10 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
         hooks.item(s.stream_handlers, "client-desires-keys", before=self._desires_received,
                    after=self._desires_applied)
         hooks.item(s.stream_handlers, "update-graph", before=self._graph_received)
-        hooks.item(s.handlers, "scatter", before=self._scatter_received)
+        hooks.item(s.handlers, "scatter", before=self._scatter_received, after=self._scattered)
         hooks.attr(s, "update_data", after=self._registered)
         hooks.attr(s, "report", before=self._report)
+        hooks.attr(s, "send_all", before=self._send_all)
         hooks.item(s.stream_handlers, BARRIER, before=self._barrier)
         hooks.item(s.stream_handlers, WORKER_BARRIER_ACK, before=self._worker_barrier_ack)
         self._barriers: dict[tuple[str, int], set[str]] = {}
@@ -166,6 +177,21 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
     def transition(self, key: Any, start: str, finish: str, *args: Any, stimulus_id: str = "",
                    **kwargs: Any) -> None:
         self.rec.record_key("transition", key, (start, finish, stimulus_id))
+
+    def log_event(self, topic: str, msg: Any) -> None:
+        """A batch of ours was published: the subscribed tracer has it, so the scheduler
+        need not keep it too.
+
+        dask's broker keeps the last ``distributed.admin.low-level-log-length`` events of
+        every topic (1,000 by default) for ``get_events``; for our topic each is a whole
+        batch, and in-process those are the very lists the tracer merges, so the log kept
+        most of a trace twice (on a 3,000-task map: 486 batches, 21,000 of its 33,000
+        events).  The broker calls plugins after it has sent the event to the subscribers.
+        """
+        if topic == TOPIC:
+            broker = getattr(self.scheduler, "_broker", None)
+            if broker is not None:
+                broker.truncate(TOPIC)
 
     def update_graph(self, scheduler: Any, *, client: str, keys: Any, **kwargs: Any) -> None:
         tasks = scheduler.tasks
@@ -209,6 +235,10 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
                           **kwargs: Any) -> None:
         self.rec.record("msg.received", None, "scatter", client, tuple(_k(k) for k in data or ()))
 
+    def _scattered(self, state: Any, result: Any, *args: Any, data: Any = None, client: str = "",
+                   **kwargs: Any) -> None:
+        self.rec.record("msg.sent", None, "scatter-reply", client, tuple(_k(k) for k in data or ()))
+
     def _registered(self, state: Any, result: Any, *args: Any, who_has: Any = None,
                     client: str | None = None, **kwargs: Any) -> None:
         tasks = self.scheduler.tasks
@@ -220,6 +250,15 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
                             extra=(tuple(ws.address for ws in ts.who_has or ()), _who(ts.who_wants)))
             if client:
                 self.rec.record("desire.applied", key, extra=(client, 0, _who(ts.who_wants), False))
+
+    def _send_all(self, client_msgs: Any, worker_msgs: Any) -> None:
+        """The ``free-keys`` a stimulus sends to workers: a worker's freeing of a key then
+        walks back (``why``) to the release that caused it."""
+        for address, msgs in worker_msgs.items():
+            for msg in msgs:
+                if msg.get("op") in WORKER_OPS:
+                    self.rec.record("msg.sent", None, msg["op"], address,
+                                    tuple(_k(k) for k in msg.get("keys") or ()))
 
     def _report(self, msg: dict, ts: Any = None, client: str | None = None) -> None:
         op = msg.get("op")
@@ -293,9 +332,20 @@ class WorkerRecorder(WorkerPlugin, _Periodic):
     def setup(self, worker: Any) -> None:
         self.worker = worker
         self.rec = Recorder(worker.address, self.capacity)
+        # What the worker already holds: the checks know its copies from the start, so a
+        # scatter of a key it still has (dask puts no new copy: no transition) is not taken
+        # for data that vanished.
+        for key in list(worker.data):
+            self.rec.record_key("worker.put", key, (0, ()))
         self.hooks = Hooks(self.rec.hook_failed)
         self.hooks.item(worker.stream_handlers, BARRIER, before=self._barrier)
+        for op in WORKER_OPS:
+            if op in worker.stream_handlers:
+                self.hooks.item(worker.stream_handlers, op,
+                                before=functools.partial(self._received, op))
         self._start_flushing(self.interval)
+        for joined in list(WORKER_SETUP):
+            joined(worker)
 
     def teardown(self, worker: Any) -> None:
         self.uninstall()
@@ -304,6 +354,9 @@ class WorkerRecorder(WorkerPlugin, _Periodic):
         self._stop_flushing()
         self.hooks.undo()
         return self.flush()
+
+    def _received(self, op: str, *args: Any, keys: Any = (), **kwargs: Any) -> None:
+        self.rec.record("msg.received", None, op, "scheduler", tuple(_k(k) for k in keys or ()))
 
     def _barrier(self, token: int = 0, client: str = "", **kwargs: Any) -> None:
         """Every free-keys sent before the barrier has been applied here: say so."""

@@ -26,11 +26,15 @@ import bisect
 import contextvars
 import functools
 import itertools
+import os
 import socket
+import sys
 import threading
 import time
 from collections import defaultdict, deque
 from typing import Any
+
+import distributed
 
 from ..checks import Checks, Violation
 from ..errors import JupyterRefsError, UnknownMessageError
@@ -43,12 +47,36 @@ from .remote import CHANNEL
 
 _CHUNK = 256  # events merged between two yields of the GIL
 CLIENT_OPS = ("client-releases-keys", "client-desires-keys", "update-graph")
-BATCHED = {"client-releases-keys", "client-desires-keys", "update-graph", *remote.REPORT_OPS}
+BATCHED = {"client-releases-keys", "client-desires-keys", "update-graph", *remote.REPORT_OPS,
+           *remote.WORKER_OPS}
 
 # The keys of the scatter being run by this asyncio task, so that futures created by it
 # are known to come from a scatter.
 _scattering: contextvars.ContextVar[list | None] = contextvars.ContextVar(
     "jupyter_refs_scattering", default=None)
+#: The user's line (``file:line``) of the call or drop being served.  Set in the user's
+#: thread around a call, it reaches the call's coroutine on dask's event loop with the
+#: context ``loop.add_callback`` copies; a drop's ``_dec_ref`` runs under the line that
+#: dropped the future.  ``why`` starts its chains there, as on the kernel-side cluster.
+_user_line: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "jupyter_refs_user_line", default=None)
+#: Kinds never stamped with the user's line: what happens while the call waits (as the
+#: kernel-side cluster stops stamping once a call blocks).
+_UNSTAMPED = frozenset({"msg.received", "future.state", "hook.failed"})
+#: The Client methods whose calls are stamped with the user's line.
+USER_CALLS = ("scatter", "submit", "map", "gather", "compute", "persist")
+#: Frames in these packages are not the user's (a drop runs ``Future.__del__`` and
+#: ``Future.release`` of distributed on its way to ``loop.add_callback``).
+_NOT_USER = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,  # jupyter_refs
+             os.path.dirname(os.path.abspath(distributed.__file__)) + os.sep)
+
+
+def _caller_line() -> str | None:
+    """``file:line`` of the first frame outside jupyter_refs and distributed: the user's line."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_NOT_USER):
+        frame = frame.f_back
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame is not None else None
 
 
 # Kinds whose fields hold dask's raw client ids / worker addresses, by their declarations:
@@ -90,6 +118,9 @@ class _SchedulerProxy:
             holds = tracer._holds
             if holds is not None:
                 await holds.reply(channel, "scheduler", tracer.client.id, f"{op}-reply", keys)
+            if op in remote.REPLIED:  # the scheduler's plugin recorded its send
+                tracer._local("msg.received", None, f"{op}-reply", "scheduler", keys,
+                              extra=(CHANNEL, channel))
             return result
 
         return call
@@ -120,6 +151,8 @@ class DaskTracer:
         self._order = itertools.count()
         self._msg_ids = itertools.count(1)
         self._unmatched: dict[tuple, deque[int]] = defaultdict(deque)
+        #: (responder, requester, "op-reply", keys) -> the channels of requests not yet answered.
+        self._awaiting_reply: dict[tuple, deque[str]] = defaultdict(deque)
         self._names: dict[str, str] = {client.id: "client:1"}
         self._offsets: dict[str, int] = {}
         self._batches: dict[str, int] = {}
@@ -287,7 +320,7 @@ class DaskTracer:
               extra: tuple = ()) -> None:
         # A deque append is atomic: recording takes no lock (the hooks run on dask's threads).
         self._incoming.append((t, next(self._order), actor, thread, kind, key, op, peer, keys,
-                               extra))
+                               extra, None))
 
     def _local(self, kind: str, key: str | None, op: str | None = None, peer: str | None = None,
                keys: tuple = (), extra: tuple = ()) -> None:
@@ -295,7 +328,8 @@ class DaskTracer:
         if thread is None:
             thread = self._threads[threading.get_ident()] = threading.current_thread().name
         self._incoming.append((time.time_ns(), next(self._order), self.me, thread, kind, key, op,
-                               peer, keys, extra))
+                               peer, keys, extra,
+                               None if kind in _UNSTAMPED else _user_line.get()))
 
     def _name(self, raw: str | None) -> str | None:
         if raw is None:
@@ -347,7 +381,7 @@ class DaskTracer:
                     peer = name(peer)
                     keys = tuple(keys)
                 append((t - offset, next(order), actor, actor, kind, key, op, peer, keys,
-                        tuple(extra)))
+                        tuple(extra), None))
         return out
 
     def _hook_failed(self, label: str, exc: BaseException) -> None:
@@ -407,7 +441,8 @@ class DaskTracer:
             ready, self._waiting = waiting[:n], waiting[n:]
             last = self._released_t
             flush = self.trace.flush
-            for i, (t, _, actor, thread, kind, key, op, peer, keys, extra) in enumerate(ready, 1):
+            for i, (t, _, actor, thread, kind, key, op, peer, keys, extra, cell) in enumerate(
+                    ready, 1):
                 if i % _CHUNK == 0:
                     # Hand the checks a slice, then let dask's threads have the GIL: in an
                     # in-process cluster the scheduler waits on us otherwise.
@@ -422,9 +457,9 @@ class DaskTracer:
                     msg_id, channel = pair(kind, sender, receiver, op, keys,
                                            extra[1] if extra and extra[0] == CHANNEL else None)
                     add(t, actor, thread, kind, keys[0] if len(keys) == 1 else None, msg_id,
-                        channel, op, (keys,))
+                        channel, op, (keys,), cell)
                 else:
-                    add(t, actor, thread, kind, key, extra=extra)
+                    add(t, actor, thread, kind, key, extra=extra, cell=cell)
             self._released_t = last
         self.trace.flush()
 
@@ -436,6 +471,17 @@ class DaskTracer:
         waiting = self._unmatched[channel_key]
         if kind == "msg.sent":
             msg_id = next(self._msg_ids)
+            if op.endswith("-reply"):
+                # A reply goes back on its request's channel (``rpc:client:1#3``), as on the
+                # kernel-side cluster; the scheduler's plugin that records it cannot know it.
+                requests = self._awaiting_reply.get(channel_key)
+                if requests:
+                    asked = requests.popleft()
+                    channel = channel or asked
+                    if not requests:
+                        del self._awaiting_reply[channel_key]
+            elif op in remote.REPLIED and channel is not None:
+                self._awaiting_reply[(receiver, sender, f"{op}-reply", keys)].append(channel)
             if channel is None:
                 channel = f"{sender}->{receiver}" if op in BATCHED else f"rpc:{sender}#{msg_id}"
             waiting.append((msg_id, channel))
@@ -494,7 +540,8 @@ class DaskTracer:
     def _install_client_hooks(self) -> None:
         client, hooks = self.client, self.hooks
         hooks.attr(client, "_inc_ref", after=self._inc_ref)
-        hooks.attr(client, "_dec_ref", before=self._refcount_before, after=self._dec_ref)
+        hooks.attr(client, "_dec_ref", before=self._dec_ref)
+        self._stamp_user_lines()
         hooks.attr(client, "_send_to_scheduler", before=self._send)
         hooks.attr(client, "_scatter", before=self._scatter_begin, after=self._scatter_end)
         for op in remote.REPORT_OPS:
@@ -517,12 +564,58 @@ class DaskTracer:
         self._local("future.created", key, extra=(0, origin, after))
         self._local("refcount.inc", key, extra=(after - 1, after))
 
-    def _refcount_before(self, key: Any) -> int:
-        return self.client.refcount.get(key, 0)
-
-    def _dec_ref(self, before: int | None, result: Any, key: Any) -> None:
+    def _dec_ref(self, key: Any) -> None:
+        # Recorded before the call: the release it sends at zero follows the drop in the trace.
+        before = self.client.refcount.get(key, 0)
         if before:
             self._local("refcount.dec", remote._k(key), extra=(before, before - 1))
+
+    def _stamp_user_lines(self) -> None:
+        """Stamp the user's line on what this client records for a call or a drop.
+
+        A call (``scatter``, ``submit``, …) is wrapped in the user's thread: the line is
+        set for the call's duration, and its coroutine on dask's loop sees it (the context
+        is copied by ``loop.add_callback``).  A drop (``del x``, rebinding, ``release()``)
+        reaches ``loop.add_callback(client._dec_ref, key)`` in the user's thread, from
+        ``Future.__del__``: the line is read there and ``_dec_ref`` runs under it.
+        """
+        client, hooks = self.client, self.hooks
+
+        def under_the_callers_line(original: Any) -> Any:
+            @functools.wraps(original)
+            def call(*args: Any, **kwargs: Any) -> Any:
+                token = _user_line.set(_caller_line())
+                try:
+                    return original(*args, **kwargs)
+                finally:
+                    _user_line.reset(token)
+
+            return call
+
+        for name in USER_CALLS:
+            hooks.replace_attr(client, name, under_the_callers_line, label=f"user line {name}")
+        dec_ref = vars(client)["_dec_ref"]  # the hooked one, which Future.release passes
+        loop = client.loop
+        loop_thread = getattr(loop.asyncio_loop, "_thread_id", None)
+
+        def dec_ref_at(line: str | None, key: Any) -> None:
+            token = _user_line.set(line)
+            try:
+                dec_ref(key)
+            finally:
+                _user_line.reset(token)
+
+        def with_the_droppers_line(add_callback: Any) -> Any:
+            @functools.wraps(add_callback)
+            def add(callback: Any, *args: Any, **kwargs: Any) -> None:
+                if callback is dec_ref and threading.get_ident() != loop_thread:
+                    return add_callback(dec_ref_at, _caller_line(), *args, **kwargs)
+                return add_callback(callback, *args, **kwargs)
+
+            return add
+
+        hooks.replace_attr(loop, "add_callback", with_the_droppers_line,
+                           label="user line add_callback")
 
     def _send(self, msg: dict) -> None:
         op = msg.get("op")

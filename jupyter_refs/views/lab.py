@@ -1,18 +1,20 @@
 """The kernel's end of the JupyterLab refs sidebar: one comm target, a feed of the refs.
 
 ``%load_ext jupyter_refs`` starts a :class:`LabChannel`.  It registers the comm
-target ``jupyter-refs`` (a sidebar that appears later opens a comm to it) and
-opens one comm itself (a sidebar already showing this kernel hears about the
-extension at once).  Each open comm gets:
+target ``jupyter-refs`` and waits: the sidebar opens the comm — when it sees a
+kernel, after a restart, and after a cell that mentions ``jupyter_refs`` has run.
+The kernel never opens one itself, since a front end without the extension
+(nbclassic, VS Code, plain JupyterLab) would log "No handler found for comm
+target" for it.  Each open comm gets:
 
 * ``{"type": "refs", ...}`` — every key the current cluster knows, as the refs
   table shows it (client refcounts and future states, scheduler state,
   who_wants, violations), sent when the trace changes, a few times a second at
   most, and at once when ``%cluster`` replaces the cluster;
-* ``{"type": "trace", "timeline_id": ..., "bundle": ...}`` — the saved-trace
-  bundle of each open timeline whose figure has moved on, every couple of
-  seconds, so the front end can keep the output's saved copy as current as the
-  live picture.
+* ``{"type": "trace", "timeline_id": ..., "bundle": ..., "svg": ...}`` — the
+  saved-trace bundle of each open timeline whose figure has moved on, and its
+  static SVG picture, every couple of seconds, so the front end can keep the
+  output's saved copies as current as the live picture.
 
 The front end may send ``{"type": "filter", "key": KEY or null}`` (show only that
 key in this kernel's timelines) and ``{"type": "refresh"}``.
@@ -70,9 +72,8 @@ class LabChannel:
     _view_name = "the JupyterLab sidebar feed"
 
     def __init__(self, rate: float = 4.0, save_interval: float = SAVE_INTERVAL):
-        from comm import create_comm, get_comm_manager
+        from comm import get_comm_manager
 
-        self._create_comm = create_comm
         self.comms: list[Any] = []
         self.source: Any | None = None
         self.sent = 0
@@ -86,7 +87,6 @@ class LabChannel:
         self._saver = threading.Thread(target=self._save_loop, args=(save_interval,),
                                        name="jupyter-refs-lab-saver", daemon=True)
         self._saver.start()
-        self._add(self._create_comm(target_name=TARGET, data={"type": "hello"}))
 
     # -- comms ----------------------------------------------------------------------------
 
@@ -168,8 +168,9 @@ class LabChannel:
             if self._saved.get(timeline) == drawn:
                 continue
             self._saved[timeline] = drawn
-            self._broadcast({"type": "trace", "timeline_id": timeline.id,
-                             "bundle": timeline.saved_bundle()})
+            bundle = timeline.saved_bundle()
+            self._broadcast({"type": "trace", "timeline_id": timeline.id, "bundle": bundle,
+                             "svg": timeline.picture(bundle)})
             sent += 1
         return sent
 

@@ -117,10 +117,16 @@ class SavedTrace:
     """
 
     def __init__(self, trace: Trace, **kwargs: Any):
+        from .svg import picture
+
         self.bundle = trace_bundle(trace, **kwargs)
+        #: Drawn now: the object keeps no reference to the trace.
+        self.picture = picture(self.bundle, lambda n: trace_bundle(trace, **{**kwargs, "max_events": n}))
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         w = self.bundle["window"]
         text = (f"<jupyter_refs trace: events {w['first']}..{w['next'] - 1} of {w['total']}, "
                 f"{len(self.bundle['violations']['x'])} violations>")
-        return {MIME: self.bundle, "text/plain": text}
+        from .svg import SVG_MIME
+
+        return {MIME: self.bundle, SVG_MIME: self.picture, "text/plain": text}

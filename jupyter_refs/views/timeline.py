@@ -32,6 +32,7 @@ from bokeh.transform import linear_cmap
 from ..trace import Batch, Trace
 from .pump import LiveView, Pump
 from .saved import MIME, trace_bundle
+from .svg import SVG_MIME, picture
 from .timeline_model import _DEFAULT_COLOR, KIND_COLORS, OP_COLORS, TimelineModel
 
 if TYPE_CHECKING:
@@ -536,6 +537,10 @@ class Timeline(LiveView):
                             since=self._since, until=self.drawn_until, timeline_id=self.id,
                             max_key_lanes=self._max_key_lanes, **kwargs)
 
+    def picture(self, saved: dict[str, Any] | None = None) -> str:
+        """The static SVG of what the figure shows (of ``saved``, its saved bundle, if given)."""
+        return picture(saved or self.saved_bundle(), lambda n: self.saved_bundle(max_events=n))
+
     def _ipython_display_(self) -> None:
         """Display under this timeline's id, so its saved trace can be brought up to date."""
         from IPython.display import display
@@ -548,10 +553,16 @@ class Timeline(LiveView):
 
         ensure_bokehjs()
         bundle = self.widget._repr_mimebundle_(**kwargs)
-        if MIME not in (kwargs.get("exclude") or ()):
-            # With no kernel (or after a restart) the widget is gone; JupyterLab then
-            # draws this instead, so a saved notebook still shows its race.
-            bundle[MIME] = self.saved_bundle()
+        exclude = kwargs.get("exclude") or ()
+        if MIME not in exclude or SVG_MIME not in exclude:
+            # With no kernel (or after a restart) the widget is gone; JupyterLab's extension
+            # then draws the saved trace instead, and any other viewer (nbconvert's HTML,
+            # GitHub) shows the SVG picture of it, so a saved notebook still shows its race.
+            saved = self.saved_bundle()
+            if MIME not in exclude:
+                bundle[MIME] = saved
+            if SVG_MIME not in exclude:
+                bundle[SVG_MIME] = self.picture(saved)
         return bundle
 
     def close(self) -> None:

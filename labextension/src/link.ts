@@ -1,11 +1,13 @@
 /**
  * One notebook's line to the jupyter_refs feed in its kernel.
  *
- * The kernel end (``jupyter_refs/views/lab.py``) registers the comm target
- * ``jupyter-refs`` and, at ``%load_ext jupyter_refs``, opens a comm to us.  We
- * also open one to it whenever a kernel appears or comes back from a restart:
- * if the extension is not loaded there, the kernel closes that comm at once and
- * we say so.  Either way round, the first comm that answers carries the refs.
+ * The kernel end (``jupyter_refs/views/lab.py``) only registers the comm target
+ * ``jupyter-refs``; it never opens a comm itself, so a front end without this
+ * extension (nbclassic, VS Code, plain JupyterLab) logs no "No handler found for
+ * comm target".  We open the comm: whenever a kernel appears or comes back from
+ * a restart, and again once a cell that mentions ``jupyter_refs`` (``%load_ext
+ * jupyter_refs``) has run while the extension was not loaded.  If it is not
+ * loaded there, the kernel closes that comm at once and we say so.
  */
 
 import { ISessionContext } from '@jupyterlab/apputils';
@@ -18,6 +20,8 @@ import { ISignal, Signal } from '@lumino/signaling';
 import { TRACE_MIME } from './bundle';
 
 export const COMM_TARGET = 'jupyter-refs';
+/** The static picture next to each timeline (``jupyter_refs/views/svg.py``). */
+export const SVG_MIME = 'image/svg+xml';
 
 export interface IRefsRow {
   key: string;
@@ -55,6 +59,8 @@ export class KernelLink {
   private _changed = new Signal<this, void>(this);
   private _disposed = false;
   private _restarted = false;
+  /** A cell that may load the extension ran: probe again when the kernel is idle. */
+  private _mayLoad = false;
 
   constructor(private _panel: NotebookPanel) {
     const session = _panel.sessionContext;
@@ -89,6 +95,7 @@ export class KernelLink {
     session.kernelChanged.disconnect(this._onKernelChanged, this);
     session.statusChanged.disconnect(this._onStatus, this);
     this._closeComm();
+    this._unwatch();
     Signal.clearData(this);
   }
 
@@ -108,6 +115,7 @@ export class KernelLink {
 
   private _onKernelChanged(): void {
     this._closeComm();
+    this._unwatch();
     this._attach(this._panel.sessionContext);
   }
 
@@ -119,7 +127,26 @@ export class KernelLink {
       this._set(status === 'dead' ? 'no-kernel' : 'probing', null);
     } else if (status === 'idle' && this._restarted) {
       this._restarted = false;
+      this._mayLoad = false;
       this._probe(); // back from a restart: the extension may be loaded at startup
+    } else if (status === 'idle' && this._mayLoad) {
+      this._mayLoad = false;
+      if (this.status === 'not-loaded') {
+        this._probe(); // the cell that just ran may have loaded it
+      }
+    }
+  }
+
+  /** Note a cell that may load the extension (its source names jupyter_refs). */
+  private _onIOPub(_: Kernel.IKernelConnection, msg: KernelMessage.IIOPubMessage): void {
+    if (KernelMessage.isExecuteInputMsg(msg) && msg.content.code.includes('jupyter_refs')) {
+      this._mayLoad = true;
+    }
+  }
+
+  private _unwatch(): void {
+    if (this._kernel !== null) {
+      this._kernel.iopubMessage.disconnect(this._onIOPub, this);
     }
   }
 
@@ -130,7 +157,7 @@ export class KernelLink {
       this._set('no-kernel', null);
       return;
     }
-    kernel.registerCommTarget(COMM_TARGET, (comm, msg) => this._adopt(comm, msg));
+    kernel.iopubMessage.connect(this._onIOPub, this);
     this._probe();
   }
 
@@ -143,10 +170,6 @@ export class KernelLink {
     const comm = kernel.createComm(COMM_TARGET);
     this._wire(comm);
     comm.open({ type: 'hello' });
-  }
-
-  private _adopt(comm: Kernel.IComm, _msg: KernelMessage.ICommOpenMsg): void {
-    this._wire(comm);
   }
 
   private _wire(comm: Kernel.IComm): void {
@@ -174,12 +197,16 @@ export class KernelLink {
     if (data.type === 'refs') {
       this._set('loaded', data as unknown as IRefs);
     } else if (data.type === 'trace') {
-      this._saveTrace(String(data.timeline_id), data.bundle as PartialJSONObject);
+      this._saveTrace(String(data.timeline_id), data.bundle as PartialJSONObject,
+        typeof data.svg === 'string' ? data.svg : null);
     }
   }
 
-  /** Keep the saved copy in a timeline's outputs as current as its live figure. */
-  private _saveTrace(timelineId: string, bundle: PartialJSONObject): void {
+  /**
+   * Keep the saved copy in a timeline's outputs as current as its live figure: the bundle,
+   * and the static SVG picture that viewers without this extension show.
+   */
+  private _saveTrace(timelineId: string, bundle: PartialJSONObject, svg: string | null): void {
     const cells = this._panel.content.model?.cells;
     if (!cells) return;
     for (let c = 0; c < cells.length; c++) {
@@ -190,7 +217,11 @@ export class KernelLink {
         const output = outputs.get(i);
         const saved = output.data[TRACE_MIME] as PartialJSONObject | undefined;
         if (saved?.timeline_id === timelineId) {
-          output.setData({ data: { ...output.data, [TRACE_MIME]: bundle } });
+          const data: PartialJSONObject = { ...output.data, [TRACE_MIME]: bundle };
+          if (svg !== null) {
+            data[SVG_MIME] = svg;
+          }
+          output.setData({ data });
         }
       }
     }

@@ -1,0 +1,316 @@
+"""What each side believes, rebuilt from the trace alone.
+
+A client believes it holds a key (its refcount) and that the key's future is
+pending, finished or cancelled; the scheduler believes the key is in some task
+state, wanted by ``who_wants`` and held by ``who_has``; each worker holds copies.
+:class:`Beliefs` replays events into those beliefs and nothing else: it judges
+nothing, so the refs table, the sidebar and the explorer's ``beliefs()`` read it
+without running a check, and :class:`~jupyter_refs.checks.Checks` — the
+invariants — judges over it, as dask's ``validate_state()`` reads the state its
+transitions keep.
+
+It also keeps the causal facts the explanations quote: which message each
+side last sent about a key (a desire, a release) and which message the
+scheduler is applying right now.  Like the rest, they come from events only,
+so the same model serves a trace of the kernel-side cluster, of real dask, or
+one read back from a file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from . import events as ev
+from .trace import ACTOR, EXTRA, KEY, KIND, MSG_ID, OP, Batch, Trace
+
+# Where each update's values sit in an event's ``extra``, read from the declarations
+# (events.py): a field moved there moves here, instead of silently feeding another value.
+_CREATED_REFS = ev.FUTURE_CREATED.at("refcount_after")
+_REFS_AFTER = ev.REFCOUNT_INC.at("after")
+assert _REFS_AFTER == ev.REFCOUNT_DEC.at("after")  # one update reads both
+_STATE_TO, _STATE_REASON = ev.FUTURE_STATE.at("to"), ev.FUTURE_STATE.at("reason")
+_FINISH = ev.TRANSITION.at("finish")
+WANTS_AFTER = ev.DESIRE_APPLIED.at("who_wants_after")
+assert WANTS_AFTER == ev.RELEASE_APPLIED.at("who_wants_after")  # one update reads both
+DESIRE_CLIENT, DESIRE_CREATED = ev.DESIRE_APPLIED.at("client"), ev.DESIRE_APPLIED.at("created_task")
+_REMOVED_CLIENT = ev.CLIENT_REMOVED.at("client")
+REG_WHO_HAS, _REG_WHO_WANTS = (ev.SCATTER_REGISTERED.at(f) for f in ("who_has", "who_wants_after"))
+_PUT_COPY, _PUT_REPLACED = ev.WORKER_PUT.at("incarnation"), ev.WORKER_PUT.at("replaced")
+_FREE_COPY = ev.WORKER_FREE.at("incarnation")
+_HAS_AFTER = ev.WHO_HAS_REMOVED.at("who_has_after")
+_RELEASE_CLIENT = ev.RELEASE_APPLIED.at("client")
+_MSG_KEYS = ev.MSG_SENT.at("keys")
+
+#: Operations a client sends that may start a hold of their keys.
+DESIRES = ("scatter", "update-graph", "client-desires-keys")
+#: The reason a future is cancelled when the scheduler dropped its client's connection.
+CONNECTION_LOST = "scheduler-connection-lost"
+
+#: A message being applied, as the explanations quote it: (msg id, op, seq of its send, sender).
+Receipt = tuple[int, str, int, str]
+
+
+@dataclass(frozen=True, slots=True)
+class KeyRefs:
+    """What each side believes about one key, as the refs table shows it."""
+
+    key: str
+    clients: dict[str, tuple[int, str]]  # client -> (refcount, future state)
+    scheduler: str  # task state, or "forgotten"
+    who_wants: tuple[str, ...]
+    on_workers: tuple[str, ...]  # workers that really hold a copy
+    violations: tuple[str, ...]  # names of the violations on this key
+
+
+class Beliefs:
+    """Each side's beliefs about every key, updated event by event.
+
+    Keys of the per-client maps are ``(client, key)`` pairs.  Everything is
+    public and read-only to everyone but the updates below and the checks.
+    """
+
+    def __init__(self) -> None:
+        # -- clients ---------------------------------------------------------------
+        self.refcount: dict[tuple[str, str], int] = {}  # absent: 0
+        self.fstate: dict[tuple[str, str], str] = {}  # the future's state, while held
+        self.holders: dict[str, set[str]] = {}  # key -> clients with refcount > 0
+        self.clients: set[str] = set()  # actors with refcounts: real clients, not pseudo-clients
+        #: (client, key) whose future was cancelled by a lost connection: its next future
+        #: starts a new hold whatever its refcount says.
+        self.disconnected: set[tuple[str, str]] = set()
+        # -- the scheduler ---------------------------------------------------------
+        self.sched: dict[str, str] = {}  # key -> task state (absent: forgotten or never known)
+        self.forgotten: set[str] = set()
+        self.who_wants: dict[str, tuple[str, ...]] = {}
+        #: key -> the workers the scheduler believes hold it (scatter.registered, a task's
+        #: result, who_has.removed); absent where the trace does not say (a dask trace).
+        self.who_has: dict[str, set[str]] = {}
+        self.ghosts: dict[str, int] = {}  # key -> seq of the desire that created it, no run spec
+        self.dropping: set[str] = set()  # clients the scheduler dropped, not yet told
+        # -- workers ---------------------------------------------------------------
+        self.copies: dict[str, dict[str, set[int]]] = {}  # key -> worker -> incarnations held
+        # -- causality, for the explanations -------------------------------------------
+        self.sent: dict[int, tuple[int, str, str]] = {}  # msg id in flight -> (seq, op, sender)
+        self.receiving: Receipt | None = None  # the message whose effects are being recorded
+        self.desired_by: dict[tuple[str, str], tuple[int, int, str]] = {}  # -> (msg id, seq, op)
+        self.released_by: dict[tuple[str, str], tuple[int, int]] = {}  # -> (msg id, sent seq)
+        #: (client, key) the client cancelled itself (``Future.cancel``, ``client.cancel``) ->
+        #: seq of its cancel-keys: both sides then agree the future is gone.
+        self.cancelled_by_client: dict[tuple[str, str], int] = {}
+        #: (client, key) -> (seq, msg id, op, sent seq) of the last desire the scheduler applied.
+        self.applied: dict[tuple[str, str], tuple[int, int, str, int]] = {}
+        self.forgotten_by: dict[str, Receipt | None] = {}  # key -> the message that forgot it
+        #: (client, key) -> seq of the release.applied that took a still-holding client off.
+        self.released_at: dict[tuple[str, str], int] = {}
+
+    # -- following a trace ---------------------------------------------------------------
+
+    @classmethod
+    def of(cls, trace: Trace, until: int | None = None) -> Beliefs:
+        """The beliefs after the events of ``trace`` before seq ``until`` (all: None).
+
+        No check runs: reading what each side believed at some point costs one pass.
+        """
+        beliefs = cls()
+        beliefs.apply(trace.batch(0, until))
+        return beliefs
+
+    def apply(self, batch: Batch) -> None:
+        """Update from a batch of rows, in order."""
+        for seq, row in enumerate(batch.rows, batch.start):
+            kind = row[KIND]
+            if kind == "msg.received":
+                self.received(row)
+            elif kind == "msg.sent":
+                self.message_sent(seq, row)
+            else:
+                update = UPDATES.get(kind)
+                if update is not None:
+                    update(self, seq, row)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def keys(self) -> list[str]:
+        """Keys some client holds or the scheduler knows, in order of first appearance."""
+        wanted = dict.fromkeys(k for (_c, k) in self.refcount)
+        wanted.update(dict.fromkeys(self.sched))
+        return list(wanted)
+
+    def snapshot(self, keys: Iterable[str], verdicts: dict[str, list[str]] | None = None
+                 ) -> list[KeyRefs]:
+        """Per key: every client's refcount and future state, the scheduler's view."""
+        verdicts = verdicts or {}
+        return [
+            KeyRefs(
+                key,
+                {c: (self.refcount[(c, key)], self.fstate.get((c, key), "?"))
+                 for c in sorted(self.holders.get(key, ()))},
+                self.sched.get(key, "forgotten") + (" (ghost)" if key in self.ghosts else ""),
+                tuple(sorted(self.who_wants.get(key, ()))),
+                tuple(sorted(self.copies.get(key, {}))),
+                tuple(dict.fromkeys(verdicts.get(key, ()))),
+            )
+            for key in keys
+        ]
+
+    # -- messages --------------------------------------------------------------------------
+    # Half of all events are sends and receipts: the batch loops call these two directly.
+
+    def received(self, row: tuple) -> None:
+        got = self.sent.pop(row[MSG_ID], None)
+        self.receiving = ((row[MSG_ID], row[OP], got[0], got[2]) if got is not None
+                          else (row[MSG_ID], row[OP], -1, "?"))
+
+    def message_sent(self, seq: int, row: tuple) -> None:
+        op, sender = row[OP], row[ACTOR]
+        self.sent[row[MSG_ID]] = (seq, op, sender)
+        if op in DESIRES:
+            # A message that may start a hold (only clients send these, whatever their name).
+            for key in row[EXTRA][_MSG_KEYS]:
+                self.desired_by[(sender, key)] = (row[MSG_ID], seq, op)
+        elif op == "client-releases-keys":
+            for key in row[EXTRA][_MSG_KEYS]:
+                self.released_by[(sender, key)] = (row[MSG_ID], seq)
+        elif op == "cancel-keys":
+            for key in row[EXTRA][_MSG_KEYS]:
+                self.cancelled_by_client[(sender, key)] = seq
+
+    # -- clients ---------------------------------------------------------------------------
+
+    def new_hold(self, row: tuple) -> bool:
+        """Whether a ``future.created`` starts a hold (after a lost connection, any new one does)."""
+        return row[EXTRA][_CREATED_REFS] == 1 or (row[ACTOR], row[KEY]) in self.disconnected
+
+    def future_created(self, seq: int, row: tuple) -> None:
+        if self.new_hold(row):
+            pair = (row[ACTOR], row[KEY])
+            self.fstate[pair] = "pending"
+            self.disconnected.discard(pair)
+            self.cancelled_by_client.pop(pair, None)
+
+    def refcount_changed(self, seq: int, row: tuple) -> None:
+        client, key, after = row[ACTOR], row[KEY], row[EXTRA][_REFS_AFTER]
+        pair = (client, key)
+        self.clients.add(client)
+        if after:
+            self.refcount[pair] = after
+            self.holders.setdefault(key, set()).add(client)
+            return
+        self.refcount.pop(pair, None)
+        self.fstate.pop(pair, None)
+        self.released_at.pop(pair, None)
+        self.cancelled_by_client.pop(pair, None)
+        self.disconnected.discard(pair)
+        holders = self.holders.get(key)
+        if holders is not None:
+            holders.discard(client)
+
+    def future_state(self, seq: int, row: tuple) -> None:
+        pair = (row[ACTOR], row[KEY])
+        to = self.fstate[pair] = row[EXTRA][_STATE_TO]
+        if to == "cancelled" and row[EXTRA][_STATE_REASON] == CONNECTION_LOST:
+            self.disconnected.add(pair)
+
+    def connection_lost(self, seq: int, row: tuple) -> None:
+        self.dropping.discard(row[ACTOR])
+
+    # -- the scheduler ---------------------------------------------------------------------
+
+    def transition(self, seq: int, row: tuple) -> None:
+        key, finish = row[KEY], row[EXTRA][_FINISH]
+        if finish != "forgotten":
+            self.sched[key] = finish
+            self.forgotten.discard(key)
+            if finish == "memory":
+                receiving = self.receiving
+                if receiving is not None and receiving[1] == "task-finished":
+                    self.who_has[key] = {receiving[3]}
+            else:
+                self.who_has.pop(key, None)
+            return
+        self.who_has.pop(key, None)
+        self.sched.pop(key, None)
+        self.ghosts.pop(key, None)
+        self.forgotten.add(key)
+        self.forgotten_by[key] = self.receiving
+        self.who_wants.pop(key, None)
+
+    def desire_applied(self, seq: int, row: tuple) -> None:
+        key, extra = row[KEY], row[EXTRA]
+        client = extra[DESIRE_CLIENT]
+        self.who_wants[key] = extra[WANTS_AFTER]
+        receiving = self.receiving
+        if receiving is not None:
+            self.applied[(client, key)] = (seq, receiving[0], receiving[1], receiving[2])
+        if extra[DESIRE_CREATED]:
+            # A desire for an unknown key made a task with no run spec: dask <= 2024.7.
+            self.ghosts[key] = seq
+            self.sched[key] = "released"
+            self.forgotten.discard(key)
+
+    def release_applied(self, seq: int, row: tuple) -> None:
+        key, client = row[KEY], row[EXTRA][_RELEASE_CLIENT]
+        if self.refcount.get((client, key)):
+            # The scheduler drops a client that still holds the key: remember where.
+            self.released_at[(client, key)] = seq
+        self.who_wants[key] = row[EXTRA][WANTS_AFTER]
+
+    def registered(self, seq: int, row: tuple) -> None:
+        key, extra = row[KEY], row[EXTRA]
+        self.who_has[key] = set(extra[REG_WHO_HAS])
+        self.ghosts.pop(key, None)  # the data a scatter registers is something to hold
+        self.sched[key] = "memory"
+        self.forgotten.discard(key)
+        self.who_wants[key] = extra[_REG_WHO_WANTS]
+
+    def who_has_removed(self, seq: int, row: tuple) -> None:
+        self.who_has[row[KEY]] = set(row[EXTRA][_HAS_AFTER])
+
+    def client_removed(self, seq: int, row: tuple) -> None:
+        # Its stream is closing: what the scheduler forgets for it now is not dangling.
+        self.dropping.add(row[EXTRA][_REMOVED_CLIENT])
+
+    # -- workers ---------------------------------------------------------------------------
+
+    def worker_put(self, seq: int, row: tuple) -> None:
+        extra = row[EXTRA]
+        held = self.copies.setdefault(row[KEY], {}).setdefault(row[ACTOR], set())
+        held.difference_update(extra[_PUT_REPLACED])
+        held.add(extra[_PUT_COPY])
+
+    def worker_free(self, seq: int, row: tuple) -> bool:
+        """Returns whether the worker held a copy of the key."""
+        key, worker = row[KEY], row[ACTOR]
+        by_worker = self.copies.get(key, {})
+        held = by_worker.get(worker)
+        if held is None:
+            return False
+        held.discard(row[EXTRA][_FREE_COPY])
+        if not held:
+            del by_worker[worker]
+        if not by_worker:
+            del self.copies[key]
+        return True
+
+
+Update = Callable[[Beliefs, int, tuple], Any]
+
+#: Event kind -> the update that applies it (plain functions, shared by every ``Beliefs``:
+#: one is made per explored run, and a table of bound methods would cost more than its events).
+UPDATES: dict[str, Update] = {
+    "future.created": Beliefs.future_created,
+    "refcount.inc": Beliefs.refcount_changed,
+    "refcount.dec": Beliefs.refcount_changed,
+    "future.state": Beliefs.future_state,
+    "connection.lost": Beliefs.connection_lost,
+    "transition": Beliefs.transition,
+    "desire.applied": Beliefs.desire_applied,
+    "release.applied": Beliefs.release_applied,
+    "scatter.registered": Beliefs.registered,
+    "who_has.removed": Beliefs.who_has_removed,
+    "client.removed": Beliefs.client_removed,
+    "worker.put": Beliefs.worker_put,
+    "worker.free": Beliefs.worker_free,
+}

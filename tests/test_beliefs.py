@@ -1,0 +1,38 @@
+"""The belief model alone: what each side believed, at any point, with no check run."""
+
+from __future__ import annotations
+
+from helpers import SCHEDULE_A, SCHEDULE_B, rescatter
+
+from jupyter_refs.beliefs import Beliefs
+
+
+def test_beliefs_agree_with_what_the_checks_judged_over():
+    cluster, _, y, _ = rescatter("legacy", SCHEDULE_A)
+    rows = cluster.checks.snapshot([y.key])[0]
+    mine = Beliefs.of(cluster.trace).snapshot([y.key])[0]
+    assert (mine.clients, mine.scheduler, mine.who_wants, mine.on_workers) == (
+        rows.clients, rows.scheduler, rows.who_wants, rows.on_workers)
+    assert mine.violations == () and "dangling_future" in rows.violations
+
+
+def test_beliefs_at_a_point_are_what_each_side_believed_then():
+    cluster, _, y, start = rescatter("legacy", SCHEDULE_A)
+    forget = next(e for e in cluster.trace.events(key=y.key, kind="transition", since=start)
+                  if e.get("finish") == "forgotten")
+    before = Beliefs.of(cluster.trace, until=forget.seq).snapshot([y.key])[0]
+    after = Beliefs.of(cluster.trace, until=forget.seq + 1).snapshot([y.key])[0]
+    # Just before the late release forgot it, the scheduler held the key for nobody...
+    assert before.scheduler == "memory" and before.who_wants == ()
+    # ...while the client, throughout, holds a finished future (the dangling one).
+    assert before.clients == after.clients == {"client:1": (1, "finished")}
+    assert after.scheduler == "forgotten"
+
+
+def test_beliefs_judge_nothing():
+    cluster, _, y, _ = rescatter("legacy", SCHEDULE_B)
+    n = len(cluster.trace)
+    beliefs = Beliefs.of(cluster.trace)
+    assert len(cluster.trace) == n  # no violation recorded
+    assert beliefs.fstate[("client:1", y.key)] == "cancelled"
+    assert beliefs.forgotten_by[y.key] is not None  # what forgot it, for the explanations

@@ -1,0 +1,208 @@
+"""Lesson 00 (references) and lesson 07 (the capstone) run top to bottom and show what they claim.
+
+Every claim the lessons make about dask is printed by a cell that checked it, on real
+``distributed`` and on the model; these tests read those outputs.  They also check the course's
+conventions (goal, time, predict-then-run, exercises with hidden solutions, takeaway, the
+"model vs dask" box), and that every timeline output carries a static SVG picture.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+SVG = "image/svg+xml"
+WIDGET = "application/vnd.jupyter.widget-view+json"
+TRACE = "application/vnd.jupyter-refs.trace+json"
+
+
+def execute(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Run a lesson in a fresh kernel that imports *this* tree's jupyter_refs."""
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the kernel is a subprocess: cwd is not enough
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3", store_widget_state=True,
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    return nb
+
+
+def cell(nb, tag: str):
+    return next(c for c in nb.cells if tag in c.metadata.get("tags", []))
+
+
+def text_of(nb, tag: str) -> str:
+    out = []
+    for o in cell(nb, tag).outputs:
+        if o.output_type == "stream":
+            out.append(o.text)
+        elif "data" in o:
+            out.append(o.data.get("text/plain", ""))
+    return "".join(out)
+
+
+def check_conventions(nb, minutes: int) -> None:
+    """Goal, prerequisites and time up front; predict-then-run; exercises with hidden
+    solutions; a takeaway; the model-vs-dask box."""
+    head = nb.cells[0]
+    assert head.cell_type == "markdown"
+    for field in ("**Goal.**", "**Prerequisites.**"):
+        assert field in head.source
+    assert re.search(rf"\*\*Time\.\*\* {minutes} minutes", head.source)
+    sources = [c.source for c in nb.cells]
+    guesses = [i for i, s in enumerate(sources) if s.startswith("guess = ...")]
+    assert len(guesses) >= 2
+    for i in guesses:  # each guess is checked by a later cell
+        assert any("course.check(guess" in s for s in sources[i + 1:])
+    solutions = [c for c in nb.cells if "solution" in c.metadata.get("tags", [])]
+    assert 2 <= len(solutions) <= 3
+    for s in solutions:
+        assert s.cell_type == "code" and s.metadata["jupyter"]["source_hidden"] is True
+        assert s.outputs and not any(o.output_type == "error" for o in s.outputs)
+    exercises = [n for c in nb.cells if c.cell_type == "markdown"
+                 for n in re.findall(r"^\*\*Exercise (\d)\.\*\*", c.source, re.M)]
+    assert exercises == [str(i) for i in range(1, len(solutions) + 1)]
+    markdown = [c.source for c in nb.cells if c.cell_type == "markdown"]
+    assert any(s.startswith("## Takeaway") for s in markdown)
+    assert any("> **Model vs dask.**" in s for s in markdown)
+
+
+def timeline_svgs(nb) -> list[ET.Element]:
+    """The static pictures of every timeline output, parsed (a parse error fails the test)."""
+    found = []
+    for c in nb.cells:
+        for o in c.get("outputs", []):
+            data = o.get("data", {})
+            if WIDGET in data and TRACE in data:
+                assert SVG in data, "a timeline output without its static picture"
+                found.append(ET.fromstring(data[SVG]))
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.dask
+def test_lesson_00_references(tmp_path, monkeypatch, caplog):
+    pytest.importorskip("distributed")
+    nb = execute("00_references.ipynb", tmp_path, monkeypatch)
+    # The kernel opens no comm of its own: a front end without the extension has nothing to refuse.
+    assert "No handler found for comm target" not in caplog.text
+    check_conventions(nb, 40)
+    for side in ("dask", "model"):
+        life = text_of(nb, "lifecycle")
+        assert re.search(rf"{side}\s+right after submit: pending\s+scheduler: processing", life)
+        assert re.search(rf"{side}\s+after .result\(\) = 1: finished", life)
+        assert re.search(rf"{side}\s+a task that raised: error; .result\(\) re-raised ValueError", life)
+        assert re.search(rf"{side}\s+after cancel\(\): cancelled; scheduler: forgotten", life)
+        refs = text_of(nb, "refcount")
+        assert re.search(rf"{side}\s+same key: True \(int-[0-9a-f]{{32}}\); refcount 2; "
+                         r"who_wants \['[^',]+'\]", refs)
+        assert re.search(rf"{side}\s+after del y: refcount 1; scheduler: memory", refs)
+        assert re.search(rf"{side}\s+after del x: refcount 0; scheduler: forgotten", refs)
+        states = text_of(nb, "states")
+        for line in (r"a processing\s+b waiting", r"a memory\s+b memory", r"del a: a released\s+b memory",
+                     r"del b: a forgotten\s+b forgotten", r"a task that raised: erred"):
+            assert re.search(rf"{side}\s+{line}", states), line
+    assert "the answer: 'pending'" in text_of(nb, "check-status")
+    assert "model and dask agree: True" in text_of(nb, "check-status")
+    assert "the answer: 2 " in text_of(nb, "check-refcount")
+    assert "the answer: 'released'" in text_of(nb, "check-states")
+    assert "model and dask agree: True" in text_of(nb, "check-states")
+    lost = text_of(nb, "lost")
+    assert "FutureState.lose sets status 'lost': True" in lost
+    assert "run spec of the scattered key: None | of the computed key: Task" in lost
+    assert "computed key finished again, recomputed on A (scheduler: memory -> released" in lost
+    assert "scattered key cancelled (nothing can recompute it), computed key lost" in lost
+    intervals = re.findall(r"dask flushes every (\d+) ms, the model every (\d+) ms", text_of(nb, "intervals"))
+    assert [d for d, _ in intervals] == ["10", "5", "2", "2"]
+    assert all(d == m for d, m in intervals)
+    channels = dict(re.findall(r"^(\S+)\s+\S+\s+(RPC|batched stream)$", text_of(nb, "channels"), re.M))
+    assert {op: channels[op] for op in ("scatter", "update-data", "gather")} == dict.fromkeys(
+        ("scatter", "update-data", "gather"), "RPC")
+    for op in ("update-graph", "client-releases-keys", "cancel-keys", "free-keys", "compute-task",
+               "key-in-memory", "release-worker-data"):
+        assert channels[op] == "batched stream", op
+    assert re.search(r"client-releases-keys\s+client:1->scheduler\s", text_of(nb, "channels"))
+    refs = text_of(nb, "legend-refs")
+    assert re.search(r"client:1=1/finished\s+forgotten\s+\{\}", refs)
+    assert "VIOLATION dangling_future" in refs
+    fields = text_of(nb, "event-fields")
+    assert "'op': 'client-releases-keys'" in fields and "'channel': 'client:1->scheduler'" in fields
+    assert "'stimulus_id': 'client-releases-keys-" in fields
+    stimulus = text_of(nb, "stimulus")
+    assert re.search(r"dask:  memory -> forgotten  stimulus_id=client-releases-keys-\d", stimulus)
+    assert re.search(r"model: memory -> forgotten  stimulus_id=client-releases-keys-\d", stimulus)
+    lanes = text_of(nb, "lanes")
+    for lane in ("actor    client:1", "actor    scheduler", "channel  client:1->scheduler",
+                 "channel  rpc client:1<->scheduler", "key      key int-"):
+        assert lane in lanes
+    assert re.search(r"\d+ arrows; crosses on events \[\d+\]", lanes)
+    incarnation = text_of(nb, "incarnation")
+    assert re.search(r"incarnation \d+, replaced \(\d+,\)", incarnation)
+    carried = re.search(r"free-keys event carries: (\[.*\])", incarnation)[1]
+    assert "'keys'" in carried and "incarnation" not in carried
+    solution = text_of(nb, "solution-refcount")
+    assert len(re.findall(r"refcount 3, who_wants has 1 entry", solution)) == 2
+    assert len(re.findall(r"after dropping two: refcount 1, scheduler: memory", solution)) == 2
+    cancel = text_of(nb, "solution-cancel")
+    assert "cancel-keys on client:1->scheduler (batched stream)" in cancel
+    assert "the release arrives first: True" in cancel
+    assert "caused by the client's release: True" in text_of(nb, "solution-stimulus")
+    [picture] = timeline_svgs(nb)
+    assert picture.findall(".//{http://www.w3.org/2000/svg}g[@class='violation']")
+    assert static_html_pictures(nb) == 1
+
+
+@pytest.mark.slow
+def test_lesson_07_capstone(tmp_path, monkeypatch, caplog):
+    nb = execute("07_capstone.ipynb", tmp_path, monkeypatch)
+    assert "No handler found for comm target" not in caplog.text
+    check_conventions(nb, 45)
+    table = text_of(nb, "side-by-side")
+    for race, protocol, verdict in (("8576", "dask", "dangling_future"), ("8576", "fixed", "no failure"),
+                                    ("ghost", "dask-2024.7", "ghost_task"), ("ghost", "fixed", "no failure"),
+                                    ("ids", "racy-ids", "id_collision"), ("ids", "dask", "no failure")):
+        assert re.search(rf"^{race}\s+{protocol}\s+{verdict}\b", table, re.M), (race, protocol)
+    assert re.search(r"ids\s+racy-ids\s+id_collision\s+client:1: id.alloc\s+no message: [1-9]\d* ids", table)
+    assert "the answer: '8576'" in text_of(nb, "check-kind")
+    explored = text_of(nb, "explore-variant")
+    assert "generations-only: every order within bound 2" in explored
+    assert "distinct failure(s); smallest: generations-only@" in explored and "dangling_future" in explored
+    found = text_of(nb, "check-found")
+    assert "the answer: True" in found
+    assert re.search(r"smallest: generations-only@[0-9a-f]{6}:\S+ \| .*(release-worker-data|free-keys)",
+                     found)
+    replayed = text_of(nb, "replay")
+    assert re.search(r"replayed generations-only@[0-9a-f]{6}:\S+: dangling_future on int-", replayed)
+    why = text_of(nb, "why")
+    assert why.startswith("why int-") and "free-keys" in why and "scatter" in why
+    incarnations = text_of(nb, "solution-incarnations")
+    assert "incarnations-only: every order within bound 2" in incarnations
+    assert "replayed: dangling_future" in incarnations
+    assert "the late release (variant A): True" in incarnations
+    creates = text_of(nb, "solution-creates")
+    assert "desire-creates: every order" in creates and "ghost_task | late messages: 0 | in order" in creates
+    ids = text_of(nb, "solution-ids")
+    assert re.search(r"atomic-ids 4000 futures, 4000 distinct keys, violations: 0, e\.g\. inc-\d+\n", ids)
+    assert re.search(r"dask\s+4000 futures, 4000 distinct keys, violations: 0, e\.g\. inc-[0-9a-f]{8}-", ids)
+    pictures = timeline_svgs(nb)
+    assert len(pictures) == 2  # %%explore's smallest failure, and its %replay
+    assert static_html_pictures(nb) == 2
+
+
+def static_html_pictures(nb) -> int:
+    """How many timeline pictures nbconvert's HTML shows for a notebook saved as JupyterLab saves
+    it by default, with no widget state: then nbconvert skips the widget view for the next MIME
+    type it knows, the SVG.  (With saved widget state it prefers the widget view, which only
+    renders with the widget manager's scripts from a CDN.)"""
+    from nbconvert import HTMLExporter
+
+    saved = nbformat.from_dict(nb)
+    saved.metadata.pop("widgets", None)
+    html, _ = HTMLExporter().from_notebook_node(saved)
+    return html.count('src="data:image/svg+xml;base64,PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmci')
