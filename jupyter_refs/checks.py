@@ -66,6 +66,7 @@ from .beliefs import (
     KeyRefs,
     Update,
 )
+from .protocol import messages as m
 from .trace import ACTOR, EXTRA, KEY, KIND, THREAD, Batch, Trace
 
 __all__ = ["Checks", "KeyRefs", "Violation"]
@@ -262,18 +263,26 @@ class Checks:
             return
         receiving = b.receiving
         msg = f" (msg #{receiving[0]})" if receiving else ""
+        # A desire comes on the client's stream, or inside an RPC (Variable.set before PR 8827).
+        op = receiving[1] if receiving else m.CLIENT_DESIRES_KEYS
+        via = f"{client}'s stream" if op == m.CLIENT_DESIRES_KEYS else f"the {op} RPC"
         if release and release[1] == "client-releases-keys":
             sender = release[3]
             before = (f"The scheduler had forgotten {key} when {sender}'s client-releases-keys "
                       f"(msg #{release[0]}) emptied who_wants; that release travelled on "
-                      f"{sender}'s stream and this desire on {client}'s, so nothing ordered them. ")
+                      f"{sender}'s stream and this desire on {via}, so nothing ordered them. ")
         else:
             before = f"The scheduler did not know {key}. "
-        where = (f"a future deserialized in a task's arguments on {client.removeprefix('client:')}"
-                 if client.startswith("client:worker:") else f"a future deserialized by {client}")
+        if client.startswith("client:worker:"):
+            where = f"a future deserialized in a task's arguments on {client.removeprefix('client:')}"
+        elif client.startswith("variable-"):
+            where = ("Variable.set, which desired the key at once for the variable (dask before "
+                     "PR 8827; since then it waits until the key is known)")
+        else:
+            where = f"a future deserialized by {client}"
         self._report(
             "ghost_task", key, client, seq,
-            f"{client}'s client-desires-keys{msg} created a task for {key}: state released, no "
+            f"{client}'s {op}{msg} created a task for {key}: state released, no "
             f"run_spec, who_wants={{{', '.join(extra[WANTS_AFTER])}}}. It came from {where}. "
             + before + "Nothing can compute this task: the next transition that reaches it "
             "fails an assertion, and the scheduler drops the connection of the client that "

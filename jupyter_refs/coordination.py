@@ -19,6 +19,8 @@ from concurrent.futures._base import DoneAndNotDoneFutures
 from numbers import Number
 from typing import Any
 
+from dask.utils import parse_timedelta
+
 from .client import Client, Future, _futures_in, _user_cell, default_client
 from .errors import FutureCancelledError, FuturesCancelledError
 from .protocol import messages as m
@@ -189,9 +191,13 @@ class Variable:
         return _client(self._client)
 
     def set(self, value: Any, timeout: Any = "30 s", **kwargs: Any) -> None:
-        """Set the value; a future's key is then held by the variable as well."""
+        """Set the value; a future's key is then held by the variable as well.
+
+        A future whose key the scheduler does not know waits for it until ``timeout``
+        (dask's ``"30 s"``, or seconds), then raises ``TimeoutError``, as dask's poll does.
+        """
         keys, payload = _stored(self.name, value)
-        self.client._ask(m.VARIABLE_SET, keys, **payload)
+        self.client._ask(m.VARIABLE_SET, keys, timeout=parse_timedelta(timeout), **payload)
 
     def get(self, timeout: float | None = None, **kwargs: Any) -> Any:
         """The value; a future comes back as this client's, confirmed to the scheduler."""

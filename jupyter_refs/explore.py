@@ -525,7 +525,10 @@ def _overtakes(run: Run, verbose: bool = False) -> list[str]:
     return out
 
 
-_NAMES = re.compile(r"[\w.]+-[0-9a-f]{8,}|#\d+|\b(client|worker):[\w:.]+|\d+")
+#: Keys (hashed ``int-<hex>``, and dask's ``pure=False`` ``inc-<uuid4>`` whole), message ids,
+#: actor names and numbers: what two failures of one kind differ in.
+_NAMES = re.compile(r"[\w.]+-[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}|[\w.]+-[0-9a-f]{8,}|#\d+"
+                    r"|\b(client|worker):[\w:.]+|\d+")
 
 
 @functools.lru_cache(maxsize=4096)

@@ -310,3 +310,17 @@ def test_explore_magic_takes_a_variant_from_the_namespace():
         ip.run_line_magic("unload_ext", "jupyter_refs")
         for name in ("cluster", "explored", "inc", "half"):
             ip.user_ns.pop(name, None)
+
+
+def test_failures_on_uuid_keys_group_by_kind():
+    """``pure=False`` keys are ``inc-<uuid4>``: a new key each run must not make a new group."""
+    from jupyter_refs import fire_and_forget
+
+    def forget(client):
+        f = client.submit(inc, 1, pure=False)
+        fire_and_forget(f)
+        del f
+
+    result = explore(forget, protocol="dask", max_schedules=300, processes=1)
+    assert [f.names for f in result.failures] == [("leaked_key",)]
+    assert result.failures[0].count > 1

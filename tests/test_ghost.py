@@ -204,3 +204,41 @@ def test_timeline_draws_the_ghost():
     kinds = {cluster.trace[s].kind for s in marks}
     assert kinds == {"desire.applied", "scheduler.assertion"}
     cluster.close()
+
+
+def _publish(box):
+    """A task that shares the future it was sent, through a Variable (1 s to find the key)."""
+    from jupyter_refs import Variable
+
+    try:
+        Variable("shared").set(box.items[0], timeout=1)
+        return "published"
+    except TimeoutError as exc:
+        return f"TimeoutError: {exc}"
+
+
+@pytest.mark.parametrize("protocol", ["dask-2024.7", "dask"])
+def test_a_variable_set_of_a_forgotten_key(protocol):
+    """Before PR 8827 ``Variable.set`` desired the key at once: a ghost for ``variable-<name>``;
+    since then it waits for the key to be known and times out (distributed 2024.7.1 and 2026.8
+    ``VariableExtension.set``)."""
+    with Cluster(protocol=protocol, network="random", seed=2) as cluster:
+        client = cluster.client()
+        x = client.scatter(41)
+        key = x.key
+        cluster.hold("client:worker:0->scheduler")  # the task's own claim (2024.7) waits
+        g = client.submit(_publish, Box([x]))
+        del x
+        deliver_op(cluster, "update-graph")
+        deliver_op(cluster, "client-releases-keys")  # the owner's release first: key forgotten
+        assert cluster.scheduler_state(key) == "forgotten"
+        outcome = g.result(timeout=5)
+        ghosts = [v for v in cluster.violations if v.name == "ghost_task"]
+        if protocol == "dask-2024.7":
+            assert outcome == "published" and cluster.scheduler_state(key) == "released"
+            assert [v.client for v in ghosts] == ["variable-shared"]
+            assert "Variable.set" in ghosts[0].explanation
+            assert "on the variable_set RPC" in ghosts[0].explanation
+        else:
+            assert outcome.startswith("TimeoutError") and "timeout of 1 s" in outcome
+            assert ghosts == [] and cluster.scheduler_state(key) == "forgotten"

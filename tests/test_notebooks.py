@@ -21,7 +21,10 @@ def execute(name: str):
 
 
 def text_of(nb, tag: str) -> str:
-    cell = next(c for c in nb.cells if tag in c.metadata.get("tags", []))
+    return text_of_cell(next(c for c in nb.cells if tag in c.metadata.get("tags", [])))
+
+
+def text_of_cell(cell) -> str:
     out = []
     for o in cell.outputs:
         if o.output_type == "stream":
@@ -31,17 +34,110 @@ def text_of(nb, tag: str) -> str:
     return "".join(out)
 
 
+#: The lessons this file checks for the course's conventions, and their minutes for a student.
+LESSONS = {
+    "01_scatter_race.ipynb": 40,
+    "02_ghost_task.ipynb": 40,
+    "03_future_ids.ipynb": 25,
+    "05_explore.ipynb": 35,
+    "06_tasks_that_submit.ipynb": 30,
+}
+
+
+def markdown(nb) -> str:
+    return "\n\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+
+
+def assert_conventions(nb, executed: bool = True) -> int:
+    """What every lesson has (issue 20), returning its minutes.
+
+    A header stating goal, prerequisites and time; "predict, then run": a cell that writes
+    ``guess = ...`` and a later one that checks it with ``course.check`` (executed: the answer is
+    printed); two or three exercises, each with a solution cell tagged ``solution`` and hidden
+    (``jupyter.source_hidden``) that ran without error; a takeaway; a "Model vs dask" box.
+    """
+    head = nb.cells[0]
+    assert head.cell_type == "markdown" and head.source.startswith("# Lesson")
+    assert "**Goal**:" in head.source and "**Prerequisites**:" in head.source
+    minutes = int(re.search(r"\*\*Time\*\*: (\d+) minutes", head.source)[1])
+    cells = list(enumerate(nb.cells))
+    guesses = [i for i, c in cells if c.cell_type == "code"
+               and re.search(r"^guess\w* = \.\.\.", c.source, re.M)]
+    checks = [i for i, c in cells if c.cell_type == "code" and "course.check(guess" in c.source]
+    assert guesses, "no predict-then-run cell"
+    for g in guesses:  # each guess is checked by a later cell, before the next guess is asked
+        later = [i for i in checks if i > g]
+        assert later and all(later[0] < n for n in guesses if n > g), f"guess in cell {g} unchecked"
+    solutions = [c for _, c in cells if "solution" in c.metadata.get("tags", [])]
+    exercises = re.findall(r"^### Exercise \d", markdown(nb), re.M)
+    assert 2 <= len(solutions) <= 3 and len(exercises) == len(solutions)
+    for c in solutions:
+        assert c.cell_type == "code" and c.metadata["jupyter"]["source_hidden"] is True
+    assert re.search(r"^## Takeaway$", markdown(nb), re.M)
+    assert re.search(r"^> \*\*Model vs dask\.\*\* ", markdown(nb), re.M)
+    if executed:
+        for i in checks:
+            assert "the answer: " in "".join(o.get("text", "") for o in nb.cells[i].outputs)
+        for c in solutions:
+            assert c.outputs and not any(o.output_type == "error" for o in c.outputs)
+    return minutes
+
+
+@pytest.mark.parametrize("name", sorted(LESSONS))
+def test_lessons_follow_the_course_conventions(name):
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    assert assert_conventions(nb, executed=False) == LESSONS[name]
+
+
 @pytest.mark.slow
 def test_scatter_race_lesson():
     nb = execute("01_scatter_race.ipynb")
-    assert "VIOLATION dangling_future" in text_of(nb, "legacy-refs")
+    assert_conventions(nb)
+    text = markdown(nb)
+    assert "Form A — the late release" in text and "Form B — the release inside the scatter" in text
+    assert "not dask's fix" in text
+    assert "VIOLATION dangling_future,refcount_mismatch" in text_of(nb, "legacy-refs")
     assert "forgotten" in text_of(nb, "legacy-refs")
+    a = text_of(nb, "predict-a")
+    assert "the answer: 'forgotten'" in a and "the answer: 'finished'" in a
     assert "cancelled for reason: lost dependencies." in text_of(nb, "legacy-submit")
-    assert "dask: violation after" in text_of(nb, "legacy-loop")
+    b = text_of(nb, "legacy-b")  # form B by hand: the fresh copy deleted, the future cancelled
+    assert "worker holds the key: False" in b
+    assert "the answer: 'cancelled'" in b and "the answer: 1 " in b
+    assert "violations: ['dangling_future', 'refcount_mismatch']" in b
+    why = text_of(nb, "legacy-b-why")
+    assert "`x = client.scatter(123)`" in why and "your future is cancelled" in why
+    assert "seed 0: violation after 6 iterations, form A" in text_of(nb, "legacy-loop")
+    seeds = {int(m[1]): (int(m[2]), m[3], m[4].split(", ")) for m in re.finditer(
+        r"seed +(\d+): failed at iteration (\d+), form (\w): (.*)", text_of(nb, "legacy-seeds"))}
+    assert sorted(seeds) == list(range(12))
+    # What the text says of the table: which seed fails by which form, within 32 iterations,
+    # refcount_mismatch with every A and with B on seeds 7, 8 and 11.
+    assert {s for s, (_, f, _) in seeds.items() if f == "A"} == {0, 1, 2, 4, 6, 9}
+    assert {s for s, (_, f, _) in seeds.items() if f == "B"} == {3, 5, 7, 8, 10, 11}
+    assert max(i for i, _, _ in seeds.values()) == 32
+    mismatch = {s for s, (_, _, names) in seeds.items() if "refcount_mismatch" in names}
+    assert mismatch == {0, 1, 2, 4, 6, 9, 7, 8, 11}
+    # Every violation name the lesson shows — in the seeds table, the refs tables ("VIOLATION a,b")
+    # and the printed lists ("violations: ['a']") — has its entry in the names section.
+    out = "".join(text_of_cell(c) for c in nb.cells if c.cell_type == "code")
+    shown = {n for _, _, names in seeds.values() for n in names}
+    shown |= {n for found in re.findall(r"VIOLATION ([\w,]+)", out) for n in found.split(",")}
+    shown |= {n for found in re.findall(r"violations: \[([^]]*)\]", out)
+              for n in re.findall(r"'(\w+)'", found)}
+    explained = set(re.findall(r"^\* \*\*`(\w+)`\*\*", text, re.M))
+    assert {"dangling_future", "refcount_mismatch"} <= shown <= explained, shown - explained
     fixed = text_of(nb, "fixed-refs")
-    assert "VIOLATION" not in fixed and "memory" in fixed
+    assert "VIOLATION" not in fixed and "memory" in fixed and "release.stale" in fixed
     assert "result: 124" in text_of(nb, "fixed-submit")
-    assert "fixed: no violation in 2000 iterations" in text_of(nb, "fixed-loop")
+    assert "fixed: 0 of 12 seeds failed in 2000 iterations" in text_of(nb, "fixed-loop")
+    one = text_of(nb, "solution-1")
+    assert "same key: False | second: finished memory" in one and "violations: []" in one
+    assert "40 seeds: form A 13, form B 25, shape C 2, no failure 0" in text_of(nb, "solution-2")
+    three = text_of(nb, "solution-3")
+    assert "free-keys: none in flight" in three and "ignored as stale: ['release.stale']" in three
+    assert "x: finished | scheduler: memory | on the worker: True" in three
+    assert three.rstrip().endswith("violations: []")
     widgets = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
     assert any(m["model_name"] == "BokehModel" for m in widgets.values())  # %timeline drew
 
@@ -51,49 +147,83 @@ def widget_models(nb) -> list[str]:
     return [m["model_name"] for m in state.values()]
 
 
+@pytest.mark.slow
+@pytest.mark.dask
 def test_ghost_task_lesson():
+    pytest.importorskip("distributed")
     nb = execute("02_ghost_task.ipynb")
+    assert_conventions(nb)
+    assert "in a list, the task got: [41]" in text_of(nb, "list-unpacked")  # a value, not a future
+    assert "the answer: [41]" in text_of(nb, "list-unpacked")
     legacy = text_of(nb, "legacy-refs")
     assert "released (ghost)" in legacy and "VIOLATION ghost_task" in legacy
+    assert "the answer: 'released'" in text_of(nb, "predict-ghost")
     meet = text_of(nb, "legacy-meet")
     assert "the future came back: <Future: pending" in meet
     for name in ("y", "g", "other"):  # all of client:1's futures, the unrelated one too
         assert f"{name} -> FutureCancelledError" in meet and "scheduler-connection-lost" in meet
-    ghosts = int(re.search(r"dask-2024.7: (\d+) ghost tasks in 50", text_of(nb, "legacy-loop"))[1])
-    assert ghosts > 0
-    assert "in a list, the task got: [41]" in text_of(nb, "list-unpacked")  # a value, not a future
+        assert f"'{name}'" in meet.split("the answer: ")[1]
+    assert "with seed 3, in 42 of the 50 iterations" in markdown(nb)  # seeded: the same every run
+    assert "dask-2024.7: 42 ghost tasks in 50 iterations" in text_of(nb, "legacy-loop")
+    variable = text_of(nb, "legacy-variable")  # path 2: Variable.set before PR 8827
+    assert "before the task runs, the scheduler has the key as: forgotten" in variable
+    assert "the task: published" in variable and "now: released" in variable
+    assert "ghost_task for variable-shared" in variable and "variable_set" in variable
     unbound = "in the task: status None; .result() -> RuntimeError:"
     today = text_of(nb, "dask-refs")  # today's dask: the future arrives unbound, no ghost
     assert unbound in today and "not properly initialized" in today
     assert "ghost" not in today and "VIOLATION" not in today and "created_task=True" not in today
     meet = text_of(nb, "dask-meet")
     assert "the future came back: <Future: pending" in meet and "other -> 7" in meet
-    assert "dask: 0 ghost tasks in 50 iterations" in text_of(nb, "dask-loop")
+    loop = text_of(nb, "dask-loop")
+    assert "dask: 0 ghost tasks in 50 iterations" in loop and "the answer: 0 " in loop
+    variable = text_of(nb, "dask-variable")
+    assert "the task: TimeoutError" in variable and "now: forgotten | violations: []" in variable
+    real = text_of(nb, "real-dask")  # what the notebook says of distributed 2026.8.0
+    assert "distributed 2026.8.0" in real and unbound in real
+    assert "the future came back: <Future: None, key: int-" in real
+    assert "the scheduler knows the key: False" in real
+    assert "client-desires-keys for the forgotten key: UserWarning" in real and "but key is unknown" in real
+    assert "after the desire, the scheduler knows the key: False" in real
+    assert "publish through a distributed.Variable: TimeoutError: Task int-" in real
+    assert "unknown to scheduler." in real and "the answer: None " in real
     fixed = text_of(nb, "fixed-refs")
     assert "VIOLATION" not in fixed and unbound in fixed and "holds no reference" in fixed
     meet = text_of(nb, "fixed-meet")
     assert "unknown to the scheduler" in meet and "lost dependencies" in meet and "other -> 7" in meet
     assert "fixed: 0 ghost tasks in 50 iterations" in text_of(nb, "fixed-loop")
+    one = text_of(nb, "solution-1")  # the desire first: no ghost, the worker's client keeps x
+    assert "ghosts: 0" in one and "the scheduler: memory wanted by ['client:worker:0']" in one
+    assert one.rstrip().endswith("violations: []")
+    two = text_of(nb, "solution-2")
+    assert "fx + 1 -> 42" in two and two.rstrip().endswith("violations: []")
     assert "BokehModel" in widget_models(nb)
 
 
 @pytest.mark.slow
+@pytest.mark.dask
 def test_future_ids_lesson():
+    pytest.importorskip("distributed")
     nb = execute("03_future_ids.ipynb")
-    found = re.search(r"16000 futures, (\d+) id collisions, (\d+) second puts refused",
-                      text_of(nb, "legacy-threads"))
+    assert_conventions(nb)
+    assert "shared-memory race, not a message-order race" in markdown(nb)
+    threads = text_of(nb, "legacy-threads")
+    found = re.search(r"16000 futures, (\d+) id collisions, (\d+) second puts refused", threads)
     collisions, refused = int(found[1]), int(found[2])
-    assert collisions > 0 and refused == collisions
+    assert collisions > 0 and refused == collisions and "the answer: True " in threads
     shown = text_of(nb, "legacy-collision")
     assert "was handed out twice" in shown and shown.count("Future can be set only once") >= 2
-    assert ("16000 futures, 0 id collisions, 0 second puts refused, 0 futures not finished"
-            in text_of(nb, "fixed-threads"))
+    uuid4 = r"\binc-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\b"
+    for tag in ("dask-keys", "real-keys"):  # dask's pure=False keys, on the model and on dask
+        assert len(set(re.findall(uuid4, text_of(nb, tag)))) == 3
+    assert "all uuid4 keys: True | results: [2, 2, 2]" in text_of(nb, "real-keys")
+    for tag in ("dask-threads", "fixed-threads"):
+        assert ("16000 futures, 0 id collisions, 0 second puts refused, 0 futures not finished"
+                in text_of(nb, tag))
+    assert "the answer: 0 " in text_of(nb, "dask-threads")
     assert "every result right: True" in text_of(nb, "fixed-threads")
-    # dask's pure=False keys: inc-<uuid4>
-    keys = re.findall(r"\binc-[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}\b", text_of(nb, "dask-keys"))
-    assert len(set(keys)) == 3
-    assert ("16000 futures, 0 id collisions, 0 second puts refused, 0 futures not finished"
-            in text_of(nb, "dask-threads"))
+    assert "thread A got 1, thread B got 1: the same id: True" in text_of(nb, "solution-1")
+    assert "about 1.0e+14 keys" in text_of(nb, "solution-2")
     assert "BokehModel" in widget_models(nb)
 
 
@@ -154,30 +284,70 @@ def test_real_dask_lesson():
 @pytest.mark.slow
 def test_explore_lesson():
     nb = execute("05_explore.ipynb")
+    assert_conventions(nb)
+    text = markdown(nb)
+    # the worked example: the counts the text derives by hand, as explore() reports them
+    assert "**5 orders**, so **10** in all" in text and "**4 classes**" in text
+    counts = text_of(nb, "worked-counts")
+    assert "bound   0:  1 orders without sleep sets; with them 1 runs, 0 pruned, 1 complete" in counts
+    assert "bound   1:  7 orders" in counts
+    for bound in (2, 100):
+        assert (f"bound {bound:3}: 10 orders without sleep sets; with them 6 runs, 2 pruned, "
+                "4 complete") in counts
+    assert "the answer: 10 " in counts and "the answer: 7 " in counts
+    orders = text_of(nb, "worked-orders")
+    assert ("10 orders; within bound 0: 1, bound 1: 7; 4 classes of orders that only swap deliveries "
+            "to different actors") in orders
+    assert re.search(r"^R1 R2 F1 F2 W1 W2 +delays 0 ", orders, re.M)  # the in-order run
+    assert "no lucky timing" in text and "Not on dask." in text and "cannot hide" not in text
     legacy = text_of(nb, "legacy-8576")
     assert "legacy: every order within bound 2" in legacy and "distinct failure(s)" in legacy
     variants = text_of(nb, "variants")
-    assert "A: the late release" in variants and "B: the late free" in variants
+    for form in ("A: the late release", "B: the release inside the scatter",
+                 "C: a late release-worker-data"):
+        assert form in variants
+    assert "the answer: {" in variants and "'A'" in variants.split("the answer: ")[1]
+    assert "'B'" in variants.split("the answer: ")[1]
     assert "replayed legacy@" in text_of(nb, "replay") and "dangling_future" in text_of(nb, "replay")
     assert "ghost_task" in text_of(nb, "legacy-ghost")
     for tag in ("fixed-8576", "fixed-ghost"):
         assert "fixed: every order within bound 2" in text_of(nb, tag)
         assert text_of(nb, tag).rstrip().endswith("no failure")
+    one = text_of(nb, "solution-1")  # a bound too small misses form B, bound 0 everything
+    assert "bound 0: 1 orders, exhaustive True, forms found: none" in one
+    assert "bound 1: 21 orders, exhaustive True, forms found: ['A', 'C']" in one
+    two = text_of(nb, "solution-2")
+    assert "without sleep sets 410 orders, with them 122 (54 pruned); both exhaustive: True" in two
+    assert "without sleep sets: ['A', 'B', 'C'] | with them: ['A', 'B', 'C']" in two
     assert "BokehModel" in widget_models(nb)
 
 
 @pytest.mark.slow
+@pytest.mark.dask
 def test_tasks_that_submit_lesson():
+    pytest.importorskip("distributed")
     nb = execute("06_tasks_that_submit.ipynb")
-    assert "right after submit: pending" in text_of(nb, "notebook-tree")
-    assert "sum: 2016 | status: finished" in text_of(nb, "notebook-tree")
+    assert_conventions(nb)
+    tree = text_of(nb, "notebook-tree")
+    assert "right after submit: pending" in tree and "the answer: 'pending'" in tree
+    assert "sum: 2016 | status: finished" in tree
     task = text_of(nb, "task-tree")
     assert "sum: 2016" in task and "client:worker:" in task and "violations: 0" in task
     deadlock = text_of(nb, "deadlock")
     assert "ThreadsExhaustedError" in deadlock and "with worker_client(): 2" in deadlock
+    assert "the answer: 'ThreadsExhaustedError'" in deadlock
+    real = text_of(nb, "real-deadlock")  # real dask waits where the stepped model can tell
+    assert "waits on its thread: TimeoutError — timed out after 3 s." in real
+    assert "with worker_client(): 2" in real
     cancel = text_of(nb, "cancel")
     assert "executing -> cancelled" in cancel and "cancelled -> released" in cancel
-    assert "on the worker afterwards: False" in cancel
-    assert "leaked_key" in text_of(nb, "ff-legacy")
+    assert "on the worker afterwards: False" in cancel and "the answer: False " in cancel
+    ff = text_of(nb, "ff-legacy")
+    assert "leaked_key" in ff and "1 distinct failure(s)" in ff
     assert "no failure" in text_of(nb, "ff-fixed")
+    # real dask: counted, not promised (the text says it depends on timing)
+    assert re.search(r"real dask: \d+ of 150 fire_and_forget keys pinned", text_of(nb, "ff-dask"))
     assert "right sums: notebook 50/50, in a task 50/50; violations: 0" in text_of(nb, "fifty")
+    assert "with secede() and rejoin(): 2" in text_of(nb, "solution-1")
+    two = text_of(nb, "solution-2")  # the running thread's result serves the resubmission
+    assert "second future: 1" in two and "worker: executing -> cancelled, cancelled -> executing" in two

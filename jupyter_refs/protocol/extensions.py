@@ -8,7 +8,9 @@ next to ordered streams, the ground #8576 grew on.  They are modelled message
 for message:
 
 * ``variable_set`` desires the key for ``variable-<name>`` once the scheduler
-  knows it (dask polls; here the call is parked until the key exists), and
+  knows it (dask polls; here the call is parked until the key exists) — before
+  PR 8827 (``dask-2024.7``: ``desire_creates``) it desired at once, so a set of a
+  key already forgotten made a ghost, as ``client_desires_keys`` does — and
   releases the previous value's key — but only after every client that got it
   confirmed (``variable-future-received-confirm``, on the client's batched
   stream), so that no release overtakes a reader's desire.
@@ -110,8 +112,8 @@ class Extensions:
         p = msg.payload
         name, key = p["name"], p.get("key")
         if key is not None:
-            if key not in self.scheduler.tasks:
-                return None  # parked: dask polls until the key is known
+            if key not in self.scheduler.tasks and not self.scheduler.variant.desire_creates:
+                return None  # parked: dask polls until the key is known (since PR 8827)
             self.scheduler.desire(self._pseudo(f"variable-{name}"), [key], out, stimulus)
             record = {"type": "Future", "value": key}
         else:
