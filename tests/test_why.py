@@ -45,8 +45,8 @@ def test_8576_a_when_the_reply_comes_after_the_late_release():
     """The loss is seen at the client (its future finishes after the scheduler forgot the key),
     as on real dask when its event loop applies the late release before the client resumes:
     the chain still runs from `del x` through the late release to the forgetting."""
-    cluster, client, y = rescatter("legacy", ["scatter", "update-data", "update-data-reply",
-                                              "client-releases-keys", "scatter-reply"])
+    cluster, client, y, _ = rescatter("legacy", ["scatter", "update-data", "update-data-reply",
+                                                 "client-releases-keys", "scatter-reply"])
     chain = cluster.why(y.key)
     assert cluster.violations[0].name == "dangling_future"
     assert chain.steps[0].kind == "refcount.dec" and "`del x`" in chain.steps[0].text
