@@ -276,7 +276,14 @@ class Beliefs:
 
     def worker_put(self, seq: int, row: tuple) -> None:
         extra = row[EXTRA]
-        held = self.copies.setdefault(row[KEY], {}).setdefault(row[ACTOR], set())
+        by_worker = self.copies.get(row[KEY])
+        if by_worker is None:  # the usual case: a key's first copy (no empty dict made in vain)
+            self.copies[row[KEY]] = {row[ACTOR]: {extra[_PUT_COPY]}}
+            return
+        held = by_worker.get(row[ACTOR])
+        if held is None:
+            by_worker[row[ACTOR]] = {extra[_PUT_COPY]}
+            return
         held.difference_update(extra[_PUT_REPLACED])
         held.add(extra[_PUT_COPY])
 

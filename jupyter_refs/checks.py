@@ -467,7 +467,8 @@ class Checks:
             self._suspects.setdefault(pair, seq)
         else:
             self._suspects.pop(pair, None)
-            self._open.discard(("refcount_mismatch", client, key))
+            if self._open:
+                self._open.discard(("refcount_mismatch", client, key))
 
     def _why_forgotten(self, b: Beliefs, client: str, key: str, seq: int, told: bool
                        ) -> tuple[int, str]:

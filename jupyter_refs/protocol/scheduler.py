@@ -54,6 +54,9 @@ class InvariantError(AssertionError):
 NO_KEYS: frozenset[str] = frozenset()
 
 
+_NO_WANTS: dict[str, int] = {}  # a client that wants nothing (shared, never written)
+
+
 @dataclass(slots=True, eq=False)
 class TaskState:
     key: str
@@ -179,10 +182,11 @@ class SchedulerState:
         Pseudo-clients (a Variable's, a Queue's, fire-and-forget's) hold keys
         but have no stream: nothing is sent to them.
         """
-        for client in sorted(ts.who_wants):
+        who = ts.who_wants
+        for client in (sorted(who) if len(who) > 1 else who):
             if client in self.pseudo:
                 continue
-            gen = self.wants.get(client, {}).get(ts.key, 0)
+            gen = self.wants.get(client, _NO_WANTS).get(ts.key, 0)
             self._send(out, client, op, (ts.key,), gen=gen, **payload)
 
     def _pick_worker(self, ts: TaskState | None = None) -> str:

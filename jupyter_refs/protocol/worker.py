@@ -320,9 +320,10 @@ class WorkerState:
                     raise LookupError(f"dependencies {ts.missing} were gone from their workers")
                 func = load_function(fblob)
                 args, kwargs = loads(ablob)
-                values = self.data if not ts.fetched else {**self.data, **ts.fetched}
-                return TaskRun(self.name, key, func, substitute(args, values),
-                               substitute(kwargs, values)), []
+                if p["who_has"]:  # no dependencies, no placeholder to fill (most tasks)
+                    values = self.data if not ts.fetched else {**self.data, **ts.fetched}
+                    args, kwargs = substitute(args, values), substitute(kwargs, values)
+                return TaskRun(self.name, key, func, args, kwargs), []
             except Exception as exc:  # noqa: BLE001 - the task cannot even start: it erred
                 return None, self.finish(key, False, exc)
         token = running_task.set(key)
