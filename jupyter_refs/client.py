@@ -67,6 +67,13 @@ def _user_cell() -> str | None:
     return f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame is not None else None
 
 
+def check_serializable(value: Any) -> None:
+    """Raise :class:`SerializationError` if ``value`` cannot travel to a worker, as ``scatter``
+    would — for a caller that must refuse before it changes anything (``%scatter`` drops the
+    future its name held, and must not when the new value cannot be sent)."""
+    dumps(value)
+
+
 def _not_initialized() -> RuntimeError:
     return RuntimeError(
         f"{Future} object not properly initialized. This can happen if the object is being "

@@ -231,6 +231,11 @@ class Trace:
         start, rows = self._snapshot(since, until)
         return Batch(start, rows, 0)
 
+    def channels(self) -> set[str]:
+        """The channels of the messages in the log (``client:1->scheduler``, ``rpc:…#3``)."""
+        _, rows = self._snapshot()
+        return {row[CHANNEL] for row in rows if row[CHANNEL] is not None}
+
     def __iter__(self) -> Iterator[Event]:
         return iter(self.events())
 

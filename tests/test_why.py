@@ -186,7 +186,7 @@ def test_magics_why(capsys):
     try:
         cluster, client, y, _ = rescatter("legacy", SCHEDULE_A)
         magics = ip.magics_manager.registry["RefsMagics"]
-        magics.handle = cluster
+        magics.current = cluster
         assert "--why" in magics.refs.__doc__ or "--why" in ip.run_line_magic("refs?", "") or True
         capsys.readouterr()
         ip.run_line_magic("refs", f"--why {y.key}")
