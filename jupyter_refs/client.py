@@ -890,11 +890,6 @@ class Client:
             raise TimeoutError(f"{op} got nothing within its timeout of {timeout} s")
         return reply
 
-    def _tell(self, op: str, keys: tuple[str, ...] = (), **payload: Any) -> None:
-        """A message on this client's batched stream (no answer)."""
-        with self.cluster.call(None) as user_call:
-            user_call.send(self._state.send(op, keys, **payload))
-
     def who_has(self, futures: Any = None) -> dict[str, list[str]]:
         """Which workers hold each key (of ``futures``, or every key)."""
         flat: list[Future] = []

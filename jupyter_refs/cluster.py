@@ -571,10 +571,10 @@ class Cluster:
             self._now += self._user_delay()
         if self._drops:
             self._process_drops()
-        self.trace.cell = cell
+        self.trace.user_line = cell
 
     def _end_call(self) -> None:
-        self.trace.cell = None
+        self.trace.user_line = None
         if self.policy.drains and not self.live:
             self._drain_network()
         if self._flush_calls:
@@ -612,11 +612,12 @@ class Cluster:
             if cell is None:
                 self._send(state.release(key))
                 continue
-            outer, trace.cell = trace.cell, cell  # the release's events name the line that dropped it
+            # The release's events name the line that dropped the future.
+            outer, trace.user_line = trace.user_line, cell
             try:
                 self._send(state.release(key))
             finally:
-                trace.cell = outer
+                trace.user_line = outer
 
     def _wait(self, done: Callable[[], bool], what: str, timeout: float | None,
               needs: Callable[[], list[Message]] | None = None, first: bool = False) -> None:
@@ -625,7 +626,7 @@ class Cluster:
         The call's source line stops being stamped here: what the network does
         while we wait is not the user's line.
         """
-        self.trace.cell = None
+        self.trace.user_line = None
         if self.live:
             mine = current_run.get()
             if mine is not None:

@@ -27,7 +27,6 @@ from typing import Any
 
 from .. import events as ev
 from ..trace import ACTOR, CELL, CHANNEL, EXTRA, KEY, KIND, MSG_ID, OP, Event, T
-from .text import describe_fields
 
 # The fields the model draws from, at their declared positions (events.py).
 _MSG_KEYS = ev.MSG_SENT.at("keys")
@@ -266,7 +265,7 @@ class TimelineModel:
         if kind in _HIDDEN or not self._shown(key):
             return
         cell = row[CELL]
-        self.events.add(x, lane, kind, seq, key, describe_fields(kind, extra),
+        self.events.add(x, lane, kind, seq, key, ev.describe(kind, extra),
                         self._cell_text(cell) if cell else "")
         if key is None:
             return
