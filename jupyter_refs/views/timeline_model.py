@@ -218,7 +218,12 @@ class TimelineModel:
     def add_row(self, seq: int, row: tuple) -> None:
         """Take in one trace row: every row gets its x; its kind says what else it draws
         (``_ROWS``: a message's send and receipt make one arrow, a violation marks the event
-        it names; every other kind is a marker on its actor's lane)."""
+        it names; every other kind is a marker on its actor's lane, and ``_KEY_LANE`` says
+        what it draws on its key's lane).
+
+        The marker is drawn here rather than by a method of its own: it is most rows, and
+        the pump takes in every row of a live trace.
+        """
         if seq < self.since:
             return
         if self._first_seq < 0:
@@ -227,10 +232,24 @@ class TimelineModel:
         self.last_x = x
         self.next_seq = seq + 1
         self._x.append(x)
-        key = row[KEY]
+        kind, key = row[KIND], row[KEY]
         if key is not None:
             self.seen_keys.setdefault(key, None)
-        _ROWS.get(row[KIND], TimelineModel._marker)(self, seq, row, x)
+        special = _ROWS.get(kind)
+        if special is not None:
+            special(self, seq, row, x)
+            return
+        lane = self.lane(row[ACTOR], 0) if kind != "network.drained" else -1
+        self._lane_by_seq.append(lane)
+        if kind in _HIDDEN or not self._shown(key):
+            return
+        cell = row[CELL]
+        self.events.add(x, lane, kind, seq, key, ev.describe(kind, row[EXTRA]),
+                        self._cell_text(cell) if cell else "")
+        if key is not None:
+            on_key = _KEY_LANE.get(kind)
+            if on_key is not None:
+                on_key(self, key, row, x)
 
     def _sent_row(self, seq: int, row: tuple, x: float) -> None:
         """A send: remembered until its receipt draws the arrow."""
@@ -268,21 +287,6 @@ class TimelineModel:
         else:  # the first event was dropped from the log: mark it on the client's lane
             fx, flane = x, self.lane(client or "scheduler", 0)
         self.violations.add(fx, flane, name, key, explanation, first_seq, seq)
-
-    def _marker(self, seq: int, row: tuple, x: float) -> None:
-        """Any other event: a marker on its actor's lane, and its mark on its key's lane."""
-        kind, key, extra = row[KIND], row[KEY], row[EXTRA]
-        lane = self.lane(row[ACTOR], 0) if kind != "network.drained" else -1
-        self._lane_by_seq.append(lane)
-        if kind in _HIDDEN or not self._shown(key):
-            return
-        cell = row[CELL]
-        self.events.add(x, lane, kind, seq, key, ev.describe(kind, extra),
-                        self._cell_text(cell) if cell else "")
-        if key is not None:
-            on_key = _KEY_LANE.get(kind)
-            if on_key is not None:
-                on_key(self, key, row, x)
 
     # What an event draws on its key's lane: the scheduler's state, or a client's refcount.
 
@@ -363,7 +367,7 @@ class TimelineModel:
         return cols
 
 
-#: How each kind of row is taken in (any other kind: ``TimelineModel._marker``).
+#: The kinds of row that are not a marker on their actor's lane, and how each is taken in.
 _ROWS = {"msg.sent": TimelineModel._sent_row, "msg.received": TimelineModel._received_row,
          "violation": TimelineModel._violation_row}
 #: What a marker's event also draws on its key's lane.
