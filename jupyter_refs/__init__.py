@@ -101,8 +101,8 @@ def unload_ipython_extension(ipython) -> None:
 
     for name, magics in list(ipython.magics_manager.registry.items()):
         if isinstance(magics, RefsMagics):
-            if magics.handle is not None:
-                magics.handle.close()
+            if magics.current is not None:
+                magics.current.close()
             if magics.lab is not None:
                 magics.lab.close()
             if magics.after_cell in ipython.events.callbacks["post_run_cell"]:

@@ -67,6 +67,13 @@ def _user_cell() -> str | None:
     return f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame is not None else None
 
 
+def check_serializable(value: Any) -> None:
+    """Raise :class:`SerializationError` if ``value`` cannot travel to a worker, as ``scatter``
+    would — for a caller that must refuse before it changes anything (``%scatter`` drops the
+    future its name held, and must not when the new value cannot be sent)."""
+    dumps(value)
+
+
 def _not_initialized() -> RuntimeError:
     return RuntimeError(
         f"{Future} object not properly initialized. This can happen if the object is being "
@@ -882,11 +889,6 @@ class Client:
         if reply.get("error") == "timeout":
             raise TimeoutError(f"{op} got nothing within its timeout of {timeout} s")
         return reply
-
-    def _tell(self, op: str, keys: tuple[str, ...] = (), **payload: Any) -> None:
-        """A message on this client's batched stream (no answer)."""
-        with self.cluster.call(None) as user_call:
-            user_call.send(self._state.send(op, keys, **payload))
 
     def who_has(self, futures: Any = None) -> dict[str, list[str]]:
         """Which workers hold each key (of ``futures``, or every key)."""

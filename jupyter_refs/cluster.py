@@ -58,6 +58,7 @@ from .protocol.scheduler import SchedulerState
 from .protocol.variants import ProtocolVariant, get_variant
 from .protocol.worker import TaskRun, WorkerState
 from .trace import Trace
+from .why import Chain
 
 # How often the live thread looks for futures dropped by the GC: often while
 # messages are in flight (a drop's release must not lag behind them), rarely when idle.
@@ -204,7 +205,7 @@ class Cluster:
         self._now = 0
         self._t0 = time.perf_counter_ns()
         self.trace = Trace(trace_capacity, clock=self._live_clock if self.live else self._sim_clock)
-        self.network = Network()
+        self._network = Network()
         # Only policies that time messages need to hear of each send, and only those that
         # simulate the user's own time need asking at each call (the explorer makes a
         # cluster per run: what a policy does not need is not called).
@@ -292,7 +293,7 @@ class Cluster:
         """Messages sent and not yet delivered, oldest first."""
         with self._lock:
             self._process_drops()
-            return sorted(self.network.in_flight.values(), key=lambda m: m.msg_id)
+            return sorted(self._network.in_flight.values(), key=lambda m: m.msg_id)
 
     @property
     def violations(self) -> list[Violation]:
@@ -306,7 +307,7 @@ class Cluster:
         with self._lock:
             self._check_open()
             self._process_drops()
-            msg = self.network.get(msg_id)
+            msg = self._network.get(msg_id)
             self._deliver(msg)
             self.trace.flush()
             return msg
@@ -336,18 +337,35 @@ class Cluster:
         """
         with self._lock:
             self._check_open()
-            self.network.hold(pattern)
+            self._network.hold(pattern)
 
     def release_holds(self) -> set[str]:
         """Stop holding; held messages then flow in the policy's order."""
         with self._lock:
-            released = self.network.unhold()
+            released = self._network.unhold()
             self._wake()
             return released
 
     @property
     def held(self) -> set[str]:
-        return set(self.network.held)
+        """The channel patterns being held (see :meth:`hold`)."""
+        return set(self._network.held)
+
+    @property
+    def can_hold(self) -> bool:
+        """Any network can hold channels while the cluster is open (see :meth:`hold`)."""
+        return not self.closed
+
+    @property
+    def steppable(self) -> bool:
+        """Whether messages wait for ``deliver`` / ``step``: the network delivers nothing on
+        its own (``manual``), so a view offers the step controls."""
+        return not self.policy.autonomous
+
+    def channels(self) -> set[str]:
+        """The channels that have carried a message and still exist (streams; RPCs in use)."""
+        with self._lock:
+            return set(self._network.channels())
 
     def run_until_idle(self, timeout: float = 60.0, quiet: float | None = None) -> int:
         """Deliver until nothing is in flight and no task runs (manual networks too).
@@ -365,7 +383,7 @@ class Cluster:
         if self.live:
             with self._cond:
                 self._check_open()
-                idle = lambda: (not self._drops and not self.network.in_flight  # noqa: E731
+                idle = lambda: (not self._drops and not self._network.in_flight  # noqa: E731
                                 and not self._threaded)
                 while True:
                     self._cond.notify_all()
@@ -374,7 +392,7 @@ class Cluster:
                     if idle():
                         return 0
                     # Only held messages are left: deliver them too, oldest first.
-                    self._deliver(self.network.oldest(held_too=True))
+                    self._deliver(self._network.oldest(held_too=True))
                     self.trace.flush()
         return len(self.step(1 << 62))
 
@@ -387,28 +405,28 @@ class Cluster:
             while True:
                 if not self.live:
                     self._process_drops()
-                    msg = self.network.oldest(held_too=True)
+                    msg = self._network.oldest(held_too=True)
                     if msg is not None:
                         self._deliver(msg, threaded=True)  # a run goes on a worker thread
                         delivered += 1
                         continue
                     self.trace.flush()
-                if not self._drops and not self.network.in_flight and not self._threaded:
+                if not self._drops and not self._network.in_flight and not self._threaded:
                     return delivered
                 seen = self.trace.next_seq
                 self._cond.notify_all()
                 self._cond.wait(quiet)  # woken when a run ends or a message moves
-                if self.trace.next_seq == seen and not self.network.in_flight and not self._drops:
+                if self.trace.next_seq == seen and not self._network.in_flight and not self._drops:
                     return delivered  # only running tasks, and nothing happened meanwhile
                 if time.monotonic() > deadline:
                     raise self._still_busy(timeout)
                 if self.live and self._stuck():
-                    self._deliver(self.network.oldest(held_too=True))
+                    self._deliver(self._network.oldest(held_too=True))
                     self.trace.flush()
 
     def _still_busy(self, timeout: float) -> TimeoutError:
         return TimeoutError(f"run_until_idle: still busy after {timeout} s "
-                            f"({len(self.network)} messages in flight, "
+                            f"({len(self._network)} messages in flight, "
                             f"{len(self._threaded)} tasks running)")
 
     def close(self) -> None:
@@ -458,12 +476,25 @@ class Cluster:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @property
+    def title(self) -> str:
+        """What a view calls this cluster: its protocol and network."""
+        return f"protocol={self.variant.name} network={self.network_name}"
+
+    def sync(self) -> None:
+        """Hand the checks and views every event recorded so far.
+
+        The kernel-side trace has nothing buffered elsewhere (a dask tracer does), so
+        this is a flush; dropped futures wait for :meth:`apply_drops` or the next call.
+        """
+        self.trace.flush()
+
     def __repr__(self) -> str:
-        state = "closed" if self.closed else f"{len(self.network)} in flight"
+        state = "closed" if self.closed else f"{len(self._network)} in flight"
         return (f"<Cluster protocol={self.variant.name} network={self.network_name} "
                 f"workers={len(self.workers)} clients={len(self.clients)} {state}>")
 
-    def why(self, key: str, client: str | None = None) -> Any:
+    def why(self, key: str, client: str | None = None) -> Chain:
         """The causal chain from the user's line to the loss of ``key`` (see ``why.py``)."""
         from .why import why
 
@@ -540,10 +571,10 @@ class Cluster:
             self._now += self._user_delay()
         if self._drops:
             self._process_drops()
-        self.trace.cell = cell
+        self.trace.user_line = cell
 
     def _end_call(self) -> None:
-        self.trace.cell = None
+        self.trace.user_line = None
         if self.policy.drains and not self.live:
             self._drain_network()
         if self._flush_calls:
@@ -554,7 +585,7 @@ class Cluster:
     def _send(self, messages: list[Message]) -> None:
         now = self.trace.clock()
         record = self.trace.record_msg
-        accept, on_send = self.network.accept, self._on_send
+        accept, on_send = self._network.accept, self._on_send
         for msg in messages:
             accept(msg, now)
             if on_send is not None:
@@ -581,11 +612,12 @@ class Cluster:
             if cell is None:
                 self._send(state.release(key))
                 continue
-            outer, trace.cell = trace.cell, cell  # the release's events name the line that dropped it
+            # The release's events name the line that dropped the future.
+            outer, trace.user_line = trace.user_line, cell
             try:
                 self._send(state.release(key))
             finally:
-                trace.cell = outer
+                trace.user_line = outer
 
     def _wait(self, done: Callable[[], bool], what: str, timeout: float | None,
               needs: Callable[[], list[Message]] | None = None, first: bool = False) -> None:
@@ -594,7 +626,7 @@ class Cluster:
         The call's source line stops being stamped here: what the network does
         while we wait is not the user's line.
         """
-        self.trace.cell = None
+        self.trace.user_line = None
         if self.live:
             mine = current_run.get()
             if mine is not None:
@@ -606,7 +638,7 @@ class Cluster:
                 if not self._cond.wait_for(
                         lambda: done() or self.closed or self._stuck() or starving(), timeout):
                     raise TimeoutError(f"{what} did not complete within {timeout} s "
-                                       f"({len(self.network)} messages in flight)")
+                                       f"({len(self._network)} messages in flight)")
                 starved = not done() and starving()
             finally:
                 if mine is not None:
@@ -616,7 +648,7 @@ class Cluster:
                 if starved:
                     self._raise_stuck(what, needs)
                 raise HeldMessagesError(what, [m for m in self.in_flight
-                                               if self.network.is_held(m.channel)])
+                                               if self._network.is_held(m.channel)])
             return
         deadline = None if timeout is None else time.monotonic() + timeout
         while not done():
@@ -628,14 +660,14 @@ class Cluster:
             if msg is None:
                 if self._threaded and self._others_running():
                     # Immediate: a run from an earlier, timed-out call is still going.
-                    self._wait_threads(lambda: done() or bool(self.network.in_flight)
+                    self._wait_threads(lambda: done() or bool(self._network.in_flight)
                                        or not self._others_running(), what, deadline)
                     continue
                 if (deadline is not None and self._cond is not None
-                        and not self.network.in_flight):
+                        and not self._network.in_flight):
                     # Immediate, nothing in flight, a timeout: only another thread can
                     # help (a Variable set, a Queue put); wait it out, as dask does.
-                    self._wait_threads(lambda: done() or bool(self.network.in_flight)
+                    self._wait_threads(lambda: done() or bool(self._network.in_flight)
                                        or bool(self._drops), what, deadline)
                     continue
                 self._raise_stuck(what, needs)
@@ -653,7 +685,7 @@ class Cluster:
     def _starved(self) -> bool:
         """Live: nothing in flight, every running task waits, and a worker's ready tasks have
         no thread — a deadlock (dask hangs in it; here each waiter is told)."""
-        return (not self.network.in_flight and not self._drops and bool(self._threaded)
+        return (not self._network.in_flight and not self._drops and bool(self._threaded)
                 and self._threaded <= self._waiting
                 and any(w.ready and not w.free_slots() for w in self.workers.values()))
 
@@ -688,10 +720,10 @@ class Cluster:
                     "does not (its data was freed); real dask would wait for ever, its worker "
                     "asking the scheduler where the data is")
         held = needs() if needs is not None else []
-        if self.network.held and not held:
-            held = [m for m in self.network.in_flight.values()
-                    if self.network.is_held(m.channel)]
-        raise HeldMessagesError(what, held or sorted(self.network.in_flight.values(),
+        if self._network.held and not held:
+            held = [m for m in self._network.in_flight.values()
+                    if self._network.is_held(m.channel)]
+        raise HeldMessagesError(what, held or sorted(self._network.in_flight.values(),
                                                      key=lambda m: m.msg_id))
 
     def _drain_network(self) -> None:
@@ -700,7 +732,7 @@ class Cluster:
         A task runs when someone waits for it (``result``, ``gather``, ``wait``):
         ``submit`` returns a pending future, as on dask.
         """
-        oldest = self.network.oldest_message
+        oldest = self._network.oldest_message
         while True:
             if self._drops:
                 self._process_drops()
@@ -711,23 +743,23 @@ class Cluster:
 
     def _stuck(self) -> bool:
         """Live: only held messages are left, so nothing will move on its own."""
-        network = self.network
+        network = self._network
         return bool(network.held and network.in_flight and not self._drops
                     and not network.heads())
 
     # -- delivery ----------------------------------------------------------------------
 
     def _next(self, force: bool) -> Message | None:
-        choice = self.policy.next(self.network, self._now)
+        choice = self.policy.next(self._network, self._now)
         if choice is None:
-            return self.network.oldest(held_too=True) if force else None
+            return self._network.oldest(held_too=True) if force else None
         msg, at = choice
         if not self.live and at > self._now:
             self._now = at
         return msg
 
     def _deliver(self, msg: Message, threaded: bool = False) -> TaskRun | None:
-        network = self.network
+        network = self._network
         network.take(msg)
         receiver = msg.receiver
         self.trace.record_msg(receiver, "msg.received", msg)
@@ -781,7 +813,7 @@ class Cluster:
             self._send(worker.finish(run.key, ok, value))
             if self.policy.drains:
                 self._drain_network()
-            if not self.network.in_flight and not self._threaded:
+            if not self._network.in_flight and not self._threaded:
                 self.trace.record(SCHEDULER, "network.drained", None)
             self.trace.flush()
             self._cond.notify_all()
@@ -807,14 +839,14 @@ class Cluster:
         with cond:
             while not self.closed:
                 self._process_drops()
-                due = policy.due_ns(self.network)
+                due = policy.due_ns(self._network)
                 now = self._live_clock()
                 if due is None or due > now:
                     wait = (_LIVE_POLL_IDLE_S if due is None
                             else min(_LIVE_POLL_BUSY_S, (due - now) / 1e9))
                     cond.wait(wait)
                     continue
-                choice = policy.next(self.network, now)
+                choice = policy.next(self._network, now)
                 if choice is not None:
                     self._deliver(choice[0])
                     self.trace.flush()

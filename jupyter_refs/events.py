@@ -223,6 +223,15 @@ HOOK_FAILED = _kind(
     "hook.failed", "hook", "error", source="adapter",
     doc="One of the dask adapter's hooks raised; it was removed so dask goes on.")
 
+def describe(kind: str, extra: tuple) -> str:
+    """A non-message event in its declaration's words; a kind from a newer trace shows what
+    it holds.  Positional, because the live timeline describes every event it draws."""
+    declared = KINDS.get(kind)
+    if declared is None:
+        return kind + (" " + " ".join(map(str, extra)) if extra else "")
+    return declared.describe(extra)
+
+
 #: Field names by kind: the shape readers of old code and saved traces use.
 FIELDS: dict[str, tuple[str, ...]] = {name: k.fields for name, k in KINDS.items()}
 

@@ -303,8 +303,43 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
     same receiver (one that may not commute with it) happens.
     """
     decisions: list[_Decision] = []
+    policy = _policy(decisions, prefix, strict, entry_sleep, explored, rng)
+    cluster = Cluster(protocol=protocol, workers=workers, network=policy, trace_capacity=capacity,
+                      threads_per_worker=THREADS_PER_WORKER)
+    cluster._flush_calls = keep_open  # the checks read the run once, at the end
+    n_clients = _arity(scenario) if clients is None else clients
+    names, pruned, raised = _play(scenario, cluster, n_clients)
+    picks = [d.pick for d in decisions]
+    violations = [] if pruned else cluster.violations
+    if raised is not None and not pruned:
+        owner = names[0] if len(names) == 1 else None
+        violations.append(_raised_violation(cluster, raised, owner))
+    if not keep_open:
+        cluster.close()
+    return Run(format_schedule(protocol_name(protocol), fp, picks, workers, n_clients), picks,
+               decisions, cluster.trace, violations, cluster, pruned, raised)
+
+
+def _policy(decisions: list[_Decision], prefix: Sequence[int], strict: bool,
+            entry_sleep: frozenset, explored: frozenset, rng: random.Random | None) -> _Policy:
+    """The chooser of one run, appending each decision it makes to ``decisions``.
+
+    Closures rather than methods: a run makes a decision per delivery with a choice,
+    and reading a closure's cells is cheaper than an object's attributes.
+    """
     sleeping: set[tuple[int, str]] = set()
     last = len(prefix) - 1
+
+    if rng is not None and not prefix:
+        randrange = rng.randrange
+
+        def choose_at_random(heads: Sequence[Message]) -> Message:
+            # A sampled run has no prefix and nothing asleep: each pick is uniform.
+            pick = randrange(len(heads))
+            decisions.append(_Decision(heads, pick))
+            return heads[pick]
+
+        return _Policy(choose_at_random, sleeping)
 
     def choose(heads: Sequence[Message]) -> Message:
         if len(heads) == 1:
@@ -344,21 +379,17 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
         sleeping.update(kept)
         return heads[pick]
 
-    def choose_at_random(heads: Sequence[Message]) -> Message:
-        # A sampled run has no prefix and nothing asleep: each pick is uniform.
-        pick = randrange(len(heads))
-        decisions.append(_Decision(heads, pick))
-        return heads[pick]
+    return _Policy(choose, sleeping)
 
-    if rng is not None and not prefix:
-        randrange = rng.randrange
-        policy = _Policy(choose_at_random, sleeping)
-    else:
-        policy = _Policy(choose, sleeping)
-    cluster = Cluster(protocol=protocol, workers=workers, network=policy, trace_capacity=capacity,
-                      threads_per_worker=THREADS_PER_WORKER)
-    cluster._flush_calls = keep_open  # the checks read the run once, at the end
-    n_clients = _arity(scenario) if clients is None else clients
+
+def _play(scenario: Scenario, cluster: Cluster, n_clients: int
+          ) -> tuple[list[str], bool, Raised | None]:
+    """Run the scenario on fresh clients, then drain: the clients' names, whether the run was
+    pruned (every deliverable message asleep), and what the scenario raised, if it did.
+
+    The clients are let go before the drain, so the futures they hold are released as if
+    the scenario's caller had dropped them.
+    """
     users = [cluster.client() for _ in range(n_clients)]
     names = [c.name for c in users]
     pruned = False
@@ -366,7 +397,7 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
     try:
         try:
             scenario(*users)
-        except Exception as exc:  # noqa: BLE001 - the scenario's own error: a failure, judged below
+        except Exception as exc:  # noqa: BLE001 - the scenario's own error: a failure, judged later
             raised = _raised(exc, cluster.trace.next_seq)
         del users
         cluster.step(1 << 62)  # drain: every remaining delivery is a decision too
@@ -378,15 +409,7 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
     except Exception as exc:  # noqa: BLE001 - raised while draining (a task's call, a check)
         if raised is None:
             raised = _raised(exc, cluster.trace.next_seq)
-    picks = [d.pick for d in decisions]
-    violations = [] if pruned else cluster.violations
-    if raised is not None and not pruned:
-        owner = names[0] if len(names) == 1 else None
-        violations.append(_raised_violation(cluster, raised, owner))
-    if not keep_open:
-        cluster.close()
-    return Run(format_schedule(protocol_name(protocol), fp, picks, workers, n_clients), picks, decisions,
-               cluster.trace, violations, cluster, pruned, raised)
+    return names, pruned, raised
 
 
 #: Threads per worker in every explored run: fixed, not the machine's cores, so that a
@@ -606,36 +629,33 @@ def _names(run: Run) -> tuple[str, ...]:
     return tuple(dict.fromkeys(v.name for v in run.violations))
 
 
-def _explore(scenario: Scenario, protocol: str | ProtocolVariant, max_schedules: int, bound: int, seed: int,
-             workers: int, reduce: bool, sample: bool, first: bool,
-             progress: Callable[[int, int, int], None] | None, fp: str,
-             start: float, processes: int = 1) -> ExploreResult:
-    groups: dict[tuple, Failure] = {}
-    runs = pruned = sampled = 0
-    prefix: list[int] = []
-    entry_sleep: frozenset = frozenset()
-    tried: frozenset = frozenset()
-    exhaustive = False
+class _Tally:
+    """The runs counted so far and the failure groups, each keeping its smallest run."""
 
-    def tally(run: Run) -> None:
+    def __init__(self, max_schedules: int, progress: Callable[[int, int, int], None] | None):
+        self.max_schedules = max_schedules
+        self.progress = progress
+        self.runs = 0
+        self.groups: dict[tuple, Failure] = {}
+
+    def count(self, run: Run) -> None:
         """Count a run made here, judge it, and every 100 runs collect and report progress."""
-        nonlocal runs
-        runs += 1
-        record(run)
-        if runs % 100 == 0:
+        self.runs += 1
+        self.record(run)
+        if self.runs % 100 == 0:
             gc.collect(0)
-            if progress is not None:
-                progress(runs, max_schedules, len(groups))
+            if self.progress is not None:
+                self.progress(self.runs, self.max_schedules, len(self.groups))
 
-    def record(run: Run, count: int = 1) -> None:
+    def record(self, run: Run, count: int = 1) -> None:
         """Keep the run if it is the smallest of its failure group; free anything else at once."""
         if not run.failed:
             run.cluster.dispose()
             return
         group = _group(run)
-        known = groups.get(group)
+        known = self.groups.get(group)
         if known is None:
-            groups[group] = Failure(_names(run), tuple(_overtakes(run)), run, count)
+            self.groups[group] = Failure(_names(run), tuple(_overtakes(run)), run, count)
             return
         known.count += count
         if _size(run) < _size(known.run):
@@ -644,46 +664,76 @@ def _explore(scenario: Scenario, protocol: str | ProtocolVariant, max_schedules:
             known.names = _names(known.run)
         run.cluster.dispose()
 
-    while runs < max_schedules:
+
+def _explore(scenario: Scenario, protocol: str | ProtocolVariant, max_schedules: int, bound: int, seed: int,
+             workers: int, reduce: bool, sample: bool, first: bool,
+             progress: Callable[[int, int, int], None] | None, fp: str,
+             start: float, processes: int = 1) -> ExploreResult:
+    """The bounded search, then random runs with what budget is left (shared among processes)."""
+    tally = _Tally(max_schedules, progress)
+    exhaustive, pruned = _search(scenario, protocol, workers, fp, bound, reduce, first, tally)
+    found = first and bool(tally.groups)
+    left = max_schedules - tally.runs if exhaustive and sample and not found else 0
+    sampled = _sample_runs(scenario, protocol, workers, fp, seed, left, first, processes, tally)
+    failures = sorted(tally.groups.values(), key=lambda f: _size(f.run))
+    return ExploreResult(getattr(scenario, "__name__", "scenario"), protocol_name(protocol), bound,
+                         tally.runs, pruned, exhaustive, sampled, time.perf_counter() - start,
+                         failures)
+
+
+def _search(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str, bound: int,
+            reduce: bool, first: bool, tally: _Tally) -> tuple[bool, int]:
+    """Depth-first over the orders within ``bound``: whether it was exhausted, and how many runs
+    the sleep sets pruned."""
+    prefix: list[int] = []
+    entry_sleep: frozenset = frozenset()
+    tried: frozenset = frozenset()
+    pruned = 0
+    while tally.runs < tally.max_schedules:
         run = _run(scenario, protocol, workers, fp, prefix, strict=False, entry_sleep=entry_sleep,
                    explored=tried)
-        if not runs and run.raised is not None:
+        if not tally.runs and run.raised is not None:
             # The first run is the in-order one (the oldest message first at every decision):
             # an exception there is the scenario's, not an order's.
             run.cluster.dispose()
             raise ScenarioError(run.schedule, run.raised)
         pruned += run.pruned
-        tally(run)
-        if first and groups:
-            break
+        tally.count(run)
+        if first and tally.groups:
+            return False, pruned
         nxt = _backtrack(run, bound, reduce)
         if nxt is None:
-            exhaustive = True
-            break
+            return True, pruned
         prefix, entry_sleep, tried = nxt
-    left = max_schedules - runs if exhaustive and sample and not (first and groups) else 0
+    return False, pruned
+
+
+def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str,
+                 seed: int, left: int, first: bool, processes: int, tally: _Tally) -> int:
+    """``left`` random runs: a share in each forked helper, the rest here; how many were run.
+
+    A helper's failures come back as picks, replayed here so that each has its trace.
+    """
     helpers = min(processes - 1, left // _FORK_MIN_RUNS) if not first else 0
     share = left // (helpers + 1)
     forked = [_fork(scenario, protocol, workers, fp, f"{seed}/{i}", share) for i in range(1, helpers + 1)]
     rng = random.Random(seed)
     mine = left - share * helpers
-    while mine > 0 and not (first and groups):
+    sampled = 0
+    while mine > 0 and not (first and tally.groups):
         run = _run(scenario, protocol, workers, fp, [], strict=False, rng=rng)
         sampled += 1
         mine -= 1
-        tally(run)
+        tally.count(run)
     for helper in forked:
         done, found = _join(scenario, *helper)
-        runs += done
+        tally.runs += done
         sampled += done
         for count, _, picks in found.values():
-            record(_run(scenario, protocol, workers, fp, picks, strict=True), count)
-    if forked and progress is not None:
-        progress(runs, max_schedules, len(groups))
-    failures = sorted(groups.values(), key=lambda f: _size(f.run))
-    return ExploreResult(getattr(scenario, "__name__", "scenario"), protocol_name(protocol), bound,
-                         runs, pruned,
-                         exhaustive, sampled, time.perf_counter() - start, failures)
+            tally.record(_run(scenario, protocol, workers, fp, picks, strict=True), count)
+    if forked and tally.progress is not None:
+        tally.progress(tally.runs, tally.max_schedules, len(tally.groups))
+    return sampled
 
 
 def _sample(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str, seed: str, n: int

@@ -1,21 +1,23 @@
 """IPython magics: a thin layer over the library.
 
-``%load_ext jupyter_refs`` registers them.  Each magic parses its arguments
-with IPython's ``magic_arguments`` (so ``%cluster?`` shows real help), calls
-the library, and displays a view.  Bad input raises ``UsageError`` with one
-line, before anything in the cluster or the trace is touched.  A trailing
-``# comment`` is ignored, as Python ignores one (users paste the README's blocks).
+``%load_ext jupyter_refs`` registers them: ``%cluster``, ``%scatter``, ``%release``,
+``%refs``, ``%%trace``, ``%timeline``, ``%step``, ``%hold``, ``%%explore``,
+``%replay`` and ``%confirm``.  Each magic parses its arguments with IPython's
+``magic_arguments`` (so ``%cluster?`` shows real help), calls the library, and
+displays a view.  Bad input raises ``UsageError`` with one line, before anything
+in the cluster or the trace is touched.  A trailing ``# comment`` is ignored, as
+Python ignores one (users paste the README's blocks).
 
-The magics talk to a :class:`ClusterHandle` — what the kernel-side
-``Cluster`` offers and what an attached dask cluster will offer too — never to
-actors directly.
+The magics talk to the current cluster through :class:`~jupyter_refs.handle.ClusterHandle`
+— the kernel-side ``Cluster`` and an attached dask cluster's ``DaskTracer`` both
+implement it — and use only the library's public API, never an actor.
 """
 
 from __future__ import annotations
 
 import re
 import sys
-from typing import Any, Protocol
+from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
@@ -23,34 +25,17 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 from traitlets import Float, Int, Unicode
 
-from .client import Future
+from .client import Future, check_serializable
 from .cluster import Cluster
 from .errors import JupyterRefsError
+from .handle import ClusterHandle
 from .network import POLICIES
-from .protocol.messages import Message
 from .protocol.variants import PROTOCOL_HELP, PROTOCOL_NAMES, ProtocolVariant
-from .trace import Trace
-
-
-class ClusterHandle(Protocol):
-    """What the magics need from a cluster, kernel-side or attached."""
-
-    trace: Trace
-
-    @property
-    def violations(self) -> list: ...
-    @property
-    def in_flight(self) -> list[Message]: ...
-    def deliver(self, msg_id: int) -> Message: ...
-    def step(self, n: int = 1) -> list[Message]: ...
-    def run_until_idle(self, timeout: float = 10.0) -> int: ...
-    def hold(self, pattern: str) -> None: ...
-    def release_holds(self) -> set[str]: ...
-    def close(self) -> None: ...
-
 
 _ASSIGN = re.compile(r"^\s*(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<expr>.+?)\s*$")
 _SCATTER_OPTS = re.compile(r"(?:\s+(?:--no-hash|--client\s+\S+))+\s*$")
+#: What ``%hold`` takes for a channel it has not seen yet: a stream or an RPC call.
+_CHANNEL = re.compile(r"[\w:./*-]+->[\w:./*-]+|rpc:[\w:./*-]+#[\d*]+")
 
 
 def _strip_comment(line: str) -> str:
@@ -102,7 +87,7 @@ class RefsMagics(Magics):
 
     def __init__(self, shell: Any = None, **kwargs: Any):
         super().__init__(shell, **kwargs)
-        self._handle: ClusterHandle | None = None
+        self._current: ClusterHandle | None = None
         self._explored: Any = None  # the last %%explore scenario, for %replay
         #: The ProtocolVariant of one's own that the last %%explore ran under, if it did.
         self._explored_protocol: ProtocolVariant | None = None
@@ -110,14 +95,14 @@ class RefsMagics(Magics):
         self.lab: Any = None
 
     @property
-    def handle(self) -> ClusterHandle | None:
+    def current(self) -> ClusterHandle | None:
         """The current cluster (kernel-side, replayed, or a traced dask cluster)."""
-        return self._handle
+        return self._current
 
-    @handle.setter
-    def handle(self, new: ClusterHandle | None) -> None:
+    @current.setter
+    def current(self, new: ClusterHandle | None) -> None:
         """Replacing the current cluster closes the old one and binds ``cluster`` to the new."""
-        old, self._handle = self._handle, new
+        old, self._current = self._current, new
         if old is not None and old is not new:
             old.close()
         if new is not None:
@@ -130,9 +115,8 @@ class RefsMagics(Magics):
 
         Then the outputs of live timelines are brought up to date, saved trace included.
         """
-        apply_drops = getattr(self._handle, "apply_drops", None)  # a dask tracer has none
-        if apply_drops is not None:
-            apply_drops()
+        if self._current is not None:
+            self._current.apply_drops()
         timeline = sys.modules.get("jupyter_refs.views.timeline")  # loaded once one was shown
         if timeline is not None:
             timeline.refresh_saved_outputs()
@@ -140,16 +124,14 @@ class RefsMagics(Magics):
     # -- helpers --------------------------------------------------------------------------
 
     def _need_cluster(self) -> ClusterHandle:
-        if self.handle is None or getattr(self.handle, "closed", False):
+        if self.current is None or self.current.closed:
             raise UsageError("no cluster yet: start one with %cluster (see %cluster?)")
-        return self.handle
+        return self.current
 
     def _need_settled_cluster(self) -> ClusterHandle:
         """The cluster, with what a traced dask cluster has buffered brought into its trace."""
         cluster = self._need_cluster()
-        sync = getattr(cluster, "sync", None)
-        if sync is not None:
-            sync()
+        cluster.sync()
         return cluster
 
     def _client(self, name: str | None) -> Any:
@@ -160,10 +142,10 @@ class RefsMagics(Magics):
         return value
 
     def _describe(self) -> str:
-        c = self.handle
+        c = self.current
         if c is None:
             return "no cluster: start one with %cluster --protocol legacy"
-        held = f", holding {', '.join(sorted(c.held))}" if getattr(c, "held", None) else ""
+        held = f", holding {', '.join(sorted(c.held))}" if c.held else ""
         return (f"{c!r}: {len(c.trace)} events, {len(c.violations)} violations, "
                 f"{len(c.in_flight)} messages in flight{held}")
 
@@ -210,7 +192,7 @@ class RefsMagics(Magics):
                           trace_capacity=self.trace_capacity, threads_per_worker=args.threads)
         except JupyterRefsError as exc:
             raise _usage(exc) from None
-        self.handle = new
+        self.current = new
         self.shell.user_ns[self.client_name] = new.client()
         print(f"{self._describe()}; client bound to {self.client_name!r}")
 
@@ -239,13 +221,13 @@ class RefsMagics(Magics):
             except (OSError, TimeoutError, ValueError) as exc:
                 raise UsageError(f"cannot connect to {args.dask}: {exc}".splitlines()[0]) from None
         # One tracer per dask cluster: the old one detaches before the new one attaches.
-        self.handle = None
+        self.current = None
         try:
             tracer = attach(client, capacity=self.trace_capacity, ordered_scatter=args.ordered_scatter)
         except Exception as exc:  # noqa: BLE001 - plugin registration failed remotely
             raise UsageError(f"cannot trace {client.scheduler.address}: {type(exc).__name__}: "
                              f"{exc}".splitlines()[0]) from None
-        self.handle = tracer
+        self.current = tracer
         self.shell.user_ns[self.client_name] = client
         print(f"{self._describe()}; client bound to {self.client_name!r}")
 
@@ -275,10 +257,8 @@ class RefsMagics(Magics):
             value = self.shell.ev(expr)
         except Exception as exc:  # noqa: BLE001 - any failure of the user's expression
             raise UsageError(f"cannot evaluate {expr!r}: {type(exc).__name__}: {exc}") from None
-        from .protocol.serialize import dumps
-
         try:
-            dumps(value)  # refuse before dropping anything
+            check_serializable(value)  # refuse before dropping anything
         except JupyterRefsError as exc:
             raise _usage(exc) from None
         old = self.shell.user_ns.pop(name, None)
@@ -488,7 +468,7 @@ class RefsMagics(Magics):
                          protocol=self._explored_protocol)
         except JupyterRefsError as exc:
             raise _usage(exc) from None
-        self.handle = run.cluster
+        self.current = run.cluster
         verdict = ", ".join(f"{v.name} on {v.key}" for v in run.violations) or "no violation"
         print(f"replayed {run.schedule}: {verdict}; the replayed cluster is now `cluster`")
         display(Timeline(run.cluster, live=False))
@@ -542,23 +522,19 @@ class RefsMagics(Magics):
             released = cluster.release_holds()
             print(f"no longer holding {', '.join(sorted(released)) or 'anything'}")
             return
-        if getattr(cluster, "network", None) is None:  # an attached dask cluster: holds in dask
-            if not re.fullmatch(r"[\w:./*-]+->[\w:./*-]+|rpc:[\w:./*-]+#[\d*]+", args.channel):
-                raise UsageError(f"{args.channel!r} is not a channel (SENDER->RECEIVER or rpc:SENDER#N)")
-            try:
-                cluster.hold(args.channel)
-            except JupyterRefsError as exc:
-                raise _usage(exc) from None
-            print(f"holding {args.channel} in dask: its messages wait for %step or %hold --off")
-            return
-        known = {m.channel for m in cluster.in_flight} | set(cluster.network.channels())
-        if not any(re.fullmatch(_glob(args.channel), c) for c in known) and "*" not in args.channel:
+        known = {m.channel for m in cluster.in_flight} | cluster.channels()
+        if (not any(re.fullmatch(_glob(args.channel), c) for c in known)
+                and "*" not in args.channel and not _CHANNEL.fullmatch(args.channel)):
             streams = sorted(c for c in known if "->" in c)
             hint = f"; channels so far: {', '.join(streams)}" if streams else ""
-            if not re.fullmatch(r"[\w:.*-]+->[\w:.*-]+", args.channel):
-                raise UsageError(f"{args.channel!r} is not a channel (SENDER->RECEIVER){hint}")
-        cluster.hold(args.channel)
-        print(f"holding {args.channel}: its messages wait for %step or %hold --off")
+            raise UsageError(f"{args.channel!r} is not a channel "
+                             f"(SENDER->RECEIVER or rpc:SENDER#N){hint}")
+        try:
+            cluster.hold(args.channel)
+        except JupyterRefsError as exc:  # e.g. on dask, a channel whose receiver is elsewhere
+            raise _usage(exc) from None
+        print(f"holding {args.channel} ({cluster.title}): its messages wait for %step or "
+              "%hold --off")
 
 
     @magic_arguments()
@@ -587,8 +563,8 @@ class RefsMagics(Magics):
 
         if args.client:
             client = self._dask_client(args.client)
-        elif isinstance(self.handle, DaskTracer) and not self.handle.closed:
-            client = self.handle
+        elif isinstance(self.current, DaskTracer) and not self.current.closed:
+            client = self.current
         else:
             client = self.shell.user_ns.get(self.client_name)
             if not isinstance(client, distributed.Client):

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from typing import Any, NamedTuple
 
-from .events import FIELDS
+from .events import FIELDS, describe
 from .protocol.messages import Message
 
 # Positions in a stored row.
@@ -60,6 +60,13 @@ class Event(NamedTuple):
 
     def get(self, name: str, default: Any = None) -> Any:
         return self.fields.get(name, default)
+
+    def describe(self) -> str:
+        """The event's own words: what happened, without the common columns."""
+        if self.kind in ("msg.sent", "msg.received"):
+            arrow = "→ sent" if self.kind == "msg.sent" else "← recv"
+            return f"{arrow} #{self.msg_id} {self.op} on {self.channel}"
+        return describe(self.kind, self.data)
 
     def as_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -127,8 +134,9 @@ class Trace:
         self._dropped = 0
         self._trim_lock = threading.Lock()
         self.clock: Callable[[], int] = clock or time.perf_counter_ns
-        #: Source location of the user call being served, stamped on its events.
-        self.cell: str | None = None
+        #: The user's ``file:line`` (a notebook cell's line) of the call being served: stamped
+        #: on its events, in the field the event vocabulary calls ``cell``.
+        self.user_line: str | None = None
         self._threads: dict[int, str] = {}
         self._subscribers: list[list] = []  # [callback, next_seq]
         self._flush_lock = threading.RLock()  # any thread may flush; batches stay in order
@@ -139,7 +147,7 @@ class Trace:
         rows = self._rows
         rows.append(
             (self.clock(), actor, self._threads.get(_get_ident()) or self._thread(),
-             kind, key, None, None, None, self.cell, extra)
+             kind, key, None, None, None, self.user_line, extra)
         )
         if len(rows) > self._limit:
             self._trim()
@@ -150,7 +158,7 @@ class Trace:
         rows.append(
             (self.clock(), actor, self._threads.get(_get_ident()) or self._thread(),
              kind, keys[0] if len(keys) == 1 else None, msg.msg_id, msg.channel,
-             msg.op, self.cell, (keys,))
+             msg.op, self.user_line, (keys,))
         )
         if len(rows) > self._limit:
             self._trim()
@@ -230,6 +238,11 @@ class Trace:
         """The rows of ``[since, until)`` as a batch, as a subscriber would have received them."""
         start, rows = self._snapshot(since, until)
         return Batch(start, rows, 0)
+
+    def channels(self) -> set[str]:
+        """The channels of the messages in the log (``client:1->scheduler``, ``rpc:…#3``)."""
+        _, rows = self._snapshot()
+        return {row[CHANNEL] for row in rows if row[CHANNEL] is not None}
 
     def __iter__(self) -> Iterator[Event]:
         return iter(self.events())
@@ -344,7 +357,8 @@ class Trace:
         return trace
 
     def to_chrome_trace(self, path: str | None = None) -> dict[str, Any]:
-        from .views.chrome import chrome_trace
+        """The log as Chrome trace event JSON (Perfetto); written to ``path`` if given."""
+        from .chrome import chrome_trace  # only its users pay for it
 
         doc = chrome_trace(self.events(), dropped=self.dropped)
         if path is not None:

@@ -3,43 +3,30 @@
 from __future__ import annotations
 
 import ast
-import re
+import importlib.util
 from pathlib import Path
 
 import pytest
 from helpers import inc
 
 from jupyter_refs import Cluster, events
-from jupyter_refs.events import KINDS
+from jupyter_refs.events import KINDS, SOURCES
 
 PACKAGE = Path(events.__file__).parent
-_KIND_SHAPE = re.compile(r"[a-z_]+\.[a-z_]+")
-SOURCES = sorted(p for p in PACKAGE.rglob("*.py") if p.name != "events.py")
+DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
-def _calls() -> list[tuple[str, int, str, ast.Call]]:
-    """Every call in the package that records an event kind named by a literal."""
-    found = []
-    for path in SOURCES:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.Call):
-                continue
-            func = node.func
-            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            if name not in ("record", "record_msg", "record_key", "_local", "_record"):
-                continue
-            # Trace.record(actor, kind, key, *extra); the dask path's record(kind, key, …)
-            kind_at = next((i for i, a in enumerate(node.args[:2]) if _literal(a) and (
-                a.value in KINDS or _KIND_SHAPE.fullmatch(a.value))), None)
-            if kind_at is not None:
-                found.append((f"{path.relative_to(PACKAGE)}:{node.lineno}", kind_at,
-                              node.args[kind_at].value, node))
-    return found
+def _load_picture():
+    """``docs/events_picture.py``: the one scan of the package's record calls, and the picture
+    of where each event comes from that docs/architecture.md shows."""
+    spec = importlib.util.spec_from_file_location("events_picture", DOCS / "events_picture.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def _literal(node: ast.expr) -> bool:
-    return isinstance(node, ast.Constant) and isinstance(node.value, str)
+picture = _load_picture()
+_calls = picture.record_calls
 
 
 def _extra(call: ast.Call, kind_at: int) -> list[ast.expr] | None:
@@ -74,7 +61,8 @@ def test_every_record_call_names_a_declared_kind_with_its_fields(where, kind_at,
 
 
 def test_every_declared_kind_is_recorded_somewhere():
-    text = "\n".join(p.read_text(encoding="utf-8") for p in SOURCES)
+    text = "\n".join(p.read_text(encoding="utf-8") for p in PACKAGE.rglob("*.py")
+                     if p.name != "events.py")
     unused = [k for k in KINDS if f'"{k}"' not in text]
     assert unused == []
 
@@ -117,3 +105,17 @@ def test_the_dask_path_names_the_declared_actor_fields(inproc):
     for e in applied:
         assert e.get("client").startswith("client:") and all(
             c.startswith("client:") for c in e.get("who_wants_after")), e
+
+
+def test_the_architecture_shows_where_each_event_comes_from():
+    """docs/architecture.md's block is what docs/events_picture.py prints from the code today,
+    and it names every declared source and every kind."""
+    text = (DOCS / "architecture.md").read_text(encoding="utf-8")
+    begin, end = text.find(picture.BEGIN), text.find(picture.END)
+    assert 0 <= begin < end, "docs/architecture.md lost its events picture markers"
+    shown = text[begin:end + len(picture.END)]
+    assert shown == picture.block(), "regenerate it: python docs/events_picture.py"
+    body = picture.picture()
+    named = {line.split()[0] for line in body.splitlines()[2:] if line[:1].strip()}
+    assert named == set(SOURCES)
+    assert all(kind in body.split() for kind in KINDS)

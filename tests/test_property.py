@@ -88,12 +88,12 @@ def play(protocol: str, program: list[tuple], rnd=None) -> tuple[Cluster, list, 
         elif op[0] == "settle":
             cluster.run_until_idle()
         else:
-            heads = cluster.network.heads()
+            heads = cluster._network.heads()
             if heads:
                 heads.sort(key=lambda m: m.msg_id)
                 cluster.deliver(heads[op[1] % len(heads)].msg_id)
-    while rnd is not None and cluster.network.in_flight:  # drain in a random order
-        heads = sorted(cluster.network.heads(), key=lambda m: m.msg_id)
+    while rnd is not None and cluster._network.in_flight:  # drain in a random order
+        heads = sorted(cluster._network.heads(), key=lambda m: m.msg_id)
         cluster.deliver(rnd.choice(heads).msg_id)
     cluster.run_until_idle()
     held = [(clients[c], f) for c in (0, 1) for f in slots[c].values()]

@@ -134,7 +134,7 @@ def test_id_collision_from_two_threads_to_the_refused_value():
     in_order(chain, ["drew id", "`update-graph` sent", "received `update-graph`",
                      "refused a second value"])
     threads = {s.text.split("thread ")[1].split(")")[0] for s in chain.steps if "drew id" in s.text}
-    assert len(threads) == 2  # one id, two threads
+    assert len(threads) >= 2  # one id drawn by two threads (or more: 32 race for it)
     cluster.close()
 
 
@@ -186,7 +186,7 @@ def test_magics_why(capsys):
     try:
         cluster, client, y, _ = rescatter("legacy", SCHEDULE_A)
         magics = ip.magics_manager.registry["RefsMagics"]
-        magics.handle = cluster
+        magics.current = cluster
         assert "--why" in magics.refs.__doc__ or "--why" in ip.run_line_magic("refs?", "") or True
         capsys.readouterr()
         ip.run_line_magic("refs", f"--why {y.key}")

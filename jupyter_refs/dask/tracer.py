@@ -241,12 +241,26 @@ class DaskTracer:
     def title(self) -> str:
         return f"dask {self.client.scheduler.address}"
 
-    # What the magics need of a cluster (see magics.ClusterHandle).  Holds: see holds.py.
+    # What the magics and views need of a cluster (see handle.ClusterHandle).  Holds: holds.py.
 
     @property
     def can_hold(self) -> bool:
         """Whether channels can be held here: the scheduler runs in this process."""
         return not self.closed and holds_mod._servers(self.client)[0] is not None
+
+    @property
+    def steppable(self) -> bool:
+        """Where channels can be held, held messages wait for ``deliver`` / ``step``: a view
+        offers the step controls (dask delivers everything else on its own)."""
+        return self.can_hold
+
+    def channels(self) -> set[str]:
+        """The channels the trace has seen messages on."""
+        return self.trace.channels()
+
+    def apply_drops(self) -> None:
+        """Nothing to do: dask releases a dropped future on its own event loop (``Future.release``
+        defers ``_dec_ref`` there), with no safe point for a cell's end to prompt."""
 
     def reach(self) -> str:
         """What can be held on this cluster from here, in one sentence."""

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING
 from ..trace import Trace
 
 if TYPE_CHECKING:
-    from ..cluster import Cluster
+    from ..handle import ClusterHandle
 
 SUFFIXES = (".jsonl", ".json", ".html")
 
 
-def timeline_html(source: Cluster | Trace, keys: list[str] | None = None, view: str = "logical",
+def timeline_html(source: ClusterHandle | Trace, keys: list[str] | None = None, view: str = "logical",
                   title: str = "jupyter_refs timeline") -> str:
     """A self-contained page (BokehJS inlined): opens in a browser with no server, no internet."""
     from bokeh.embed import file_html
@@ -29,7 +29,7 @@ def timeline_html(source: Cluster | Trace, keys: list[str] | None = None, view: 
     return file_html(fig, INLINE, title)
 
 
-def export(source: Cluster | Trace, path: str, keys: list[str] | None = None) -> str:
+def export(source: ClusterHandle | Trace, path: str, keys: list[str] | None = None) -> str:
     """Write the trace to ``path``; the suffix picks the format.  Returns a description."""
     trace = source if isinstance(source, Trace) else source.trace
     if path.endswith(".jsonl"):

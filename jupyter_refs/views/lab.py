@@ -29,10 +29,13 @@ import sys
 import threading
 import weakref
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..trace import Batch
 from .pump import Pump
+
+if TYPE_CHECKING:
+    from ..handle import ClusterHandle
 
 TARGET = "jupyter-refs"
 MAX_ROWS = 500  # keys sent to the sidebar; the rest are counted
@@ -40,17 +43,15 @@ MAX_VIOLATIONS = 50
 SAVE_INTERVAL = 2.0  # seconds between refreshes of the open timelines' saved traces
 
 
-def _describe(source: Any) -> dict[str, Any]:
-    title = getattr(source, "title", None)
-    if title is None:
-        title = f"protocol={source.variant.name} network={source.network_name}"
-    return {"title": title, "events": source.trace.next_seq, "dropped": source.trace.dropped,
+def _describe(source: ClusterHandle) -> dict[str, Any]:
+    return {"title": source.title, "events": source.trace.next_seq,
+            "dropped": source.trace.dropped,
             "violations": len(source.checks.violations) if source.checks else 0}
 
 
-def refs_message(source: Any | None) -> dict[str, Any]:
+def refs_message(source: ClusterHandle | None) -> dict[str, Any]:
     """What the sidebar shows for ``source`` (a cluster, a dask tracer, or None)."""
-    if source is None or getattr(source, "closed", False) or source.checks is None:
+    if source is None or source.closed or source.checks is None:
         return {"type": "refs", "cluster": None, "rows": [], "violations": [], "more": 0}
     rows = source.checks.snapshot()
     violations = source.checks.violations[-MAX_VIOLATIONS:]
@@ -75,7 +76,7 @@ class LabChannel:
         from comm import get_comm_manager
 
         self.comms: list[Any] = []
-        self.source: Any | None = None
+        self.source: ClusterHandle | None = None
         self.sent = 0
         self._lock = threading.Lock()
         self._unsubscribe = _nothing
@@ -129,7 +130,7 @@ class LabChannel:
 
     # -- following the cluster ----------------------------------------------------------------
 
-    def follow(self, source: Any | None) -> None:
+    def follow(self, source: ClusterHandle | None) -> None:
         """Show ``source`` from now on (``%cluster`` calls this when it replaces the cluster)."""
         self._unsubscribe()
         self.source = source

@@ -17,7 +17,7 @@ from ..trace import Batch, Trace
 from .pump import LiveView, Pump
 
 if TYPE_CHECKING:
-    from ..cluster import Cluster
+    from ..handle import ClusterHandle
 
 _STATE_STYLE = {
     "finished": "#1a7f37", "pending": "#6e7781", "lost": "#bc4c00", "cancelled": "#cf222e",
@@ -90,7 +90,7 @@ class RefsTable(LiveView):
     def _status_widget(self) -> Any:
         return self.widget  # the table itself says it stopped
 
-    def __init__(self, source: Cluster | Trace, keys: list[str] | None = None, live: bool = True,
+    def __init__(self, source: ClusterHandle | Trace, keys: list[str] | None = None, live: bool = True,
                  rate: float = 4.0):
         if isinstance(source, Trace):
             self.trace, self.checks = source, Checks(source)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..events import KINDS
 from ..trace import Event
 
 _SKIP = {"network.drained"}
@@ -16,25 +15,6 @@ def short_key(key: str | None, width: int = 14) -> str:
     return key if len(key) <= width else key[: width - 1] + "…"
 
 
-def describe(e: Event) -> str:
-    """The event's own words: what happened, without the common columns."""
-    if e.kind in ("msg.sent", "msg.received"):
-        arrow = "→ sent" if e.kind == "msg.sent" else "← recv"
-        return f"{arrow} #{e.msg_id} {e.op} on {e.channel}"
-    return describe_fields(e.kind, e.data)
-
-
-def describe_fields(kind: str, data: tuple) -> str:
-    """``describe`` for a non-message event, in its declaration's words (events.py).
-
-    Positional, because the live timeline describes every event it draws.
-    """
-    declared = KINDS.get(kind)
-    if declared is None:  # a kind from a newer trace: show what it holds
-        return kind + (" " + " ".join(map(str, data)) if data else "")
-    return declared.describe(data)
-
-
 def format_events(events: Iterable[Event], key_width: int = 14) -> str:
     lines = []
     for e in events:
@@ -42,7 +22,7 @@ def format_events(events: Iterable[Event], key_width: int = 14) -> str:
             continue
         t_ms = e.t_ns / 1e6
         key = short_key(e.key, key_width)
-        lines.append(f"{e.seq:>6} {t_ms:>9.3f}ms  {e.actor:<10} {key:<{key_width}}  {describe(e)}")
+        lines.append(f"{e.seq:>6} {t_ms:>9.3f}ms  {e.actor:<10} {key:<{key_width}}  {e.describe()}")
     return "\n".join(lines)
 
 

@@ -36,7 +36,7 @@ from .svg import SVG_MIME, picture
 from .timeline_model import _DEFAULT_COLOR, KIND_COLORS, OP_COLORS, TimelineModel
 
 if TYPE_CHECKING:
-    from ..cluster import Cluster
+    from ..handle import ClusterHandle
 
 _IDS = itertools.count(1)
 #: Every timeline of this kernel that is still open: the JupyterLab sidebar filters them all
@@ -330,12 +330,12 @@ class Timeline(LiveView):
     def _status_widget(self) -> Any:
         return self._status
 
-    def __init__(self, source: Cluster | Trace, keys: list[str] | None = None,
+    def __init__(self, source: ClusterHandle | Trace, keys: list[str] | None = None,
                  view: str = "logical", live: bool = True, rate: float = 6.0,
                  max_key_lanes: int = 8, title: str | None = None, live_window: int = 10_000,
                  since: int = 0, highlight: Any = None):
         self.trace: Trace = source if isinstance(source, Trace) else source.trace
-        self.cluster = None if isinstance(source, Trace) else source
+        self.cluster: ClusterHandle | None = None if isinstance(source, Trace) else source
         #: Names this timeline's outputs, so a front end can refresh their saved trace.
         self.id = f"{time.time_ns():x}-{next(_IDS)}"
         #: How far the trace in this timeline's last displayed output goes (None: not shown).
@@ -365,11 +365,7 @@ class Timeline(LiveView):
         OPEN_TIMELINES.add(self)
 
     def _default_title(self) -> str:
-        if self.cluster is None:
-            return "trace"
-        c = self.cluster
-        title = getattr(c, "title", None)  # an attached dask cluster names itself
-        return title or f"protocol={c.variant.name} network={c.network_name}"
+        return "trace" if self.cluster is None else self.cluster.title
 
     # -- data --------------------------------------------------------------------------
 
@@ -431,8 +427,7 @@ class Timeline(LiveView):
         self._refresh_keys()
         rows = [w.HBox([self._key_filter, self._view]), self._bokeh, self._status]
         self._step = None
-        policy = getattr(self.cluster, "policy", None)  # an attached dask cluster has none
-        if (policy is not None and not policy.autonomous) or getattr(self.cluster, "can_hold", False):
+        if self.cluster is not None and self.cluster.steppable:
             self._step = self._step_controls()
             rows.insert(2, self._step)
         return w.VBox(rows)

@@ -27,7 +27,6 @@ from typing import Any
 
 from .. import events as ev
 from ..trace import ACTOR, CELL, CHANNEL, EXTRA, KEY, KIND, MSG_ID, OP, Event, T
-from .text import describe_fields
 
 # The fields the model draws from, at their declared positions (events.py).
 _MSG_KEYS = ev.MSG_SENT.at("keys")
@@ -217,6 +216,14 @@ class TimelineModel:
             self.add_row(seq, row)
 
     def add_row(self, seq: int, row: tuple) -> None:
+        """Take in one trace row: every row gets its x; its kind says what else it draws
+        (``_ROWS``: a message's send and receipt make one arrow, a violation marks the event
+        it names; every other kind is a marker on its actor's lane, and ``_KEY_LANE`` says
+        what it draws on its key's lane).
+
+        The marker is drawn here rather than by a method of its own: it is most rows, and
+        the pump takes in every row of a live trace.
+        """
         if seq < self.since:
             return
         if self._first_seq < 0:
@@ -224,58 +231,77 @@ class TimelineModel:
         x = float(seq) if self.view == "logical" else row[T] / 1e6
         self.last_x = x
         self.next_seq = seq + 1
-        kind, key, actor = row[KIND], row[KEY], row[ACTOR]
-        extra = row[EXTRA]
         self._x.append(x)
+        kind, key = row[KIND], row[KEY]
         if key is not None:
             self.seen_keys.setdefault(key, None)
-        if kind == "msg.sent":
-            keys = extra[_MSG_KEYS]
-            for k in keys:
-                self.seen_keys.setdefault(k, None)
-            self._lane_by_seq.append(self.lane(actor, 0))
-            if self._shown(key, keys):
-                self._sent[row[MSG_ID]] = (x, self.lane(actor, 0), row[CHANNEL], row[OP], keys, seq)
+        special = _ROWS.get(kind)
+        if special is not None:
+            special(self, seq, row, x)
             return
-        if kind == "msg.received":
-            lane = self.lane(actor, 0)
-            self._lane_by_seq.append(lane)
-            sent = self._sent.pop(row[MSG_ID], None)
-            if sent is not None:
-                x0, lane0, channel, op, keys, seq0 = sent
-                sender = self.lanes[lane0]
-                chan = self.lane(lane_of_channel(channel, sender, actor), 1)
-                self.messages.add(x0, x, lane0, lane, chan, op, row[MSG_ID], ",".join(keys[:4]),
-                                  f"#{row[MSG_ID]} {op} {sender} → {actor} on {channel}", seq0, seq)
-            return
-        if kind == "violation":
-            # Drawn on the event that broke the invariant, not on a lane of its own.
-            self._lane_by_seq.append(-1)
-            name, first_seq, client, explanation = (extra[i] for i in _VIOLATION)
-            if not self._shown(key):
-                return
-            i = first_seq - self._first_seq
-            if 0 <= i < len(self._lane_by_seq) and self._lane_by_seq[i] >= 0:
-                fx, flane = self._x[i], self._lane_by_seq[i]
-            else:  # the first event was dropped from the log: mark it on the client's lane
-                fx, flane = x, self.lane(client or "scheduler", 0)
-            self.violations.add(fx, flane, name, key, explanation, first_seq, seq)
-            return
-        lane = self.lane(actor, 0) if kind != "network.drained" else -1
+        lane = self.lane(row[ACTOR], 0) if kind != "network.drained" else -1
         self._lane_by_seq.append(lane)
         if kind in _HIDDEN or not self._shown(key):
             return
         cell = row[CELL]
-        self.events.add(x, lane, kind, seq, key, describe_fields(kind, extra),
+        self.events.add(x, lane, kind, seq, key, ev.describe(kind, row[EXTRA]),
                         self._cell_text(cell) if cell else "")
-        if key is None:
+        if key is not None:
+            on_key = _KEY_LANE.get(kind)
+            if on_key is not None:
+                on_key(self, key, row, x)
+
+    def _sent_row(self, seq: int, row: tuple, x: float) -> None:
+        """A send: remembered until its receipt draws the arrow."""
+        keys = row[EXTRA][_MSG_KEYS]
+        for k in keys:
+            self.seen_keys.setdefault(k, None)
+        lane = self.lane(row[ACTOR], 0)
+        self._lane_by_seq.append(lane)
+        if self._shown(row[KEY], keys):
+            self._sent[row[MSG_ID]] = (x, lane, row[CHANNEL], row[OP], keys, seq)
+
+    def _received_row(self, seq: int, row: tuple, x: float) -> None:
+        """A receipt: the arrow from its send, and the bar on its channel's lane."""
+        actor, msg_id = row[ACTOR], row[MSG_ID]
+        lane = self.lane(actor, 0)
+        self._lane_by_seq.append(lane)
+        sent = self._sent.pop(msg_id, None)
+        if sent is not None:
+            x0, lane0, channel, op, keys, seq0 = sent
+            sender = self.lanes[lane0]
+            chan = self.lane(lane_of_channel(channel, sender, actor), 1)
+            self.messages.add(x0, x, lane0, lane, chan, op, msg_id, ",".join(keys[:4]),
+                              f"#{msg_id} {op} {sender} → {actor} on {channel}", seq0, seq)
+
+    def _violation_row(self, seq: int, row: tuple, x: float) -> None:
+        """Drawn on the event that broke the invariant, not on a lane of its own."""
+        self._lane_by_seq.append(-1)
+        key = row[KEY]
+        name, first_seq, client, explanation = (row[EXTRA][i] for i in _VIOLATION)
+        if not self._shown(key):
             return
-        if kind in ("transition", "scatter.registered"):
-            self._state_change(key, x, "memory" if kind == "scatter.registered" else extra[_FINISH])
-        elif kind == "desire.applied" and extra[_CREATED_TASK]:
+        i = first_seq - self._first_seq
+        if 0 <= i < len(self._lane_by_seq) and self._lane_by_seq[i] >= 0:
+            fx, flane = self._x[i], self._lane_by_seq[i]
+        else:  # the first event was dropped from the log: mark it on the client's lane
+            fx, flane = x, self.lane(client or "scheduler", 0)
+        self.violations.add(fx, flane, name, key, explanation, first_seq, seq)
+
+    # What an event draws on its key's lane: the scheduler's state, or a client's refcount.
+
+    def _transition(self, key: str, row: tuple, x: float) -> None:
+        self._state_change(key, x, row[EXTRA][_FINISH])
+
+    def _registered(self, key: str, row: tuple, x: float) -> None:
+        self._state_change(key, x, "memory")
+
+    def _desired(self, key: str, row: tuple, x: float) -> None:
+        if row[EXTRA][_CREATED_TASK]:
             self._state_change(key, x, "ghost")
-        elif kind in ("refcount.inc", "refcount.dec"):
-            self._refcount_change(key, actor, x, extra[_REFS_AFTER])
+
+    def _refcount(self, key: str, row: tuple, x: float) -> None:
+        self._refcount_change(key, row[ACTOR], x, row[EXTRA][_REFS_AFTER])
 
     def _state_change(self, key: str, x: float, state: str) -> None:
         lane = self._key_lane(key)
@@ -339,6 +365,16 @@ class TimelineModel:
                                                     _offset(count), client, color)):
                 cols[name].append(value)
         return cols
+
+
+#: The kinds of row that are not a marker on their actor's lane, and how each is taken in.
+_ROWS = {"msg.sent": TimelineModel._sent_row, "msg.received": TimelineModel._received_row,
+         "violation": TimelineModel._violation_row}
+#: What a marker's event also draws on its key's lane.
+_KEY_LANE = {"transition": TimelineModel._transition,
+             "scatter.registered": TimelineModel._registered,
+             "desire.applied": TimelineModel._desired,
+             "refcount.inc": TimelineModel._refcount, "refcount.dec": TimelineModel._refcount}
 
 
 def _offset(refcount: int) -> float:

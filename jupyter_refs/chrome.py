@@ -1,4 +1,7 @@
-"""Chrome trace event JSON (opens in Perfetto and chrome://tracing).
+"""Chrome trace event JSON (opens in Perfetto and chrome://tracing): an export of the log.
+
+It lives beside the log, not among the views: ``Trace.to_chrome_trace`` writes it,
+and the log must not depend on a view.
 
 Layout, one process per family of tracks:
 
@@ -19,8 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..trace import Event
-from .text import describe
+from .trace import Event
 
 ACTORS, CHANNELS, KEYS = 1, 2, 3
 _PROCESS_NAMES = {ACTORS: "actors", CHANNELS: "channels", KEYS: "keys"}
@@ -51,7 +53,7 @@ def chrome_trace(events: Iterable[Event], dropped: int = 0) -> dict[str, Any]:
             out.append({"ph": "i", "s": "g", "name": f"VIOLATION {e.get('name')}", "ts": ts,
                         "pid": ACTORS, "tid": actor_tid, "cat": "violation", "args": args})
             continue
-        slice_ = {"ph": "X", "name": describe(e), "cat": e.kind, "ts": ts, "dur": 0.001,
+        slice_ = {"ph": "X", "name": e.describe(), "cat": e.kind, "ts": ts, "dur": 0.001,
                   "pid": ACTORS, "tid": actor_tid, "args": args}
         out.append(slice_)
         if e.kind == "msg.sent":
