@@ -476,6 +476,27 @@ def _restore_dask_scheduler() -> None:
         mine, setting = _dask_config.pop()
         if dask.config.get("scheduler", None) is mine:
             setting.__exit__(None, None, None)
+            if _names_a_closed_dask_client(dask.config.get("scheduler", None)):
+                # What it replaced was a dask Client's setting, and that Client has closed
+                # since (dask Clients restore in the order they close, not in ours): keep a
+                # setting that computes where dask would now — an open Client, else threads.
+                dask.config.set(scheduler=mine)
+                _dask_config.clear()
+                return
+
+
+def _names_a_closed_dask_client(scheduler: Any) -> bool:
+    if scheduler not in ("dask.distributed", "distributed"):
+        return False
+    try:
+        from distributed import get_client
+    except ImportError:
+        return True
+    try:
+        get_client()
+    except ValueError:
+        return True
+    return False
 
 
 def default_client() -> Client | None:

@@ -106,3 +106,29 @@ def test_dasks_scheduler_is_given_back_right_when_dask_clients_close_in_between(
             second.close()
         assert dask.config.get("scheduler", None) is None
         assert delayed(inc)(1).compute() == 2  # raised "no Client active" before
+
+
+def test_dask_clients_closed_in_the_order_they_were_made_leave_no_stale_setting(monkeypatch):
+    """The order the full suite met: two dask Clients overlap, with a kernel-side client
+    (never closed) made while the first is open; the first closes, then the second, which
+    gives back the kernel-side setting — whose own "before" is the first Client's
+    ``dask.distributed``, gone by now.  When the last kernel-side client closes, dask must
+    compute again (dask alone, closing two Clients in this order, is left asking for a
+    Client: a flaw the model does not copy, since nothing would compute)."""
+    distributed = pytest.importorskip("distributed")
+    from jupyter_refs import client as kernel_side
+
+    monkeypatch.setattr(kernel_side, "_default", [])
+    monkeypatch.setattr(kernel_side, "_dask_config", [])
+    with dask.config.set(scheduler=None), distributed.LocalCluster(
+            n_workers=1, processes=False, threads_per_worker=1, dashboard_address=":0") as lc:
+        d1 = distributed.Client(lc)
+        first = jr.Cluster(protocol="dask", network="immediate")
+        first.client()  # never closed, as the explorer's
+        d2 = distributed.Client(lc)
+        d1.close()
+        d2.close()
+        first.close()
+        with jr.Cluster(protocol="dask", network="immediate") as cluster:
+            jr.Client(cluster).close()
+        assert dask.delayed(inc)(1).compute() == 2  # raised "no Client active" before
