@@ -254,6 +254,7 @@ def race_failures():
 LATE_WORKER_RELEASE = ("update-data-reply overtook release-worker-data",)
 
 
+@pytest.mark.slow
 def test_every_8576_failure_group_is_confirmed_on_real_dask(inproc, race_failures):
     assert len(race_failures) >= 2
     for failure in race_failures:
