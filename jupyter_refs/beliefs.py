@@ -28,10 +28,10 @@ from .trace import ACTOR, EXTRA, KEY, KIND, MSG_ID, OP, Batch, Trace
 # Where each update's values sit in an event's ``extra``, read from the declarations
 # (events.py): a field moved there moves here, instead of silently feeding another value.
 _CREATED_REFS = ev.FUTURE_CREATED.at("refcount_after")
-_REFS_AFTER = ev.REFCOUNT_INC.at("after")
-assert _REFS_AFTER == ev.REFCOUNT_DEC.at("after")  # one update reads both
-_STATE_TO, _STATE_REASON = ev.FUTURE_STATE.at("to"), ev.FUTURE_STATE.at("reason")
-_FINISH = ev.TRANSITION.at("finish")
+REFS_AFTER = ev.REFCOUNT_INC.at("after")
+assert REFS_AFTER == ev.REFCOUNT_DEC.at("after")  # one update reads both
+STATE_TO, STATE_REASON = ev.FUTURE_STATE.at("to"), ev.FUTURE_STATE.at("reason")
+FINISH = ev.TRANSITION.at("finish")
 WANTS_AFTER = ev.DESIRE_APPLIED.at("who_wants_after")
 assert WANTS_AFTER == ev.RELEASE_APPLIED.at("who_wants_after")  # one update reads both
 DESIRE_CLIENT, DESIRE_CREATED = ev.DESIRE_APPLIED.at("client"), ev.DESIRE_APPLIED.at("created_task")
@@ -191,7 +191,7 @@ class Beliefs:
             self.cancelled_by_client.pop(pair, None)
 
     def refcount_changed(self, seq: int, row: tuple) -> None:
-        client, key, after = row[ACTOR], row[KEY], row[EXTRA][_REFS_AFTER]
+        client, key, after = row[ACTOR], row[KEY], row[EXTRA][REFS_AFTER]
         pair = (client, key)
         self.clients.add(client)
         if after:
@@ -209,8 +209,8 @@ class Beliefs:
 
     def future_state(self, seq: int, row: tuple) -> None:
         pair = (row[ACTOR], row[KEY])
-        to = self.fstate[pair] = row[EXTRA][_STATE_TO]
-        if to == "cancelled" and row[EXTRA][_STATE_REASON] == CONNECTION_LOST:
+        to = self.fstate[pair] = row[EXTRA][STATE_TO]
+        if to == "cancelled" and row[EXTRA][STATE_REASON] == CONNECTION_LOST:
             self.disconnected.add(pair)
 
     def connection_lost(self, seq: int, row: tuple) -> None:
@@ -219,7 +219,7 @@ class Beliefs:
     # -- the scheduler ---------------------------------------------------------------------
 
     def transition(self, seq: int, row: tuple) -> None:
-        key, finish = row[KEY], row[EXTRA][_FINISH]
+        key, finish = row[KEY], row[EXTRA][FINISH]
         if finish != "forgotten":
             self.sched[key] = finish
             self.forgotten.discard(key)

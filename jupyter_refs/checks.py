@@ -59,7 +59,11 @@ from .beliefs import (
     CONNECTION_LOST,
     DESIRE_CLIENT,
     DESIRE_CREATED,
+    FINISH,
+    REFS_AFTER,
     REG_WHO_HAS,
+    STATE_REASON,
+    STATE_TO,
     UPDATES,
     WANTS_AFTER,
     Beliefs,
@@ -71,11 +75,7 @@ from .trace import ACTOR, EXTRA, KEY, KIND, THREAD, Batch, Trace
 
 __all__ = ["Checks", "KeyRefs", "Violation"]
 
-# Where each judge's values sit in an event's ``extra``, read from the declarations (events.py).
-_REFS_AFTER = ev.REFCOUNT_INC.at("after")
-_STATE_TO = ev.FUTURE_STATE.at("to")
-_STATE_REASON = ev.FUTURE_STATE.at("reason")
-_FINISH = ev.TRANSITION.at("finish")
+# Where the judges' other values sit in an event's ``extra`` (events.py); the beliefs' own are theirs.
 _ASSERTION_TEXT = ev.SCHEDULER_ASSERTION.at("message")
 _UNKNOWN_CLIENT = ev.DESIRE_UNKNOWN.at("client")
 _ALLOC_VALUE = ev.ID_ALLOC.at("value")
@@ -187,7 +187,7 @@ class Checks:
         client, key = row[ACTOR], row[KEY]
         pair = (client, key)
         self._leak_check.add(key)
-        if row[EXTRA][_REFS_AFTER]:
+        if row[EXTRA][REFS_AFTER]:
             if self._open:
                 self._open.discard(("leaked_key", client, key))
             self._update_suspect(b, pair, seq)
@@ -202,10 +202,10 @@ class Checks:
         b.future_state(seq, row)
         client, key = row[ACTOR], row[KEY]
         pair = (client, key)
-        to = row[EXTRA][_STATE_TO]
+        to = row[EXTRA][STATE_TO]
         if to == "cancelled":
             self._cancelled[pair] = seq
-            if row[EXTRA][_STATE_REASON] == CONNECTION_LOST:
+            if row[EXTRA][STATE_REASON] == CONNECTION_LOST:
                 # Cancelled by the lost connection: the ghost_task violation that dropped
                 # it already names the client; do not report each future again.
                 self._settled.add(pair)
@@ -233,7 +233,7 @@ class Checks:
     def _transition(self, b: Beliefs, seq: int, row: tuple) -> None:
         key = row[KEY]
         self._vanished.pop(key, None)
-        if row[EXTRA][_FINISH] != "forgotten":
+        if row[EXTRA][FINISH] != "forgotten":
             b.transition(seq, row)
             return
         wanted = b.who_wants.get(key, ())  # who the scheduler will tell (cancelled-keys)
