@@ -15,10 +15,11 @@ collector as they set it.  Nothing is disabled; collections only come less often
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 #: The factor ``distributed/cli/dask_scheduler.py`` applies to each threshold.
@@ -56,6 +57,18 @@ def leave() -> None:
         _depth -= 1
         if _depth == 0:
             gc.set_threshold(*_saved)
+
+
+@contextlib.contextmanager
+def scope() -> Iterator[None]:
+    """The raised thresholds for a block: the dask tracer's merge, which builds a row per
+    event and grows long-lived state (the trace, the checks' beliefs) as a scheduler does."""
+    entered = enter()
+    try:
+        yield
+    finally:
+        if entered:
+            leave()
 
 
 def served(method: _F) -> _F:

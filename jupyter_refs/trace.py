@@ -172,6 +172,12 @@ class Trace:
         if len(rows) > self._limit:
             self._trim()
 
+    def extend(self, rows: list[Row]) -> None:
+        """Append rows built elsewhere in the row shape (the dask merge builds them once)."""
+        self._rows.extend(rows)
+        if len(self._rows) > self._limit:
+            self._trim()
+
     def _thread(self) -> str:
         name = threading.current_thread().name
         self._threads[threading.get_ident()] = name

@@ -374,7 +374,7 @@ class Holds:
     # -- arriving at a gate --------------------------------------------------------------------
 
     def _name(self, raw: str) -> str:
-        with self.tracer._lock:
+        with self.tracer._merging:
             return self.tracer._name(raw)
 
     def _channel(self, sender: str, receiver: str, op: str, keys: tuple,
@@ -557,7 +557,7 @@ class Holds:
         tracer = self.tracer
         if again:
             tracer.sync()
-        with self._cond, tracer._lock:
+        with self._cond, tracer._merging:
             taken = {m.msg_id for q in self._queues.values() for m in q if m.msg_id is not None}
             for msg in sorted(pending, key=lambda m: m.t_ns):
                 waiting = tracer._unmatched.get(msg.signature, ())

@@ -26,6 +26,7 @@ import bisect
 import contextvars
 import functools
 import itertools
+import operator
 import os
 import socket
 import sys
@@ -36,6 +37,7 @@ from typing import Any
 
 import distributed
 
+from .. import gcscope
 from ..checks import Checks, Violation
 from ..errors import JupyterRefsError, UnknownMessageError
 from ..events import KINDS, namer
@@ -69,6 +71,37 @@ USER_CALLS = ("scatter", "submit", "map", "gather", "compute", "persist")
 #: ``Future.release`` of distributed on its way to ``loop.add_callback``).
 _NOT_USER = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,  # jupyter_refs
              os.path.dirname(os.path.abspath(distributed.__file__)) + os.sep)
+
+
+_time = operator.itemgetter(0)
+#: A pending message row holds its peer where the trace row will hold its channel.
+CHANNEL_AT = 6
+
+
+def _pending(t: int, actor: str, thread: str, kind: str, key: str | None, op: str | None,
+             peer: str | None, keys: tuple, extra: tuple, cell: str | None) -> tuple:
+    """A row recorded here, in the trace's row shape (``trace.Row``), waiting for the merge.
+
+    A message's row is not final until the merge pairs it (its id and channel are only
+    known then, in time order): until then it holds the peer in the channel's place, and
+    ``(keys, channel or None)`` as its extra.
+    """
+    if kind == "msg.sent" or kind == "msg.received":
+        return (t, actor, thread, kind, keys[0] if len(keys) == 1 else None, None, peer, op,
+                cell, (keys, extra[1] if extra and extra[0] == CHANNEL else None))
+    return (t, actor, thread, kind, key, None, None, None, cell, extra)
+
+
+def _interned(events: list) -> list[tuple]:
+    """``events`` with their strings interned (see ``DaskTracer._unpack_remote``)."""
+    intern = sys.intern
+    out = []
+    for t, kind, key, op, peer, keys, extra in events:
+        out.append((t, intern(kind), None if key is None else intern(key),
+                    None if op is None else intern(op), None if peer is None else intern(peer),
+                    tuple(intern(k) if type(k) is str else k for k in keys) if keys else (),
+                    tuple(intern(x) if type(x) is str else x for x in extra)))
+    return out
 
 
 def _caller_line() -> str | None:
@@ -142,13 +175,18 @@ class DaskTracer:
         self.closed = False
         self.late = 0  # events that arrived after later ones had entered the trace
         self.dropped_remote = 0
+        #: Guards what the event-loop callbacks update (``_marks``, ``_batches``, drop counts):
+        #: held for a few dict updates only, so ``_on_remote`` — on the event loop that, in
+        #: process, the scheduler and workers share — never waits for a merge.
         self._lock = threading.Lock()
+        #: Guards the merge's own state (``_waiting``, ``_names``, the pairing tables): held for
+        #: a whole merge, by one merging thread at a time.
+        self._merging = threading.Lock()
         self._incoming: deque[tuple] = deque()  # recorded here, not yet sorted
         self._remote: deque[tuple[str, list]] = deque()  # (source, events) as they came
         self._buffered = 0  # remote events in ``_remote`` (a hint: updated without the lock)
         self._waiting: list[tuple] = []  # sorted by time, not yet old enough for the trace
         self._threads: dict[int, str] = {}
-        self._order = itertools.count()
         self._msg_ids = itertools.count(1)
         self._unmatched: dict[tuple, deque[int]] = defaultdict(deque)
         #: (responder, requester, "op-reply", keys) -> the channels of requests not yet answered.
@@ -167,6 +205,8 @@ class DaskTracer:
         self._rpc_calls: dict[str, itertools.count] = {}
         self._holds: Any = None  # holds.Holds, installed by the first hold
         self.hooks = Hooks(self._hook_failed)
+        #: Whether remote batches reach us serialized (see ``_unpack_remote``).
+        self._serialized = not str(client.scheduler.address).startswith("inproc://")
         if client.run_on_scheduler(remote.installed):
             raise AlreadyTracedError(
                 f"{client.scheduler.address} is already traced by another tracer; detach it first")
@@ -333,17 +373,15 @@ class DaskTracer:
               op: str | None = None, peer: str | None = None, keys: tuple = (),
               extra: tuple = ()) -> None:
         # A deque append is atomic: recording takes no lock (the hooks run on dask's threads).
-        self._incoming.append((t, next(self._order), actor, thread, kind, key, op, peer, keys,
-                               extra, None))
+        self._incoming.append(_pending(t, actor, thread, kind, key, op, peer, keys, extra, None))
 
     def _local(self, kind: str, key: str | None, op: str | None = None, peer: str | None = None,
                keys: tuple = (), extra: tuple = ()) -> None:
         thread = self._threads.get(threading.get_ident())
         if thread is None:
             thread = self._threads[threading.get_ident()] = threading.current_thread().name
-        self._incoming.append((time.time_ns(), next(self._order), self.me, thread, kind, key, op,
-                               peer, keys, extra,
-                               None if kind in _UNSTAMPED else _user_line.get()))
+        self._incoming.append(_pending(time.time_ns(), self.me, thread, kind, key, op, peer, keys,
+                                       extra, None if kind in _UNSTAMPED else _user_line.get()))
 
     def _name(self, raw: str | None) -> str | None:
         if raw is None:
@@ -368,7 +406,7 @@ class DaskTracer:
         """
         _, msg = event
         events = msg["events"]
-        self._remote.append((msg["src"], events))
+        self._remote.append((msg["src"], events, self._serialized))
         self._buffered += len(events)
         with self._lock:
             self.dropped_remote += msg["dropped"]
@@ -377,25 +415,33 @@ class DaskTracer:
                 self._marks[msg["src"]] = max(self._marks.get(msg["src"], 0), msg["now"])
 
     def _unpack_remote(self) -> list[tuple]:
-        """The queued remote batches as trace-ready tuples, named (call under the lock)."""
+        """The queued remote batches as pending rows (see :func:`_pending`), named (call while
+        merging).
+
+        A batch that came over a socket arrives with a fresh string object for every key,
+        kind and state name in it (msgpack shares none), so those are interned: a key's
+        twenty-odd events then hold one string, and a retained event stays near its
+        in-process size.  Over ``inproc://`` a batch holds the recorder's own objects.
+        """
         out: list[tuple] = []
         append = out.append
         name = self._name
-        order = self._order
         batches = self._remote
         for _ in range(len(batches)):
-            src, events = batches.popleft()
+            src, events, serialized = batches.popleft()
             self._buffered -= len(events)
             actor = name(src)
             offset = self._offsets.get(src, 0)
+            if serialized:
+                events = _interned(events)
             for t, kind, key, op, peer, keys, extra in events:
-                if kind in _NAMED:
-                    extra = _NAMED[kind](name, extra)
-                elif kind == "msg.sent" or kind == "msg.received":
-                    peer = name(peer)
+                if kind == "msg.sent" or kind == "msg.received":
                     keys = tuple(keys)
-                append((t - offset, next(order), actor, actor, kind, key, op, peer, keys,
-                        tuple(extra), None))
+                    append((t - offset, actor, actor, kind, keys[0] if len(keys) == 1 else None,
+                            None, name(peer), op, None, (keys, None)))
+                else:
+                    append((t - offset, actor, actor, kind, key, None, None, None, None,
+                            _NAMED[kind](name, extra) if kind in _NAMED else tuple(extra)))
         return out
 
     def _hook_failed(self, label: str, exc: BaseException) -> None:
@@ -415,7 +461,7 @@ class DaskTracer:
         while not self._stop.wait(self.lag_ns / 2e9):
             if (self.trace.subscribers > self._watchers
                     or len(self._incoming) + self._buffered > self.buffer):
-                self._release(self.watermark(time.time_ns()))
+                self._release(self.watermark(time.time_ns()), yield_gil=True)
 
     def watermark(self, now: int) -> int:
         """How far the trace can be merged in order: ``lag`` ago, and no later than any source
@@ -435,47 +481,47 @@ class DaskTracer:
                 upto = min(upto, mark)
         return upto
 
-    def _release(self, upto: int | None) -> None:
-        """Move buffered events up to time ``upto`` (all if None) into the trace, in time order."""
-        add = self.trace.add
-        pair = self._pair
+    def _release(self, upto: int | None, yield_gil: bool = False) -> None:
+        """Move buffered events up to time ``upto`` (all if None) into the trace, in time order.
+
+        The work per event is kept to what needs Python: rows are built once, in their
+        final shape, when they are recorded or unpacked; one stable sort by time orders
+        them (each source's rows come in time order, so it merges a few runs, and equal
+        times keep the order they came in); only the message rows are visited again, in
+        time order, to pair each receipt with its send; the rest enter the trace by slices.
+        ``yield_gil`` (the background thread, during a computation): let dask's threads
+        have the GIL between slices, since in-process the scheduler waits on us otherwise.
+        """
         incoming = self._incoming
-        with self._lock:
+        with self._merging, gcscope.scope():
             fresh = [incoming.popleft() for _ in range(len(incoming))]
             if self._remote:
                 fresh += self._unpack_remote()
+            waiting = self._waiting
             if fresh:
-                # Each source's events come in time order, so this sort merges a few runs.
-                waiting = self._waiting
                 waiting.extend(fresh)
-                waiting.sort()
-            else:
-                waiting = self._waiting
-            n = len(waiting) if upto is None else bisect.bisect_right(waiting, (upto, 1 << 62))
+                waiting.sort(key=_time)
+            n = len(waiting) if upto is None else bisect.bisect_right(waiting, upto, key=_time)
             ready, self._waiting = waiting[:n], waiting[n:]
-            last = self._released_t
-            flush = self.trace.flush
-            for i, (t, _, actor, thread, kind, key, op, peer, keys, extra, cell) in enumerate(
-                    ready, 1):
-                if i % _CHUNK == 0:
-                    # Hand the checks a slice, then let dask's threads have the GIL: in an
-                    # in-process cluster the scheduler waits on us otherwise.
-                    flush()
+            if not ready:
+                self.trace.flush()
+                return
+            # Rows older than what earlier merges released came too late to be in order.
+            self.late += bisect.bisect_left(ready, self._released_t, key=_time)
+            self._released_t = max(self._released_t, ready[-1][0])
+            pair = self._pair
+            for i in [i for i, row in enumerate(ready) if row[CHANNEL_AT] is not None]:
+                t, actor, thread, kind, key, _, peer, op, cell, (keys, channel) = ready[i]
+                sender, receiver = (actor, peer) if kind == "msg.sent" else (peer, actor)
+                msg_id, channel = pair(kind, sender, receiver, op, keys, channel)
+                ready[i] = (t, actor, thread, kind, key, msg_id, channel, op, cell, (keys,))
+            extend, flush = self.trace.extend, self.trace.flush
+            for start in range(0, n, _CHUNK):
+                extend(ready[start:start + _CHUNK])
+                # Hand the checks a slice: a live view sees the trace grow.
+                flush()
+                if yield_gil:
                     time.sleep(0)
-                if t < last:
-                    self.late += 1
-                else:
-                    last = t
-                if kind == "msg.sent" or kind == "msg.received":
-                    sender, receiver = (actor, peer) if kind == "msg.sent" else (peer, actor)
-                    msg_id, channel = pair(kind, sender, receiver, op, keys,
-                                           extra[1] if extra and extra[0] == CHANNEL else None)
-                    add(t, actor, thread, kind, keys[0] if len(keys) == 1 else None, msg_id,
-                        channel, op, (keys,), cell)
-                else:
-                    add(t, actor, thread, kind, key, extra=extra, cell=cell)
-            self._released_t = last
-        self.trace.flush()
 
     def _pair(self, kind: str, sender: str, receiver: str, op: str, keys: tuple,
               channel: str | None = None) -> tuple[int, str]:
