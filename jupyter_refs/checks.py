@@ -64,6 +64,7 @@ from .beliefs import (
     REG_WHO_HAS,
     STATE_REASON,
     STATE_TO,
+    STIMULUS,
     UPDATES,
     WANTS_AFTER,
     Beliefs,
@@ -238,10 +239,13 @@ class Checks:
             return
         wanted = b.who_wants.get(key, ())  # who the scheduler will tell (cancelled-keys)
         b.transition(seq, row)
+        # Forgotten because its only worker was removed (killed, lost): the data is gone and
+        # the scheduler says so (lost-data), not a reference the protocol lost.
+        with_worker = row[EXTRA][STIMULUS] in b.removals
         for client in sorted(b.holders.get(key, ())):
             pair = (client, key)
             self._update_suspect(b, pair, seq)
-            if b.fstate.get(pair) == "finished" and client not in b.dropping:
+            if b.fstate.get(pair) == "finished" and client not in b.dropping and not with_worker:
                 first, why = self._why_forgotten(b, client, key, seq, told=client in wanted)
                 self._report("dangling_future", key, client, first, why)
 
