@@ -117,6 +117,7 @@ def dask_cli(tmp_path):
     """``start(workers, *worker_args)``: a ``dask scheduler`` and ``workers`` ``dask worker``
     processes on 127.0.0.1 (free ports), the layout of a multi-machine cluster.  Returns the
     scheduler file to connect with; every process is ended after the test."""
+    import os
     import shutil
     import sys
     import time
@@ -124,7 +125,13 @@ def dask_cli(tmp_path):
     if shutil.which("dask") is None:
         pytest.skip("the dask command line comes with dask")
     procs: list[subprocess.Popen] = []
-    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    # The plugins, and the test modules' task functions, travel pickled by reference: the
+    # processes import the jupyter_refs under test (this checkout), not whichever one is
+    # installed, and the tests' modules.
+    path = os.pathsep.join(p for p in (str(ROOT), str(ROOT / "tests"),
+                                       os.environ.get("PYTHONPATH")) if p)
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL,
+             "env": {**os.environ, "PYTHONPATH": path}}
 
     def start(workers: int = 1, *worker_args: str, timeout: float = 60.0) -> Path:
         sched_file = tmp_path / "scheduler.json"

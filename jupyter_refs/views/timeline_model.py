@@ -252,7 +252,10 @@ class TimelineModel:
         lane = self.lane(row[ACTOR], 0) if kind != "network.drained" else -1
         self._lane_by_seq.append(lane)
         if kind == "worker.removed":  # before the key filter: a lane's label says it is gone
-            self.gone[row[EXTRA][_GONE_WORKER]] = row[EXTRA][_GONE_REASON]
+            # Its lane is drawn even in a window that starts after its last event.
+            worker = row[EXTRA][_GONE_WORKER]
+            self.gone[worker] = row[EXTRA][_GONE_REASON]
+            self.lane(worker, 0)
             self.lanes_changed = True
         if kind in _HIDDEN or not self._shown(key):
             return
