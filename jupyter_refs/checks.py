@@ -12,7 +12,9 @@ and judges what it made true.
     A client holds a finished future (refcount > 0) for a key the scheduler
     has forgotten — or has registered in memory on workers that no longer hold
     the data.  Fires on the event that makes it true: the forget, the
-    registration, or the future finishing after either.
+    registration, or the future finishing after either.  Not for a key forgotten
+    by a worker's removal (``worker.removed``): data lost with its worker is
+    lost data, which dask reports, not a reference the protocol lost.
 ``spurious_cancel``
     Once the channels are drained, a client's future is cancelled although the
     scheduler holds the key in memory for that very client: the cancellation
