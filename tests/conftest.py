@@ -125,11 +125,9 @@ def dask_cli(tmp_path):
     if shutil.which("dask") is None:
         pytest.skip("the dask command line comes with dask")
     procs: list[subprocess.Popen] = []
-    # The plugins, and the test modules' task functions, travel pickled by reference: the
-    # processes import the jupyter_refs under test (this checkout), not whichever one is
-    # installed, and the tests' modules.
-    path = os.pathsep.join(p for p in (str(ROOT), str(ROOT / "tests"),
-                                       os.environ.get("PYTHONPATH")) if p)
+    # The plugins travel pickled by reference: the processes import the jupyter_refs under
+    # test (this checkout), not whichever one is installed.
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL,
              "env": {**os.environ, "PYTHONPATH": path}}
 

@@ -33,14 +33,19 @@ TASKS = 800
 SECOND = 1_000_000_000
 
 
-def double_slowly(i: int) -> int:
-    time.sleep(0.02)  # a task that takes a while: the map is still running when one worker dies
-    return 2 * i
+def _remote_functions():
+    """The functions the cluster runs, made here so that they travel by value: by reference,
+    each of 8 processes would import this module (bokeh and all) to unpickle them."""
 
+    def double_slowly(i: int) -> int:
+        time.sleep(0.02)  # a task that takes a while: the map still runs when a worker dies
+        return 2 * i
 
-def _results_on(dask_scheduler, worker: str, prefix: str) -> int:
-    ws = dask_scheduler.workers.get(worker)
-    return sum(ts.key.startswith(prefix) for ts in ws.has_what) if ws is not None else 0
+    def results_on(dask_scheduler, worker: str, prefix: str) -> int:
+        ws = dask_scheduler.workers.get(worker)
+        return sum(ts.key.startswith(prefix) for ts in ws.has_what) if ws is not None else 0
+
+    return double_slowly, results_on
 
 
 def _name(address: str) -> str:
@@ -61,30 +66,37 @@ def test_eight_worker_processes_one_killed_mid_run(dask_cli, capsys):
     """8 ``dask worker --no-nanny`` processes: a SIGKILLed one stays dead (a nanny would start
     a new process under a new address, a tenth source; without one, what the scheduler sees
     is exactly a worker process dying: its stream closes)."""
+    double_slowly, results_on = _remote_functions()
     started = time.monotonic()
     sched_file = dask_cli(WORKERS, "--no-nanny")
     with Client(scheduler_file=str(sched_file), timeout=120) as client:
         client.wait_for_workers(WORKERS, timeout=300)
         startup = time.monotonic() - started
         pids = client.run(os.getpid)
+        phases = {"startup": startup}
+        mark = time.monotonic()
         victim, retiree = sorted(pids)[:2]
         # stale far beyond the test's patience: a watermark that moves says the removal did it.
         with attach(client, stale=60) as tracer:
+            phases["attach"], mark = time.monotonic() - mark, time.monotonic()
             x = client.scatter(12345, workers=[victim])  # data only the victim holds
             futures = client.map(double_slowly, range(TASKS))
             prefix = futures[0].key.split("-")[0]
             # Kill once the victim has results of its own: real progress, not a sleep.
-            _until(lambda: client.run_on_scheduler(_results_on, worker=victim, prefix=prefix) >= 3,
+            _until(lambda: client.run_on_scheduler(results_on, worker=victim, prefix=prefix) >= 3,
                    120, "the victim finishing three tasks")
+            phases["to the kill"], mark = time.monotonic() - mark, time.monotonic()
             killed = time.time_ns()
             os.kill(pids[victim], signal.SIGKILL)
             waited = _until(lambda: tracer.watermark(time.time_ns()) > killed, 30,
                             "the watermark passing the kill (it would wait stale = 60 s)")
             assert client.gather(futures, errors="raise") == [2 * i for i in range(TASKS)]
             _until(lambda: x.status != "finished", 30, "the client hearing its data is lost")
+            phases["rest of the map"], mark = time.monotonic() - mark, time.monotonic()
             client.retire_workers([retiree])
             _until(lambda: _name(retiree) in tracer.gone, 30, "the retired worker marked gone")
             tracer.sync(timeout=60)
+            phases["retire, sync"], mark = time.monotonic() - mark, time.monotonic()
 
             trace = tracer.trace
             names = {_name(a) for a in pids}
@@ -126,12 +138,16 @@ def test_eight_worker_processes_one_killed_mid_run(dask_cli, capsys):
             assert f"{_name(victim)} (gone)" in labels
             assert not any(label.endswith("(gone)") for label in labels
                            if label.removesuffix(" (gone)") in live)
+            phases["checks, views"], mark = time.monotonic() - mark, time.monotonic()
+        phases["detach"] = time.monotonic() - mark
     with capsys.disabled():
         print(f"\n{WORKERS} worker processes up in {startup:.1f} s; watermark past the kill "
-              f"{waited:.2f} s after it; {len(trace)} events")
+              f"{waited:.2f} s after it; {len(trace)} events; "
+              + ", ".join(f"{phase} {t:.1f} s" for phase, t in phases.items()))
 
 
 def test_a_retired_worker_is_marked_and_not_waited_for():
+    double_slowly, _ = _remote_functions()
     with LocalCluster(n_workers=2, processes=False, threads_per_worker=1,
                       dashboard_address=":0") as cluster, Client(cluster) as client, \
             attach(client, stale=60) as tracer:
