@@ -242,7 +242,7 @@ class Checks:
         wanted = b.who_wants.get(key, ())  # who the scheduler will tell (cancelled-keys)
         b.transition(seq, row)
         # Forgotten because its only worker was removed (killed, lost): the data is gone and
-        # the scheduler says so (lost-data), not a reference the protocol lost.
+        # the scheduler tells the client (its future ends cancelled), not a lost reference.
         with_worker = row[EXTRA][STIMULUS] in b.removals
         for client in sorted(b.holders.get(key, ())):
             pair = (client, key)

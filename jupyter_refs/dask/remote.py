@@ -72,6 +72,7 @@ REMOVALS = (("handle-worker-cleanup", "connection lost: killed, crashed or close
 
 
 def removal_reason(stimulus_id: str, expected: bool | None) -> str:
+    """The words a ``worker.removed`` gives: the user asks "was it killed, or did I retire it?"."""
     if expected:
         return "retired"
     return next((why for prefix, why in REMOVALS if stimulus_id.startswith(prefix)), "removed")
