@@ -394,8 +394,8 @@ class DaskTracer:
 
     @property
     def gone(self) -> dict[str, int]:
-        """The workers the scheduler removed (their ``worker.removed`` is in the trace):
-        actor name -> when, in ns.  The merge no longer waits for them."""
+        """The workers the scheduler removed (each with a ``worker.removed`` in the trace,
+        once merged): actor name -> when, in ns.  The merge no longer waits for them."""
         with self._lock:
             return {self._name(address): t for address, t in self._gone.items()}
 
