@@ -42,6 +42,9 @@ _FREE_COPY = ev.WORKER_FREE.at("incarnation")
 _HAS_AFTER = ev.WHO_HAS_REMOVED.at("who_has_after")
 _RELEASE_CLIENT = ev.RELEASE_APPLIED.at("client")
 _MSG_KEYS = ev.MSG_SENT.at("keys")
+_GONE_WORKER, _GONE_REASON, _GONE_STIMULUS = (ev.WORKER_REMOVED.at(f) for f in (
+    "worker", "reason", "stimulus_id"))
+STIMULUS = ev.TRANSITION.at("stimulus_id")
 
 #: Operations a client sends that may start a hold of their keys.
 DESIRES = ("scatter", "update-graph", "client-desires-keys")
@@ -91,6 +94,9 @@ class Beliefs:
         self.dropping: set[str] = set()  # clients the scheduler dropped, not yet told
         # -- workers ---------------------------------------------------------------
         self.copies: dict[str, dict[str, set[int]]] = {}  # key -> worker -> incarnations held
+        self.gone: dict[str, str] = {}  # worker the scheduler removed -> why (worker.removed)
+        #: The stimulus ids of those removals: the transitions a removal makes carry it.
+        self.removals: set[str] = set()
         # -- causality, for the explanations -------------------------------------------
         self.sent: dict[int, tuple[int, str, str]] = {}  # msg id in flight -> (seq, op, sender)
         self.receiving: Receipt | None = None  # the message whose effects are being recorded
@@ -272,6 +278,21 @@ class Beliefs:
         # Its stream is closing: what the scheduler forgets for it now is not dangling.
         self.dropping.add(row[EXTRA][_REMOVED_CLIENT])
 
+    def worker_removed(self, seq: int, row: tuple) -> None:
+        """The scheduler removed a worker: its copies are gone with it, and the scheduler
+        no longer counts it in any ``who_has`` (rare: a pass over the keys is fine)."""
+        extra = row[EXTRA]
+        worker = extra[_GONE_WORKER]
+        self.gone[worker] = extra[_GONE_REASON]
+        self.removals.add(extra[_GONE_STIMULUS])
+        for key in [k for k, by_worker in self.copies.items() if worker in by_worker]:
+            by_worker = self.copies[key]
+            del by_worker[worker]
+            if not by_worker:
+                del self.copies[key]
+        for holders in self.who_has.values():
+            holders.discard(worker)
+
     # -- workers ---------------------------------------------------------------------------
 
     def worker_put(self, seq: int, row: tuple) -> None:
@@ -318,6 +339,7 @@ UPDATES: dict[str, Update] = {
     "scatter.registered": Beliefs.registered,
     "who_has.removed": Beliefs.who_has_removed,
     "client.removed": Beliefs.client_removed,
+    "worker.removed": Beliefs.worker_removed,
     "worker.put": Beliefs.worker_put,
     "worker.free": Beliefs.worker_free,
 }

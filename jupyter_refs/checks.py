@@ -12,7 +12,9 @@ and judges what it made true.
     A client holds a finished future (refcount > 0) for a key the scheduler
     has forgotten — or has registered in memory on workers that no longer hold
     the data.  Fires on the event that makes it true: the forget, the
-    registration, or the future finishing after either.
+    registration, or the future finishing after either.  Not for a key forgotten
+    by a worker's removal (``worker.removed``): data lost with its worker is
+    lost data, which dask reports, not a reference the protocol lost.
 ``spurious_cancel``
     Once the channels are drained, a client's future is cancelled although the
     scheduler holds the key in memory for that very client: the cancellation
@@ -64,6 +66,7 @@ from .beliefs import (
     REG_WHO_HAS,
     STATE_REASON,
     STATE_TO,
+    STIMULUS,
     UPDATES,
     WANTS_AFTER,
     Beliefs,
@@ -238,10 +241,13 @@ class Checks:
             return
         wanted = b.who_wants.get(key, ())  # who the scheduler will tell (cancelled-keys)
         b.transition(seq, row)
+        # Forgotten because its only worker was removed (killed, lost): the data is gone and
+        # the scheduler tells the client (its future ends cancelled), not a lost reference.
+        with_worker = row[EXTRA][STIMULUS] in b.removals
         for client in sorted(b.holders.get(key, ())):
             pair = (client, key)
             self._update_suspect(b, pair, seq)
-            if b.fstate.get(pair) == "finished" and client not in b.dropping:
+            if b.fstate.get(pair) == "finished" and client not in b.dropping and not with_worker:
                 first, why = self._why_forgotten(b, client, key, seq, told=client in wanted)
                 self._report("dangling_future", key, client, first, why)
 

@@ -87,6 +87,12 @@ def _created(f: dict[str, Any]) -> str:
     return f"future #{f['future_id']} created by {f['origin']}"
 
 
+def _worker_removed(f: dict[str, Any]) -> str:
+    lost = "" if f["recompute"] is None else (
+        f": {f['recompute']} results to recompute, {f['lost']} scattered keys lost")
+    return f"{f['worker']} gone ({f['reason']}){lost}  [{f['stimulus_id']}]"
+
+
 # -- client ---------------------------------------------------------------------------------
 
 FUTURE_CREATED = _kind(
@@ -170,6 +176,15 @@ SCHEDULER_ASSERTION = _kind(
 CLIENT_REMOVED = _kind(
     "client.removed", "client", "reason", source="scheduler", actor=("client",),
     doc="The scheduler removed a client and released everything it wanted.")
+WORKER_REMOVED = _kind(
+    "worker.removed", "worker", "reason", "stimulus_id", "recompute", "lost", source="scheduler",
+    actor=("worker",), text=_worker_removed,
+    doc="The scheduler removed a worker: ``reason`` is 'retired' (asked to leave: its data "
+        "moved first), else how it was lost (its connection closed: killed or crashed; no "
+        "heartbeat; …).  A lost worker's results are recomputed elsewhere (``recompute``) and "
+        "its scattered data is gone (``lost``); the transitions that follow carry the removal's "
+        "``stimulus_id``.  Tracing dask, the worker is a source that will send nothing more: "
+        "the merge stops waiting for it, and the views mark it gone.")
 TASK_RETRY = _kind(
     "task.retry", "retries_left", "stimulus_id", source="scheduler",
     doc="A failed task with retries left goes back to waiting.")

@@ -112,6 +112,56 @@ _TREE = pytest.StashKey[dict | None]()
 _CHANGED = pytest.StashKey[list]()
 
 
+@pytest.fixture
+def dask_cli(tmp_path):
+    """``start(workers, *worker_args)``: a ``dask scheduler`` and ``workers`` ``dask worker``
+    processes on 127.0.0.1 (free ports), the layout of a multi-machine cluster.  Returns the
+    scheduler file to connect with; every process is ended after the test."""
+    import os
+    import shutil
+    import sys
+    import time
+
+    if shutil.which("dask") is None:
+        pytest.skip("the dask command line comes with dask")
+    procs: list[subprocess.Popen] = []
+    # The plugins travel pickled by reference: the processes import the jupyter_refs under
+    # test (this checkout), not whichever one is installed.
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL,
+             "env": {**os.environ, "PYTHONPATH": path}}
+
+    def start(workers: int = 1, *worker_args: str, timeout: float = 60.0) -> Path:
+        sched_file = tmp_path / "scheduler.json"
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+             "--port", "0", "--dashboard-address", ":0", "--scheduler-file", str(sched_file)],
+            **quiet))
+        deadline = time.monotonic() + timeout
+        while not sched_file.exists():
+            if time.monotonic() > deadline or procs[0].poll() is not None:
+                raise RuntimeError(f"dask scheduler did not start within {timeout} s")
+            time.sleep(0.1)
+        for _ in range(workers):
+            procs.append(subprocess.Popen(
+                [sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file",
+                 str(sched_file), "--host", "127.0.0.1", "--nthreads", "1",
+                 "--dashboard-address", ":0", *worker_args], **quiet))
+        return sched_file
+
+    try:
+        yield start
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(timeout=30)
+
+
 @pytest.fixture(scope="module")
 def inproc():
     """A client of a one-worker in-process dask cluster, shared by a module's tests."""

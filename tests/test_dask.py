@@ -5,8 +5,6 @@ Select them with ``pytest -m dask``.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import sys
 import time
 
@@ -145,38 +143,20 @@ def test_worker_processes_report_their_data():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(shutil.which("dask") is None, reason="the dask command line comes with dask")
-def test_separate_scheduler_and_worker_processes(tmp_path):
+def test_separate_scheduler_and_worker_processes(dask_cli):
     """`dask scheduler` and `dask worker` on 127.0.0.1: the layout of a multi-machine cluster."""
-    sched_file = tmp_path / "scheduler.json"
-    procs = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler",
-                               "--host", "127.0.0.1", "--port", "0", "--dashboard-address", ":0",
-                               "--scheduler-file", str(sched_file)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
-    try:
-        deadline = time.monotonic() + 60
-        while not sched_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker",
-                                       "--scheduler-file", str(sched_file), "--host", "127.0.0.1",
-                                       "--nthreads", "1", "--dashboard-address", ":0"],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        with Client(scheduler_file=str(sched_file), timeout=60) as client:
-            client.wait_for_workers(1, timeout=60)
-            with attach(client) as tracer:
-                failed = crusaderky(client, 500)
-                tracer.sync()
-                events = worker_events(tracer)
-                assert events and all(e.actor.startswith("worker:127.0.0.1:") for e in events)
-                assert any(e.kind == "transition" and e.actor == "scheduler"
-                           for e in tracer.trace.events(kind="transition"))
-                if failed is not None:
-                    assert any(v.name == "dangling_future" for v in tracer.violations)
-    finally:
-        for p in reversed(procs):
-            p.terminate()
-        for p in procs:
-            p.wait(timeout=30)
+    sched_file = dask_cli(1)
+    with Client(scheduler_file=str(sched_file), timeout=60) as client:
+        client.wait_for_workers(1, timeout=60)
+        with attach(client) as tracer:
+            failed = crusaderky(client, 500)
+            tracer.sync()
+            events = worker_events(tracer)
+            assert events and all(e.actor.startswith("worker:127.0.0.1:") for e in events)
+            assert any(e.kind == "transition" and e.actor == "scheduler"
+                       for e in tracer.trace.events(kind="transition"))
+            if failed is not None:
+                assert any(v.name == "dangling_future" for v in tracer.violations)
 
 
 @pytest.mark.slow

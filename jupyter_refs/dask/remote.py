@@ -62,6 +62,22 @@ def _k(key: Any) -> str:
 #: the holds gate a worker that joins after the first hold (:mod:`.holds`).
 WORKER_SETUP: list[Any] = []
 
+#: Why the scheduler removed a worker that was not retiring, by the prefix of the removal's
+#: stimulus id (distributed 2026.8's names).  A retirement (``retire_workers``, a worker's
+#: ``close_gracefully``) is ``expected`` and reads "retired".
+REMOVALS = (("handle-worker-cleanup", "connection lost: killed, crashed or closed"),
+            ("nanny-close", "closed by its nanny"),
+            ("check-worker-ttl", "no heartbeat within worker-ttl"),
+            ("worker-send-comm-fail", "a message to it could not be sent"))
+
+
+def removal_reason(stimulus_id: str, expected: bool | None) -> str:
+    """The words a ``worker.removed`` gives: the user asks "was it killed, or did I retire it?"."""
+    if expected:
+        return "retired"
+    return next((why for prefix, why in REMOVALS if stimulus_id.startswith(prefix)), "removed")
+
+
 #: An idle source still sends an empty batch this often: its ``now`` tells the tracer that
 #: nothing older is on its way, so events from other sources need not wait for it.
 HEARTBEAT_S = 0.5
@@ -157,6 +173,10 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
         hooks.item(s.stream_handlers, BARRIER, before=self._barrier)
         hooks.item(s.stream_handlers, WORKER_BARRIER_ACK, before=self._worker_barrier_ack)
         self._barriers: dict[tuple[str, int], set[str]] = {}
+        #: Workers removed since the last batch, ``(address, t_ns)``: the batch says so
+        #: apart from its events, so the tracer stops waiting for them without reading those.
+        self._gone: list[tuple[str, int]] = []
+        self._removed: set[tuple[str, str]] = set()  # (address, stimulus id) recorded
         self._start_flushing(self.interval)
 
     def uninstall(self) -> int:
@@ -169,6 +189,8 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
     def flush(self) -> int:
         msg = self.rec.drain()
         if msg is not None:
+            if self._gone:
+                msg["gone"], self._gone = self._gone, []
             self.scheduler.log_event(TOPIC, msg)
         return self.rec.batches
 
@@ -192,6 +214,27 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
             broker = getattr(self.scheduler, "_broker", None)
             if broker is not None:
                 broker.truncate(TOPIC)
+        elif topic == "all" and type(msg) is dict and msg.get("action") == "remove-worker":
+            self._worker_removed(msg["worker"], msg.get("stimulus_id", ""), msg.get("expected"),
+                                 len(msg.get("lost-computed-tasks", ())),
+                                 len(msg.get("lost-scattered-tasks", ())))
+
+    def _worker_removed(self, worker: str, stimulus_id: str, expected: bool | None,
+                        recompute: int | None = None, lost: int | None = None) -> None:
+        """A worker left: recorded once, before the transitions its removal makes.
+
+        ``Scheduler.remove_worker`` logs ``remove-worker`` on the ``all`` topic (with
+        ``expected``: a retirement) before it transitions the worker's tasks, and calls
+        ``SchedulerPlugin.remove_worker`` only after them, with the stimulus id alone.  So
+        the log is where the checks learn it in time (a scattered key forgotten with its
+        only worker is not a lost reference); the plugin hook is the fallback.
+        """
+        if (worker, stimulus_id) in self._removed:
+            return
+        self._removed.add((worker, stimulus_id))
+        self.rec.record("worker.removed", None, extra=(
+            worker, removal_reason(stimulus_id, expected), stimulus_id, recompute, lost))
+        self._gone.append((worker, time.time_ns()))
 
     def update_graph(self, scheduler: Any, *, client: str, keys: Any, **kwargs: Any) -> None:
         tasks = scheduler.tasks
@@ -312,6 +355,7 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
             comm.send({"op": BARRIER_ACK, "token": token})
 
     def remove_worker(self, scheduler: Any, worker: str, **kwargs: Any) -> None:
+        self._worker_removed(worker, kwargs.get("stimulus_id", ""), None)
         for (client, token), waiting in list(self._barriers.items()):
             if worker in waiting:
                 waiting.discard(worker)

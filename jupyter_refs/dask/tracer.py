@@ -195,6 +195,8 @@ class DaskTracer:
         self._offsets: dict[str, int] = {}
         self._batches: dict[str, int] = {}
         self._marks: dict[str, int] = {}  # per remote source: the ``now`` of its latest batch
+        #: Remote sources the scheduler removed (raw address -> when): not waited for.
+        self._gone: dict[str, int] = {}
         #: A remote source silent this long is not waited for (see :meth:`watermark`).
         self.stale_ns = int(stale * 1e9)
         self._released_t = 0
@@ -413,6 +415,27 @@ class DaskTracer:
             self._batches[msg["src"]] = max(self._batches.get(msg["src"], 0), msg["batch"])
             if "now" in msg:
                 self._marks[msg["src"]] = max(self._marks.get(msg["src"], 0), msg["now"])
+            if "gone" in msg:
+                self._sources_gone(msg["gone"])
+
+    def _sources_gone(self, gone: list) -> None:
+        """Workers the scheduler removed: the merge stops waiting for them at once (call
+        under the lock).
+
+        Nothing older than the removal can still come from a killed worker: its batches
+        travel to the scheduler on the stream whose closing made the removal, and from
+        the scheduler to us on one stream, before the batch that says it is gone.  A
+        retiring worker's last batch may come after it; it is merged like any other.
+        """
+        for address, t in gone:
+            self._gone.setdefault(address, t)
+
+    @property
+    def gone(self) -> dict[str, int]:
+        """The workers the scheduler removed (each with a ``worker.removed`` in the trace,
+        once merged): actor name -> when, in ns.  The merge no longer waits for them."""
+        with self._lock:
+            return {self._name(address): t for address, t in self._gone.items()}
 
     def _unpack_remote(self) -> list[tuple]:
         """The queued remote batches as pending rows (see :func:`_pending`), named (call while
@@ -471,11 +494,13 @@ class DaskTracer:
         every ``remote.HEARTBEAT_S``), so under load a late scheduler or worker holds the
         merge back instead of having its events enter the trace after later ones — where a
         check would judge a state that never was.  A source silent for ``stale`` seconds
-        (a worker gone) is not waited for.
+        (a worker gone) is not waited for, nor, at once, one the scheduler has removed.
         """
         upto = now - self.lag_ns
         with self._lock:
-            marks = [mark - self._offsets.get(src, 0) for src, mark in self._marks.items()]
+            gone = self._gone
+            marks = [mark - self._offsets.get(src, 0) for src, mark in self._marks.items()
+                     if src not in gone]
         for mark in marks:
             if now - mark < self.stale_ns:
                 upto = min(upto, mark)

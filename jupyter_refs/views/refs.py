@@ -30,9 +30,16 @@ def _badge(text: str) -> str:
     return f"<span style='color:{color};font-weight:600'>{html.escape(text)}</span>"
 
 
-def refs_html(rows: list[KeyRefs]) -> str:
+def gone_lines(gone: dict[str, str]) -> list[str]:
+    """A line per worker the scheduler removed, and why: its copies are no longer counted."""
+    return [f"gone: {worker} ({why})" for worker, why in gone.items()]
+
+
+def refs_html(rows: list[KeyRefs], gone: dict[str, str] | None = None) -> str:
+    footer = "".join(f"<div style='color:#bc4c00;font-size:12px'>{html.escape(line)}</div>"
+                     for line in gone_lines(gone or {}))
     if not rows:
-        return "<i>no keys yet</i>"
+        return "<i>no keys yet</i>" + footer
     head = ("<tr><th>key</th><th>clients (refcount, future)</th><th>scheduler</th>"
             "<th>who_wants</th><th>on workers</th><th>checks</th></tr>")
     body = []
@@ -45,20 +52,23 @@ def refs_html(rows: list[KeyRefs]) -> str:
             f"<td>{_badge(r.scheduler)}</td><td>{html.escape(', '.join(r.who_wants)) or '∅'}</td>"
             f"<td>{html.escape(', '.join(r.on_workers)) or '–'}</td><td>{verdict}</td></tr>")
     return ("<table class='jupyter-refs-table' style='border-collapse:collapse;font-size:12px'>"
-            f"{head}{''.join(body)}</table>")
+            f"{head}{''.join(body)}</table>{footer}")
 
 
 #: Columns a notebook's output area shows without wrapping (JupyterLab, a laptop screen).
 TEXT_WIDTH = 100
 
 
-def refs_text(rows: list[KeyRefs], width: int = TEXT_WIDTH) -> str:
-    """The refs table as text, at most ``width`` columns wide.
+def refs_text(rows: list[KeyRefs], width: int = TEXT_WIDTH, gone: dict[str, str] | None = None
+              ) -> str:
+    """The refs table as text, at most ``width`` columns wide, then the workers gone.
 
     Columns are as wide as what they hold.  When a row would still be too wide —
     keys are long — each key gets a line of its own and its references go on the
     next, indented: wrapped on purpose, never by the output area.
     """
+    if gone:
+        return "\n".join([refs_text(rows, width), *gone_lines(gone)])
     head = ("key", "clients", "scheduler", "who_wants", "workers", "checks")
     cells = [(r.key,
               " ".join(f"{c}={n}/{s}" for c, (n, s) in r.clients.items()) or "-",
@@ -100,7 +110,7 @@ class RefsTable(LiveView):
         self.keys = list(keys) if keys else None
         self.updates = 0
         self.trace.flush()
-        self.widget = w.HTML(refs_html(self.rows()))
+        self.widget = w.HTML(refs_html(self.rows(), self.gone()))
         self._unsubscribe = self.trace.subscribe(self._on_batch)
         self._pump = Pump(self, rate, "jupyter-refs-table") if live else None
 
@@ -111,12 +121,16 @@ class RefsTable(LiveView):
     def rows(self) -> list[KeyRefs]:
         return self.checks.snapshot(self.keys)
 
+    def gone(self) -> dict[str, str]:
+        """Workers the scheduler removed -> why (``worker.removed``), as the checks saw them."""
+        return dict(self.checks.beliefs.gone)
+
     def refresh(self) -> None:
-        self.widget.value = refs_html(self.rows())
+        self.widget.value = refs_html(self.rows(), self.gone())
         self.updates += 1
 
     def to_text(self) -> str:
-        return refs_text(self.rows())
+        return refs_text(self.rows(), gone=self.gone())
 
     def _on_batch(self, batch: Batch) -> None:
         if self._pump is not None:

@@ -97,7 +97,7 @@ def trace_bundle(trace: Trace, keys: list[str] | None = None, view: str = "logic
         "view": view,
         "keys": sorted(keys) if keys else None,
         "window": {"first": lo, "next": hi, "total": trace.next_seq, "dropped": trace.dropped},
-        "lanes": [{"name": model.lanes[lane], "group": model.lane_groups[lane]} for lane in order],
+        "lanes": [{"name": model.label(lane), "group": model.lane_groups[lane]} for lane in order],
         **columns,
         "seen_keys": list(model.seen_keys)[:500],
         "colors": {"op": OP_COLORS, "kind": KIND_COLORS, "state": STATE_COLORS,

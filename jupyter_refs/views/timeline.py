@@ -163,7 +163,7 @@ class TimelineFigure:
 
     def _lanes(self) -> np.ndarray:
         y = np.asarray(self.model.lane_y(), dtype=float)
-        names = self.model.lanes
+        names = [self.model.label(i) for i in range(len(self.model.lanes))]
         self.fig.yaxis.ticker.ticks = [float(v) for v in y]
         self.fig.yaxis.major_label_overrides = {float(y[i]): names[i] for i in range(len(names))}
         self.fig.y_range.start, self.fig.y_range.end = 0.4, len(names) + 0.6

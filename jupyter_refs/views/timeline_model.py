@@ -34,6 +34,9 @@ _VIOLATION = tuple(ev.VIOLATION.at(f) for f in ("name", "first_seq", "client", "
 _FINISH = ev.TRANSITION.at("finish")
 _CREATED_TASK = ev.DESIRE_APPLIED.at("created_task")
 _REFS_AFTER = ev.REFCOUNT_INC.at("after")
+_GONE_WORKER, _GONE_REASON = ev.WORKER_REMOVED.at("worker"), ev.WORKER_REMOVED.at("reason")
+#: What a removed worker's lane label says after its name.
+GONE = " (gone)"
 
 OP_COLORS = {
     "scatter": "#1f77b4",
@@ -77,6 +80,7 @@ KIND_COLORS = {
     "scheduler.assertion": "#a50f15",
     "client.removed": "#a50f15",
     "connection.lost": "#a50f15",
+    "worker.removed": "#a50f15",
 }
 _DEFAULT_COLOR = "#969696"
 _HIDDEN = {"msg.sent", "msg.received", "network.drained", "violation"}
@@ -144,6 +148,7 @@ class TimelineModel:
         self.lanes: list[str] = []
         self._lane_ids: dict[str, int] = {}
         self.lane_groups: list[int] = []  # 0 actors, 1 channels, 2 keys
+        self.gone: dict[str, str] = {}  # actors the scheduler removed (worker.removed) -> why
         self.lanes_changed = False
         self.events = Columns(EVENT_COLS)
         self.messages = Columns(MESSAGE_COLS)
@@ -173,6 +178,11 @@ class TimelineModel:
             self.lane_groups.append(group)
             self.lanes_changed = True
         return lane
+
+    def label(self, lane: int) -> str:
+        """A lane's label: its name, and "(gone)" for a worker the scheduler removed."""
+        name = self.lanes[lane]
+        return name + GONE if name in self.gone else name
 
     def lane_order(self) -> list[int]:
         """Lane ids top to bottom: clients, scheduler, workers, channels, keys."""
@@ -241,6 +251,12 @@ class TimelineModel:
             return
         lane = self.lane(row[ACTOR], 0) if kind != "network.drained" else -1
         self._lane_by_seq.append(lane)
+        if kind == "worker.removed":  # before the key filter: a lane's label says it is gone
+            # Its lane is drawn even in a window that starts after its last event.
+            worker = row[EXTRA][_GONE_WORKER]
+            self.gone[worker] = row[EXTRA][_GONE_REASON]
+            self.lane(worker, 0)
+            self.lanes_changed = True
         if kind in _HIDDEN or not self._shown(key):
             return
         cell = row[CELL]
