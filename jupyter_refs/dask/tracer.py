@@ -435,7 +435,9 @@ class DaskTracer:
         """The workers the scheduler removed (each with a ``worker.removed`` in the trace,
         once merged): actor name -> when, in ns.  The merge no longer waits for them."""
         with self._lock:
-            return {self._name(address): t for address, t in self._gone.items()}
+            gone = dict(self._gone)
+        with self._merging:  # the names are the merge's
+            return {self._name(address): t for address, t in gone.items()}
 
     def _unpack_remote(self) -> list[tuple]:
         """The queued remote batches as pending rows (see :func:`_pending`), named (call while
