@@ -48,6 +48,8 @@ STIMULUS = ev.TRANSITION.at("stimulus_id")
 
 #: Operations a client sends that may start a hold of their keys.
 DESIRES = ("scatter", "update-graph", "client-desires-keys")
+#: The ops whose sender becomes half of a (client, key) pair in the causality tables.
+_PAIRED_OPS = frozenset({*DESIRES, "client-releases-keys", "cancel-keys"})
 #: The reason a future is cancelled when the scheduler dropped its client's connection.
 CONNECTION_LOST = "scheduler-connection-lost"
 
@@ -74,7 +76,18 @@ class Beliefs:
     public and read-only to everyone but the updates below and the checks.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, quiet_limit: int | None = None,
+                 on_erase: Callable[[str], None] | None = None) -> None:
+        #: How many *quiet* keys — forgotten by the scheduler, held by no client — keep their
+        #: history (who desired and released them, what forgot them); None: all.  A key
+        #: comes back to life only through new events, which start a new history, so on a
+        #: long trace (a million-task map) the oldest quiet keys are erased, and memory is
+        #: bounded by the keys in play rather than by every key ever seen.
+        self.quiet_limit = quiet_limit
+        self._quiet: dict[str, None] = {}  # insertion-ordered: the oldest quiet key first
+        self._on_erase = on_erase
+        #: Every actor that appears in a (client, key) pair below: the pairs to erase.
+        self._pair_clients: set[str] = set()
         # -- clients ---------------------------------------------------------------
         self.refcount: dict[tuple[str, str], int] = {}  # absent: 0
         self.fstate: dict[tuple[str, str], str] = {}  # the future's state, while held
@@ -172,6 +185,8 @@ class Beliefs:
     def message_sent(self, seq: int, row: tuple) -> None:
         op, sender = row[OP], row[ACTOR]
         self.sent[row[MSG_ID]] = (seq, op, sender)
+        if op in _PAIRED_OPS:
+            self._pair_clients.add(sender)
         if op in DESIRES:
             # A message that may start a hold (only clients send these, whatever their name).
             for key in row[EXTRA][_MSG_KEYS]:
@@ -212,6 +227,8 @@ class Beliefs:
         holders = self.holders.get(key)
         if holders is not None:
             holders.discard(client)
+            if not holders and self.quiet_limit is not None and key in self.forgotten:
+                self._quiet_key(key)
 
     def future_state(self, seq: int, row: tuple) -> None:
         pair = (row[ACTOR], row[KEY])
@@ -242,10 +259,37 @@ class Beliefs:
         self.forgotten.add(key)
         self.forgotten_by[key] = self.receiving
         self.who_wants.pop(key, None)
+        if self.quiet_limit is not None and not self.holders.get(key):
+            self._quiet_key(key)
+
+    def _quiet_key(self, key: str) -> None:
+        """``key`` is quiet now: past ``quiet_limit`` quiet keys, erase the oldest one."""
+        quiet = self._quiet
+        quiet.pop(key, None)
+        quiet[key] = None
+        if len(quiet) > self.quiet_limit:
+            oldest = next(iter(quiet))
+            del quiet[oldest]
+            if oldest in self.forgotten and not self.holders.get(oldest):  # still quiet
+                self._erase(oldest)
+
+    def _erase(self, key: str) -> None:
+        self.forgotten.discard(key)
+        self.forgotten_by.pop(key, None)
+        self.holders.pop(key, None)
+        for client in self.clients | self._pair_clients:
+            pair = (client, key)
+            for table in (self.desired_by, self.released_by, self.applied, self.released_at,
+                          self.cancelled_by_client):
+                table.pop(pair, None)
+            self.disconnected.discard(pair)
+        if self._on_erase is not None:
+            self._on_erase(key)
 
     def desire_applied(self, seq: int, row: tuple) -> None:
         key, extra = row[KEY], row[EXTRA]
         client = extra[DESIRE_CLIENT]
+        self._pair_clients.add(client)
         self.who_wants[key] = extra[WANTS_AFTER]
         receiving = self.receiving
         if receiving is not None:

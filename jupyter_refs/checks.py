@@ -114,9 +114,11 @@ class Checks:
     network to drain, and the violations already reported.
     """
 
-    def __init__(self, trace: Trace):
+    def __init__(self, trace: Trace, quiet_limit: int | None = None):
+        """``quiet_limit``: how many keys long gone keep their history (``Beliefs``); a
+        trace that runs for ever (a dask cluster's) sets one, so the checks' memory is bounded."""
         self.trace = trace
-        self.beliefs = Beliefs()
+        self.beliefs = Beliefs(quiet_limit, self._erase)
         self.violations: list[Violation] = []
         self._open: set[tuple[str, str, str]] = set()  # (name, client, key) reported, still true
         # Judged at the next network.drained (in between, a message may still set them right):
@@ -132,6 +134,13 @@ class Checks:
         self._allocated: dict[int, tuple[int, str, str]] = {}  # id -> (seq, actor, thread)
         self._lock = threading.Lock()
         self.unsubscribe = trace.subscribe(self._on_batch, from_start=True)
+
+    def _erase(self, key: str) -> None:
+        """The beliefs erased a quiet key: nothing about it waits to be judged either."""
+        self._leak_check.discard(key)
+        self._unbacked.pop(key, None)
+        self._late_ff.pop(key, None)
+        self._vanished.pop(key, None)
 
     def close(self) -> None:
         """Stop following the trace (and drop the handler table, a cycle through ``self``)."""

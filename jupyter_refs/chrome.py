@@ -28,7 +28,7 @@ ACTORS, CHANNELS, KEYS = 1, 2, 3
 _PROCESS_NAMES = {ACTORS: "actors", CHANNELS: "channels", KEYS: "keys"}
 
 
-def chrome_trace(events: Iterable[Event], dropped: int = 0) -> dict[str, Any]:
+def chrome_trace(events: Iterable[Event], dropped: int = 0, lost: int = 0) -> dict[str, Any]:
     out: list[dict[str, Any]] = []
     tids: dict[tuple[int, str], int] = {}
 
@@ -85,7 +85,8 @@ def chrome_trace(events: Iterable[Event], dropped: int = 0) -> dict[str, Any]:
             *out,
         ],
         "displayTimeUnit": "ns",
-        "otherData": {"producer": "jupyter_refs", "dropped_events": dropped},
+        "otherData": {"producer": "jupyter_refs", "dropped_events": dropped,
+                      "lost_events": lost},
     }
 
 

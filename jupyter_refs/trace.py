@@ -132,6 +132,9 @@ class Trace:
         self._slack = max(1, capacity // 64)
         self._limit = capacity + self._slack  # trimmed past this
         self._dropped = 0
+        #: Events that never reached the log: a source's own bounded buffer overflowed (a
+        #: dask scheduler's or worker's recorder); the source counts them, the driver adds.
+        self.lost = 0
         self._trim_lock = threading.Lock()
         self.clock: Callable[[], int] = clock or time.perf_counter_ns
         #: The user's ``file:line`` (a notebook cell's line) of the call being served: stamped
@@ -198,6 +201,11 @@ class Trace:
         """How many of the oldest events were discarded because the log was full."""
         return self._dropped
 
+    @property
+    def missing(self) -> int:
+        """Every event the log does not hold: dropped from it, or lost before it."""
+        return self._dropped + self.lost
+
     def __len__(self) -> int:
         return len(self._rows)
 
@@ -261,7 +269,8 @@ class Trace:
             return _event(seq, self._rows[seq - start])
 
     def __repr__(self) -> str:
-        return f"<Trace {len(self)} events, {self.dropped} dropped, capacity {self.capacity}>"
+        lost = f", {self.lost} lost at the source" if self.lost else ""
+        return f"<Trace {len(self)} events, {self.dropped} dropped{lost}, capacity {self.capacity}>"
 
     # -- subscribers -----------------------------------------------------------
 
@@ -366,7 +375,7 @@ class Trace:
         """The log as Chrome trace event JSON (Perfetto); written to ``path`` if given."""
         from .chrome import chrome_trace  # only its users pay for it
 
-        doc = chrome_trace(self.events(), dropped=self.dropped)
+        doc = chrome_trace(self.events(), dropped=self.dropped, lost=self.lost)
         if path is not None:
             with open(path, "w", encoding="utf-8") as f:
                 json.dump(doc, f)

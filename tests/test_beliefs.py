@@ -36,3 +36,41 @@ def test_beliefs_judge_nothing():
     assert len(cluster.trace) == n  # no violation recorded
     assert beliefs.fstate[("client:1", y.key)] == "cancelled"
     assert beliefs.forgotten_by[y.key] is not None  # what forgot it, for the explanations
+
+
+def inc(v: int) -> int:
+    return v + 1
+
+
+def test_a_quiet_limit_bounds_what_is_kept_of_keys_long_gone():
+    """A trace that runs for ever keeps the history of only the newest quiet keys."""
+    from jupyter_refs import Cluster
+    from jupyter_refs.checks import Checks
+
+    with Cluster(protocol="dask", network="immediate") as cluster:
+        client = cluster.client()
+        bounded = Checks(cluster.trace, quiet_limit=10)
+        for _ in range(3):
+            futures = client.map(inc, range(100), pure=False)
+            assert client.gather(futures) == list(range(1, 101))
+            del futures
+            cluster.apply_drops()
+            cluster.run_until_idle()
+        cluster.trace.flush()
+        b, everything = bounded.beliefs, cluster.checks.beliefs
+        assert len(everything.forgotten) == 300  # unbounded: every key ever seen
+        for table in (b.forgotten, b.forgotten_by, b.desired_by, b.released_by, b.applied,
+                      b.holders):
+            assert len(table) <= 10, table
+        assert bounded.violations == cluster.checks.violations == []
+
+
+def test_a_quiet_limit_does_not_hide_a_loss():
+    """The key #8576 loses is held: never quiet, never erased, still judged."""
+    from jupyter_refs.checks import Checks
+
+    cluster, _, y, _ = rescatter("dask", SCHEDULE_A)
+    bounded = Checks(cluster.trace, quiet_limit=1)
+    cluster.trace.flush()
+    assert [v.name for v in bounded.violations] == [v.name for v in cluster.checks.violations]
+    assert "dangling_future" in {v.name for v in bounded.violations}

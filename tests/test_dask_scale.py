@@ -26,3 +26,83 @@ def test_the_scheduler_keeps_no_copy_of_the_trace(inproc):
         tracer.sync()
         assert len(tracer.trace) > 3000  # the batches did arrive ...
         assert inproc.run_on_scheduler(_kept) == 0  # ... and the broker let them go
+
+
+def _deep_bytes_per_row(rows) -> float:
+    """What the trace's rows hold, each object once (an interned key shared by its events)."""
+    import sys
+
+    seen: set[int] = set()
+    total = 0
+    stack = list(rows)
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        total += sys.getsizeof(obj)
+        if isinstance(obj, tuple):
+            stack.extend(obj)
+    return total / len(rows)
+
+
+def test_a_retained_event_costs_at_most_300_bytes(inproc):
+    with attach(inproc) as tracer:
+        inproc.gather(inproc.map(inc, range(300), pure=False))
+        tracer.sync()
+        assert _deep_bytes_per_row(tracer.trace._rows) <= 300
+
+
+@pytest.mark.slow
+def test_events_from_worker_processes_cost_at_most_300_bytes_too():
+    """Over a socket every string arrives as a new object: the merge interns them
+    (449 B per event before it did)."""
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as client, attach(client) as tracer:
+        client.gather(client.map(inc, range(300), pure=False))
+        tracer.sync()
+        assert {e.actor for e in tracer.trace.events(kind="worker.put")} >= {
+            "worker:" + a.split("://", 1)[1] for a in client.scheduler_info()["workers"]}
+        assert _deep_bytes_per_row(tracer.trace._rows) <= 300
+
+
+def test_max_events_bounds_the_trace_and_every_view_says_so(inproc):
+    from jupyter_refs.views.lab import refs_message
+    from jupyter_refs.views.refs import RefsTable
+    from jupyter_refs.views.saved import trace_bundle
+    from jupyter_refs.views.timeline import Timeline
+
+    with attach(inproc, max_events=1_000) as tracer:
+        futures = inproc.map(inc, range(300), pure=False)
+        assert inproc.gather(futures) == list(range(1, 301))
+        del futures
+        tracer.sync()
+        trace = tracer.trace
+        assert trace.dropped > 0 and len(trace) <= 1_000 + 1_000 // 64
+        assert tracer.violations == []  # every event was checked before it went
+        dropped = f"{trace.dropped:,} oldest events dropped"
+        assert dropped in RefsTable(tracer, live=False).to_text()
+        assert refs_message(tracer)["cluster"]["dropped"] == trace.missing
+        assert trace_bundle(trace)["window"]["dropped"] == trace.missing
+        timeline = Timeline(tracer, live=False)
+        try:
+            timeline._refresh_keys()
+            assert f"{trace.missing} dropped" in timeline._status.value
+        finally:
+            timeline.close()
+
+
+def test_events_lost_at_their_source_are_counted_and_shown():
+    """A recorder's buffer smaller than one handler's burst: the update-graph of a 300-task
+    map records its transitions in one go, before the periodic drain can run."""
+    from jupyter_refs.views.refs import RefsTable
+
+    with distributed.LocalCluster(n_workers=1, processes=False, threads_per_worker=1,
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as client, attach(client, remote_capacity=50) as tracer:
+        client.gather(client.map(inc, range(300), pure=False))
+        tracer.sync()
+        assert tracer.trace.lost > 0 and tracer.dropped_remote == tracer.trace.lost
+        assert "lost at their source, never checked" in RefsTable(tracer, live=False).to_text()
+        assert "lost at the source" in repr(tracer.trace)

@@ -162,19 +162,20 @@ class _SchedulerProxy:
 class DaskTracer:
     """The trace, checks and views of one dask ``Client`` and the cluster it talks to."""
 
-    def __init__(self, client: Any, *, capacity: int = 1_000_000, remote_capacity: int = 100_000,
+    def __init__(self, client: Any, *, max_events: int = 1_000_000, remote_capacity: int = 100_000,
                  interval: float = 0.05, lag: float = 0.25, ordered_scatter: bool = False,
                  buffer: int = 200_000, stale: float = 5.0):
         self.client = client
-        self.trace = Trace(capacity, clock=time.time_ns)
-        self.checks = Checks(self.trace)
+        self.trace = Trace(max_events, clock=time.time_ns)
+        # The checks forget what they keep of keys long gone (see Beliefs.quiet_limit), so
+        # their memory is bounded by ``max_events`` too.
+        self.checks = Checks(self.trace, quiet_limit=max(1_000, max_events // 20))
         self._watchers = self.trace.subscribers  # the checks: beyond them, someone watches live
         self.lag_ns = int(lag * 1e9)
         #: Events buffered before the background thread merges them even with nobody watching.
         self.buffer = buffer
         self.closed = False
         self.late = 0  # events that arrived after later ones had entered the trace
-        self.dropped_remote = 0
         #: Guards what the event-loop callbacks update (``_marks``, ``_batches``, drop counts):
         #: held for a few dict updates only, so ``_on_remote`` — on the event loop that, in
         #: process, the scheduler and workers share — never waits for a merge.
@@ -224,6 +225,11 @@ class DaskTracer:
         self._thread.start()
 
     # -- public ------------------------------------------------------------------------
+
+    @property
+    def dropped_remote(self) -> int:
+        """Events a scheduler's or worker's recorder dropped (its buffer was full): ``trace.lost``."""
+        return self.trace.lost
 
     @property
     def violations(self) -> list[Violation]:
@@ -411,7 +417,7 @@ class DaskTracer:
         self._remote.append((msg["src"], events, self._serialized))
         self._buffered += len(events)
         with self._lock:
-            self.dropped_remote += msg["dropped"]
+            self.trace.lost += msg["dropped"]
             self._batches[msg["src"]] = max(self._batches.get(msg["src"], 0), msg["batch"])
             if "now" in msg:
                 self._marks[msg["src"]] = max(self._marks.get(msg["src"], 0), msg["now"])
@@ -778,6 +784,8 @@ class DaskTracer:
 def attach(client: Any, **options: Any) -> DaskTracer:
     """Trace ``client`` and the cluster it talks to; ``tracer.detach()`` undoes everything.
 
+    ``max_events`` bounds the memory: the trace keeps the newest that many events (each
+    checked before it goes) and counts the rest, which every view shows as dropped.
     ``ordered_scatter=True`` applies the workaround for dask#8576: each scatter
     first waits for a barrier on the client's batched stream.
     """

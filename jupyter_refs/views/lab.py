@@ -45,7 +45,7 @@ SAVE_INTERVAL = 2.0  # seconds between refreshes of the open timelines' saved tr
 
 def _describe(source: ClusterHandle) -> dict[str, Any]:
     return {"title": source.title, "events": source.trace.next_seq,
-            "dropped": source.trace.dropped,
+            "dropped": source.trace.missing,
             "violations": len(source.checks.violations) if source.checks else 0}
 
 

@@ -35,9 +35,26 @@ def gone_lines(gone: dict[str, str]) -> list[str]:
     return [f"gone: {worker} ({why})" for worker, why in gone.items()]
 
 
-def refs_html(rows: list[KeyRefs], gone: dict[str, str] | None = None) -> str:
+def missing_line(trace: Trace) -> list[str]:
+    """What the table cannot have judged, if anything: events the trace does not hold.
+
+    The checks judged every event that reached the trace, even those the full log has
+    since let go (``dropped``); events lost before the trace (``lost``: a source's bounded
+    buffer overflowed) were never judged, so a verdict may miss them.
+    """
+    parts = []
+    if trace.dropped:
+        parts.append(f"{trace.dropped:,} oldest events dropped from the log (checked before "
+                     f"they went; the log keeps {trace.capacity:,})")
+    if trace.lost:
+        parts.append(f"{trace.lost:,} events lost at their source, never checked")
+    return ["missing: " + "; ".join(parts)] if parts else []
+
+
+def refs_html(rows: list[KeyRefs], notes: list[str] | None = None) -> str:
+    """The table as HTML; ``notes`` (workers gone, events missing) go under it."""
     footer = "".join(f"<div style='color:#bc4c00;font-size:12px'>{html.escape(line)}</div>"
-                     for line in gone_lines(gone or {}))
+                     for line in notes or ())
     if not rows:
         return "<i>no keys yet</i>" + footer
     head = ("<tr><th>key</th><th>clients (refcount, future)</th><th>scheduler</th>"
@@ -59,16 +76,16 @@ def refs_html(rows: list[KeyRefs], gone: dict[str, str] | None = None) -> str:
 TEXT_WIDTH = 100
 
 
-def refs_text(rows: list[KeyRefs], width: int = TEXT_WIDTH, gone: dict[str, str] | None = None
+def refs_text(rows: list[KeyRefs], width: int = TEXT_WIDTH, notes: list[str] | None = None
               ) -> str:
-    """The refs table as text, at most ``width`` columns wide, then the workers gone.
+    """The refs table as text, at most ``width`` columns wide, then the ``notes`` lines.
 
     Columns are as wide as what they hold.  When a row would still be too wide —
     keys are long — each key gets a line of its own and its references go on the
     next, indented: wrapped on purpose, never by the output area.
     """
-    if gone:
-        return "\n".join([refs_text(rows, width), *gone_lines(gone)])
+    if notes:
+        return "\n".join([refs_text(rows, width), *notes])
     head = ("key", "clients", "scheduler", "who_wants", "workers", "checks")
     cells = [(r.key,
               " ".join(f"{c}={n}/{s}" for c, (n, s) in r.clients.items()) or "-",
@@ -110,7 +127,7 @@ class RefsTable(LiveView):
         self.keys = list(keys) if keys else None
         self.updates = 0
         self.trace.flush()
-        self.widget = w.HTML(refs_html(self.rows(), self.gone()))
+        self.widget = w.HTML(refs_html(self.rows(), self.notes()))
         self._unsubscribe = self.trace.subscribe(self._on_batch)
         self._pump = Pump(self, rate, "jupyter-refs-table") if live else None
 
@@ -121,16 +138,17 @@ class RefsTable(LiveView):
     def rows(self) -> list[KeyRefs]:
         return self.checks.snapshot(self.keys)
 
-    def gone(self) -> dict[str, str]:
-        """Workers the scheduler removed -> why (``worker.removed``), as the checks saw them."""
-        return dict(self.checks.beliefs.gone)
+    def notes(self) -> list[str]:
+        """The lines under the table: workers the scheduler removed and why (``worker.removed``,
+        as the checks saw them), and events the trace does not hold."""
+        return gone_lines(dict(self.checks.beliefs.gone)) + missing_line(self.trace)
 
     def refresh(self) -> None:
-        self.widget.value = refs_html(self.rows(), self.gone())
+        self.widget.value = refs_html(self.rows(), self.notes())
         self.updates += 1
 
     def to_text(self) -> str:
-        return refs_text(self.rows(), gone=self.gone())
+        return refs_text(self.rows(), notes=self.notes())
 
     def _on_batch(self, batch: Batch) -> None:
         if self._pump is not None:

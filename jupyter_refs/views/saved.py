@@ -96,7 +96,7 @@ def trace_bundle(trace: Trace, keys: list[str] | None = None, view: str = "logic
         "title": title,
         "view": view,
         "keys": sorted(keys) if keys else None,
-        "window": {"first": lo, "next": hi, "total": trace.next_seq, "dropped": trace.dropped},
+        "window": {"first": lo, "next": hi, "total": trace.next_seq, "dropped": trace.missing},
         "lanes": [{"name": model.label(lane), "group": model.lane_groups[lane]} for lane in order],
         **columns,
         "seen_keys": list(model.seen_keys)[:500],

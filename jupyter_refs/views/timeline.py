@@ -439,7 +439,7 @@ class Timeline(LiveView):
         m = self.model
         self._status.value = (f"<small>{len(m.events)} events, {len(m.messages)} messages, "
                               f"{len(m.violations)} violations shown; trace: {len(self.trace)} "
-                              f"events, {self.trace.dropped} dropped</small>")
+                              f"events, {self.trace.missing} dropped</small>")
 
     def _rebuild(self, keys: list[str] | None, view: str) -> None:
         with self._lock, self._bokeh.batched():
