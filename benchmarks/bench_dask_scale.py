@@ -1,0 +1,167 @@
+"""Tracing a dask cluster at scale: what each event costs, from 10,000 tasks to a million.
+
+For each size, a fresh ``LocalCluster(n_workers=4, processes=False)`` runs a ``client.map``
+of a trivial function, untraced and traced, in pairs (each pair in the other order than
+the one before).  A run is the map, the gather, the drop of the futures and the cluster
+settling (the scheduler has forgotten every task), so the releases are part of it.  Nobody
+watches the traced run live: its events wait in the tracer's buffers, and afterwards
+``tracer.violations`` merges them into the trace and checks them.  Printed per size:
+
+* ``run`` — the traced run's time over the untraced one's (median of the pairs' ratios);
+* ``whole`` — the traced run plus the merge and checks, over the untraced run: the whole
+  cost of tracing;
+* events (recorded, whether or not the trace still holds them), events/s of the traced
+  run, µs per event of the merge and checks;
+* memory: this process's resident memory after the merge minus before the attach, per
+  event, and the deep size of a retained event (each object counted once);
+* ``--focus N``: a map of N tasks traced with ``attach(client, keys=[one key])`` — the
+  scheduler and workers filter at the source — against the same map untraced.
+
+Usage: ``python benchmarks/bench_dask_scale.py [--sizes 10000,100000] [--pairs 1]
+[--focus 1000000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import statistics
+import sys
+import time
+from typing import Any
+
+from distributed import Client, LocalCluster
+
+from jupyter_refs.dask import attach
+
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def inc(v: int) -> int:
+    return v + 1
+
+
+def rss() -> int:
+    """This process's resident memory now, in bytes (``ru_maxrss`` only ever grows)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * _PAGE
+
+
+def settled(dask_scheduler: Any) -> int:
+    return len(dask_scheduler.tasks)
+
+
+def run(client: Client, n: int) -> float:
+    """Map, gather, drop, and wait until the scheduler has forgotten every task."""
+    start = time.perf_counter()
+    futures = client.map(inc, range(n), pure=False)
+    client.gather(futures)
+    del futures
+    while client.run_on_scheduler(settled):
+        time.sleep(0.01)
+    return time.perf_counter() - start
+
+
+def deep_bytes(rows: list) -> float:
+    """Bytes per row of what ``rows`` hold, each object counted once."""
+    seen: set[int] = set()
+    total = 0
+    stack = list(rows)
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        total += sys.getsizeof(obj)
+        if isinstance(obj, tuple):
+            stack.extend(obj)
+    return total / max(1, len(rows))
+
+
+def traced(client: Client, n: int, **options: Any) -> dict[str, float]:
+    gc.collect()
+    before = rss()
+    tracer = attach(client, **options)
+    try:
+        elapsed = run(client, n)
+        start = time.perf_counter()
+        violations = tracer.violations
+        merge = time.perf_counter() - start
+        trace = tracer.trace
+        events = trace.next_seq + trace.lost
+        rows = list(trace._rows)
+        return {"run": elapsed, "merge": merge, "events": events, "violations": len(violations),
+                "rss": rss() - before, "deep": deep_bytes(rows[-20_000:]), "kept": len(rows),
+                "dropped": trace.dropped, "lost": trace.lost}
+    finally:
+        tracer.detach()
+
+
+def measure(n: int, pairs: int, workers: int, **options: Any) -> dict[str, Any]:
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=False,
+                      dashboard_address=":0") as cluster, Client(cluster) as client:
+        run(client, min(n, 2_000))  # warm up
+        plain: list[float] = []
+        runs: list[dict[str, float]] = []
+        for i in range(pairs):
+            for side in ("plain", "traced") if i % 2 == 0 else ("traced", "plain"):
+                if side == "plain":
+                    plain.append(run(client, n))
+                else:
+                    runs.append(traced(client, n, **options))
+        return {"plain": plain, "runs": runs}
+
+
+def median_ratio(traced_times: list[float], plain: list[float]) -> float:
+    return statistics.median(t / p for t, p in zip(traced_times, plain))
+
+
+def report(n: int, m: dict[str, Any], label: str = "") -> dict[str, float]:
+    plain, runs = m["plain"], m["runs"]
+    run_ratio = median_ratio([r["run"] for r in runs], plain)
+    whole = median_ratio([r["run"] + r["merge"] for r in runs], plain)
+    last = runs[-1]
+    per_event = statistics.median(r["merge"] / r["events"] * 1e6 for r in runs)
+    print(f"{n:>9,} tasks{label}: untraced {statistics.median(plain):7.2f} s | traced run "
+          f"{run_ratio - 1:+6.1%} | whole {whole - 1:+6.1%} | {last['events']:>10,.0f} events, "
+          f"{last['events'] / last['run']:>8,.0f} events/s, merge+checks {last['merge']:6.2f} s = "
+          f"{per_event:5.2f} µs/event | RSS +{last['rss'] / 2**20:6.0f} MB "
+          f"({last['rss'] / max(1, last['kept']):4.0f} B per kept event), deep "
+          f"{last['deep']:3.0f} B/event | kept {last['kept']:,.0f}, dropped "
+          f"{last['dropped']:,.0f}, lost {last['lost']:,.0f} | violations "
+          f"{last['violations']:.0f}", flush=True)
+    return {"per_event": per_event, "whole": whole, "events": last["events"]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,100000",
+                        help="comma-separated task counts (traced in full)")
+    parser.add_argument("--pairs", type=int, default=1, help="(untraced, traced) pairs per size")
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--max-events", type=int, default=2_000_000,
+                        help="the traced runs' attach(max_events=…)")
+    parser.add_argument("--focus", type=int, default=0,
+                        help="also a map of this many tasks traced on one key only")
+    parser.add_argument("--focus-pairs", type=int, default=3)
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    print(f"dask {__import__('distributed').__version__}, LocalCluster(n_workers={args.workers}, "
+          f"threads_per_worker=1, processes=False), {args.pairs} pair(s) per size", flush=True)
+    figures = [report(n, measure(n, args.pairs, args.workers, max_events=args.max_events))
+               for n in sizes]
+    if len(figures) > 1:
+        lo, hi = figures[0], figures[-1]
+        print(f"per-event cost from {lo['events']:,.0f} to {hi['events']:,.0f} events: "
+              f"{hi['per_event'] / lo['per_event']:.2f}x", flush=True)
+    if args.focus:
+        n = args.focus
+        # A key of the map that is also its middle task: dask names map keys inc-<token>-<i>
+        # only once submitted, so the focus is a pattern on the index.
+        m = measure(n, args.focus_pairs, args.workers, keys=f"inc-*-{n // 2}")
+        report(n, m, label=" (one key)")
+
+
+if __name__ == "__main__":
+    main()
