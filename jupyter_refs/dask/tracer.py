@@ -162,7 +162,8 @@ class _SchedulerProxy:
 class DaskTracer:
     """The trace, checks and views of one dask ``Client`` and the cluster it talks to."""
 
-    def __init__(self, client: Any, *, max_events: int = 1_000_000, remote_capacity: int = 100_000,
+    def __init__(self, client: Any, *, max_events: int = 1_000_000,
+                 remote_capacity: int | None = None,
                  interval: float = 0.05, lag: float = 0.25, ordered_scatter: bool = False,
                  buffer: int = 200_000, stale: float = 5.0):
         self.client = client
@@ -214,6 +215,10 @@ class DaskTracer:
             raise AlreadyTracedError(
                 f"{client.scheduler.address} is already traced by another tracer; detach it first")
         self._estimate_offsets()
+        # A source's buffer holds what one of its handlers records before the next drain:
+        # the update-graph of a 53,000-task map records 159,000 transitions in one go.  The
+        # trace keeps the newest ``max_events`` anyway, so that bound is the buffers' too.
+        remote_capacity = remote_capacity or max_events
         client.register_plugin(remote.SchedulerRecorder(remote_capacity, interval),
                                name=remote.SCHEDULER_PLUGIN)
         client.register_plugin(remote.WorkerRecorder(remote_capacity, interval),
@@ -785,7 +790,9 @@ def attach(client: Any, **options: Any) -> DaskTracer:
     """Trace ``client`` and the cluster it talks to; ``tracer.detach()`` undoes everything.
 
     ``max_events`` bounds the memory: the trace keeps the newest that many events (each
-    checked before it goes) and counts the rest, which every view shows as dropped.
+    checked before it goes) and counts the rest, which every view shows as dropped; the
+    scheduler's and each worker's buffer hold at most that many between two drains
+    (``remote_capacity``), and count what they drop as lost.
     ``ordered_scatter=True`` applies the workaround for dask#8576: each scatter
     first waits for a barrier on the client's batched stream.
     """
