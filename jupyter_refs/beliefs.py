@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import events as ev
+from .focus import Focus
 from .trace import ACTOR, EXTRA, KEY, KIND, MSG_ID, OP, Batch, Trace
 
 # Where each update's values sit in an event's ``extra``, read from the declarations
@@ -42,6 +43,13 @@ _FREE_COPY = ev.WORKER_FREE.at("incarnation")
 _HAS_AFTER = ev.WHO_HAS_REMOVED.at("who_has_after")
 _RELEASE_CLIENT = ev.RELEASE_APPLIED.at("client")
 _MSG_KEYS = ev.MSG_SENT.at("keys")
+_FOCUS_KEYS, _FOCUS_SAMPLE = ev.FOCUS_CHANGED.at("keys"), ev.FOCUS_CHANGED.at("sample")
+#: Kinds that start a key's life afresh for a key that joined the focus: a client's new hold,
+#: the scheduler forgetting it.  From there on its history is whole and it is judged.
+_LIFE_STARTS = ("future.created", "transition")
+#: Kinds about a key applied as soon as the key is in focus, joined or not: a worker's copies
+#: are whole from the focus change on (a worker announces what it holds of the keys joining).
+_COPIES = ("worker.put", "worker.free")
 
 #: Operations a client sends that may start a hold of their keys.
 DESIRES = ("scatter", "update-graph", "client-desires-keys")
@@ -104,6 +112,14 @@ class Beliefs:
         self.forgotten_by: dict[str, Receipt | None] = {}  # key -> the message that forgot it
         #: (client, key) -> seq of the release.applied that took a still-holding client off.
         self.released_at: dict[tuple[str, str], int] = {}
+        # -- the focus (focus.changed): None until the trace's focus first changes --------------
+        #: The keys the trace follows now (None: every key).
+        self.focus: Focus | None = None
+        #: Once the focus has changed: every focus the trace had before, oldest first (None:
+        #: every key), and per key whether its history is whole (cached until the next change).
+        self.gate: list[Focus | None] | None = None
+        self._whole: dict[str, bool] = {}
+        self._admitted: set[str] = set()  # joined the focus, judged since a life start
 
     # -- following a trace ---------------------------------------------------------------
 
@@ -121,6 +137,8 @@ class Beliefs:
         """Update from a batch of rows, in order."""
         for seq, row in enumerate(batch.rows, batch.start):
             kind = row[KIND]
+            if self.gate is not None and not self.admits(row):
+                continue
             if kind == "msg.received":
                 self.received(row)
             elif kind == "msg.sent":
@@ -129,6 +147,80 @@ class Beliefs:
                 update = UPDATES.get(kind)
                 if update is not None:
                     update(self, seq, row)
+
+    # -- the focus --------------------------------------------------------------------------
+
+    def refocus(self, seq: int, row: tuple) -> set[str]:
+        """The trace follows other keys from here: forget every key that left the focus.
+
+        Returns the keys forgotten.  A key that joins the focus arrives with half a history
+        (its earlier events were never recorded), so it is not believed anything until its
+        next life starts (:meth:`admits`): judging half a history would report what never
+        happened.
+        """
+        extra = row[EXTRA]
+        new = Focus.from_fields(extra[_FOCUS_KEYS], extra[_FOCUS_SAMPLE])
+        before = self.gate if self.gate is not None else []
+        before.append(self.focus)
+        self.gate, self.focus = before, new
+        self._whole = {}
+        left = set() if new is None else {k for k in self.known_keys() if not new.wants(k)}
+        self._admitted = {k for k in self._admitted if k not in left}
+        self.forget(left)
+        return left
+
+    def admits(self, row: tuple) -> bool:
+        """Whether an event after a focus change is believed: it is about no key, or about a
+        key in focus whose history is whole — followed since the trace began, or since a
+        life start after it joined."""
+        key = row[KEY]
+        if key is None or row[MSG_ID] is not None:
+            return True  # messages carry only the keys in focus (the sources filter them)
+        whole = self._whole.get(key)
+        if whole is None:
+            focus = self.focus
+            if focus is not None and not focus.wants(key):
+                whole = self._whole[key] = False
+                return False
+            whole = self._whole[key] = key in self._admitted or all(
+                f is None or f.wants(key) for f in self.gate or ())
+        if whole:
+            return True
+        kind = row[KIND]
+        if kind in _COPIES and (self.focus is None or self.focus.wants(key)):
+            return True
+        if kind in _LIFE_STARTS and (self.focus is None or self.focus.wants(key)) and (
+                kind == "transition" and row[EXTRA][FINISH] == "forgotten"
+                or kind == "future.created" and row[EXTRA][_CREATED_REFS] == 1):
+            self._admitted.add(key)
+            self._whole[key] = True
+            return True
+        return False
+
+    def known_keys(self) -> set[str]:
+        """Every key some belief is about."""
+        keys = {k for (_c, k) in self.refcount} | {k for (_c, k) in self.fstate}
+        keys.update(self.sched, self.forgotten, self.who_wants, self.who_has, self.ghosts,
+                    self.copies, self.forgotten_by, self.holders)
+        keys.update(k for (_c, k) in self.desired_by)
+        keys.update(k for (_c, k) in self.released_by)
+        keys.update(k for (_c, k) in self.applied)
+        return keys
+
+    def forget(self, keys: set[str]) -> None:
+        """Believe nothing more about ``keys`` (they left the focus)."""
+        if not keys:
+            return
+        for table in (self.refcount, self.fstate, self.desired_by, self.released_by,
+                      self.cancelled_by_client, self.applied, self.released_at):
+            for pair in [p for p in table if p[1] in keys]:
+                del table[pair]
+        self.disconnected = {p for p in self.disconnected if p[1] not in keys}
+        for table in (self.sched, self.who_wants, self.who_has, self.ghosts, self.copies,
+                      self.forgotten_by, self.holders):
+            for key in keys & table.keys():
+                del table[key]
+        self.forgotten -= keys
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -320,4 +412,5 @@ UPDATES: dict[str, Update] = {
     "client.removed": Beliefs.client_removed,
     "worker.put": Beliefs.worker_put,
     "worker.free": Beliefs.worker_free,
+    "focus.changed": Beliefs.refocus,
 }

@@ -39,6 +39,7 @@ import distributed
 from ..checks import Checks, Violation
 from ..errors import JupyterRefsError, UnknownMessageError
 from ..events import KINDS, namer
+from ..focus import Focus
 from ..trace import Trace
 from . import holds as holds_mod
 from . import remote
@@ -46,6 +47,8 @@ from .hooks import Hooks
 from .remote import CHANNEL
 
 _CHUNK = 256  # events merged between two yields of the GIL
+#: The actor of the trace's own events (``focus.changed``), as on the kernel-side cluster.
+TRACE_ACTOR = "trace"
 CLIENT_OPS = ("client-releases-keys", "client-desires-keys", "update-graph")
 BATCHED = {"client-releases-keys", "client-desires-keys", "update-graph", *remote.REPORT_OPS,
            *remote.WORKER_OPS}
@@ -131,7 +134,8 @@ class DaskTracer:
 
     def __init__(self, client: Any, *, capacity: int = 1_000_000, remote_capacity: int = 100_000,
                  interval: float = 0.05, lag: float = 0.25, ordered_scatter: bool = False,
-                 buffer: int = 200_000, stale: float = 5.0):
+                 buffer: int = 200_000, stale: float = 5.0, keys: Any = None, sample: int = 1):
+        focus = Focus.of(keys, sample)  # a bad focus is refused before anything is installed
         self.client = client
         self.trace = Trace(capacity, clock=time.time_ns)
         self.checks = Checks(self.trace)
@@ -171,9 +175,13 @@ class DaskTracer:
             raise AlreadyTracedError(
                 f"{client.scheduler.address} is already traced by another tracer; detach it first")
         self._estimate_offsets()
-        client.register_plugin(remote.SchedulerRecorder(remote_capacity, interval),
+        self._remote_capacity, self._interval = remote_capacity, interval
+        self._focus: Focus | None = None
+        if focus is not None:
+            self._refocus(focus)
+        client.register_plugin(remote.SchedulerRecorder(remote_capacity, interval, focus),
                                name=remote.SCHEDULER_PLUGIN)
-        client.register_plugin(remote.WorkerRecorder(remote_capacity, interval),
+        client.register_plugin(remote.WorkerRecorder(remote_capacity, interval, focus),
                                name=remote.WORKER_PLUGIN)
         client.subscribe_topic(remote.TOPIC, self._on_remote)
         self._install_client_hooks()
@@ -326,6 +334,70 @@ class DaskTracer:
     def scheduler_state(self, key: str) -> str:
         """The real scheduler's state for ``key`` ("forgotten" if it has no task)."""
         return self.client.run_on_scheduler(remote.task_state, key=key)
+
+    # -- focus ---------------------------------------------------------------------------
+
+    @property
+    def focused(self) -> Focus | None:
+        """The keys the trace follows (None: every key); see :meth:`focus`."""
+        return self._focus
+
+    def focus(self, keys: Any = None, sample: int = 1) -> Focus | None:
+        """Trace only ``keys`` from now on, everywhere: here, on the scheduler and on every
+        worker (a worker that joins later too); ``focus()`` traces every key again.
+
+        ``keys``: a glob (``"inc-*"``), a key prefix, a list of those, or a function
+        ``key -> bool``; ``sample=N`` keeps one key in N, the same keys on every process.
+        The change is an event of the trace (``focus.changed``): the checks forget keys
+        that left, and judge a key that joined only from its next life.  Returns the focus.
+        """
+        new = Focus.of(keys, sample)
+        if self.closed:
+            raise NotOnDaskError("this tracer is detached: there is nothing to focus")
+        self._refocus(new)
+        self.client.run_on_scheduler(
+            remote.focus_scheduler, focus=new,
+            worker_plugin=remote.WorkerRecorder(self._remote_capacity, self._interval, new))
+        self.client.run(remote.focus_worker, focus=new)
+        return new
+
+    def _refocus(self, focus: Focus | None) -> None:
+        """Record the change, then filter this client's events by ``focus``: ``_local`` and
+        ``_push`` become filtering ones (instance attributes) only while focused."""
+        fields = focus.fields if focus is not None else ((), 1)
+        self._record(TRACE_ACTOR, "focus.changed", None, *fields)
+        self._focus = focus
+        for name in ("_local", "_push"):
+            self.__dict__.pop(name, None)
+        if focus is not None:
+            self._local = self._local_focused  # type: ignore[method-assign]
+            self._push = self._push_focused  # type: ignore[method-assign]
+
+    def _in_focus(self, key: str | None, keys: tuple) -> tuple | None:
+        """The keys an event keeps under the focus, or None if it is left out."""
+        focus = self._focus
+        if key is not None:
+            return keys if focus.wants(key) else None  # type: ignore[union-attr]
+        if keys:
+            return focus.keep(keys) or None  # type: ignore[union-attr]
+        return keys
+
+    def _local_focused(self, kind: str, key: str | None, op: str | None = None,
+                       peer: str | None = None, keys: tuple = (), extra: tuple = ()) -> None:
+        kept = self._in_focus(key, keys)
+        if kept is not None:
+            DaskTracer._local(self, kind, key, op, peer, kept, extra)
+
+    def _push_focused(self, t: int, actor: str, thread: str, kind: str, key: str | None,
+                      op: str | None = None, peer: str | None = None, keys: tuple = (),
+                      extra: tuple = ()) -> None:
+        kept = self._in_focus(key, keys)
+        if kept is not None:
+            DaskTracer._push(self, t, actor, thread, kind, key, op, peer, kept, extra)
+
+    def _record(self, actor: str, kind: str, key: str | None, *extra: Any) -> None:
+        """An event of this process with no client's hook behind it (the trace's own)."""
+        self._push(time.time_ns(), actor, actor, kind, key, extra=extra)
 
     # -- recording -----------------------------------------------------------------------
 
@@ -707,5 +779,11 @@ def attach(client: Any, **options: Any) -> DaskTracer:
 
     ``ordered_scatter=True`` applies the workaround for dask#8576: each scatter
     first waits for a barrier on the client's batched stream.
+
+    ``keys=`` (a glob such as ``"inc-*"``, a key prefix, a list of those, or a function
+    ``key -> bool``) and ``sample=N`` (one key in N, the same on every process) trace only
+    those keys: the scheduler and the workers leave the others out before buffering them,
+    so a one-key trace of a huge computation costs next to nothing (``tracer.focus`` changes
+    it later).
     """
     return DaskTracer(client, **options)
