@@ -43,10 +43,8 @@ _FREE_COPY = ev.WORKER_FREE.at("incarnation")
 _HAS_AFTER = ev.WHO_HAS_REMOVED.at("who_has_after")
 _RELEASE_CLIENT = ev.RELEASE_APPLIED.at("client")
 _MSG_KEYS = ev.MSG_SENT.at("keys")
-_FOCUS_KEYS, _FOCUS_SAMPLE = ev.FOCUS_CHANGED.at("keys"), ev.FOCUS_CHANGED.at("sample")
-#: Kinds that start a key's life afresh for a key that joined the focus: a client's new hold,
-#: the scheduler forgetting it.  From there on its history is whole and it is judged.
-_LIFE_STARTS = ("future.created", "transition")
+_FOCUS_KEYS, _FOCUS_SAMPLE, _FOCUS_JOINED = (ev.FOCUS_CHANGED.at(f)
+                                             for f in ("keys", "sample", "joined"))
 #: Kinds about a key applied as soon as the key is in focus, joined or not: a worker's copies
 #: are whole from the focus change on (a worker announces what it holds of the keys joining).
 _COPIES = ("worker.put", "worker.free")
@@ -115,11 +113,9 @@ class Beliefs:
         # -- the focus (focus.changed): None until the trace's focus first changes --------------
         #: The keys the trace follows now (None: every key).
         self.focus: Focus | None = None
-        #: Once the focus has changed: every focus the trace had before, oldest first (None:
-        #: every key), and per key whether its history is whole (cached until the next change).
-        self.gate: list[Focus | None] | None = None
-        self._whole: dict[str, bool] = {}
-        self._admitted: set[str] = set()  # joined the focus, judged since a life start
+        #: Once the focus has changed: the keys that joined it alive and have not been
+        #: forgotten by the scheduler since (their history is half a history).
+        self.gate: set[str] | None = None
 
     # -- following a trace ---------------------------------------------------------------
 
@@ -153,49 +149,41 @@ class Beliefs:
     def refocus(self, seq: int, row: tuple) -> set[str]:
         """The trace follows other keys from here: forget every key that left the focus.
 
-        Returns the keys forgotten.  A key that joins the focus arrives with half a history
-        (its earlier events were never recorded), so it is not believed anything until its
-        next life starts (:meth:`admits`): judging half a history would report what never
-        happened.
+        Returns the keys forgotten.  A key that joined the focus while alive (``joined``:
+        the scheduler knew it, a client held it or a worker had it) arrives with half a
+        history — its earlier events were never recorded — so nothing is believed about it
+        until the scheduler forgets it (:meth:`admits`): judging half a history would report
+        what never happened.  Any other key that joins starts its life in the trace.
         """
         extra = row[EXTRA]
         new = Focus.from_fields(extra[_FOCUS_KEYS], extra[_FOCUS_SAMPLE])
-        before = self.gate if self.gate is not None else []
-        before.append(self.focus)
-        self.gate, self.focus = before, new
-        self._whole = {}
+        self.focus = new
         left = set() if new is None else {k for k in self.known_keys() if not new.wants(k)}
-        self._admitted = {k for k in self._admitted if k not in left}
-        self.forget(left)
+        partial = self.gate or set()
+        partial = {k for k in partial if new is None or new.wants(k)}
+        partial.update(extra[_FOCUS_JOINED])
+        self.gate = partial
+        self.forget(left | set(extra[_FOCUS_JOINED]))
         return left
 
     def admits(self, row: tuple) -> bool:
         """Whether an event after a focus change is believed: it is about no key, or about a
-        key in focus whose history is whole — followed since the trace began, or since a
-        life start after it joined."""
+        key in focus whose history is whole (not one that joined the focus while alive,
+        until the scheduler forgets it).  A worker's copies are believed at once: a worker
+        announces what it holds of the keys that join."""
         key = row[KEY]
         if key is None or row[MSG_ID] is not None:
             return True  # messages carry only the keys in focus (the sources filter them)
-        whole = self._whole.get(key)
-        if whole is None:
-            focus = self.focus
-            if focus is not None and not focus.wants(key):
-                whole = self._whole[key] = False
-                return False
-            whole = self._whole[key] = key in self._admitted or all(
-                f is None or f.wants(key) for f in self.gate or ())
-        if whole:
+        focus = self.focus
+        if focus is not None and not focus.wants(key):
+            return False
+        if key not in self.gate:  # type: ignore[operator]
             return True
         kind = row[KIND]
-        if kind in _COPIES and (self.focus is None or self.focus.wants(key)):
-            return True
-        if kind in _LIFE_STARTS and (self.focus is None or self.focus.wants(key)) and (
-                kind == "transition" and row[EXTRA][FINISH] == "forgotten"
-                or kind == "future.created" and row[EXTRA][_CREATED_REFS] == 1):
-            self._admitted.add(key)
-            self._whole[key] = True
-            return True
-        return False
+        if kind == "transition" and row[EXTRA][FINISH] == "forgotten":
+            self.gate.discard(key)  # type: ignore[union-attr]
+            return True  # its next life is whole
+        return kind in _COPIES
 
     def known_keys(self) -> set[str]:
         """Every key some belief is about."""

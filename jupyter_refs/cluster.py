@@ -522,7 +522,16 @@ class Cluster:
         new = Focus.of(keys, sample)  # a bad focus is refused before anything changes
         with self._lock:
             fields = new.fields if new is not None else ((), 1)
-            self.trace.record(TRACE_ACTOR, "focus.changed", None, *fields)
+            old = self.trace.focus
+            alive: set[str] = set()
+            if old is not None:  # with every key followed, no key joins
+                alive.update(self.scheduler.tasks)
+                for actor in self._actors.values():
+                    alive.update(getattr(actor, "refcount", ()))  # clients
+                    alive.update(getattr(actor, "data", ()))  # workers
+            joined = tuple(sorted(k for k in alive if not old.wants(k)  # type: ignore[union-attr]
+                                  and (new is None or new.wants(k))))
+            self.trace.record(TRACE_ACTOR, "focus.changed", None, *fields, joined)
             self.trace.set_focus(new)
             record = self.trace.record
             for actor in self._actors.values():

@@ -228,12 +228,13 @@ HOOK_FAILED = _kind(
 # -- the trace itself -----------------------------------------------------------------------
 
 FOCUS_CHANGED = _kind(
-    "focus.changed", "keys", "sample", source="trace",
+    "focus.changed", "keys", "sample", "joined", source="trace",
     text=lambda f: "focus: " + focus_words(f["keys"], f["sample"]),
     doc="From here on the trace follows only these keys (globs or key prefixes, or a "
         "predicate's label), one key in ``sample`` of them; no keys and sample 1: every key. "
-        "Every source filters before buffering; the beliefs forget keys that left the focus, "
-        "and judge a key that joined it only from its next life (focus.py).")
+        "Every source filters before buffering.  ``joined``: the keys that joined the focus "
+        "while alive (known to the scheduler, held by a client, on a worker); the beliefs "
+        "forget keys that left, and judge a joined key only from its next life.")
 
 
 def describe(kind: str, extra: tuple) -> str:

@@ -430,39 +430,49 @@ def flush_worker(dask_worker: Any) -> int:
     return plugin.flush() if plugin is not None else 0
 
 
+def _joining(old: Focus | None, new: Focus | None, keys: Any) -> list[str]:
+    """The keys among ``keys`` that ``new`` follows and ``old`` did not."""
+    if old is None:
+        return []  # every key was followed: none joins
+    names = (_k(key) for key in keys)
+    return [k for k in names if not old.wants(k) and (new is None or new.wants(k))]
+
+
 def focus_scheduler(dask_scheduler: Any, focus: Focus | None, worker_plugin: WorkerRecorder
-                    ) -> None:
+                    ) -> list[str]:
     """Follow ``focus`` on the scheduler, and have a worker that joins later follow it too:
     the worker plugin dask keeps for future workers is replaced by ``worker_plugin`` (the
-    same recorder, with the new focus), without touching the workers running now."""
+    same recorder, with the new focus), without touching the workers running now.
+
+    Returns the keys the scheduler knows that join the focus: their history so far was
+    never recorded, and the checks must not judge half of it.
+    """
     from distributed.protocol.pickle import dumps
 
+    joined: list[str] = []
     plugin = dask_scheduler.plugins.get(SCHEDULER_PLUGIN)
     if plugin is not None:
+        joined = _joining(plugin.focus, focus, list(dask_scheduler.tasks))
         plugin.focus = focus
         plugin.rec.set_focus(focus)
     if WORKER_PLUGIN in dask_scheduler.worker_plugins:
         dask_scheduler.worker_plugins[WORKER_PLUGIN] = dumps(worker_plugin)
+    return joined
 
 
-def focus_worker(dask_worker: Any, focus: Focus | None) -> int:
+def focus_worker(dask_worker: Any, focus: Focus | None) -> list[str]:
     """Follow ``focus`` on this worker.  The copies it holds of keys that join the focus are
-    announced (``worker.put``), as at setup: the checks then know every copy of a joining key.
-    Returns how many were announced."""
+    announced (``worker.put``), as at setup, so the checks know every copy of a joining key;
+    returns those keys."""
     plugin = dask_worker.plugins.get(WORKER_PLUGIN)
     if plugin is None:
-        return 0
-    old, plugin.focus = plugin.focus, focus
+        return []
+    joined = _joining(plugin.focus, focus, list(dask_worker.data))
+    plugin.focus = focus
     plugin.rec.set_focus(focus)
-    if old is None:
-        return 0  # every key was followed: no key joins
-    announced = 0
-    for key in list(dask_worker.data):
-        name = _k(key)
-        if (focus is None or focus.wants(name)) and not old.wants(name):
-            plugin.rec.record_key("worker.put", name, (0, ()))
-            announced += 1
-    return announced
+    for key in joined:
+        plugin.rec.record_key("worker.put", key, (0, ()))
+    return joined
 
 
 def installed(dask_scheduler: Any) -> bool:

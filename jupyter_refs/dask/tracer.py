@@ -178,6 +178,7 @@ class DaskTracer:
         self._remote_capacity, self._interval = remote_capacity, interval
         self._focus: Focus | None = None
         if focus is not None:
+            self._changed(focus)
             self._refocus(focus)
         client.register_plugin(remote.SchedulerRecorder(remote_capacity, interval, focus),
                                name=remote.SCHEDULER_PLUGIN)
@@ -354,18 +355,26 @@ class DaskTracer:
         new = Focus.of(keys, sample)
         if self.closed:
             raise NotOnDaskError("this tracer is detached: there is nothing to focus")
+        old, t = self._focus, time.time_ns()
+        joined = set(remote._joining(old, new, list(self.client.refcount)))
         self._refocus(new)
-        self.client.run_on_scheduler(
+        joined.update(self.client.run_on_scheduler(
             remote.focus_scheduler, focus=new,
-            worker_plugin=remote.WorkerRecorder(self._remote_capacity, self._interval, new))
-        self.client.run(remote.focus_worker, focus=new)
+            worker_plugin=remote.WorkerRecorder(self._remote_capacity, self._interval, new)))
+        for keys in self.client.run(remote.focus_worker, focus=new).values():
+            joined.update(keys)
+        self._changed(new, tuple(sorted(joined)), t)
         return new
 
-    def _refocus(self, focus: Focus | None) -> None:
-        """Record the change, then filter this client's events by ``focus``: ``_local`` and
-        ``_push`` become filtering ones (instance attributes) only while focused."""
+    def _changed(self, focus: Focus | None, joined: tuple = (), t: int | None = None) -> None:
+        """Record the change at ``t``, when it began: ``joined`` are the keys alive anywhere
+        that joined the focus (see ``Beliefs.refocus``)."""
         fields = focus.fields if focus is not None else ((), 1)
-        self._record(TRACE_ACTOR, "focus.changed", None, *fields)
+        self._record(TRACE_ACTOR, "focus.changed", None, *fields, joined, t=t)
+
+    def _refocus(self, focus: Focus | None) -> None:
+        """Filter this client's events by ``focus``: ``_local`` and ``_push`` become
+        filtering ones (instance attributes) only while focused."""
         self._focus = focus
         for name in ("_local", "_push"):
             self.__dict__.pop(name, None)
@@ -395,9 +404,10 @@ class DaskTracer:
         if kept is not None:
             DaskTracer._push(self, t, actor, thread, kind, key, op, peer, kept, extra)
 
-    def _record(self, actor: str, kind: str, key: str | None, *extra: Any) -> None:
+    def _record(self, actor: str, kind: str, key: str | None, *extra: Any,
+                t: int | None = None) -> None:
         """An event of this process with no client's hook behind it (the trace's own)."""
-        self._push(time.time_ns(), actor, actor, kind, key, extra=extra)
+        self._push(time.time_ns() if t is None else t, actor, actor, kind, key, extra=extra)
 
     # -- recording -----------------------------------------------------------------------
 
