@@ -74,7 +74,10 @@ class Focus:
 
     @classmethod
     def of(cls, keys: Any = None, sample: int = 1) -> Focus | None:
-        """The focus ``keys`` and ``sample`` ask for, or None for every key."""
+        """The focus ``keys`` and ``sample`` ask for (``keys`` may be a focus already), or
+        None for every key."""
+        if isinstance(keys, Focus) and sample == 1:
+            return keys
         focus = cls(keys, sample)
         return None if focus.everything else focus
 

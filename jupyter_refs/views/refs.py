@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as w
 
 from ..checks import Checks, KeyRefs
+from ..focus import Focus
 from ..trace import Batch, Trace
 from .pump import LiveView, Pump
 
@@ -30,9 +31,16 @@ def _badge(text: str) -> str:
     return f"<span style='color:{color};font-weight:600'>{html.escape(text)}</span>"
 
 
-def refs_html(rows: list[KeyRefs]) -> str:
+def focus_line(focus: Focus | None) -> str:
+    """What a view says of a focused trace (nothing when every key is traced)."""
+    return "" if focus is None else f"focused on {focus}: other keys are not traced"
+
+
+def refs_html(rows: list[KeyRefs], focus: Focus | None = None) -> str:
+    line = focus_line(focus)
+    caption = f"<div><small>{html.escape(line)}</small></div>" if line else ""
     if not rows:
-        return "<i>no keys yet</i>"
+        return caption + "<i>no keys yet</i>"
     head = ("<tr><th>key</th><th>clients (refcount, future)</th><th>scheduler</th>"
             "<th>who_wants</th><th>on workers</th><th>checks</th></tr>")
     body = []
@@ -44,7 +52,8 @@ def refs_html(rows: list[KeyRefs]) -> str:
             f"<tr><td><code>{html.escape(r.key)}</code></td><td>{clients or '–'}</td>"
             f"<td>{_badge(r.scheduler)}</td><td>{html.escape(', '.join(r.who_wants)) or '∅'}</td>"
             f"<td>{html.escape(', '.join(r.on_workers)) or '–'}</td><td>{verdict}</td></tr>")
-    return ("<table class='jupyter-refs-table' style='border-collapse:collapse;font-size:12px'>"
+    return (caption
+            + "<table class='jupyter-refs-table' style='border-collapse:collapse;font-size:12px'>"
             f"{head}{''.join(body)}</table>")
 
 
@@ -52,7 +61,7 @@ def refs_html(rows: list[KeyRefs]) -> str:
 TEXT_WIDTH = 100
 
 
-def refs_text(rows: list[KeyRefs], width: int = TEXT_WIDTH) -> str:
+def refs_text(rows: list[KeyRefs], width: int = TEXT_WIDTH, focus: Focus | None = None) -> str:
     """The refs table as text, at most ``width`` columns wide.
 
     Columns are as wide as what they hold.  When a row would still be too wide —
@@ -71,11 +80,12 @@ def refs_text(rows: list[KeyRefs], width: int = TEXT_WIDTH) -> str:
         widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
         return ["  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in lines]
 
+    first = [focus_line(focus)] if focus is not None else []
     flat = table([head, *cells])
     if max(map(len, flat)) <= width:
-        return "\n".join(flat)
+        return "\n".join(first + flat)
     rest = table([("  " + head[1], *head[2:]), *(("  " + c[1], *c[2:]) for c in cells)])
-    out = ["key", rest[0]]
+    out = [*first, "key", rest[0]]
     for c, line in zip(cells, rest[1:]):
         out += [c[0], line]
     return "\n".join(out)
@@ -100,7 +110,7 @@ class RefsTable(LiveView):
         self.keys = list(keys) if keys else None
         self.updates = 0
         self.trace.flush()
-        self.widget = w.HTML(refs_html(self.rows()))
+        self.widget = w.HTML(refs_html(self.rows(), self.focus))
         self._unsubscribe = self.trace.subscribe(self._on_batch)
         self._pump = Pump(self, rate, "jupyter-refs-table") if live else None
 
@@ -111,12 +121,17 @@ class RefsTable(LiveView):
     def rows(self) -> list[KeyRefs]:
         return self.checks.snapshot(self.keys)
 
+    @property
+    def focus(self) -> Focus | None:
+        """The trace's focus, as its events say (``focus.changed``)."""
+        return self.checks.beliefs.focus
+
     def refresh(self) -> None:
-        self.widget.value = refs_html(self.rows())
+        self.widget.value = refs_html(self.rows(), self.focus)
         self.updates += 1
 
     def to_text(self) -> str:
-        return refs_text(self.rows())
+        return refs_text(self.rows(), focus=self.focus)
 
     def _on_batch(self, batch: Batch) -> None:
         if self._pump is not None:
