@@ -64,7 +64,7 @@ class Focus:
         elif callable(keys):
             self.patterns = ()
             self._predicate = keys
-            name = getattr(keys, "__qualname__", type(keys).__qualname__)
+            name = getattr(keys, "__name__", type(keys).__name__)
             self.label = f"{name}#{next(_labels)}"
             _PREDICATES[self.label] = keys
         else:
@@ -163,14 +163,34 @@ def _rebuild(patterns: tuple[str, ...], predicate: Callable | None, label: str |
     return focus
 
 
+def exactly(key: str) -> str:
+    """A glob that matches ``key`` and nothing else (a plain string would be a prefix): each
+    glob character in a class of its own, and the first character too if there is none."""
+    escaped = "".join(f"[{c}]" if c in "*?[" else c for c in key)
+    return escaped if escaped != key else f"[{key[:1]}]{key[1:]}"
+
+
+_EXACT = re.compile(r"(?:[^*?\[]|\[[^\]]\])*")
+
+
+def _shown(pattern: str) -> str:
+    """A pattern as the views show it: a glob as it is, a prefix ``p`` as the glob ``p*`` it
+    means, an :func:`exactly` glob as its key, a predicate by its name."""
+    if pattern.startswith("predicate:"):
+        return pattern.removeprefix("predicate:").partition("#")[0] + "(key)"
+    if not _GLOB.search(pattern):
+        return pattern + "*"
+    if _EXACT.fullmatch(pattern):
+        return re.sub(r"\[(.)\]", r"\1", pattern)
+    return pattern
+
+
 def describe(keys: Iterable[str], sample: int) -> str:
-    """What a focus follows, in the views' words: ``keys inc-*, x-1 · one key in 10``."""
+    """What a focus follows, in the views' words: ``keys inc-*, x-1* · one key in 10``."""
     keys = tuple(keys)
     parts = []
     if keys:
-        shown = [k.removeprefix("predicate:").partition("#")[0] + "(key)"
-                 if k.startswith("predicate:") else k for k in keys]
-        parts.append("keys " + ", ".join(shown))
+        parts.append("keys " + ", ".join(map(_shown, keys)))
     if sample > 1:
         parts.append(f"one key in {sample}")
     return " · ".join(parts) or "every key"

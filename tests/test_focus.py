@@ -17,7 +17,7 @@ import pytest
 from helpers import SCHEDULE_A, inc, rescatter
 
 from jupyter_refs import Cluster
-from jupyter_refs.focus import Focus, FocusError
+from jupyter_refs.focus import Focus, FocusError, exactly
 
 ROOT = Path(__file__).resolve().parents[1]
 KEYS = [f"inc-{i:04d}" for i in range(2000)] + ["x-1", "x-10", "('x', 0)", "int-abc"]
@@ -142,4 +142,13 @@ def test_keys_that_leave_the_focus_are_forgotten():
         assert [r.key for r in cluster.checks.snapshot()] == [s.key]
         assert cluster.violations == []
         changes = cluster.trace.events(kind="focus.changed")
-        assert [e.describe() for e in changes] == ["focus: keys str-"]
+        assert [e.describe() for e in changes] == ["focus: keys str-*"]
+
+
+def test_exactly_one_key_and_how_patterns_are_shown():
+    """The sidebar's "trace only this key" wants that key, not every key it prefixes."""
+    for key in ("t-1", "('x', 0)", "a*b?[c]"):
+        assert Focus(exactly(key)).keep((key, key + "0", "x" + key)) == (key,)
+        assert str(Focus(exactly(key))) == f"keys {key}"
+    assert str(Focus(["inc-*", "x-1"], sample=10)) == "keys inc-*, x-1* · one key in 10"
+    assert str(Focus(lambda k: True)) == "keys <lambda>(key)"

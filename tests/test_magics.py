@@ -192,7 +192,7 @@ def test_trace_keys_narrows_the_trace_for_the_cell(ip, capsys):
     cluster.focus("int-")
     magic(ip, "refs --text")
     assert capsys.readouterr().out.splitlines()[0] == (
-        "focused on keys int-: other keys are not traced")
+        "focused on keys int-*: other keys are not traced")
     for line, message in [("--sample 0", "sample must be a whole number"),
                           ("--keys inc-* --sample two", "invalid int value")]:
         before = len(cluster.trace)
