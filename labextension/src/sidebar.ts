@@ -158,12 +158,6 @@ export class RefsSidebar extends Widget {
     head.appendChild(el('code', 'jp-RefsSidebar-key', row.key));
     head.appendChild(el('span', broken ? 'jp-RefsSidebar-bad' : 'jp-RefsSidebar-ok',
       broken ? `✗ ${row.violations.join(', ')}` : '✓'));
-    const only = head.appendChild(el('button', 'jp-RefsSidebar-focus', 'trace only this key'));
-    only.title = `from now on, record only ${row.key} (on the scheduler and the workers too)`;
-    only.onclick = event => {
-      event.stopPropagation(); // not a click on the card: that filters the timelines
-      link.focus(row.key);
-    };
     const clients = Object.entries(row.clients);
     for (const [client, [count, st]] of clients) {
       const line = card.appendChild(el('div', 'jp-RefsSidebar-line', `${client} refcount ${count} `));
@@ -176,6 +170,12 @@ export class RefsSidebar extends Widget {
     sched.appendChild(state(row.scheduler));
     sched.appendChild(document.createTextNode(
       ` · who_wants ${row.who_wants.join(', ') || '∅'} · on ${row.on_workers.join(', ') || 'no worker'}`));
+    const only = card.appendChild(el('button', 'jp-RefsSidebar-focus', 'trace only this key'));
+    only.title = `from now on, record only ${row.key} (on the scheduler and the workers too)`;
+    only.onclick = event => {
+      event.stopPropagation(); // not a click on the card: that filters the timelines
+      link.focus(row.key);
+    };
     return card;
   }
 
