@@ -15,7 +15,7 @@ from helpers import inc  # noqa: E402
 from test_dask_holds import force_8576, lost  # noqa: E402
 
 from jupyter_refs.dask import attach  # noqa: E402
-from jupyter_refs.focus import FocusError  # noqa: E402
+from jupyter_refs.focus import Focus, FocusError  # noqa: E402
 
 pytestmark = pytest.mark.dask
 
@@ -44,21 +44,40 @@ def test_a_focused_trace_of_the_8576_race_still_reports_it(inproc, variant):
 
 @pytest.mark.slow
 def test_one_key_of_a_thousand_from_every_source():
-    """Worker processes: the focus travels to them inside the plugin."""
+    """Worker processes: the focus travels to them inside the plugin, and a sample picks the
+    same keys in every process."""
     keys = [f"t-{i:04d}" for i in range(1000)]
     with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster, \
-            Client(cluster) as client, attach(client, keys=keys[17]) as tracer:
-        futures = client.map(inc, range(1000), key=keys)
-        assert sum(client.gather(futures)) == 500_500
-        del futures
-        tracer.sync()
-        events = tracer.trace.events()
-        assert _about(events) == {keys[17]}
-        actors = {e.actor for e in events if e.key == keys[17]}
-        assert {"client:1", "scheduler"} <= actors and any(a.startswith("worker:") for a in actors)
-        assert any(e.kind == "worker.put" for e in events if e.key == keys[17])
-        assert len(events) < 60  # one task's story, not a thousand
-        assert tracer.violations == []
+            Client(cluster) as client:
+        with attach(client, keys=keys[17]) as tracer:
+            futures = client.map(inc, range(1000), key=keys)
+            assert sum(client.gather(futures)) == 500_500
+            del futures
+            tracer.sync()
+            events = tracer.trace.events()
+            assert _about(events) == {keys[17]}
+            actors = {e.actor for e in events if e.key == keys[17]}
+            assert {"client:1", "scheduler"} <= actors and any(a.startswith("worker:")
+                                                                for a in actors)
+            assert any(e.kind == "worker.put" for e in events if e.key == keys[17])
+            assert len(events) < 60  # one task's story, not a thousand
+            assert tracer.violations == []
+        sampled = [f"s-{i:04d}" for i in range(1000)]
+        with attach(client, sample=10) as tracer:
+            futures = client.map(inc, range(1000), key=sampled)
+            assert sum(client.gather(futures)) == 500_500
+            tracer.sync()
+            events = tracer.trace.events()
+            chosen = set(Focus(sample=10).keep(tuple(sampled)))
+            assert 50 < len(chosen) < 150
+            by = {kind: {e.key for e in events if e.kind == kind}
+                  for kind in ("future.created", "transition", "worker.put")}
+            assert by == dict.fromkeys(by, chosen)  # the client, the scheduler, the workers
+            assert {e.actor for e in events if e.kind == "worker.put"} >= {
+                "worker:" + a.split("://", 1)[1] for a in client.run(lambda: 0)}
+            del futures
+            tracer.sync()
+            assert tracer.violations == []
 
 
 def test_a_running_trace_narrows_and_widens_and_a_late_worker_follows():
