@@ -152,3 +152,26 @@ def test_exactly_one_key_and_how_patterns_are_shown():
         assert str(Focus(exactly(key))) == f"keys {key}"
     assert str(Focus(["inc-*", "x-1"], sample=10)) == "keys inc-*, x-1* · one key in 10"
     assert str(Focus(lambda k: True)) == "keys <lambda>(key)"
+
+
+def test_the_views_say_what_the_trace_follows():
+    from jupyter_refs.views.refs import RefsTable
+    from jupyter_refs.views.timeline import Timeline
+
+    with Cluster(protocol="dask", network="immediate") as cluster:
+        client = cluster.client()
+        cluster.focus(["int-", "str-*"], sample=1)
+        x = client.scatter(1)
+        timeline = Timeline(cluster, live=False)
+        assert "focused on keys int-*, str-*: other keys are not traced" in timeline._status.value
+        events = timeline.model.events.cols
+        assert "focus: keys int-*, str-*" in events["desc"][events["kind"].index("focus.changed")]
+        table = RefsTable(cluster, live=False)
+        assert "focused on keys int-*, str-*" in table.widget.value and x.key in table.widget.value
+        cluster.focus()
+        timeline.update()
+        assert "focused on" not in timeline._status.value
+        table.refresh()
+        assert "focused on" not in table.widget.value
+        timeline.close()
+        table.close()
