@@ -149,11 +149,12 @@ class Beliefs:
     def refocus(self, seq: int, row: tuple) -> set[str]:
         """The trace follows other keys from here: forget every key that left the focus.
 
-        Returns the keys forgotten.  A key that joined the focus while alive (``joined``:
-        the scheduler knew it, a client held it or a worker had it) arrives with half a
-        history — its earlier events were never recorded — so nothing is believed about it
-        until the scheduler forgets it (:meth:`admits`): judging half a history would report
-        what never happened.  Any other key that joins starts its life in the trace.
+        Returns the keys forgotten: those, and the ones that joined the focus while alive
+        (``joined``: the scheduler knew them, a client held them or a worker had them).  A
+        joined key arrives with half a history — its earlier events were never recorded —
+        so nothing is believed about it until the scheduler forgets it (:meth:`admits`):
+        judging half a history would report what never happened.  Any other key that
+        joins starts its life in the trace.
         """
         extra = row[EXTRA]
         new = Focus.from_fields(extra[_FOCUS_KEYS], extra[_FOCUS_SAMPLE])
@@ -163,8 +164,9 @@ class Beliefs:
         partial = {k for k in partial if new is None or new.wants(k)}
         partial.update(extra[_FOCUS_JOINED])
         self.gate = partial
-        self.forget(left | set(extra[_FOCUS_JOINED]))
-        return left
+        forgotten = left | set(extra[_FOCUS_JOINED])
+        self.forget(forgotten)
+        return forgotten
 
     def admits(self, row: tuple) -> bool:
         """Whether an event after a focus change is believed: it is about no key, or about a

@@ -482,7 +482,8 @@ class Checks:
     # -- the focus -------------------------------------------------------------------
 
     def _refocus(self, b: Beliefs, seq: int, row: tuple) -> None:
-        """Forget what is judged about keys that left the focus (the beliefs forget theirs)."""
+        """Forget what is judged about keys that left the focus or joined it alive (the
+        beliefs forget theirs)."""
         first = b.gate is None
         left = b.refocus(seq, row)
         if left:
