@@ -193,7 +193,7 @@ class Trace:
         kept = self.focus.keep(keys) if keys else keys  # type: ignore[union-attr]
         if len(kept) == len(keys):
             Trace.record_msg(self, actor, kind, msg)
-        elif kept:
+        elif kept:  # the row record_msg makes, with the kept keys (written out: a hot path)
             self._rows.append(
                 (self.clock(), actor, self._threads.get(_get_ident()) or self._thread(),
                  kind, kept[0] if len(kept) == 1 else None, msg.msg_id, msg.channel,
