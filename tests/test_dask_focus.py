@@ -78,6 +78,15 @@ def test_one_key_of_a_thousand_from_every_source():
             del futures
             tracer.sync()
             assert tracer.violations == []
+            # Narrowed while running: the worker processes follow too.
+            tracer.focus("r-000")
+            futures = client.map(inc, range(100), key=[f"r-{i:04d}" for i in range(100)])
+            assert sum(client.gather(futures)) == 5050
+            tracer.sync()
+            since = tracer.trace.events(kind="focus.changed")[-1].seq
+            puts = {e.key for e in tracer.trace.events(kind="worker.put", since=since)}
+            assert puts == {f"r-{i:04d}" for i in range(10)}
+            del futures
 
 
 def test_a_running_trace_narrows_and_widens_and_a_late_worker_follows():
