@@ -58,11 +58,8 @@ from .protocol.messages import CALL_TIMEOUT, EXECUTE, SCHEDULER, Message, stream
 from .protocol.scheduler import SchedulerState
 from .protocol.variants import ProtocolVariant, get_variant
 from .protocol.worker import TaskRun, WorkerState
-from .trace import Trace
+from .trace import TRACE_ACTOR, Trace
 from .why import Chain
-
-#: The actor a trace's own events are recorded by (``focus.changed``).
-TRACE_ACTOR = "trace"
 
 # How often the live thread looks for futures dropped by the GC: often while
 # messages are in flight (a drop's release must not lag behind them), rarely when idle.

@@ -34,6 +34,9 @@ from .events import FIELDS, describe
 from .focus import Focus
 from .protocol.messages import Message
 
+#: The actor of the trace's own events (``focus.changed``): no actor of the cluster's records them.
+TRACE_ACTOR = "trace"
+
 # Positions in a stored row.
 T, ACTOR, THREAD, KIND, KEY, MSG_ID, CHANNEL, OP, CELL, EXTRA = range(10)
 

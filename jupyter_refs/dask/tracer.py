@@ -40,15 +40,13 @@ from ..checks import Checks, Violation
 from ..errors import JupyterRefsError, UnknownMessageError
 from ..events import KINDS, namer
 from ..focus import Focus
-from ..trace import Trace
+from ..trace import TRACE_ACTOR, Trace
 from . import holds as holds_mod
 from . import remote
 from .hooks import Hooks
 from .remote import CHANNEL
 
 _CHUNK = 256  # events merged between two yields of the GIL
-#: The actor of the trace's own events (``focus.changed``), as on the kernel-side cluster.
-TRACE_ACTOR = "trace"
 CLIENT_OPS = ("client-releases-keys", "client-desires-keys", "update-graph")
 BATCHED = {"client-releases-keys", "client-desires-keys", "update-graph", *remote.REPORT_OPS,
            *remote.WORKER_OPS}
