@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import events as ev
+from .focus import Focus
 from .trace import ACTOR, EXTRA, KEY, KIND, MSG_ID, OP, Batch, Trace
 
 # Where each update's values sit in an event's ``extra``, read from the declarations
@@ -45,6 +46,11 @@ _MSG_KEYS = ev.MSG_SENT.at("keys")
 _GONE_WORKER, _GONE_REASON, _GONE_STIMULUS = (ev.WORKER_REMOVED.at(f) for f in (
     "worker", "reason", "stimulus_id"))
 STIMULUS = ev.TRANSITION.at("stimulus_id")
+_FOCUS_KEYS, _FOCUS_SAMPLE, _FOCUS_JOINED = (ev.FOCUS_CHANGED.at(f)
+                                             for f in ("keys", "sample", "joined"))
+#: Kinds about a key applied as soon as the key is in focus, joined or not: a worker's copies
+#: are whole from the focus change on (a worker announces what it holds of the keys joining).
+_COPIES = ("worker.put", "worker.free")
 
 #: Operations a client sends that may start a hold of their keys.
 DESIRES = ("scatter", "update-graph", "client-desires-keys")
@@ -123,6 +129,12 @@ class Beliefs:
         self.forgotten_by: dict[str, Receipt | None] = {}  # key -> the message that forgot it
         #: (client, key) -> seq of the release.applied that took a still-holding client off.
         self.released_at: dict[tuple[str, str], int] = {}
+        # -- the focus (focus.changed): None until the trace's focus first changes --------------
+        #: The keys the trace follows now (None: every key).
+        self.focus: Focus | None = None
+        #: Once the focus has changed: the keys that joined it alive and have not been
+        #: forgotten by the scheduler since (their history is half a history).
+        self.gate: set[str] | None = None
 
     # -- following a trace ---------------------------------------------------------------
 
@@ -140,6 +152,8 @@ class Beliefs:
         """Update from a batch of rows, in order."""
         for seq, row in enumerate(batch.rows, batch.start):
             kind = row[KIND]
+            if self.gate is not None and not self.admits(row):
+                continue
             if kind == "msg.received":
                 self.received(row)
             elif kind == "msg.sent":
@@ -148,6 +162,74 @@ class Beliefs:
                 update = UPDATES.get(kind)
                 if update is not None:
                     update(self, seq, row)
+
+    # -- the focus --------------------------------------------------------------------------
+
+    def refocus(self, seq: int, row: tuple) -> set[str]:
+        """The trace follows other keys from here: forget every key that left the focus.
+
+        Returns the keys forgotten: those, and the ones that joined the focus while alive
+        (``joined``: the scheduler knew them, a client held them or a worker had them).  A
+        joined key arrives with half a history — its earlier events were never recorded —
+        so nothing is believed about it until the scheduler forgets it (:meth:`admits`):
+        judging half a history would report what never happened.  Any other key that
+        joins starts its life in the trace.
+        """
+        extra = row[EXTRA]
+        new = Focus.from_fields(extra[_FOCUS_KEYS], extra[_FOCUS_SAMPLE])
+        self.focus = new
+        left = set() if new is None else {k for k in self.known_keys() if not new.wants(k)}
+        partial = self.gate or set()
+        partial = {k for k in partial if new is None or new.wants(k)}
+        partial.update(extra[_FOCUS_JOINED])
+        self.gate = partial
+        forgotten = left | set(extra[_FOCUS_JOINED])
+        self.forget(forgotten)
+        return forgotten
+
+    def admits(self, row: tuple) -> bool:
+        """Whether an event after a focus change is believed: it is about no key, or about a
+        key in focus whose history is whole (not one that joined the focus while alive,
+        until the scheduler forgets it).  A worker's copies are believed at once: a worker
+        announces what it holds of the keys that join."""
+        key = row[KEY]
+        if key is None or row[MSG_ID] is not None:
+            return True  # messages carry only the keys in focus (the sources filter them)
+        focus = self.focus
+        if focus is not None and not focus.wants(key):
+            return False
+        if key not in self.gate:  # type: ignore[operator]
+            return True
+        kind = row[KIND]
+        if kind == "transition" and row[EXTRA][FINISH] == "forgotten":
+            self.gate.discard(key)  # type: ignore[union-attr]
+            return True  # its next life is whole
+        return kind in _COPIES
+
+    def known_keys(self) -> set[str]:
+        """Every key some belief is about."""
+        keys = {k for (_c, k) in self.refcount} | {k for (_c, k) in self.fstate}
+        keys.update(self.sched, self.forgotten, self.who_wants, self.who_has, self.ghosts,
+                    self.copies, self.forgotten_by, self.holders)
+        keys.update(k for (_c, k) in self.desired_by)
+        keys.update(k for (_c, k) in self.released_by)
+        keys.update(k for (_c, k) in self.applied)
+        return keys
+
+    def forget(self, keys: set[str]) -> None:
+        """Believe nothing more about ``keys`` (they left the focus)."""
+        if not keys:
+            return
+        for table in (self.refcount, self.fstate, self.desired_by, self.released_by,
+                      self.cancelled_by_client, self.applied, self.released_at):
+            for pair in [p for p in table if p[1] in keys]:
+                del table[pair]
+        self.disconnected = {p for p in self.disconnected if p[1] not in keys}
+        for table in (self.sched, self.who_wants, self.who_has, self.ghosts, self.copies,
+                      self.forgotten_by, self.holders):
+            for key in keys & table.keys():
+                del table[key]
+        self.forgotten -= keys
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -386,4 +468,5 @@ UPDATES: dict[str, Update] = {
     "worker.removed": Beliefs.worker_removed,
     "worker.put": Beliefs.worker_put,
     "worker.free": Beliefs.worker_free,
+    "focus.changed": Beliefs.refocus,
 }

@@ -53,7 +53,7 @@ and explaining, in words a student can follow, what each side believed.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from . import events as ev
@@ -102,6 +102,13 @@ def _nothing() -> None:
     pass
 
 
+class _Refocused(Exception):  # noqa: N818 - a signal, not an error
+    """The trace's focus changed for the first time: the rest of the batch is judged gated."""
+
+    def __init__(self, seq: int):
+        self.seq = seq
+
+
 _CLOSED_STATES = {"cancelled", "lost", "error"}
 _FIRE_AND_FORGET = "fire-and-forget"  # dask's pseudo-client (``distributed/client.py``)
 
@@ -148,28 +155,42 @@ class Checks:
         self.unsubscribe = _nothing  # the closure holds our callback: another cycle
 
     def _on_batch(self, batch: Batch) -> None:
+        with self._lock:
+            start, rows = batch.start, batch.rows
+            if self.beliefs.gate is None:
+                try:
+                    self._apply(enumerate(rows, start))
+                    return
+                except _Refocused as refocused:  # the focus changed: judge the rest gated
+                    done = refocused.seq + 1 - start
+                    start, rows = start + done, rows[done:]
+            admits = self.beliefs.admits
+            self._apply((seq, row) for seq, row in enumerate(rows, start)
+                        if row[KEY] is None or admits(row))
+
+    def _apply(self, rows: Iterable[tuple[int, tuple]]) -> None:
         # The dispatch table is the module's (plain functions): a Checks is made per explored
         # run, and a table of bound methods per instance cost more than the run's events did
         # to check.  Half of all events are sends and receipts, which only the beliefs read:
-        # they are applied inline, the rest through the table.
+        # they are applied inline, the rest through the table.  Once the trace's focus has
+        # changed, ``rows`` leaves out what the beliefs do not admit (``Beliefs.admits``).
         beliefs = self.beliefs
         received, sent = beliefs.received, beliefs.message_sent
         get = _HANDLERS.get
-        with self._lock:
-            for seq, row in enumerate(batch.rows, batch.start):
-                kind = row[KIND]
-                if kind == "msg.received":
-                    received(row)
-                elif kind == "msg.sent":
-                    sent(seq, row)
-                else:
-                    handler = get(kind)
-                    if handler is not None:
-                        update, judge = handler
-                        if judge is None:
-                            update(beliefs, seq, row)
-                        else:
-                            judge(self, beliefs, seq, row)
+        for seq, row in rows:
+            kind = row[KIND]
+            if kind == "msg.received":
+                received(row)
+            elif kind == "msg.sent":
+                sent(seq, row)
+            else:
+                handler = get(kind)
+                if handler is not None:
+                    update, judge = handler
+                    if judge is None:
+                        update(beliefs, seq, row)
+                    else:
+                        judge(self, beliefs, seq, row)
 
     def snapshot(self, keys: list[str] | None = None) -> list[KeyRefs]:
         """Per key: every client's refcount and future state, the scheduler's view, the verdict.
@@ -473,6 +494,26 @@ class Checks:
                     f"release, so {key} stays in who_wants — and its data on the workers — for "
                     "the life of the cluster.")
 
+    # -- the focus -------------------------------------------------------------------
+
+    def _refocus(self, b: Beliefs, seq: int, row: tuple) -> None:
+        """Forget what is judged about keys that left the focus or joined it alive (the
+        beliefs forget theirs)."""
+        first = b.gate is None
+        left = b.refocus(seq, row)
+        if left:
+            self._open = {o for o in self._open if o[2] not in left}
+            for table in (self._suspects, self._cancelled):
+                for pair in [p for p in table if p[1] in left]:
+                    del table[pair]
+            self._settled = {p for p in self._settled if p[1] not in left}
+            for table in (self._unbacked, self._late_ff, self._vanished):
+                for key in left & table.keys():
+                    del table[key]
+            self._leak_check -= left
+        if first:
+            raise _Refocused(seq)
+
     # -- helpers -----------------------------------------------------------------------
 
     def _update_suspect(self, b: Beliefs, pair: tuple[str, str], seq: int) -> None:
@@ -551,6 +592,7 @@ _JUDGES = {
     "network.drained": Checks._drained,
     "id.alloc": Checks._id_alloc,
     "future.put_rejected": Checks._put_rejected,
+    "focus.changed": Checks._refocus,
 }
 _HANDLERS: dict[str, tuple[Update | None, Judge | None]] = {
     kind: (UPDATES.get(kind), _JUDGES.get(kind)) for kind in {*UPDATES, *_JUDGES}

@@ -50,6 +50,7 @@ from .errors import (
     ProtocolError,
     ThreadsExhaustedError,
 )
+from .focus import Focus
 from .ids import AtomicIds, RacyIds
 from .network import Immediate, Network, Policy, RandomLatency, make_policy
 from .protocol.client import BORROWED, ClientState
@@ -57,7 +58,7 @@ from .protocol.messages import CALL_TIMEOUT, EXECUTE, SCHEDULER, Message, stream
 from .protocol.scheduler import SchedulerState
 from .protocol.variants import ProtocolVariant, get_variant
 from .protocol.worker import TaskRun, WorkerState
-from .trace import Trace
+from .trace import TRACE_ACTOR, Trace
 from .why import Chain
 
 # How often the live thread looks for futures dropped by the GC: often while
@@ -500,6 +501,41 @@ class Cluster:
 
         self.violations  # noqa: B018 - applies drops and brings the checks up to date
         return why(self.trace, key, client)
+
+    @property
+    def focused(self) -> Focus | None:
+        """The keys the trace follows (None: every key); see :meth:`focus`."""
+        return self.trace.focus
+
+    def focus(self, keys: Any = None, sample: int = 1) -> Focus | None:
+        """Trace only ``keys`` from now on (globs, key prefixes or a predicate; ``sample=N``:
+        one key in N); ``focus()`` traces every key again.  Returns the new focus.
+
+        The change is an event of the trace (``focus.changed``), so the checks forget the
+        keys that left and judge a key that joined only from its next life.  While focused,
+        every actor records through the trace's filtering ``record`` (``Trace.set_focus``);
+        unfocused, through the plain one, as fast as before.
+        """
+        new = Focus.of(keys, sample)  # a bad focus is refused before anything changes
+        with self._lock:
+            fields = new.fields if new is not None else ((), 1)
+            old = self.trace.focus
+            alive: set[str] = set()
+            if old is not None:  # with every key followed, no key joins
+                alive.update(self.scheduler.tasks)
+                for actor in self._actors.values():
+                    alive.update(getattr(actor, "refcount", ()))  # clients
+                    alive.update(getattr(actor, "data", ()))  # workers
+            joined = tuple(sorted(k for k in alive if not old.wants(k)  # type: ignore[union-attr]
+                                  and (new is None or new.wants(k))))
+            self.trace.record(TRACE_ACTOR, "focus.changed", None, *fields, joined)
+            self.trace.set_focus(new)
+            record = self.trace.record
+            for actor in self._actors.values():
+                actor.record = record
+            self._ids._record = record
+        self.trace.flush()
+        return new
 
     def scheduler_state(self, key: str) -> str:
         """The scheduler's state for ``key`` ("forgotten" if it has no task)."""

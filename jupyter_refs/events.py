@@ -20,8 +20,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .focus import describe as focus_words
+
 #: Who records an event of the kind (the lane it belongs to).
-SOURCES = ("client", "scheduler", "worker", "network", "checks", "adapter")
+SOURCES = ("client", "scheduler", "worker", "network", "checks", "adapter", "trace")
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,6 +239,18 @@ VIOLATION = _kind(
 HOOK_FAILED = _kind(
     "hook.failed", "hook", "error", source="adapter",
     doc="One of the dask adapter's hooks raised; it was removed so dask goes on.")
+
+# -- the trace itself -----------------------------------------------------------------------
+
+FOCUS_CHANGED = _kind(
+    "focus.changed", "keys", "sample", "joined", source="trace",
+    text=lambda f: "focus: " + focus_words(f["keys"], f["sample"]),
+    doc="From here on the trace follows only these keys (globs or key prefixes, or a "
+        "predicate's label), one key in ``sample`` of them; no keys and sample 1: every key. "
+        "Every source filters before buffering.  ``joined``: the keys that joined the focus "
+        "while alive (known to the scheduler, held by a client, on a worker); the beliefs "
+        "forget keys that left, and judge a joined key only from its next life.")
+
 
 def describe(kind: str, extra: tuple) -> str:
     """A non-message event in its declaration's words; a kind from a newer trace shows what

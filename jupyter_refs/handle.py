@@ -13,9 +13,10 @@ typed as declared here.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from .checks import Checks, Violation
+from .focus import Focus
 from .trace import Trace
 from .why import Chain
 
@@ -79,6 +80,16 @@ class ClusterHandle(Protocol):
     def steppable(self) -> bool:
         """Whether messages wait here for a hand (``deliver`` / ``step``), so a view offers
         the step controls without being asked."""
+        ...
+
+    @property
+    def focused(self) -> Focus | None:
+        """The keys the trace follows (None: every key)."""
+        ...
+
+    def focus(self, keys: Any = None, sample: int = 1) -> Focus | None:
+        """Trace only ``keys`` (globs, key prefixes, a predicate), one key in ``sample``, from
+        now on; ``focus()`` traces every key again.  Returns the new focus."""
         ...
 
     def channels(self) -> set[str]:

@@ -323,27 +323,52 @@ class RefsMagics(Magics):
             display(table)
 
     @magic_arguments()
-    @argument("--keys", "-k", nargs="+", help="only these keys")
+    @argument("--keys", "-k", nargs="+", metavar="PATTERN",
+              help="trace only keys matching a PATTERN while the cell runs: a glob (inc-*) or "
+                   "a key prefix; other keys are not recorded anywhere (scheduler, workers, "
+                   "client), so a huge computation can be traced one key at a time")
+    @argument("--sample", "-s", type=int, metavar="N",
+              help="trace one key in N (of those matching --keys), the same keys on every "
+                   "process: a first look at an unknown workload")
     @argument("--live", action="store_true", help="show the timeline first and update it while the cell runs")
     @cell_magic
     def trace(self, line: str, cell: str) -> None:
-        """Run the cell and show the timeline of the events it caused."""
+        """Run the cell and show the timeline of the events it caused.
+
+        With ``--keys PATTERN …`` / ``--sample N`` the trace follows only those keys while
+        the cell runs (``cluster.focus``), then what it followed before.
+        """
         args = parse_argstring(self.trace, _strip_comment(line))
         cluster = self._need_cluster()
+        focused = args.keys is not None or args.sample is not None
+        if focused:
+            from .focus import Focus, FocusError
+
+            try:
+                focus = Focus.of(args.keys, 1 if args.sample is None else args.sample)
+            except FocusError as exc:
+                raise _usage(exc) from None
         from .views.timeline import Timeline
 
         since = cluster.trace.next_seq
+        previous = cluster.focused
+        if focused:
+            cluster.focus(focus)
         timeline = None
         if args.live:
-            timeline = Timeline(cluster, keys=args.keys, since=since, rate=self.live_rate)
+            timeline = Timeline(cluster, since=since, rate=self.live_rate)
             display(timeline)
         try:
             self.shell.run_cell(cell, store_history=False)
         finally:
+            if focused:
+                cluster.sync()  # the cell's events, merged under the cell's focus
             if timeline is None:
-                display(Timeline(cluster, keys=args.keys, since=since, live=False))
+                display(Timeline(cluster, since=since, live=False))
             else:
                 timeline.update()
+            if focused:
+                cluster.focus(previous)
 
     @magic_arguments()
     @argument("--keys", "-k", nargs="+", help="only these keys")

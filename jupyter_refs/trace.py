@@ -31,7 +31,11 @@ from itertools import islice
 from typing import Any, NamedTuple
 
 from .events import FIELDS, describe
+from .focus import Focus
 from .protocol.messages import Message
+
+#: The actor of the trace's own events (``focus.changed``): no actor of the cluster's records them.
+TRACE_ACTOR = "trace"
 
 # Positions in a stored row.
 T, ACTOR, THREAD, KIND, KEY, MSG_ID, CHANNEL, OP, CELL, EXTRA = range(10)
@@ -165,6 +169,43 @@ class Trace:
         )
         if len(rows) > self._limit:
             self._trim()
+
+    # -- focus: swapped in only while focused, so the unfocused path stays as it is ------
+
+    #: The keys recorded (None: every key); see :meth:`set_focus`.
+    focus: Focus | None = None
+
+    def set_focus(self, focus: Focus | None) -> None:
+        """Record only events about keys in ``focus`` from now on (None: every key).
+
+        ``record`` and ``record_msg`` become filtering ones (instance attributes) only while
+        focused: a recorder that took ``trace.record`` before must take it again (the
+        kernel-side cluster re-points its actors).  An event about no key is always kept; a
+        message keeps the keys in focus and is left out when none is.
+        """
+        self.focus = focus
+        for name in ("record", "record_msg"):
+            self.__dict__.pop(name, None)
+        if focus is not None:
+            self.record = self._record_focused  # type: ignore[method-assign]
+            self.record_msg = self._record_msg_focused  # type: ignore[method-assign]
+
+    def _record_focused(self, actor: str, kind: str, key: str | None, *extra: Any) -> None:
+        if key is None or self.focus.wants(key):  # type: ignore[union-attr]
+            Trace.record(self, actor, kind, key, *extra)
+
+    def _record_msg_focused(self, actor: str, kind: str, msg: Message) -> None:
+        keys = msg.keys
+        kept = self.focus.keep(keys) if keys else keys  # type: ignore[union-attr]
+        if len(kept) == len(keys):
+            Trace.record_msg(self, actor, kind, msg)
+        elif kept:  # the row record_msg makes, with the kept keys (written out: a hot path)
+            self._rows.append(
+                (self.clock(), actor, self._threads.get(_get_ident()) or self._thread(),
+                 kind, kept[0] if len(kept) == 1 else None, msg.msg_id, msg.channel,
+                 msg.op, self.user_line, (kept,)))
+            if len(self._rows) > self._limit:
+                self._trim()
 
     def add(self, t_ns: int, actor: str, thread: str, kind: str, key: str | None,
             msg_id: int | None = None, channel: str | None = None, op: str | None = None,

@@ -32,9 +32,10 @@ IN_FLIGHT = typing.get_type_hints(InFlight)
 
 def test_the_protocol_declares_what_the_magics_and_views_use():
     assert {"trace", "checks", "closed"} <= set(HINTS)
-    assert {"title", "violations", "in_flight", "held", "can_hold", "steppable"} <= set(PROPERTIES)
+    assert {"title", "violations", "in_flight", "held", "can_hold", "steppable",
+            "focused"} <= set(PROPERTIES)
     assert {"channels", "hold", "release_holds", "deliver", "step", "run_until_idle",
-            "apply_drops", "sync", "why", "scheduler_state", "close"} <= set(METHODS)
+            "apply_drops", "sync", "why", "scheduler_state", "close", "focus"} <= set(METHODS)
 
 
 def _conforms(value: object, hint: object) -> bool:
@@ -77,7 +78,7 @@ def _returns(impl: object, key: str) -> None:
     """What each method returns, called on a cluster that has seen ``key``."""
     returns = {name: typing.get_type_hints(f)["return"] for name, f in METHODS.items()}
     calls = {"channels": (), "sync": (), "apply_drops": (), "step": (1,), "run_until_idle": (),
-             "release_holds": (), "scheduler_state": (key,), "why": (key,)}
+             "release_holds": (), "scheduler_state": (key,), "why": (key,), "focus": ()}
     for name, args in calls.items():
         value = getattr(impl, name)(*args)
         assert _conforms(value, returns[name]), f"{type(impl).__name__}.{name}() gave {value!r}"

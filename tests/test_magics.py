@@ -175,3 +175,28 @@ def test_magics_accept_a_trailing_comment(ip):
     magic(ip, "refs --text   # the table")
     with pytest.raises(UsageError, match="unrecognized arguments: --nope"):
         magic(ip, "step --nope   # a real mistake is still one")
+
+
+def test_trace_keys_narrows_the_trace_for_the_cell(ip, capsys):
+    magic(ip, "cluster --network immediate")
+    cluster = ip.user_ns["cluster"]
+    help_text = ip.magics_manager.magics["cell"]["trace"].__doc__
+    assert "--keys PATTERN" in help_text and "--sample N" in help_text
+    since = cluster.trace.next_seq
+    ip.run_cell_magic("trace", "--keys int-", "x = client.scatter(1); s = client.scatter('s')")
+    keys = {e.key for e in cluster.trace.events(since=since) if e.key}
+    assert keys == {ip.user_ns["x"].key}  # the string's key was never recorded
+    assert cluster.focused is None  # what it followed before: every key
+    magic(ip, "refs --text")
+    assert "focused on" not in capsys.readouterr().out
+    cluster.focus("int-")
+    magic(ip, "refs --text")
+    assert capsys.readouterr().out.splitlines()[0] == (
+        "focused on keys int-*: other keys are not traced")
+    for line, message in [("--sample 0", "sample must be a whole number"),
+                          ("--keys inc-* --sample two", "invalid int value")]:
+        before = len(cluster.trace)
+        with pytest.raises(UsageError, match=message) as raised:
+            ip.run_cell_magic("trace", line, "y = 1")
+        assert "\n" not in str(raised.value) and len(cluster.trace) == before
+        assert "y" not in ip.user_ns

@@ -559,8 +559,12 @@ class Holds:
             tracer.sync()
         with self._cond, tracer._merging:
             taken = {m.msg_id for q in self._queues.values() for m in q if m.msg_id is not None}
+            focus = tracer.focused
             for msg in sorted(pending, key=lambda m: m.t_ns):
-                waiting = tracer._unmatched.get(msg.signature, ())
+                sig = msg.signature
+                if focus is not None:  # the trace holds only the keys in focus
+                    sig = (*sig[:3], focus.keep(sig[3]))
+                waiting = tracer._unmatched.get(sig, ())
                 ids = [i for i, _ in waiting if i not in taken]
                 if ids:
                     msg.msg_id = ids[0]

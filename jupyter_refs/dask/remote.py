@@ -34,6 +34,7 @@ from typing import Any
 from distributed.diagnostics.plugin import SchedulerPlugin, WorkerPlugin
 from tornado.ioloop import PeriodicCallback
 
+from ..focus import Focus
 from .hooks import Hooks
 
 TOPIC = "jupyter-refs"
@@ -91,12 +92,44 @@ class Recorder:
     run on the same event loop), which is what lets the tracer merge sources in order.
     """
 
-    def __init__(self, source: str, capacity: int):
+    def __init__(self, source: str, capacity: int, focus: Focus | None = None):
         self.source = source
         self.events: deque[tuple] = deque(maxlen=capacity)
         self.dropped = 0
         self.batches = 0
         self._sent_ns = 0
+        self.focus: Focus | None = None
+        self.set_focus(focus)
+
+    def set_focus(self, focus: Focus | None) -> None:
+        """Buffer only events about keys in ``focus`` (None: every key).
+
+        While focused, ``record`` and ``record_key`` are filtering ones (instance
+        attributes); unfocused, the plain ones, so the per-task hooks pay nothing for a
+        focus nobody set.  An event about no key is kept; a message keeps the keys in
+        focus and is left out when none is.
+        """
+        self.focus = focus
+        for name in ("record", "record_key"):
+            self.__dict__.pop(name, None)
+        if focus is not None:
+            self.record = self._record_focused  # type: ignore[method-assign]
+            self.record_key = self._record_key_focused  # type: ignore[method-assign]
+
+    def _record_focused(self, kind: str, key: Any = None, op: str | None = None,
+                        peer: str | None = None, keys: tuple = (), extra: tuple = ()) -> None:
+        if key is not None:
+            if not self.focus.wants(_k(key)):  # type: ignore[union-attr]
+                return
+        elif keys:
+            keys = self.focus.keep(keys)  # type: ignore[union-attr]
+            if not keys:
+                return
+        Recorder.record(self, kind, key, op, peer, keys, extra)
+
+    def _record_key_focused(self, kind: str, key: Any, extra: tuple) -> None:
+        if self.focus.wants(key if type(key) is str else str(key)):  # type: ignore[union-attr]
+            Recorder.record_key(self, kind, key, extra)
 
     def record(self, kind: str, key: Any = None, op: str | None = None, peer: str | None = None,
                keys: tuple = (), extra: tuple = ()) -> None:
@@ -152,14 +185,16 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
 
     name = SCHEDULER_PLUGIN
 
-    def __init__(self, capacity: int = 100_000, interval: float = 0.05):
+    def __init__(self, capacity: int = 100_000, interval: float = 0.05,
+                 focus: Focus | None = None):
         self.capacity = capacity
         self.interval = interval
+        self.focus = focus
         self.scheduler: Any = None
 
     async def start(self, scheduler: Any) -> None:
         self.scheduler = scheduler
-        self.rec = rec = Recorder("scheduler", self.capacity)
+        self.rec = rec = Recorder("scheduler", self.capacity, self.focus)
         hooks = self.hooks = Hooks(rec.hook_failed)
         s = scheduler
         hooks.item(s.stream_handlers, "client-releases-keys", before=self._releases)
@@ -369,13 +404,15 @@ def _who(who_wants: Any) -> tuple[str, ...]:
 class WorkerRecorder(WorkerPlugin, _Periodic):
     """Data put and freed on each worker."""
 
-    def __init__(self, capacity: int = 100_000, interval: float = 0.05):
+    def __init__(self, capacity: int = 100_000, interval: float = 0.05,
+                 focus: Focus | None = None):
         self.capacity = capacity
         self.interval = interval
+        self.focus = focus
 
     def setup(self, worker: Any) -> None:
         self.worker = worker
-        self.rec = Recorder(worker.address, self.capacity)
+        self.rec = Recorder(worker.address, self.capacity, self.focus)
         # What the worker already holds: the checks know its copies from the start, so a
         # scatter of a key it still has (dask puts no new copy: no transition) is not taken
         # for data that vanished.
@@ -435,6 +472,51 @@ def uninstall_scheduler(dask_scheduler: Any) -> int:
 def flush_worker(dask_worker: Any) -> int:
     plugin = dask_worker.plugins.get(WORKER_PLUGIN)
     return plugin.flush() if plugin is not None else 0
+
+
+def _joining(old: Focus | None, new: Focus | None, keys: Any) -> list[str]:
+    """The keys among ``keys`` that ``new`` follows and ``old`` did not."""
+    if old is None:
+        return []  # every key was followed: none joins
+    names = (_k(key) for key in keys)
+    return [k for k in names if not old.wants(k) and (new is None or new.wants(k))]
+
+
+def focus_scheduler(dask_scheduler: Any, focus: Focus | None, worker_plugin: WorkerRecorder
+                    ) -> list[str]:
+    """Follow ``focus`` on the scheduler, and have a worker that joins later follow it too:
+    the worker plugin dask keeps for future workers is replaced by ``worker_plugin`` (the
+    same recorder, with the new focus), without touching the workers running now.
+
+    Returns the keys the scheduler knows that join the focus: their history so far was
+    never recorded, and the checks must not judge half of it.
+    """
+    from distributed.protocol.pickle import dumps
+
+    joined: list[str] = []
+    plugin = dask_scheduler.plugins.get(SCHEDULER_PLUGIN)
+    if plugin is not None:
+        joined = _joining(plugin.focus, focus, list(dask_scheduler.tasks))
+        plugin.focus = focus
+        plugin.rec.set_focus(focus)
+    if WORKER_PLUGIN in dask_scheduler.worker_plugins:
+        dask_scheduler.worker_plugins[WORKER_PLUGIN] = dumps(worker_plugin)
+    return joined
+
+
+def focus_worker(dask_worker: Any, focus: Focus | None) -> list[str]:
+    """Follow ``focus`` on this worker.  The copies it holds of keys that join the focus are
+    announced (``worker.put``), as at setup, so the checks know every copy of a joining key;
+    returns those keys."""
+    plugin = dask_worker.plugins.get(WORKER_PLUGIN)
+    if plugin is None:
+        return []
+    joined = _joining(plugin.focus, focus, list(dask_worker.data))
+    plugin.focus = focus
+    plugin.rec.set_focus(focus)
+    for key in joined:
+        plugin.rec.record_key("worker.put", key, (0, ()))
+    return joined
 
 
 def installed(dask_scheduler: Any) -> bool:

@@ -41,7 +41,8 @@ from .. import gcscope
 from ..checks import Checks, Violation
 from ..errors import JupyterRefsError, UnknownMessageError
 from ..events import KINDS, namer
-from ..trace import Trace
+from ..focus import Focus
+from ..trace import TRACE_ACTOR, Trace
 from . import holds as holds_mod
 from . import remote
 from .hooks import Hooks
@@ -165,7 +166,8 @@ class DaskTracer:
     def __init__(self, client: Any, *, max_events: int = 1_000_000,
                  remote_capacity: int | None = None,
                  interval: float = 0.05, lag: float = 0.25, ordered_scatter: bool = False,
-                 buffer: int = 200_000, stale: float = 5.0):
+                 buffer: int = 200_000, stale: float = 5.0, keys: Any = None, sample: int = 1):
+        focus = Focus.of(keys, sample)  # a bad focus is refused before anything is installed
         self.client = client
         self.trace = Trace(max_events, clock=time.time_ns)
         # The checks forget what they keep of keys long gone (see Beliefs.quiet_limit), so
@@ -219,9 +221,14 @@ class DaskTracer:
         # the update-graph of a 53,000-task map records 159,000 transitions in one go.  The
         # trace keeps the newest ``max_events`` anyway, so that bound is the buffers' too.
         remote_capacity = remote_capacity or max_events
-        client.register_plugin(remote.SchedulerRecorder(remote_capacity, interval),
+        self._remote_capacity, self._interval = remote_capacity, interval
+        self._focus: Focus | None = None
+        if focus is not None:
+            self._changed(focus)
+            self._refocus(focus)
+        client.register_plugin(remote.SchedulerRecorder(remote_capacity, interval, focus),
                                name=remote.SCHEDULER_PLUGIN)
-        client.register_plugin(remote.WorkerRecorder(remote_capacity, interval),
+        client.register_plugin(remote.WorkerRecorder(remote_capacity, interval, focus),
                                name=remote.WORKER_PLUGIN)
         client.subscribe_topic(remote.TOPIC, self._on_remote)
         self._install_client_hooks()
@@ -379,6 +386,79 @@ class DaskTracer:
     def scheduler_state(self, key: str) -> str:
         """The real scheduler's state for ``key`` ("forgotten" if it has no task)."""
         return self.client.run_on_scheduler(remote.task_state, key=key)
+
+    # -- focus ---------------------------------------------------------------------------
+
+    @property
+    def focused(self) -> Focus | None:
+        """The keys the trace follows (None: every key); see :meth:`focus`."""
+        return self._focus
+
+    def focus(self, keys: Any = None, sample: int = 1) -> Focus | None:
+        """Trace only ``keys`` from now on, everywhere: here, on the scheduler and on every
+        worker (a worker that joins later too); ``focus()`` traces every key again.
+
+        ``keys``: a glob (``"inc-*"``), a key prefix, a list of those, or a function
+        ``key -> bool``; ``sample=N`` keeps one key in N, the same keys on every process.
+        The change is an event of the trace (``focus.changed``): the checks forget keys
+        that left, and judge a key that joined only from its next life.  Returns the focus.
+        """
+        new = Focus.of(keys, sample)
+        if self.closed:
+            raise NotOnDaskError("this tracer is detached: there is nothing to focus")
+        old, t = self._focus, time.time_ns()
+        joined = set(remote._joining(old, new, list(self.client.refcount)))
+        self._refocus(new)
+        joined.update(self.client.run_on_scheduler(
+            remote.focus_scheduler, focus=new,
+            worker_plugin=remote.WorkerRecorder(self._remote_capacity, self._interval, new)))
+        for keys in self.client.run(remote.focus_worker, focus=new).values():
+            joined.update(keys)
+        self._changed(new, tuple(sorted(joined)), t)
+        return new
+
+    def _changed(self, focus: Focus | None, joined: tuple = (), t: int | None = None) -> None:
+        """Record the change at ``t``, when it began: ``joined`` are the keys alive anywhere
+        that joined the focus (see ``Beliefs.refocus``)."""
+        fields = focus.fields if focus is not None else ((), 1)
+        self._record(TRACE_ACTOR, "focus.changed", None, *fields, joined, t=t)
+
+    def _refocus(self, focus: Focus | None) -> None:
+        """Filter this client's events by ``focus``: ``_local`` and ``_push`` become
+        filtering ones (instance attributes) only while focused."""
+        self._focus = focus
+        for name in ("_local", "_push"):
+            self.__dict__.pop(name, None)
+        if focus is not None:
+            self._local = self._local_focused  # type: ignore[method-assign]
+            self._push = self._push_focused  # type: ignore[method-assign]
+
+    def _in_focus(self, key: str | None, keys: tuple) -> tuple | None:
+        """The keys an event keeps under the focus, or None if it is left out."""
+        focus = self._focus
+        if key is not None:
+            return keys if focus.wants(key) else None  # type: ignore[union-attr]
+        if keys:
+            return focus.keep(keys) or None  # type: ignore[union-attr]
+        return keys
+
+    def _local_focused(self, kind: str, key: str | None, op: str | None = None,
+                       peer: str | None = None, keys: tuple = (), extra: tuple = ()) -> None:
+        kept = self._in_focus(key, keys)
+        if kept is not None:
+            DaskTracer._local(self, kind, key, op, peer, kept, extra)
+
+    def _push_focused(self, t: int, actor: str, thread: str, kind: str, key: str | None,
+                      op: str | None = None, peer: str | None = None, keys: tuple = (),
+                      extra: tuple = ()) -> None:
+        kept = self._in_focus(key, keys)
+        if kept is not None:
+            DaskTracer._push(self, t, actor, thread, kind, key, op, peer, kept, extra)
+
+    def _record(self, actor: str, kind: str, key: str | None, *extra: Any,
+                t: int | None = None) -> None:
+        """An event of this process with no client's hook behind it (the trace's own)."""
+        self._push(time.time_ns() if t is None else t, actor, actor, kind, key, extra=extra)
 
     # -- recording -----------------------------------------------------------------------
 
@@ -795,5 +875,11 @@ def attach(client: Any, **options: Any) -> DaskTracer:
     (``remote_capacity``), and count what they drop as lost.
     ``ordered_scatter=True`` applies the workaround for dask#8576: each scatter
     first waits for a barrier on the client's batched stream.
+
+    ``keys=`` (a glob such as ``"inc-*"``, a key prefix, a list of those, or a function
+    ``key -> bool``) and ``sample=N`` (one key in N, the same on every process) trace only
+    those keys: the scheduler and the workers leave the others out before buffering them,
+    so a one-key trace of a huge computation costs next to nothing (``tracer.focus`` changes
+    it later).
     """
     return DaskTracer(client, **options)

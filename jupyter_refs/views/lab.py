@@ -17,7 +17,9 @@ target" for it.  Each open comm gets:
   output's saved copies as current as the live picture.
 
 The front end may send ``{"type": "filter", "key": KEY or null}`` (show only that
-key in this kernel's timelines) and ``{"type": "refresh"}``.
+key in this kernel's timelines), ``{"type": "focus", "key": KEY or null}`` (trace
+only that key from now on — on every source of a dask cluster — or every key
+again: the current cluster's ``focus``) and ``{"type": "refresh"}``.
 
 Like every view, the channel reads the trace and the checks, never an actor;
 like every view, it runs in its own thread and a failure stops only it.
@@ -44,9 +46,11 @@ SAVE_INTERVAL = 2.0  # seconds between refreshes of the open timelines' saved tr
 
 
 def _describe(source: ClusterHandle) -> dict[str, Any]:
+    focus = source.focused
     return {"title": source.title, "events": source.trace.next_seq,
             "dropped": source.trace.missing,
-            "violations": len(source.checks.violations) if source.checks else 0}
+            "violations": len(source.checks.violations) if source.checks else 0,
+            "focus": None if focus is None else str(focus)}
 
 
 def refs_message(source: ClusterHandle | None) -> dict[str, Any]:
@@ -111,6 +115,8 @@ class LabChannel:
         what = data.get("type")
         if what == "filter":
             self.filter(data.get("key"))
+        elif what == "focus":
+            self.focus(data.get("key"))
         elif what == "refresh":
             self._send_to(comm, refs_message(self.source))
 
@@ -158,6 +164,24 @@ class LabChannel:
     def filter(self, key: str | None) -> int:
         """Show only ``key`` in every open timeline of this kernel; returns how many took it."""
         return sum(t.show_key(key) for t in _open_timelines())
+
+    def focus(self, key: str | None) -> None:
+        """Trace only ``key`` from now on (None: every key again), then say so to every sidebar.
+
+        A failure (the cluster closed meanwhile, a dask call that timed out) is told to the
+        sidebars as the refs message's ``error``: a click must never raise in the kernel."""
+        source = self.source
+        if source is None or source.closed:
+            return
+        from ..focus import exactly
+
+        try:
+            source.focus(None if key is None else exactly(key))
+        except Exception as exc:  # noqa: BLE001 - reported to the front end instead
+            self._broadcast({**refs_message(source), "error": f"could not focus: {exc}"})
+            return
+        source.sync()
+        self._broadcast(refs_message(source))
 
     def save_timelines(self) -> int:
         """Send the saved trace of every open timeline whose figure moved on; returns how many."""

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as w
 
 from ..checks import Checks, KeyRefs
+from ..focus import Focus
 from ..trace import Batch, Trace
 from .pump import LiveView, Pump
 
@@ -51,12 +52,21 @@ def missing_line(trace: Trace) -> list[str]:
     return ["missing: " + "; ".join(parts)] if parts else []
 
 
-def refs_html(rows: list[KeyRefs], notes: list[str] | None = None) -> str:
-    """The table as HTML; ``notes`` (workers gone, events missing) go under it."""
+def focus_line(focus: Focus | None) -> str:
+    """What a view says of a focused trace (nothing when every key is traced)."""
+    return "" if focus is None else f"focused on {focus}: other keys are not traced"
+
+
+def refs_html(rows: list[KeyRefs], notes: list[str] | None = None, focus: Focus | None = None
+              ) -> str:
+    """The table as HTML: what the trace is focused on above it, ``notes`` (workers gone,
+    events missing) under it."""
+    line = focus_line(focus)
+    caption = f"<div><small>{html.escape(line)}</small></div>" if line else ""
     footer = "".join(f"<div style='color:#bc4c00;font-size:12px'>{html.escape(line)}</div>"
                      for line in notes or ())
     if not rows:
-        return "<i>no keys yet</i>" + footer
+        return caption + "<i>no keys yet</i>" + footer
     head = ("<tr><th>key</th><th>clients (refcount, future)</th><th>scheduler</th>"
             "<th>who_wants</th><th>on workers</th><th>checks</th></tr>")
     body = []
@@ -68,7 +78,8 @@ def refs_html(rows: list[KeyRefs], notes: list[str] | None = None) -> str:
             f"<tr><td><code>{html.escape(r.key)}</code></td><td>{clients or '–'}</td>"
             f"<td>{_badge(r.scheduler)}</td><td>{html.escape(', '.join(r.who_wants)) or '∅'}</td>"
             f"<td>{html.escape(', '.join(r.on_workers)) or '–'}</td><td>{verdict}</td></tr>")
-    return ("<table class='jupyter-refs-table' style='border-collapse:collapse;font-size:12px'>"
+    return (caption
+            + "<table class='jupyter-refs-table' style='border-collapse:collapse;font-size:12px'>"
             f"{head}{''.join(body)}</table>{footer}")
 
 
@@ -76,16 +87,17 @@ def refs_html(rows: list[KeyRefs], notes: list[str] | None = None) -> str:
 TEXT_WIDTH = 100
 
 
-def refs_text(rows: list[KeyRefs], width: int = TEXT_WIDTH, notes: list[str] | None = None
-              ) -> str:
-    """The refs table as text, at most ``width`` columns wide, then the ``notes`` lines.
+def refs_text(rows: list[KeyRefs], width: int = TEXT_WIDTH, notes: list[str] | None = None,
+              focus: Focus | None = None) -> str:
+    """The refs table as text, at most ``width`` columns wide: what the trace is focused on
+    first, the ``notes`` lines last.
 
     Columns are as wide as what they hold.  When a row would still be too wide —
     keys are long — each key gets a line of its own and its references go on the
     next, indented: wrapped on purpose, never by the output area.
     """
     if notes:
-        return "\n".join([refs_text(rows, width), *notes])
+        return "\n".join([refs_text(rows, width, focus=focus), *notes])
     head = ("key", "clients", "scheduler", "who_wants", "workers", "checks")
     cells = [(r.key,
               " ".join(f"{c}={n}/{s}" for c, (n, s) in r.clients.items()) or "-",
@@ -98,11 +110,12 @@ def refs_text(rows: list[KeyRefs], width: int = TEXT_WIDTH, notes: list[str] | N
         widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
         return ["  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in lines]
 
+    first = [focus_line(focus)] if focus is not None else []
     flat = table([head, *cells])
     if max(map(len, flat)) <= width:
-        return "\n".join(flat)
+        return "\n".join(first + flat)
     rest = table([("  " + head[1], *head[2:]), *(("  " + c[1], *c[2:]) for c in cells)])
-    out = ["key", rest[0]]
+    out = [*first, "key", rest[0]]
     for c, line in zip(cells, rest[1:]):
         out += [c[0], line]
     return "\n".join(out)
@@ -127,7 +140,7 @@ class RefsTable(LiveView):
         self.keys = list(keys) if keys else None
         self.updates = 0
         self.trace.flush()
-        self.widget = w.HTML(refs_html(self.rows(), self.notes()))
+        self.widget = w.HTML(refs_html(self.rows(), self.notes(), self.focus))
         self._unsubscribe = self.trace.subscribe(self._on_batch)
         self._pump = Pump(self, rate, "jupyter-refs-table") if live else None
 
@@ -143,12 +156,17 @@ class RefsTable(LiveView):
         as the checks saw them), and events the trace does not hold."""
         return gone_lines(dict(self.checks.beliefs.gone)) + missing_line(self.trace)
 
+    @property
+    def focus(self) -> Focus | None:
+        """The trace's focus, as its events say (``focus.changed``)."""
+        return self.checks.beliefs.focus
+
     def refresh(self) -> None:
-        self.widget.value = refs_html(self.rows(), self.notes())
+        self.widget.value = refs_html(self.rows(), self.notes(), self.focus)
         self.updates += 1
 
     def to_text(self) -> str:
-        return refs_text(self.rows(), notes=self.notes())
+        return refs_text(self.rows(), notes=self.notes(), focus=self.focus)
 
     def _on_batch(self, batch: Batch) -> None:
         if self._pump is not None:

@@ -14,6 +14,7 @@ view calls into the cluster, and only through its public driver API.
 
 from __future__ import annotations
 
+import html
 import itertools
 import threading
 import time
@@ -31,6 +32,7 @@ from bokeh.transform import linear_cmap
 
 from ..trace import Batch, Trace
 from .pump import LiveView, Pump
+from .refs import focus_line
 from .saved import MIME, trace_bundle
 from .svg import SVG_MIME, picture
 from .timeline_model import _DEFAULT_COLOR, KIND_COLORS, OP_COLORS, TimelineModel
@@ -437,9 +439,11 @@ class Timeline(LiveView):
         if len(keys) != len(self._key_filter.options):
             self._key_filter.options = keys[:500]
         m = self.model
+        focus = focus_line(self.cluster.focused if self.cluster is not None else None)
         self._status.value = (f"<small>{len(m.events)} events, {len(m.messages)} messages, "
                               f"{len(m.violations)} violations shown; trace: {len(self.trace)} "
-                              f"events, {self.trace.missing} dropped</small>")
+                              f"events, {self.trace.missing} dropped"
+                              + (f"; {html.escape(focus)}" if focus else "") + "</small>")
 
     def _rebuild(self, keys: list[str] | None, view: str) -> None:
         with self._lock, self._bokeh.batched():

@@ -42,10 +42,19 @@ export interface IViolation {
 }
 
 export interface IRefs {
-  cluster: { title: string; events: number; dropped: number; violations: number } | null;
+  cluster: {
+    title: string;
+    events: number;
+    dropped: number;
+    violations: number;
+    /** What the trace follows (``focus.changed``), or null for every key. */
+    focus?: string | null;
+  } | null;
   rows: IRefsRow[];
   more: number;
   violations: IViolation[];
+  /** A request the kernel could not carry out (a focus), in its words. */
+  error?: string;
 }
 
 /** What the sidebar can say about a notebook's kernel. */
@@ -80,6 +89,14 @@ export class KernelLink {
   /** Ask the kernel to show only `key` in its live timelines (null: every key). */
   filter(key: string | null): void {
     this._send({ type: 'filter', key });
+  }
+
+  /**
+   * Ask the kernel to trace only `key` from now on, on every source of its cluster
+   * (null: every key again).  Unlike `filter`, what is left out is never recorded.
+   */
+  focus(key: string | null): void {
+    this._send({ type: 'focus', key });
   }
 
   refresh(): void {

@@ -6,7 +6,10 @@
  * data is, the checks' verdict) and says plainly when there is nothing to show:
  * no notebook, no kernel, the extension not loaded, no cluster yet.  Clicking a
  * key filters the notebook's timelines to it — the live ones through the
- * kernel, the saved ones here; clicking it again shows every key.
+ * kernel, the saved ones here; clicking it again shows every key.  A key's
+ * "trace only this key" button narrows the running trace itself (the kernel's
+ * ``focus``: every other key goes unrecorded, on the scheduler and the workers
+ * too); "trace all keys" undoes it.
  */
 
 import { Widget } from '@lumino/widgets';
@@ -99,6 +102,17 @@ export class RefsSidebar extends Widget {
     const out: HTMLElement[] = [];
     out.push(el('div', 'jp-RefsSidebar-cluster',
       `${c.title} · ${c.events} events${c.dropped ? ` (${c.dropped} dropped)` : ''} · ${c.violations} violation${c.violations === 1 ? '' : 's'}`));
+    if (refs.error) {
+      out.push(el('p', 'jp-RefsSidebar-message jp-RefsSidebar-bad', refs.error));
+    }
+    if (c.focus) {
+      const bar = el('div', 'jp-RefsSidebar-focused', `tracing only ${c.focus} `);
+      const all = el('button', 'jp-RefsSidebar-unfocus', 'trace all keys');
+      all.title = 'record every key again, from now on';
+      all.onclick = () => link.focus(null);
+      bar.appendChild(all);
+      out.push(bar);
+    }
     if (refs.violations.length) {
       const list = el('ul', 'jp-RefsSidebar-violations');
       for (const v of refs.violations.slice(-5)) {
@@ -156,6 +170,12 @@ export class RefsSidebar extends Widget {
     sched.appendChild(state(row.scheduler));
     sched.appendChild(document.createTextNode(
       ` · who_wants ${row.who_wants.join(', ') || '∅'} · on ${row.on_workers.join(', ') || 'no worker'}`));
+    const only = card.appendChild(el('button', 'jp-RefsSidebar-focus', 'trace only this key'));
+    only.title = `from now on, record only ${row.key} (on the scheduler and the workers too)`;
+    only.onclick = event => {
+      event.stopPropagation(); // not a click on the card: that filters the timelines
+      link.focus(row.key);
+    };
     return card;
   }
 

@@ -20,6 +20,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 CHROMIUM = os.environ.get("JUPYTER_REFS_CHROMIUM", "/usr/bin/chromium")
+#: This checkout, and the extension its labextension/ builds (``jlpm build`` there).
+CHECKOUT = Path(__file__).resolve().parents[2]
+BUILT = CHECKOUT / "jupyter_refs" / "labextension"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
@@ -47,13 +50,14 @@ def jupyter_lab(root: Path, timeout: float = 60):
     settings.mkdir(parents=True, exist_ok=True)
     (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
     log = open(root / "jupyter.log", "w")
+    args, env = _this_checkout(root)
     proc = subprocess.Popen(
         [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root", "--ip", "127.0.0.1",
          "--port", str(port), "--ServerApp.token=", "--ServerApp.password=",
          "--LabApp.expose_app_in_browser=True", f"--ServerApp.root_dir={root}",
-         "--ServerApp.disable_check_xsrf=True"],
+         "--ServerApp.disable_check_xsrf=True", *args],
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        env={**os.environ, "JUPYTER_CONFIG_DIR": str(root / ".jupyter-config")},
+        env={**os.environ, "JUPYTER_CONFIG_DIR": str(root / ".jupyter-config"), **env},
     )
     url = f"http://127.0.0.1:{port}/"
     try:
@@ -76,6 +80,26 @@ def jupyter_lab(root: Path, timeout: float = 60):
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
         log.close()
+
+
+def _this_checkout(root: Path) -> tuple[list[str], dict[str, str]]:
+    """JupyterLab arguments and environment that run this checkout: its built extension
+    ahead of the installed one (the same files when the editable install is this checkout;
+    a git worktree's own build otherwise), and its package in the kernels.  Nothing when the
+    checkout has no build: then the installed extension is what runs."""
+    if not (BUILT / "package.json").exists():
+        return [], {}
+    from jupyter_core.paths import jupyter_path
+
+    own = root / ".labextensions"
+    own.mkdir(exist_ok=True)
+    link = own / "jupyter-refs"
+    if not link.exists():
+        link.symlink_to(BUILT, target_is_directory=True)
+    paths = [str(own), *jupyter_path("labextensions")]
+    python_path = os.pathsep.join(p for p in (str(CHECKOUT), os.environ.get("PYTHONPATH")) if p)
+    # One argument per path: `jupyter lab` hands an extension app a list given at once as one string.
+    return [f"--LabApp.labextensions_path={p}" for p in paths], {"PYTHONPATH": python_path}
 
 
 @contextmanager

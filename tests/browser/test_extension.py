@@ -3,6 +3,8 @@
 * it activates, and its sidebar says plainly when there is nothing to show;
 * the sidebar follows the notebook's kernel-side cluster: its keys appear, a cell
   that drops a future makes its key go, a click on a key filters the live timeline;
+* "trace only this key" on a key's card narrows the running trace to it, "trace all
+  keys" undoes it;
 * the saved copy of a live timeline's trace is kept current in the notebook file;
 * a saved notebook opened with its kernel shut down shows the static timeline.
 """
@@ -32,6 +34,14 @@ SIDEBAR_CELLS = [
     "del x",
 ]
 
+FOCUS_CELLS = [
+    "%load_ext jupyter_refs",
+    "%cluster --protocol legacy --network immediate",
+    "%scatter x = 123\n%scatter y = 7",
+    "%scatter z = 9",
+    "%scatter w = 11",
+]
+
 RACE_CELLS = [
     "%load_ext jupyter_refs",
     "from jupyter_refs.demo import scatter_race\n"
@@ -52,6 +62,7 @@ def lab(tmp_path_factory):
     write_notebook(root / "sidebar.ipynb", SIDEBAR_CELLS)
     write_notebook(root / "race.ipynb", RACE_CELLS)
     write_notebook(root / "plain.ipynb", ["1 + 1"])
+    write_notebook(root / "focus.ipynb", FOCUS_CELLS)
     with browser() as b, jupyter_lab(root) as url:
         yield url, b, root
 
@@ -155,6 +166,50 @@ def test_sidebar_follows_the_cluster_and_filters_the_timeline(lab, shots):
         page.wait_for_function("document.querySelector('#jupyter-refs-sidebar').dataset.status "
                                "=== 'loaded'", timeout=30_000)
         assert "no cluster yet" in page.inner_text("#jupyter-refs-sidebar")
+
+
+def kernel_says(page, code: str) -> str:
+    """What ``code`` prints in the notebook's kernel."""
+    return page.evaluate(f"""async () => {{
+        const f = {NB}.sessionContext.session.kernel.requestExecute({{code: {json.dumps(code)}}});
+        let out = '';
+        f.onIOPub = m => {{ if (m.header.msg_type === 'stream') out += m.content.text; }};
+        await f.done;
+        return out.trim();
+    }}""")
+
+
+def test_trace_only_this_key_narrows_the_running_trace(lab, shots):
+    url, b, _ = lab
+    with new_page(b, 1500, 950) as page:
+        open_notebook(page, url, "focus.ipynb")
+        show_sidebar(page)
+        run_cells(page, 0, 3)  # %load_ext, %cluster, two scatters
+        page.wait_for_function(f"document.querySelectorAll({ROWS!r}).length === 2", timeout=30_000)
+        x, y = kernel_says(page, "print(x.key, y.key)").split()
+        page.click(f"#jupyter-refs-sidebar .jp-RefsSidebar-row[data-key='{x}'] .jp-RefsSidebar-focus")
+        # The kernel's trace follows x only: y's card goes, the sidebar says what is traced.
+        page.wait_for_function(f"""() => {{
+            const keys = [...document.querySelectorAll({ROWS!r})].map(r => r.dataset.key);
+            return keys.length === 1 && keys[0] === {json.dumps(x)};
+        }}""", timeout=30_000)
+        assert f"tracing only keys {x}" in page.inner_text("#jupyter-refs-sidebar .jp-RefsSidebar-focused")
+        assert kernel_says(page, "print(cluster.focused)") == f"keys {x}"
+        # Not a click on the card: the timelines were not filtered.
+        assert "timelines show only" not in page.inner_text("#jupyter-refs-sidebar")
+        page.wait_for_timeout(300)
+        page.screenshot(path=str(shots / "sidebar-focus.png"))
+        run_cells(page, 3, 4)  # z, scattered while only x is traced: never recorded
+        assert kernel_says(page, "print(len(cluster.trace.events(key=z.key)))") == "0"
+        page.click("#jupyter-refs-sidebar .jp-RefsSidebar-unfocus")
+        page.wait_for_function("!document.querySelector('#jupyter-refs-sidebar .jp-RefsSidebar-focused')",
+                               timeout=30_000)
+        assert kernel_says(page, "print(cluster.focused)") == "None"
+        run_cells(page, 4, 5)  # w, scattered with every key traced again
+        w = kernel_says(page, "print(w.key)")
+        page.wait_for_function(f"""() => [...document.querySelectorAll({ROWS!r})]
+            .some(r => r.dataset.key === {json.dumps(w)})""", timeout=30_000)
+        assert kernel_says(page, "print(cluster.violations)") == "[]"
 
 
 def test_saved_notebook_shows_static_timeline_without_kernel(lab, shots):
