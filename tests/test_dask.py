@@ -335,3 +335,14 @@ def test_the_users_lines_are_stamped_on_dask(inproc):
         frees = [e for e in events if e.op == "free-keys"]
         assert [e.kind for e in frees] == ["msg.sent", "msg.received"]
         assert frees[0].actor == "scheduler" and frees[1].actor.startswith("worker:")
+
+
+def test_attach_returns_once_the_scheduler_has_taken_the_subscription(inproc):
+    """``subscribe_topic`` goes on the batched stream, and the plugins' RPCs can overtake it:
+    a batch published before it is taken goes to nobody.  ``attach`` waits for it, so even a
+    ``detach`` at once finds the last batch it waits for (it once timed out after ``confirm``)."""
+    for _ in range(5):
+        tracer = attach(inproc)
+        assert inproc.run_on_scheduler(remote.subscribed, client=inproc.id)
+        tracer.detach()
+        assert tracer.closed

@@ -519,6 +519,16 @@ def focus_worker(dask_worker: Any, focus: Focus | None) -> list[str]:
     return joined
 
 
+def subscribed(dask_scheduler: Any, client: str) -> bool:
+    """Whether ``client`` is subscribed to our topic on this scheduler (True where dask keeps
+    its subscriptions elsewhere than 2026.8's broker: there is nothing to wait for then)."""
+    topics = getattr(getattr(dask_scheduler, "_broker", None), "_topics", None)
+    if topics is None:
+        return True
+    topic = topics.get(TOPIC)
+    return topic is not None and client in topic.subscribers
+
+
 def installed(dask_scheduler: Any) -> bool:
     return SCHEDULER_PLUGIN in dask_scheduler.plugins
 

@@ -226,11 +226,11 @@ class DaskTracer:
         if focus is not None:
             self._changed(focus)
             self._refocus(focus)
+        self._subscribe()
         client.register_plugin(remote.SchedulerRecorder(remote_capacity, interval, focus),
                                name=remote.SCHEDULER_PLUGIN)
         client.register_plugin(remote.WorkerRecorder(remote_capacity, interval, focus),
                                name=remote.WORKER_PLUGIN)
-        client.subscribe_topic(remote.TOPIC, self._on_remote)
         self._install_client_hooks()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="jupyter-refs-dask", daemon=True)
@@ -680,6 +680,25 @@ class DaskTracer:
         if calls is None:
             calls = self._rpc_calls.setdefault(sender, itertools.count(1))
         return f"rpc:{sender}#{next(calls)}"
+
+    def _subscribe(self, timeout: float = 10.0) -> None:
+        """Subscribe to our topic, and wait until the scheduler has taken the subscription.
+
+        ``subscribe_topic`` travels on the client's batched stream, and the plugins are
+        registered, flushed and uninstalled by RPCs, which can overtake it — the very race
+        this project is about.  A batch published before the scheduler knows we subscribed
+        goes to nobody (and the plugin then truncates the topic): a worker's first batch
+        with the data it already held, or, on an ``attach`` then ``detach`` in quick
+        succession, the last batch ``detach`` waits for (seen after a run of ``confirm``).
+        """
+        client = self.client
+        client.subscribe_topic(remote.TOPIC, self._on_remote)
+        deadline = time.monotonic() + timeout
+        while not client.run_on_scheduler(remote.subscribed, client=client.id):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the scheduler did not take our subscription to "
+                                   f"{remote.TOPIC!r} within {timeout} s")
+            time.sleep(0.002)
 
     def _wait_for(self, expected: dict[str, int], timeout: float) -> None:
         deadline = time.monotonic() + timeout
