@@ -274,11 +274,19 @@ def namer(kind: str) -> Callable[[Callable[[Any], str], tuple], tuple] | None:
     declared = KINDS.get(kind)
     if declared is None or not (declared.actor_fields or declared.actors_fields):
         return None
-    how = tuple(1 if f in declared.actor_fields else 2 if f in declared.actors_fields else 0
-                for f in declared.fields)
+    # Positions, not a pass over every field: the merge renames two events of every task.
+    single = [i for i, f in enumerate(declared.fields) if f in declared.actor_fields]
+    many = [i for i, f in enumerate(declared.fields) if f in declared.actors_fields]
 
     def rename(name: Callable[[Any], str], extra: tuple) -> tuple:
-        return tuple(v if h == 0 or v is None else name(v) if h == 1 else tuple(map(name, v))
-                     for h, v in zip(how, extra))
+        out = list(extra)
+        n = len(out)
+        for i in single:
+            if i < n and out[i] is not None:
+                out[i] = name(out[i])
+        for i in many:
+            if i < n and out[i] is not None:
+                out[i] = tuple(map(name, out[i]))
+        return tuple(out)
 
     return rename
