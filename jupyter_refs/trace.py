@@ -163,6 +163,20 @@ class Trace:
         if len(rows) > self._limit:
             self._trim()
 
+    def record_sent(self, messages: list[Message]) -> None:
+        """``msg.sent`` for each of ``messages``, by its sender: ``record_msg`` for the batch an
+        actor's step sends (one clock read, one thread lookup)."""
+        rows, limit = self._rows, self._limit
+        t_ns = self.clock()
+        thread = self._threads.get(_get_ident()) or self._thread()
+        cell = self.user_line
+        for msg in messages:
+            keys = msg.keys
+            rows.append((t_ns, msg.sender, thread, "msg.sent", keys[0] if len(keys) == 1 else None,
+                         msg.msg_id, msg.channel, msg.op, cell, (keys,)))
+            if len(rows) > limit:
+                self._trim()
+
     def add(self, t_ns: int, actor: str, thread: str, kind: str, key: str | None,
             msg_id: int | None = None, channel: str | None = None, op: str | None = None,
             extra: tuple = (), cell: str | None = None) -> None:
