@@ -51,7 +51,6 @@ and explaining, in words a student can follow, what each side believed.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import events as ev
@@ -64,14 +63,13 @@ from .beliefs import (
     REG_WHO_HAS,
     STATE_REASON,
     STATE_TO,
-    UPDATES,
     WANTS_AFTER,
     Beliefs,
+    Judge,
     KeyRefs,
-    Update,
 )
 from .protocol import messages as m
-from .trace import ACTOR, EXTRA, KEY, KIND, THREAD, Batch, Trace
+from .trace import ACTOR, EXTRA, KEY, THREAD, Batch, Trace
 
 __all__ = ["Checks", "KeyRefs", "Violation"]
 
@@ -136,28 +134,11 @@ class Checks:
         self.unsubscribe = _nothing  # the closure holds our callback: another cycle
 
     def _on_batch(self, batch: Batch) -> None:
-        # The dispatch table is the module's (plain functions): a Checks is made per explored
-        # run, and a table of bound methods per instance cost more than the run's events did
-        # to check.  Half of all events are sends and receipts, which only the beliefs read:
-        # they are applied inline, the rest through the table.
-        beliefs = self.beliefs
-        received, sent = beliefs.received, beliefs.message_sent
-        get = _HANDLERS.get
+        # The judges are the module's (plain functions): a Checks is made per explored run,
+        # and a table of bound methods per instance cost more than the run's events did to
+        # check.  The beliefs' own loop applies what no judge looks at.
         with self._lock:
-            for seq, row in enumerate(batch.rows, batch.start):
-                kind = row[KIND]
-                if kind == "msg.received":
-                    received(row)
-                elif kind == "msg.sent":
-                    sent(seq, row)
-                else:
-                    handler = get(kind)
-                    if handler is not None:
-                        update, judge = handler
-                        if judge is None:
-                            update(beliefs, seq, row)
-                        else:
-                            judge(self, beliefs, seq, row)
+            self.beliefs.apply(batch, self, _JUDGES)
 
     def snapshot(self, keys: list[str] | None = None) -> list[KeyRefs]:
         """Per key: every client's refcount and future state, the scheduler's view, the verdict.
@@ -515,11 +496,10 @@ class Checks:
         self.violations.append(Violation(name, key, client, first_seq, seq, explanation))
 
 
-Judge = Callable[[Checks, Beliefs, int, tuple], None]
-
-#: Event kind -> (the beliefs' update, the judge that applies it and judges it, or None).
-#: A judge calls the update itself, where the invariant needs to look before or after.
-_JUDGES = {
+#: Event kind -> the judge that applies it to the beliefs and judges it (``Beliefs.apply``
+#: calls it in place of the beliefs' own update).  A judge calls the update itself, where the
+#: invariant needs to look before or after.
+_JUDGES: dict[str, Judge] = {
     "future.created": Checks._future_created,
     "refcount.inc": Checks._refcount_changed,
     "refcount.dec": Checks._refcount_changed,
@@ -536,7 +516,4 @@ _JUDGES = {
     "network.drained": Checks._drained,
     "id.alloc": Checks._id_alloc,
     "future.put_rejected": Checks._put_rejected,
-}
-_HANDLERS: dict[str, tuple[Update | None, Judge | None]] = {
-    kind: (UPDATES.get(kind), _JUDGES.get(kind)) for kind in {*UPDATES, *_JUDGES}
 }
