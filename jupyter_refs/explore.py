@@ -432,12 +432,13 @@ class _Policy(Chooser):
         self.sleeping = sleeping
 
     def next(self, network: Any, now_ns: int) -> tuple[Message, int] | None:
-        heads = network.heads()
+        # The network's own list, oldest first, read without a copy: only a decision keeps one.
+        heads = network.ordered_heads if not network.held else network.heads()
         if len(heads) == 1 and not self.sleeping:
             return heads[0], now_ns
         if not heads:
             return None
-        return self.choose(heads), now_ns  # the network gives them oldest first
+        return self.choose(heads.copy()), now_ns
 
 
 @functools.lru_cache(maxsize=64)

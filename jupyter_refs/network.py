@@ -37,6 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from itertools import count
+from operator import attrgetter
 
 from .errors import NotDeliverableError, ProtocolError, UnknownMessageError
 from .protocol.messages import EXECUTE, Message
@@ -81,8 +82,9 @@ class Network:
     def __init__(self) -> None:
         self.in_flight: dict[int, Message] = {}
         self._channels: dict[str, deque[Message]] = {}
-        #: The first message of each non-empty channel, by msg_id (held channels included).
-        self._heads: list[Message] = []
+        #: The first message of each non-empty channel, oldest first, held channels included:
+        #: read-only to everyone else (``heads()`` gives a copy, without the held ones).
+        self.ordered_heads: list[Message] = []
         #: Channel names or globs whose messages wait for an explicit deliver / step.
         self.held: set[str] = set()
         self._held_cache: dict[str, bool] = {}
@@ -90,7 +92,7 @@ class Network:
 
     def accept(self, messages: list[Message], now_ns: int) -> None:
         """Put ``messages`` in flight, in order: each gets the next id and joins its channel."""
-        ids, in_flight, channels, heads = self._ids, self.in_flight, self._channels, self._heads
+        ids, in_flight, channels, heads = self._ids, self.in_flight, self._channels, self.ordered_heads
         for msg in messages:
             msg.msg_id = msg_id = next(ids)
             msg.sent_ns = now_ns
@@ -107,8 +109,8 @@ class Network:
         channel that is not held."""
         if self.held and not held_too:
             is_held = self.is_held
-            return [h for h in self._heads if not is_held(h.channel)]
-        return self._heads.copy()
+            return [h for h in self.ordered_heads if not is_held(h.channel)]
+        return self.ordered_heads.copy()
 
     def oldest(self, held_too: bool = False) -> Message | None:
         if self.held and not held_too:
@@ -116,7 +118,7 @@ class Network:
             return heads[0] if heads else None
         # Ids grow with sending and each channel is FIFO, so the oldest message
         # in flight is always the head of its channel.
-        heads = self._heads
+        heads = self.ordered_heads
         return heads[0] if heads else None
 
     def oldest_message(self) -> Message | None:
@@ -167,10 +169,10 @@ class Network:
         """Take ``msg``, the head of its channel, out of flight; the next in line becomes a head."""
         queue = self._channels[msg.channel]
         queue.popleft()
-        heads = self._heads
+        heads = self.ordered_heads
         heads.remove(msg)
         if queue:
-            insort(heads, queue[0], key=_msg_id)
+            insort(heads, queue[0], key=_by_id)
         elif not msg.batched:
             del self._channels[msg.channel]  # RPC channels are used once
         del self.in_flight[msg.msg_id]
@@ -179,8 +181,7 @@ class Network:
         return len(self.in_flight)
 
 
-def _msg_id(msg: Message) -> int:
-    return msg.msg_id
+_by_id = attrgetter("msg_id")  # a sort key, in C
 
 
 class Policy:
