@@ -118,7 +118,14 @@ def _event(seq: int, row: Row) -> Event:
 
 
 Subscriber = Callable[[Batch], None]
-_get_ident = threading.get_ident
+
+
+class _ThreadName(threading.local):
+    """The recording thread's name, as each thread first saw it: one attribute read per event
+    (a thread-local's ``__init__`` runs once in every thread that reads it)."""
+
+    def __init__(self) -> None:
+        self.name = threading.current_thread().name
 
 
 class Trace:
@@ -137,7 +144,7 @@ class Trace:
         #: The user's ``file:line`` (a notebook cell's line) of the call being served: stamped
         #: on its events, in the field the event vocabulary calls ``cell``.
         self.user_line: str | None = None
-        self._threads: dict[int, str] = {}
+        self._thread = _ThreadName()
         self._subscribers: list[list] = []  # [callback, next_seq]
         self._flush_lock = threading.RLock()  # any thread may flush; batches stay in order
 
@@ -146,7 +153,7 @@ class Trace:
     def record(self, actor: str, kind: str, key: str | None, *extra: Any) -> None:
         rows = self._rows
         rows.append(
-            (self.clock(), actor, self._threads.get(_get_ident()) or self._thread(),
+            (self.clock(), actor, self._thread.name,
              kind, key, None, None, None, self.user_line, extra)
         )
         if len(rows) > self._limit:
@@ -156,7 +163,7 @@ class Trace:
         rows = self._rows
         keys = msg.keys
         rows.append(
-            (self.clock(), actor, self._threads.get(_get_ident()) or self._thread(),
+            (self.clock(), actor, self._thread.name,
              kind, keys[0] if len(keys) == 1 else None, msg.msg_id, msg.channel,
              msg.op, self.user_line, (keys,))
         )
@@ -168,7 +175,7 @@ class Trace:
         actor's step sends (one clock read, one thread lookup)."""
         rows, limit = self._rows, self._limit
         t_ns = self.clock()
-        thread = self._threads.get(_get_ident()) or self._thread()
+        thread = self._thread.name
         cell = self.user_line
         for msg in messages:
             keys = msg.keys
@@ -185,11 +192,6 @@ class Trace:
         rows.append((t_ns, actor, thread, kind, key, msg_id, channel, op, cell, extra))
         if len(rows) > self._limit:
             self._trim()
-
-    def _thread(self) -> str:
-        name = threading.current_thread().name
-        self._threads[threading.get_ident()] = name
-        return name
 
     def _trim(self) -> None:
         with self._trim_lock:
