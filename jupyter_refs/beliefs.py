@@ -18,8 +18,9 @@ one read back from a file.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from . import events as ev
@@ -54,10 +55,14 @@ _COPIES = ("worker.put", "worker.free")
 
 #: Operations a client sends that may start a hold of their keys.
 DESIRES = ("scatter", "update-graph", "client-desires-keys")
-#: The ops whose sender becomes half of a (client, key) pair in the causality tables.
-_PAIRED_OPS = frozenset({*DESIRES, "client-releases-keys", "cancel-keys"})
+#: The sends whose keys the beliefs note (see ``Beliefs._sent_about_holds``).
+_ABOUT_HOLDS = frozenset({*DESIRES, "client-releases-keys", "cancel-keys"})
 #: The reason a future is cancelled when the scheduler dropped its client's connection.
 CONNECTION_LOST = "scheduler-connection-lost"
+
+#: A judge of the checks: ``judge(checks, beliefs, seq, row)`` (see ``Beliefs.apply``).
+Judge = Callable[[Any, "Beliefs", int, tuple], None]
+_NO_JUDGES: Mapping[str, Judge] = MappingProxyType({})
 
 #: A message being applied, as the explanations quote it: (msg id, op, seq of its send, sender).
 Receipt = tuple[int, str, int, str]
@@ -148,17 +153,36 @@ class Beliefs:
         beliefs.apply(trace.batch(0, until))
         return beliefs
 
-    def apply(self, batch: Batch) -> None:
-        """Update from a batch of rows, in order."""
+    def apply(self, batch: Batch, judge: Any = None, judges: Mapping[str, Judge] = _NO_JUDGES
+              ) -> None:
+        """Update from a batch of rows, in order.
+
+        A kind in ``judges`` goes to its judge instead, as ``judges[kind](judge, self, seq,
+        row)``: the judge applies the update itself, where it needs to look before or after
+        (the checks follow a trace through this loop).  Half of all events are sends and
+        receipts, which only the beliefs read: they are applied here, inline.
+        """
+        sent = self.sent
+        pop_sent = sent.pop
         for seq, row in enumerate(batch.rows, batch.start):
             kind = row[KIND]
             if self.gate is not None and not self.admits(row):
                 continue
             if kind == "msg.received":
-                self.received(row)
+                msg_id = row[MSG_ID]
+                got = pop_sent(msg_id, None)
+                self.receiving = ((msg_id, row[OP], got[0], got[2]) if got is not None
+                                  else (msg_id, row[OP], -1, "?"))
             elif kind == "msg.sent":
-                self.message_sent(seq, row)
+                op = row[OP]
+                sent[row[MSG_ID]] = (seq, op, row[ACTOR])
+                if op in _ABOUT_HOLDS:
+                    self._sent_about_holds(seq, row, op)
             else:
+                judged = judges.get(kind)
+                if judged is not None:
+                    judged(judge, self, seq, row)
+                    continue
                 update = UPDATES.get(kind)
                 if update is not None:
                     update(self, seq, row)
@@ -257,26 +281,20 @@ class Beliefs:
         ]
 
     # -- messages --------------------------------------------------------------------------
-    # Half of all events are sends and receipts: the batch loops call these two directly.
+    # A send is noted in ``sent`` (and a receipt sets ``receiving``) inline, in ``apply``.
 
-    def received(self, row: tuple) -> None:
-        got = self.sent.pop(row[MSG_ID], None)
-        self.receiving = ((row[MSG_ID], row[OP], got[0], got[2]) if got is not None
-                          else (row[MSG_ID], row[OP], -1, "?"))
-
-    def message_sent(self, seq: int, row: tuple) -> None:
-        op, sender = row[OP], row[ACTOR]
-        self.sent[row[MSG_ID]] = (seq, op, sender)
-        if op in _PAIRED_OPS:
-            self._pair_clients.add(sender)
+    def _sent_about_holds(self, seq: int, row: tuple, op: str) -> None:
+        """A client's message that may start, end or cancel a hold of its keys."""
+        sender, msg_id = row[ACTOR], row[MSG_ID]
+        self._pair_clients.add(sender)
         if op in DESIRES:
             # A message that may start a hold (only clients send these, whatever their name).
             for key in row[EXTRA][_MSG_KEYS]:
-                self.desired_by[(sender, key)] = (row[MSG_ID], seq, op)
+                self.desired_by[(sender, key)] = (msg_id, seq, op)
         elif op == "client-releases-keys":
             for key in row[EXTRA][_MSG_KEYS]:
-                self.released_by[(sender, key)] = (row[MSG_ID], seq)
-        elif op == "cancel-keys":
+                self.released_by[(sender, key)] = (msg_id, seq)
+        else:  # cancel-keys
             for key in row[EXTRA][_MSG_KEYS]:
                 self.cancelled_by_client[(sender, key)] = seq
 

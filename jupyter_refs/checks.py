@@ -53,7 +53,6 @@ and explaining, in words a student can follow, what each side believed.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from . import events as ev
@@ -67,14 +66,13 @@ from .beliefs import (
     STATE_REASON,
     STATE_TO,
     STIMULUS,
-    UPDATES,
     WANTS_AFTER,
     Beliefs,
+    Judge,
     KeyRefs,
-    Update,
 )
 from .protocol import messages as m
-from .trace import ACTOR, EXTRA, KEY, KIND, THREAD, Batch, Trace
+from .trace import ACTOR, EXTRA, KEY, THREAD, Batch, Trace
 
 __all__ = ["Checks", "KeyRefs", "Violation"]
 
@@ -100,13 +98,6 @@ class Violation:
 
 def _nothing() -> None:
     pass
-
-
-class _Refocused(Exception):  # noqa: N818 - a signal, not an error
-    """The trace's focus changed for the first time: the rest of the batch is judged gated."""
-
-    def __init__(self, seq: int):
-        self.seq = seq
 
 
 _CLOSED_STATES = {"cancelled", "lost", "error"}
@@ -155,42 +146,11 @@ class Checks:
         self.unsubscribe = _nothing  # the closure holds our callback: another cycle
 
     def _on_batch(self, batch: Batch) -> None:
+        # The judges are the module's (plain functions): a Checks is made per explored run,
+        # and a table of bound methods per instance cost more than the run's events did to
+        # check.  The beliefs' own loop applies what no judge looks at.
         with self._lock:
-            start, rows = batch.start, batch.rows
-            if self.beliefs.gate is None:
-                try:
-                    self._apply(enumerate(rows, start))
-                    return
-                except _Refocused as refocused:  # the focus changed: judge the rest gated
-                    done = refocused.seq + 1 - start
-                    start, rows = start + done, rows[done:]
-            admits = self.beliefs.admits
-            self._apply((seq, row) for seq, row in enumerate(rows, start)
-                        if row[KEY] is None or admits(row))
-
-    def _apply(self, rows: Iterable[tuple[int, tuple]]) -> None:
-        # The dispatch table is the module's (plain functions): a Checks is made per explored
-        # run, and a table of bound methods per instance cost more than the run's events did
-        # to check.  Half of all events are sends and receipts, which only the beliefs read:
-        # they are applied inline, the rest through the table.  Once the trace's focus has
-        # changed, ``rows`` leaves out what the beliefs do not admit (``Beliefs.admits``).
-        beliefs = self.beliefs
-        received, sent = beliefs.received, beliefs.message_sent
-        get = _HANDLERS.get
-        for seq, row in rows:
-            kind = row[KIND]
-            if kind == "msg.received":
-                received(row)
-            elif kind == "msg.sent":
-                sent(seq, row)
-            else:
-                handler = get(kind)
-                if handler is not None:
-                    update, judge = handler
-                    if judge is None:
-                        update(beliefs, seq, row)
-                    else:
-                        judge(self, beliefs, seq, row)
+            self.beliefs.apply(batch, self, _JUDGES)
 
     def snapshot(self, keys: list[str] | None = None) -> list[KeyRefs]:
         """Per key: every client's refcount and future state, the scheduler's view, the verdict.
@@ -498,8 +458,8 @@ class Checks:
 
     def _refocus(self, b: Beliefs, seq: int, row: tuple) -> None:
         """Forget what is judged about keys that left the focus or joined it alive (the
-        beliefs forget theirs)."""
-        first = b.gate is None
+        beliefs forget theirs).  From here on ``Beliefs.apply`` lets through only the events
+        the beliefs admit, the rest of this batch included."""
         left = b.refocus(seq, row)
         if left:
             self._open = {o for o in self._open if o[2] not in left}
@@ -511,8 +471,6 @@ class Checks:
                 for key in left & table.keys():
                     del table[key]
             self._leak_check -= left
-        if first:
-            raise _Refocused(seq)
 
     # -- helpers -----------------------------------------------------------------------
 
@@ -571,11 +529,10 @@ class Checks:
         self.violations.append(Violation(name, key, client, first_seq, seq, explanation))
 
 
-Judge = Callable[[Checks, Beliefs, int, tuple], None]
-
-#: Event kind -> (the beliefs' update, the judge that applies it and judges it, or None).
-#: A judge calls the update itself, where the invariant needs to look before or after.
-_JUDGES = {
+#: Event kind -> the judge that applies it to the beliefs and judges it (``Beliefs.apply``
+#: calls it in place of the beliefs' own update).  A judge calls the update itself, where the
+#: invariant needs to look before or after.
+_JUDGES: dict[str, Judge] = {
     "future.created": Checks._future_created,
     "refcount.inc": Checks._refcount_changed,
     "refcount.dec": Checks._refcount_changed,
@@ -593,7 +550,4 @@ _JUDGES = {
     "id.alloc": Checks._id_alloc,
     "future.put_rejected": Checks._put_rejected,
     "focus.changed": Checks._refocus,
-}
-_HANDLERS: dict[str, tuple[Update | None, Judge | None]] = {
-    kind: (UPDATES.get(kind), _JUDGES.get(kind)) for kind in {*UPDATES, *_JUDGES}
 }

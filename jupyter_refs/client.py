@@ -460,7 +460,9 @@ def _use_as_dask_scheduler() -> None:
     """
     import dask
 
-    if not _dask_config or dask.config.get("scheduler", None) is not _dask_config[-1][0]:
+    # ``dask.config.config`` read directly: ``dask.config.get("scheduler")`` says the same for
+    # a top-level key with no "-" or "_", and the explorer makes a client per run.
+    if not _dask_config or dask.config.config.get("scheduler") is not _dask_config[-1][0]:
         mine = functools.partial(_dask_get)
         _dask_config.append((mine, dask.config.set(scheduler=mine)))
 

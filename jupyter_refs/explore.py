@@ -42,7 +42,6 @@ import gc
 import hashlib
 import inspect
 import multiprocessing
-import operator
 import os
 import random
 import re
@@ -331,11 +330,17 @@ def _policy(decisions: list[_Decision], prefix: Sequence[int], strict: bool,
     last = len(prefix) - 1
 
     if rng is not None and not prefix:
-        randrange = rng.randrange
+        getrandbits = rng.getrandbits
 
         def choose_at_random(heads: Sequence[Message]) -> Message:
-            # A sampled run has no prefix and nothing asleep: each pick is uniform.
-            pick = randrange(len(heads))
+            # A sampled run has no prefix and nothing asleep: each pick is uniform.  This is
+            # ``rng.randrange(n)`` as CPython draws it (``Random._randbelow``: bits of n's
+            # length until one is below n), the same numbers without its two Python frames.
+            n = len(heads)
+            k = n.bit_length()
+            pick = getrandbits(k)
+            while pick >= n:
+                pick = getrandbits(k)
             decisions.append(_Decision(heads, pick))
             return heads[pick]
 
@@ -416,7 +421,6 @@ def _play(scenario: Scenario, cluster: Cluster, n_clients: int
 #: schedule replays the same on any machine.
 THREADS_PER_WORKER = 2
 
-_by_id = operator.attrgetter("msg_id")
 _EMPTY: frozenset = frozenset()
 
 
@@ -428,13 +432,13 @@ class _Policy(Chooser):
         self.sleeping = sleeping
 
     def next(self, network: Any, now_ns: int) -> tuple[Message, int] | None:
-        heads = network.heads()
+        # The network's own list, oldest first, read without a copy: only a decision keeps one.
+        heads = network.ordered_heads if not network.held else network.heads()
         if len(heads) == 1 and not self.sleeping:
             return heads[0], now_ns
         if not heads:
             return None
-        heads.sort(key=_by_id)
-        return self.choose(heads), now_ns
+        return self.choose(heads.copy()), now_ns
 
 
 @functools.lru_cache(maxsize=64)

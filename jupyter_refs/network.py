@@ -31,11 +31,13 @@ Policies decide order only; clocks and threads belong to the cluster driver.
 from __future__ import annotations
 
 import random
+from bisect import insort
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from itertools import count
+from operator import attrgetter
 
 from .errors import NotDeliverableError, ProtocolError, UnknownMessageError
 from .protocol.messages import EXECUTE, Message
@@ -70,57 +72,61 @@ def batch_interval_ns(msg: Message, kinds: dict[str, str] | None = None) -> int:
 
 
 class Network:
-    """Messages in flight, FIFO per channel.  It never decides order: policies do."""
+    """Messages in flight, FIFO per channel.  It never decides order: policies do.
+
+    The deliverable heads — the first message of each non-empty channel — are kept as
+    messages arrive and leave, oldest first: every delivery asks for them, and a channel's
+    head only changes when it is sent to while empty or when its head is taken.
+    """
 
     def __init__(self) -> None:
         self.in_flight: dict[int, Message] = {}
         self._channels: dict[str, deque[Message]] = {}
-        self._by_age: deque[Message] = deque()  # sending order, delivered ones dropped lazily
+        #: The first message of each non-empty channel, oldest first, held channels included:
+        #: read-only to everyone else (``heads()`` gives a copy, without the held ones).
+        self.ordered_heads: list[Message] = []
         #: Channel names or globs whose messages wait for an explicit deliver / step.
         self.held: set[str] = set()
         self._held_cache: dict[str, bool] = {}
         self._ids = count(1)
 
-    def accept(self, msg: Message, now_ns: int) -> None:
-        msg.msg_id = next(self._ids)
-        msg.sent_ns = now_ns
-        self.in_flight[msg.msg_id] = msg
-        self._by_age.append(msg)
-        queue = self._channels.get(msg.channel)
-        if queue is None:
-            queue = self._channels[msg.channel] = deque()
-        queue.append(msg)
+    def accept(self, messages: list[Message], now_ns: int) -> None:
+        """Put ``messages`` in flight, in order: each gets the next id and joins its channel."""
+        ids, in_flight, channels, heads = self._ids, self.in_flight, self._channels, self.ordered_heads
+        for msg in messages:
+            msg.msg_id = msg_id = next(ids)
+            msg.sent_ns = now_ns
+            in_flight[msg_id] = msg
+            queue = channels.get(msg.channel)
+            if queue is None:
+                queue = channels[msg.channel] = deque()
+            if not queue:
+                heads.append(msg)  # the newest id: the list stays in order
+            queue.append(msg)
 
     def heads(self, held_too: bool = False) -> list[Message]:
-        """The deliverable messages: the first of each non-empty channel that is not held."""
+        """The deliverable messages, oldest first (a new list): the first of each non-empty
+        channel that is not held."""
         if self.held and not held_too:
-            return [q[0] for c, q in self._channels.items() if q and not self.is_held(c)]
-        # A loop, not a comprehension: called before every delivery, over a handful of
-        # channels, where the comprehension's own call costs more than the loop.
-        heads = []
-        for q in self._channels.values():
-            if q:
-                heads.append(q[0])
-        return heads
+            is_held = self.is_held
+            return [h for h in self.ordered_heads if not is_held(h.channel)]
+        return self.ordered_heads.copy()
 
     def oldest(self, held_too: bool = False) -> Message | None:
         if self.held and not held_too:
             heads = self.heads()
-            return min(heads, key=_msg_id) if heads else None
+            return heads[0] if heads else None
         # Ids grow with sending and each channel is FIFO, so the oldest message
         # in flight is always the head of its channel.
-        by_age, in_flight = self._by_age, self.in_flight
-        while by_age and by_age[0].msg_id not in in_flight:
-            by_age.popleft()
-        return by_age[0] if by_age else None
+        heads = self.ordered_heads
+        return heads[0] if heads else None
 
     def oldest_message(self) -> Message | None:
         """The oldest deliverable message that is not a task run (``execute``)."""
-        best = None
         for msg in self.heads():
-            if msg.op != EXECUTE and (best is None or msg.msg_id < best.msg_id):
-                best = msg
-        return best
+            if msg.op != EXECUTE:
+                return msg
+        return None
 
     # -- holding channels ------------------------------------------------------------------
 
@@ -160,9 +166,14 @@ class Network:
         return msg
 
     def take(self, msg: Message) -> None:
+        """Take ``msg``, the head of its channel, out of flight; the next in line becomes a head."""
         queue = self._channels[msg.channel]
         queue.popleft()
-        if not queue and not msg.batched:
+        heads = self.ordered_heads
+        heads.remove(msg)
+        if queue:
+            insort(heads, queue[0], key=_by_id)
+        elif not msg.batched:
             del self._channels[msg.channel]  # RPC channels are used once
         del self.in_flight[msg.msg_id]
 
@@ -170,8 +181,7 @@ class Network:
         return len(self.in_flight)
 
 
-def _msg_id(msg: Message) -> int:
-    return msg.msg_id
+_by_id = attrgetter("msg_id")  # a sort key, in C
 
 
 class Policy:
@@ -223,10 +233,9 @@ class Chooser(Policy):
         self.choose = choose
 
     def next(self, network: Network, now_ns: int) -> tuple[Message, int] | None:
-        heads = network.heads()
+        heads = network.heads()  # oldest first
         if not heads:
             return None
-        heads.sort(key=_msg_id)
         return self.choose(heads), now_ns
 
 

@@ -122,7 +122,14 @@ def _event(seq: int, row: Row) -> Event:
 
 
 Subscriber = Callable[[Batch], None]
-_get_ident = threading.get_ident
+
+
+class _ThreadName(threading.local):
+    """The recording thread's name, as each thread first saw it: one attribute read per event
+    (a thread-local's ``__init__`` runs once in every thread that reads it)."""
+
+    def __init__(self) -> None:
+        self.name = threading.current_thread().name
 
 
 class Trace:
@@ -144,7 +151,7 @@ class Trace:
         #: The user's ``file:line`` (a notebook cell's line) of the call being served: stamped
         #: on its events, in the field the event vocabulary calls ``cell``.
         self.user_line: str | None = None
-        self._threads: dict[int, str] = {}
+        self._thread = _ThreadName()
         self._subscribers: list[list] = []  # [callback, next_seq]
         self._flush_lock = threading.RLock()  # any thread may flush; batches stay in order
 
@@ -153,7 +160,7 @@ class Trace:
     def record(self, actor: str, kind: str, key: str | None, *extra: Any) -> None:
         rows = self._rows
         rows.append(
-            (self.clock(), actor, self._threads.get(_get_ident()) or self._thread(),
+            (self.clock(), actor, self._thread.name,
              kind, key, None, None, None, self.user_line, extra)
         )
         if len(rows) > self._limit:
@@ -163,12 +170,26 @@ class Trace:
         rows = self._rows
         keys = msg.keys
         rows.append(
-            (self.clock(), actor, self._threads.get(_get_ident()) or self._thread(),
+            (self.clock(), actor, self._thread.name,
              kind, keys[0] if len(keys) == 1 else None, msg.msg_id, msg.channel,
              msg.op, self.user_line, (keys,))
         )
         if len(rows) > self._limit:
             self._trim()
+
+    def record_sent(self, messages: list[Message]) -> None:
+        """``msg.sent`` for each of ``messages``, by its sender: ``record_msg`` for the batch an
+        actor's step sends (one clock read, one thread lookup)."""
+        rows, limit = self._rows, self._limit
+        t_ns = self.clock()
+        thread = self._thread.name
+        cell = self.user_line
+        for msg in messages:
+            keys = msg.keys
+            rows.append((t_ns, msg.sender, thread, "msg.sent", keys[0] if len(keys) == 1 else None,
+                         msg.msg_id, msg.channel, msg.op, cell, (keys,)))
+            if len(rows) > limit:
+                self._trim()
 
     # -- focus: swapped in only while focused, so the unfocused path stays as it is ------
 
@@ -184,15 +205,20 @@ class Trace:
         message keeps the keys in focus and is left out when none is.
         """
         self.focus = focus
-        for name in ("record", "record_msg"):
+        for name in ("record", "record_msg", "record_sent"):
             self.__dict__.pop(name, None)
         if focus is not None:
             self.record = self._record_focused  # type: ignore[method-assign]
             self.record_msg = self._record_msg_focused  # type: ignore[method-assign]
+            self.record_sent = self._record_sent_focused  # type: ignore[method-assign]
 
     def _record_focused(self, actor: str, kind: str, key: str | None, *extra: Any) -> None:
         if key is None or self.focus.wants(key):  # type: ignore[union-attr]
             Trace.record(self, actor, kind, key, *extra)
+
+    def _record_sent_focused(self, messages: list[Message]) -> None:
+        for msg in messages:
+            self._record_msg_focused(msg.sender, "msg.sent", msg)
 
     def _record_msg_focused(self, actor: str, kind: str, msg: Message) -> None:
         keys = msg.keys
@@ -201,7 +227,7 @@ class Trace:
             Trace.record_msg(self, actor, kind, msg)
         elif kept:  # the row record_msg makes, with the kept keys (written out: a hot path)
             self._rows.append(
-                (self.clock(), actor, self._threads.get(_get_ident()) or self._thread(),
+                (self.clock(), actor, self._thread.name,
                  kind, kept[0] if len(kept) == 1 else None, msg.msg_id, msg.channel,
                  msg.op, self.user_line, (kept,)))
             if len(self._rows) > self._limit:
@@ -221,11 +247,6 @@ class Trace:
         self._rows.extend(rows)
         if len(self._rows) > self._limit:
             self._trim()
-
-    def _thread(self) -> str:
-        name = threading.current_thread().name
-        self._threads[threading.get_ident()] = name
-        return name
 
     def _trim(self) -> None:
         with self._trim_lock:
