@@ -116,7 +116,9 @@ class Checks:
         """``quiet_limit``: how many keys long gone keep their history (``Beliefs``); a
         trace that runs for ever (a dask cluster's) sets one, so the checks' memory is bounded."""
         self.trace = trace
-        self.beliefs = Beliefs(quiet_limit, self._erase)
+        # Only a bounded Checks hands the beliefs its method: a bound method is a cycle
+        # through ``self``, and the explorer makes (and drops) a Checks per run.
+        self.beliefs = Beliefs(quiet_limit, None if quiet_limit is None else self._erase)
         self.violations: list[Violation] = []
         self._open: set[tuple[str, str, str]] = set()  # (name, client, key) reported, still true
         # Judged at the next network.drained (in between, a message may still set them right):
