@@ -179,6 +179,8 @@ class DaskTracer:
         self.buffer = buffer
         self.closed = False
         self.late = 0  # events that arrived after later ones had entered the trace
+        #: Time spent merging and checking, in the background and in ``sync`` (seconds).
+        self.merge_seconds = 0.0
         #: Guards what the event-loop callbacks update (``_marks``, ``_batches``, drop counts):
         #: held for a few dict updates only, so ``_on_remote`` — on the event loop that, in
         #: process, the scheduler and workers share — never waits for a merge.
@@ -610,36 +612,44 @@ class DaskTracer:
         ``yield_gil`` (the background thread, during a computation): let dask's threads
         have the GIL between slices, since in-process the scheduler waits on us otherwise.
         """
-        incoming = self._incoming
         with self._merging, gcscope.scope():
-            fresh = [incoming.popleft() for _ in range(len(incoming))]
-            if self._remote:
-                fresh += self._unpack_remote()
-            waiting = self._waiting
-            if fresh:
-                waiting.extend(fresh)
-                waiting.sort(key=_time)
-            n = len(waiting) if upto is None else bisect.bisect_right(waiting, upto, key=_time)
-            ready, self._waiting = waiting[:n], waiting[n:]
-            if not ready:
-                self.trace.flush()
-                return
-            # Rows older than what earlier merges released came too late to be in order.
-            self.late += bisect.bisect_left(ready, self._released_t, key=_time)
-            self._released_t = max(self._released_t, ready[-1][0])
-            pair = self._pair
-            for i in [i for i, row in enumerate(ready) if row[CHANNEL_AT] is not None]:
-                t, actor, thread, kind, key, _, peer, op, cell, (keys, channel) = ready[i]
-                sender, receiver = (actor, peer) if kind == "msg.sent" else (peer, actor)
-                msg_id, channel = pair(kind, sender, receiver, op, keys, channel)
-                ready[i] = (t, actor, thread, kind, key, msg_id, channel, op, cell, (keys,))
-            extend, flush = self.trace.extend, self.trace.flush
-            for start in range(0, n, _CHUNK):
-                extend(ready[start:start + _CHUNK])
-                # Hand the checks a slice: a live view sees the trace grow.
-                flush()
-                if yield_gil:
-                    time.sleep(0)
+            began = time.perf_counter()
+            try:
+                self._merge(upto, yield_gil)
+            finally:
+                self.merge_seconds += time.perf_counter() - began
+
+    def _merge(self, upto: int | None, yield_gil: bool) -> None:
+        """The body of :meth:`_release`, under its lock."""
+        incoming = self._incoming
+        fresh = [incoming.popleft() for _ in range(len(incoming))]
+        if self._remote:
+            fresh += self._unpack_remote()
+        waiting = self._waiting
+        if fresh:
+            waiting.extend(fresh)
+            waiting.sort(key=_time)
+        n = len(waiting) if upto is None else bisect.bisect_right(waiting, upto, key=_time)
+        ready, self._waiting = waiting[:n], waiting[n:]
+        if not ready:
+            self.trace.flush()
+            return
+        # Rows older than what earlier merges released came too late to be in order.
+        self.late += bisect.bisect_left(ready, self._released_t, key=_time)
+        self._released_t = max(self._released_t, ready[-1][0])
+        pair = self._pair
+        for i in [i for i, row in enumerate(ready) if row[CHANNEL_AT] is not None]:
+            t, actor, thread, kind, key, _, peer, op, cell, (keys, channel) = ready[i]
+            sender, receiver = (actor, peer) if kind == "msg.sent" else (peer, actor)
+            msg_id, channel = pair(kind, sender, receiver, op, keys, channel)
+            ready[i] = (t, actor, thread, kind, key, msg_id, channel, op, cell, (keys,))
+        extend, flush = self.trace.extend, self.trace.flush
+        for start in range(0, n, _CHUNK):
+            extend(ready[start:start + _CHUNK])
+            # Hand the checks a slice: a live view sees the trace grow.
+            flush()
+            if yield_gil:
+                time.sleep(0)
 
     def _pair(self, kind: str, sender: str, receiver: str, op: str, keys: tuple,
               channel: str | None = None) -> tuple[int, str]:
