@@ -11,9 +11,10 @@ watches the traced run live: its events wait in the tracer's buffers, and afterw
 * ``whole`` — the traced run plus the merge and checks, over the untraced run: the whole
   cost of tracing;
 * events (recorded, whether or not the trace still holds them), events/s of the traced
-  run, µs per event of the merge and checks — all of it (``tracer.merge_seconds``): what the
-  background thread merged during the run (past 200,000 waiting events it merges even with
-  nobody watching) and what ``tracer.violations`` merged after it;
+  run, µs per event of the merge and checks — all of it (``tracer.merge_seconds``, the
+  merging thread's CPU time): what the background thread merged during the run (past
+  ``max_events`` waiting events it merges even with nobody watching) and what
+  ``tracer.violations`` merged after it;
 * memory: this process's resident memory after the merge minus before the attach, per
   event, and the deep size of a retained event (each object counted once);
 * ``--focus N``: a map of N tasks traced with ``attach(client, keys=[one key])`` — the
