@@ -223,7 +223,7 @@ class RefsMagics(Magics):
         # One tracer per dask cluster: the old one detaches before the new one attaches.
         self.current = None
         try:
-            tracer = attach(client, capacity=self.trace_capacity, ordered_scatter=args.ordered_scatter)
+            tracer = attach(client, max_events=self.trace_capacity, ordered_scatter=args.ordered_scatter)
         except Exception as exc:  # noqa: BLE001 - plugin registration failed remotely
             raise UsageError(f"cannot trace {client.scheduler.address}: {type(exc).__name__}: "
                              f"{exc}".splitlines()[0]) from None
