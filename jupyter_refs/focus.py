@@ -163,6 +163,21 @@ def _rebuild(patterns: tuple[str, ...], predicate: Callable | None, label: str |
     return focus
 
 
+def filter_while_focused(obj: Any, focus: Focus | None, **filtering: str) -> None:
+    """Point ``obj``'s recording methods at their filtering twins only while ``focus`` is set.
+
+    ``filtering`` maps a method to its twin's name (``record="_record_focused"``).  The twin
+    is set as an instance attribute, which shadows the class's method; unfocused, the
+    attribute goes and the plain method answers again — so a recorder on a hot path pays
+    nothing for a focus nobody set.  Every recorder (dask's scheduler and workers, the
+    tracer's client hooks, the kernel-side trace) switches this one way.
+    """
+    for name, twin in filtering.items():
+        obj.__dict__.pop(name, None)
+        if focus is not None:
+            setattr(obj, name, getattr(obj, twin))
+
+
 def exactly(key: str) -> str:
     """A glob that matches ``key`` and nothing else (a plain string would be a prefix): each
     glob character in a class of its own, and the first character too if there is none."""

@@ -31,7 +31,7 @@ from itertools import islice
 from typing import Any, NamedTuple
 
 from .events import FIELDS, describe
-from .focus import Focus
+from .focus import Focus, filter_while_focused
 from .protocol.messages import Message
 
 #: The actor of the trace's own events (``focus.changed``): no actor of the cluster's records them.
@@ -205,12 +205,8 @@ class Trace:
         message keeps the keys in focus and is left out when none is.
         """
         self.focus = focus
-        for name in ("record", "record_msg", "record_sent"):
-            self.__dict__.pop(name, None)
-        if focus is not None:
-            self.record = self._record_focused  # type: ignore[method-assign]
-            self.record_msg = self._record_msg_focused  # type: ignore[method-assign]
-            self.record_sent = self._record_sent_focused  # type: ignore[method-assign]
+        filter_while_focused(self, focus, record="_record_focused",
+                             record_msg="_record_msg_focused", record_sent="_record_sent_focused")
 
     def _record_focused(self, actor: str, kind: str, key: str | None, *extra: Any) -> None:
         if key is None or self.focus.wants(key):  # type: ignore[union-attr]

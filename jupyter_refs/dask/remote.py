@@ -34,7 +34,7 @@ from typing import Any
 from distributed.diagnostics.plugin import SchedulerPlugin, WorkerPlugin
 from tornado.ioloop import PeriodicCallback
 
-from ..focus import Focus
+from ..focus import Focus, filter_while_focused
 from .hooks import Hooks
 
 TOPIC = "jupyter-refs"
@@ -110,11 +110,8 @@ class Recorder:
         focus and is left out when none is.
         """
         self.focus = focus
-        for name in ("record", "record_key"):
-            self.__dict__.pop(name, None)
-        if focus is not None:
-            self.record = self._record_focused  # type: ignore[method-assign]
-            self.record_key = self._record_key_focused  # type: ignore[method-assign]
+        filter_while_focused(self, focus, record="_record_focused",
+                             record_key="_record_key_focused")
 
     def _record_focused(self, kind: str, key: Any = None, op: str | None = None,
                         peer: str | None = None, keys: tuple = (), extra: tuple = ()) -> None:

@@ -41,7 +41,7 @@ from .. import gcscope
 from ..checks import Checks, Violation
 from ..errors import JupyterRefsError, UnknownMessageError
 from ..events import KINDS, namer
-from ..focus import Focus
+from ..focus import Focus, filter_while_focused
 from ..trace import TRACE_ACTOR, Trace
 from . import holds as holds_mod
 from . import remote
@@ -433,11 +433,7 @@ class DaskTracer:
         """Filter this client's events by ``focus``: ``_local`` and ``_push`` become
         filtering ones (instance attributes) only while focused."""
         self._focus = focus
-        for name in ("_local", "_push"):
-            self.__dict__.pop(name, None)
-        if focus is not None:
-            self._local = self._local_focused  # type: ignore[method-assign]
-            self._push = self._push_focused  # type: ignore[method-assign]
+        filter_while_focused(self, focus, _local="_local_focused", _push="_push_focused")
 
     def _in_focus(self, key: str | None, keys: tuple) -> tuple | None:
         """The keys an event keeps under the focus, or None if it is left out."""
