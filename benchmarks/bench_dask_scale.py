@@ -30,7 +30,6 @@ import argparse
 import gc
 import os
 import statistics
-import sys
 import time
 from typing import Any
 
@@ -66,22 +65,6 @@ def run(client: Client, n: int) -> float:
     return time.perf_counter() - start
 
 
-def deep_bytes(rows: list) -> float:
-    """Bytes per row of what ``rows`` hold, each object counted once."""
-    seen: set[int] = set()
-    total = 0
-    stack = list(rows)
-    while stack:
-        obj = stack.pop()
-        if id(obj) in seen:
-            continue
-        seen.add(id(obj))
-        total += sys.getsizeof(obj)
-        if isinstance(obj, tuple):
-            stack.extend(obj)
-    return total / max(1, len(rows))
-
-
 def traced(client: Client, n: int, **options: Any) -> dict[str, float]:
     gc.collect()
     before = rss()
@@ -93,10 +76,10 @@ def traced(client: Client, n: int, **options: Any) -> dict[str, float]:
         merge = time.perf_counter() - start
         trace = tracer.trace
         events = trace.next_seq + trace.lost
-        rows = list(trace._rows)
+        kept = len(trace)
         return {"run": elapsed, "merge": merge, "merged": tracer.merge_seconds, "events": events,
-                "violations": len(violations), "rss": rss() - before, "deep": deep_bytes(rows),
-                "kept": len(rows),
+                "violations": len(violations), "rss": rss() - before,
+                "deep": trace.retained_bytes() / max(1, kept), "kept": kept,
                 "dropped": trace.dropped, "lost": trace.lost}
     finally:
         tracer.detach()

@@ -22,6 +22,7 @@ driver calls :meth:`Trace.flush`, so a slow consumer never slows a record.
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 import warnings
@@ -258,6 +259,22 @@ class Trace:
     def dropped(self) -> int:
         """How many of the oldest events were discarded because the log was full."""
         return self._dropped
+
+    def retained_bytes(self) -> int:
+        """What the retained rows hold, in bytes, each object counted once (a key interned
+        for its twenty events counts once).  A measure, not a hot path: it walks every row."""
+        seen: set[int] = set()
+        total = 0
+        stack: list[Any] = list(self._rows)
+        while stack:
+            obj = stack.pop()
+            if id(obj) in seen:
+                continue
+            seen.add(id(obj))
+            total += sys.getsizeof(obj)
+            if isinstance(obj, tuple):
+                stack.extend(obj)
+        return total
 
     @property
     def missing(self) -> int:

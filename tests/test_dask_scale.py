@@ -28,29 +28,11 @@ def test_the_scheduler_keeps_no_copy_of_the_trace(inproc):
         assert inproc.run_on_scheduler(_kept) == 0  # ... and the broker let them go
 
 
-def _deep_bytes_per_row(rows) -> float:
-    """What the trace's rows hold, each object once (an interned key shared by its events)."""
-    import sys
-
-    seen: set[int] = set()
-    total = 0
-    stack = list(rows)
-    while stack:
-        obj = stack.pop()
-        if id(obj) in seen:
-            continue
-        seen.add(id(obj))
-        total += sys.getsizeof(obj)
-        if isinstance(obj, tuple):
-            stack.extend(obj)
-    return total / len(rows)
-
-
 def test_a_retained_event_costs_at_most_300_bytes(inproc):
     with attach(inproc) as tracer:
         inproc.gather(inproc.map(inc, range(300), pure=False))
         tracer.sync()
-        assert _deep_bytes_per_row(tracer.trace._rows) <= 300
+        assert tracer.trace.retained_bytes() / len(tracer.trace) <= 300
 
 
 @pytest.mark.slow
@@ -64,7 +46,7 @@ def test_events_from_worker_processes_cost_at_most_300_bytes_too():
         tracer.sync()
         assert {e.actor for e in tracer.trace.events(kind="worker.put")} >= {
             "worker:" + a.split("://", 1)[1] for a in client.scheduler_info()["workers"]}
-        assert _deep_bytes_per_row(tracer.trace._rows) <= 300
+        assert tracer.trace.retained_bytes() / len(tracer.trace) <= 300
 
 
 def test_max_events_bounds_the_trace_and_every_view_says_so(inproc):
