@@ -475,8 +475,13 @@ class DaskTracer:
         thread = self._threads.get(threading.get_ident())
         if thread is None:
             thread = self._threads[threading.get_ident()] = threading.current_thread().name
-        self._incoming.append(_pending(time.time_ns(), self.me, thread, kind, key, op, peer, keys,
-                                       extra, None if kind in _UNSTAMPED else _user_line.get()))
+        cell = None if kind in _UNSTAMPED else _user_line.get()
+        if kind == "msg.sent" or kind == "msg.received":
+            self._incoming.append(_pending(time.time_ns(), self.me, thread, kind, key, op, peer,
+                                           keys, extra, cell))
+        else:  # most of what the hooks record: the row itself, without a call in between
+            self._incoming.append((time.time_ns(), self.me, thread, kind, key, None, None, None,
+                                   cell, extra))
 
     def _name(self, raw: str | None) -> str | None:
         if raw is None:
