@@ -34,6 +34,7 @@ from hashlib import md5
 from itertools import count
 from typing import TYPE_CHECKING, Any
 
+import dask
 from dask.tokenize import tokenize
 from dask.utils import funcname, typename
 
@@ -252,6 +253,19 @@ def _dumps_function(func: Callable[..., Any]) -> bytes:
     return hit[0]
 
 
+#: Pickled builtin types (what a scattered value's ``type`` travels as), made once each.
+_TYPE_BLOBS: dict[type, bytes] = {}
+
+
+def _type_blob(t: type) -> bytes:
+    blob = _TYPE_BLOBS.get(t)
+    if blob is None:
+        blob = dumps(t)
+        if t.__module__ == "builtins":  # a user's class may change: pickled each time
+            _TYPE_BLOBS[t] = blob
+    return blob
+
+
 class _Normalized:
     """Stands for a function in ``tokenize``: its normalized token, computed once.
 
@@ -292,13 +306,31 @@ def _token(*args: Any) -> str:
     checked against ``tokenize`` once; if a dask version normalises differently, it
     is never taken.  Anything else goes to ``tokenize``.
     """
+    if len(args) == 1 and type(args[0]) in _KEPT:
+        # One plain value (``scatter(123)``): its token depends on nothing else, and a
+        # notebook or the explorer scatters the same few values again and again.
+        hit = _SINGLE.get((type(args[0]), args[0]))
+        if hit is not None:
+            return hit
     try:
         normalized = tuple(map(_normalize, args))
     except _NotSimple:
         return tokenize(*args)
     if not _fast_tokens_agree():
         return tokenize(*args)
-    return md5(str(normalized).encode(), usedforsecurity=False).hexdigest()
+    token = md5(str(normalized).encode(), usedforsecurity=False).hexdigest()
+    if len(args) == 1 and type(args[0]) in _KEPT:
+        if len(_SINGLE) >= 1024:
+            del _SINGLE[next(iter(_SINGLE))]
+        _SINGLE[type(args[0]), args[0]] = token
+    return token
+
+
+#: Types whose equal values have one ``str``, so one token: a float is not among them
+#: (``0.0 == -0.0``), nor a bool kept under an int (the type is part of the key).
+_KEPT = frozenset({int, str, bytes, bool})
+#: The newest 1,024 single values tokenized, by (type, value).
+_SINGLE: dict[tuple[type, Any], str] = {}
 
 
 class _NotSimple(Exception):
@@ -451,6 +483,15 @@ def _dask_get(dsk: Any, keys: Any, **kwargs: Any) -> Any:
     return client.get(dsk, keys, **kwargs)
 
 
+@functools.cache
+def _cluster_class() -> type[Cluster]:
+    """``Cluster``, imported once: a relative import in ``Client()`` cost a frame per client,
+    and the explorer makes a client per run."""
+    from .cluster import Cluster
+
+    return Cluster
+
+
 def _use_as_dask_scheduler() -> None:
     """Each new default client takes dask's scheduler setting back (a dask ``Client`` made
     meanwhile may have set its own), as each dask ``Client`` does.
@@ -458,8 +499,6 @@ def _use_as_dask_scheduler() -> None:
     Each setting is its own object, so that it can later be told from one a dask
     ``Client`` restored on closing (see :func:`_restore_dask_scheduler`).
     """
-    import dask
-
     # ``dask.config.config`` read directly: ``dask.config.get("scheduler")`` says the same for
     # a top-level key with no "-" or "_", and the explorer makes a client per run.
     if not _dask_config or dask.config.config.get("scheduler") is not _dask_config[-1][0]:
@@ -472,7 +511,6 @@ def _restore_dask_scheduler() -> None:
     while it is still the current one.  One that a dask ``Client`` changed meanwhile is that
     Client's to restore: giving back what was there before it would restore a ``Client``
     since closed ("Requested dask.distributed scheduler but no Client active")."""
-    import dask
 
     while _dask_config:
         mine, setting = _dask_config.pop()
@@ -526,8 +564,7 @@ class Client:
 
     def __init__(self, address: Cluster | None = None, *, name: str | None = None,
                  set_as_default: bool = True, timeout: Any = None, **kwargs: Any):
-        from .cluster import Cluster
-
+        Cluster = _cluster_class()  # noqa: N806 - the class, imported late (a cycle)
         if kwargs:
             raise NotModelledError(f"Client({', '.join(f'{k}=' for k in kwargs)})")
         self._own_cluster = address is None
@@ -640,7 +677,7 @@ class Client:
                 prefix = type(value).__name__
                 key = f"{prefix}-{_token(value)}" if hash else self._new_key(prefix, True)
             blobs[key] = blob
-            types[key] = dumps(type(value))
+            types[key] = _type_blob(type(value))
             order.append(key)
         keys = list(blobs)
         cluster = self.cluster

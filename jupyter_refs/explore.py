@@ -185,7 +185,8 @@ class _Decision:
 class Run:
     """One execution: its picks, trace and verdict."""
 
-    schedule: str
+    #: What the schedule string says besides the picks: protocol, fingerprint, workers, clients.
+    shape: tuple[str, str, int, int]
     picks: list[int]
     decisions: list[_Decision]
     trace: Trace
@@ -194,6 +195,11 @@ class Run:
     pruned: bool = False  # stopped early: every deliverable message was asleep
     #: What the scenario raised under this order, if it did (also in ``violations``).
     raised: Raised | None = None
+
+    @functools.cached_property
+    def schedule(self) -> str:
+        """The replayable schedule string, made when asked: most runs pass and are dropped."""
+        return format_schedule(*self.shape[:2], self.picks, *self.shape[2:])
 
     @property
     def failed(self) -> bool:
@@ -315,7 +321,7 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
         violations.append(_raised_violation(cluster, raised, owner))
     if not keep_open:
         cluster.close()
-    return Run(format_schedule(protocol_name(protocol), fp, picks, workers, n_clients), picks,
+    return Run((protocol_name(protocol), fp, workers, n_clients), picks,
                decisions, cluster.trace, violations, cluster, pruned, raised)
 
 
