@@ -66,6 +66,19 @@ def _strip_comment(line: str) -> str:
     return line
 
 
+def _focus_of(args: Any) -> Any:
+    """The focus ``--keys`` / ``--sample`` ask for (None: every key), refused with one line
+    before anything changes."""
+    if args.keys is None and args.sample is None:
+        return None
+    from .focus import Focus, FocusError
+
+    try:
+        return Focus.of(args.keys, 1 if args.sample is None else args.sample)
+    except FocusError as exc:
+        raise _usage(exc) from None
+
+
 def _usage(exc: BaseException) -> UsageError:
     """One line: what went wrong, in the library's words."""
     return UsageError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
@@ -165,17 +178,25 @@ class RefsMagics(Magics):
     @argument("--attach", metavar="NAME", help="trace the dask Client bound to NAME")
     @argument("--ordered-scatter", action="store_true",
               help="with --dask / --attach: scatters wait behind queued releases (dask#8576 workaround)")
+    @argument("--keys", "-k", nargs="+", metavar="PATTERN",
+              help="trace only keys matching a PATTERN (a glob such as inc-*, or a key prefix), "
+                   "from the start; on a dask cluster the scheduler and workers leave the rest out")
+    @argument("--sample", type=int, metavar="N",
+              help="trace one key in N (of those matching --keys), the same keys on every process")
     @line_magic
     def cluster(self, line: str) -> None:
         """Start (or replace) the kernel-side cluster and bind a client; alone, show the current one.
 
         With ``--dask ADDRESS`` or ``--attach NAME`` it traces a real dask.distributed
         cluster instead: ``cluster`` becomes the tracer (same trace, checks and views).
+        ``--keys PATTERN … [--sample N]`` traces only those keys from the start
+        (``cluster.focus()`` changes it later; ``%%trace --keys`` for one cell).
         """
         args = parse_argstring(self.cluster, _strip_comment(line))
         if not line.strip():
             print(self._describe())
             return
+        args.focus = _focus_of(args)
         if args.dask or args.attach:
             self._attach_dask(args)
             return
@@ -192,6 +213,8 @@ class RefsMagics(Magics):
                           trace_capacity=self.trace_capacity, threads_per_worker=args.threads)
         except JupyterRefsError as exc:
             raise _usage(exc) from None
+        if args.focus is not None:
+            new.focus(args.focus)
         self.current = new
         self.shell.user_ns[self.client_name] = new.client()
         print(f"{self._describe()}; client bound to {self.client_name!r}")
@@ -223,7 +246,8 @@ class RefsMagics(Magics):
         # One tracer per dask cluster: the old one detaches before the new one attaches.
         self.current = None
         try:
-            tracer = attach(client, max_events=self.trace_capacity, ordered_scatter=args.ordered_scatter)
+            tracer = attach(client, max_events=self.trace_capacity, ordered_scatter=args.ordered_scatter,
+                            keys=args.focus)
         except Exception as exc:  # noqa: BLE001 - plugin registration failed remotely
             raise UsageError(f"cannot trace {client.scheduler.address}: {type(exc).__name__}: "
                              f"{exc}".splitlines()[0]) from None
@@ -341,13 +365,7 @@ class RefsMagics(Magics):
         args = parse_argstring(self.trace, _strip_comment(line))
         cluster = self._need_cluster()
         focused = args.keys is not None or args.sample is not None
-        if focused:
-            from .focus import Focus, FocusError
-
-            try:
-                focus = Focus.of(args.keys, 1 if args.sample is None else args.sample)
-            except FocusError as exc:
-                raise _usage(exc) from None
+        focus = _focus_of(args)
         from .views.timeline import Timeline
 
         since = cluster.trace.next_seq

@@ -174,8 +174,11 @@ def test_magics_attach_to_a_real_cluster(inproc, capsys):
                           ("--dask tcp://127.0.0.1:1", "cannot connect")]:
             with pytest.raises(UsageError, match=says):
                 ip.run_line_magic("cluster", bad)
+        ip.run_line_magic("cluster", "--attach dc --keys inc-")
+        assert ip.user_ns["cluster"].focused.patterns  # traced from the start, one key family
         ip.run_line_magic("cluster", "--attach dc --ordered-scatter")
         tracer = ip.user_ns["cluster"]
+        assert tracer.focused is None
         assert ip.user_ns["client"] is inproc and tracer.client is inproc
         ip.run_line_magic("scatter", "x = 7")
         ip.run_line_magic("scatter", "x = 7")  # drops the old x first: #8576, here ordered

@@ -177,6 +177,22 @@ def test_magics_accept_a_trailing_comment(ip):
         magic(ip, "step --nope   # a real mistake is still one")
 
 
+def test_cluster_keys_traces_only_those_keys_from_the_start(ip):
+    help_text = ip.magics_manager.magics["line"]["cluster"].__doc__
+    assert "--keys PATTERN" in help_text and "--sample N" in help_text
+    magic(ip, "cluster --network immediate --keys int-")
+    cluster = ip.user_ns["cluster"]
+    assert cluster.focused is not None and cluster.focused.patterns
+    ip.run_cell("x = client.scatter(1); s = client.scatter('s')")
+    keys = {e.key for e in cluster.trace if e.key}
+    assert keys == {ip.user_ns["x"].key}  # the string's key was never recorded
+    with pytest.raises(UsageError, match="sample must be a whole number") as raised:
+        magic(ip, "cluster --network immediate --sample 0")
+    assert "\n" not in str(raised.value)
+    assert ip.user_ns["cluster"] is cluster and not cluster.closed  # refused before any change
+    ip.user_ns.pop("s", None)
+
+
 def test_trace_keys_narrows_the_trace_for_the_cell(ip, capsys):
     magic(ip, "cluster --network immediate")
     cluster = ip.user_ns["cluster"]
