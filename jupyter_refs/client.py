@@ -792,6 +792,17 @@ class Client:
                 # racy-ids' counter is: two threads given one id is the race to show.)
                 continue
             deps: dict[str, Future] = {}
+            for arg in args:
+                if type(arg) not in _PLAIN:
+                    break
+            else:
+                if not kwargs:
+                    # Plain values only (a ``map`` over numbers): no future can be among them
+                    # or inside them, so there is nothing to pack and nothing that travels.
+                    tasks[key] = {"func": fblob, "args": dumps((args, {})), "deps": (),
+                                  "allocated": allocated and self.cluster.variant.ids != UUID,
+                                  "carries": (), **options}
+                    continue
             with sending() as travelling:
                 ablob = dumps((_pack(args, deps), _pack(kwargs, deps)) if args or kwargs
                               else ((), {}))

@@ -698,12 +698,19 @@ class Cluster:
                                                if self._network.is_held(m.channel)])
             return
         deadline = None if timeout is None else time.monotonic() + timeout
+        choose, network, deliver = self.policy.next, self._network, self._deliver
         while not done():
             if self.closed:
                 self._check_open()
             if self._drops:
                 self._process_drops()
-            msg = self._next(force=False)
+            choice = choose(network, self._now)  # ``_next(force=False)``, written out
+            if choice is None:
+                msg = None
+            else:
+                msg, at = choice
+                if at > self._now:
+                    self._now = at
             if msg is None:
                 if self._threaded and self._others_running():
                     # Immediate: a run from an earlier, timed-out call is still going.
@@ -727,7 +734,7 @@ class Cluster:
                 if run is not None:
                     self._wait_threads(lambda r=run: r.done or self.closed, what, deadline)
                 continue
-            self._deliver(msg)
+            deliver(msg)
 
     def _starved(self) -> bool:
         """Live: nothing in flight, every running task waits, and a worker's ready tasks have
