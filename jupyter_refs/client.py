@@ -61,11 +61,27 @@ _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 
 
 def _user_cell() -> str | None:
-    """``file:line`` of the first frame outside this package: the user's line."""
+    """``file:line`` of the first frame outside this package: the user's line.
+
+    Kept per (code, instruction): a frame's line number is found by walking its code's
+    line table, and the same few lines call again and again (a loop, the explorer's runs).
+    """
     frame = sys._getframe(2)
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
         frame = frame.f_back
-    return f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame is not None else None
+    if frame is None:
+        return None
+    where = (frame.f_code, frame.f_lasti)
+    cell = _CELLS.get(where)
+    if cell is None:
+        if len(_CELLS) >= 4096:
+            _CELLS.clear()
+        cell = _CELLS[where] = f"{frame.f_code.co_filename}:{frame.f_lineno}"
+    return cell
+
+
+#: The user's lines found so far, by (code object, instruction offset).
+_CELLS: dict[tuple[Any, int], str] = {}
 
 
 def check_serializable(value: Any) -> None:
