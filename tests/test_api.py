@@ -43,6 +43,23 @@ def test_submit_pure_and_non_pure_keys(cluster):
     assert client.submit(inc, 1, key="mine").key == "mine"
 
 
+def echo(value):
+    return value
+
+
+def test_map_keys_are_dasks(cluster):
+    """Each key of a pure ``map`` is ``funcname-tokenize(tokenize(func, kwargs), args)``, as
+    distributed's ``map`` makes it: plain arguments (hashed without a pass) and the rest."""
+    from dask.base import tokenize
+
+    client = cluster.client()
+    values = [1, "x", 2.5, -0.0, 0.0, None, True, b"y", [1, 2], (3, "z")]
+    futures = client.map(echo, values)
+    tok = tokenize(echo, {})
+    assert [f.key for f in futures] == [f"echo-{tokenize(tok, (v,))}" for v in values]
+    assert client.gather(futures) == values
+
+
 def test_submit_map_gather(cluster):
     client = cluster.client()
     x = client.scatter(10)
