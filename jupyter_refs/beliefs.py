@@ -128,7 +128,9 @@ class Beliefs:
         #: The stimulus ids of those removals: the transitions a removal makes carry it.
         self.removals: set[str] = set()
         # -- causality, for the explanations -------------------------------------------
-        self.sent: dict[int, tuple[int, str, str]] = {}  # msg id in flight -> (seq, op, sender)
+        #: msg id in flight -> its receipt, (msg id, op, seq of its send, sender): a send is
+        #: received at most once, so the receipt is made when it is sent.
+        self.sent: dict[int, Receipt] = {}
         self.receiving: Receipt | None = None  # the message whose effects are being recorded
         self.desired_by: dict[tuple[str, str], tuple[int, int, str]] = {}  # -> (msg id, seq, op)
         self.released_by: dict[tuple[str, str], tuple[int, int]] = {}  # -> (msg id, sent seq)
@@ -182,13 +184,12 @@ class Beliefs:
                 continue
             kind = row[KIND]
             if kind == "msg.received":
-                msg_id = row[MSG_ID]
-                got = pop_sent(msg_id, None)
-                self.receiving = ((msg_id, row[OP], got[0], got[2]) if got is not None
-                                  else (msg_id, row[OP], -1, "?"))
+                receipt = pop_sent(row[MSG_ID], None)
+                self.receiving = (receipt if receipt is not None
+                                  else (row[MSG_ID], row[OP], -1, "?"))  # its send is not here
             elif kind == "msg.sent":
-                op = row[OP]
-                sent[row[MSG_ID]] = (seq, op, row[ACTOR])
+                msg_id, op = row[MSG_ID], row[OP]
+                sent[msg_id] = (msg_id, op, seq, row[ACTOR])  # the receipt, made once
                 if op in _ABOUT_HOLDS:
                     self._sent_about_holds(seq, row, op)
             else:

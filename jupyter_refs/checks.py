@@ -245,8 +245,11 @@ class Checks:
         b.transition(seq, row)
         # Forgotten because its only worker was removed (killed, lost): the data is gone and
         # the scheduler tells the client (its future ends cancelled), not a lost reference.
+        holders = b.holders.get(key)
+        if not holders:
+            return  # the usual case: no client holds a future for it
         with_worker = row[EXTRA][STIMULUS] in b.removals
-        for client in sorted(b.holders.get(key, ())):
+        for client in sorted(holders):
             pair = (client, key)
             self._update_suspect(b, pair, seq)
             if b.fstate.get(pair) == "finished" and client not in b.dropping and not with_worker:
