@@ -176,8 +176,8 @@ class Beliefs:
         pop_sent = sent.pop
         handler_of = (OWN if judges is None else judges).get
         rows = enumerate(batch.rows, batch.start)
-        # The gate is None until the focus changes: the loop below asks about it only after a
-        # focus.changed (rare), which ends this loop and goes on in the gated one.
+        # The gate is None until the focus first changes: read once here, and again only after
+        # a focus.changed (rare), not on every row.
         gated = self.gate is not None
         for seq, row in rows:
             if gated and not self.admits(row):
