@@ -62,7 +62,6 @@ CONNECTION_LOST = "scheduler-connection-lost"
 
 #: A judge of the checks: ``judge(checks, beliefs, seq, row)`` (see ``Beliefs.apply``).
 Judge = Callable[[Any, "Beliefs", int, tuple], None]
-_NO_JUDGES: Mapping[str, Judge] = MappingProxyType({})
 
 #: A message being applied, as the explanations quote it: (msg id, op, seq of its send, sender).
 Receipt = tuple[int, str, int, str]
@@ -86,6 +85,13 @@ class Beliefs:
     Keys of the per-client maps are ``(client, key)`` pairs.  Everything is
     public and read-only to everyone but the updates below and the checks.
     """
+
+    # Slots: one Beliefs is made per explored run, and every event reads a few of these.
+    __slots__ = ("quiet_limit", "_quiet", "_on_erase", "_pair_clients", "refcount", "fstate",
+                 "holders", "clients", "disconnected", "sched", "forgotten", "who_wants",
+                 "who_has", "ghosts", "dropping", "copies", "gone", "removals", "sent",
+                 "receiving", "desired_by", "released_by", "cancelled_by_client", "applied",
+                 "forgotten_by", "released_at", "focus", "gate")
 
     def __init__(self, quiet_limit: int | None = None,
                  on_erase: Callable[[str], None] | None = None) -> None:
@@ -122,7 +128,9 @@ class Beliefs:
         #: The stimulus ids of those removals: the transitions a removal makes carry it.
         self.removals: set[str] = set()
         # -- causality, for the explanations -------------------------------------------
-        self.sent: dict[int, tuple[int, str, str]] = {}  # msg id in flight -> (seq, op, sender)
+        #: msg id in flight -> its receipt, (msg id, op, seq of its send, sender): a send is
+        #: received at most once, so the receipt is made when it is sent.
+        self.sent: dict[int, Receipt] = {}
         self.receiving: Receipt | None = None  # the message whose effects are being recorded
         self.desired_by: dict[tuple[str, str], tuple[int, int, str]] = {}  # -> (msg id, seq, op)
         self.released_by: dict[tuple[str, str], tuple[int, int]] = {}  # -> (msg id, sent seq)
@@ -153,39 +161,43 @@ class Beliefs:
         beliefs.apply(trace.batch(0, until))
         return beliefs
 
-    def apply(self, batch: Batch, judge: Any = None, judges: Mapping[str, Judge] = _NO_JUDGES
+    def apply(self, batch: Batch, judge: Any = None, judges: Mapping[str, Judge] | None = None
               ) -> None:
         """Update from a batch of rows, in order.
 
-        A kind in ``judges`` goes to its judge instead, as ``judges[kind](judge, self, seq,
-        row)``: the judge applies the update itself, where it needs to look before or after
-        (the checks follow a trace through this loop).  Half of all events are sends and
-        receipts, which only the beliefs read: they are applied here, inline.
+        ``judges`` maps each kind to apply to its handler, called as ``judges[kind](judge,
+        self, seq, row)``; without it, the beliefs' own updates (:data:`OWN`).  A judge applies
+        the update itself, where it needs to look before or after (the checks follow a trace
+        through this loop, with a table that covers every update).  Half of all events are
+        sends and receipts, which only the beliefs read: they are applied here, inline.  One
+        table, one lookup per event: this loop runs for every event of every explored run.
         """
         sent = self.sent
         pop_sent = sent.pop
-        for seq, row in enumerate(batch.rows, batch.start):
-            kind = row[KIND]
-            if self.gate is not None and not self.admits(row):
+        handler_of = (OWN if judges is None else judges).get
+        rows = enumerate(batch.rows, batch.start)
+        # The gate is None until the focus first changes: read once here, and again only after
+        # a focus.changed (rare), not on every row.
+        gated = self.gate is not None
+        for seq, row in rows:
+            if gated and not self.admits(row):
                 continue
+            kind = row[KIND]
             if kind == "msg.received":
-                msg_id = row[MSG_ID]
-                got = pop_sent(msg_id, None)
-                self.receiving = ((msg_id, row[OP], got[0], got[2]) if got is not None
-                                  else (msg_id, row[OP], -1, "?"))
+                receipt = pop_sent(row[MSG_ID], None)
+                self.receiving = (receipt if receipt is not None
+                                  else (row[MSG_ID], row[OP], -1, "?"))  # its send is not here
             elif kind == "msg.sent":
-                op = row[OP]
-                sent[row[MSG_ID]] = (seq, op, row[ACTOR])
+                msg_id, op = row[MSG_ID], row[OP]
+                sent[msg_id] = (msg_id, op, seq, row[ACTOR])  # the receipt, made once
                 if op in _ABOUT_HOLDS:
                     self._sent_about_holds(seq, row, op)
             else:
-                judged = judges.get(kind)
-                if judged is not None:
-                    judged(judge, self, seq, row)
-                    continue
-                update = UPDATES.get(kind)
-                if update is not None:
-                    update(self, seq, row)
+                handler = handler_of(kind)
+                if handler is not None:
+                    handler(judge, self, seq, row)
+                    if kind == "focus.changed":
+                        gated = self.gate is not None
 
     # -- the focus --------------------------------------------------------------------------
 
@@ -300,30 +312,41 @@ class Beliefs:
 
     # -- clients ---------------------------------------------------------------------------
 
-    def new_hold(self, row: tuple) -> bool:
-        """Whether a ``future.created`` starts a hold (after a lost connection, any new one does)."""
-        return row[EXTRA][_CREATED_REFS] == 1 or (row[ACTOR], row[KEY]) in self.disconnected
-
-    def future_created(self, seq: int, row: tuple) -> None:
-        if self.new_hold(row):
-            pair = (row[ACTOR], row[KEY])
-            self.fstate[pair] = "pending"
-            self.disconnected.discard(pair)
+    def future_created(self, seq: int, row: tuple) -> bool:
+        """Returns whether the ``future.created`` starts a hold: a refcount of 1 after it, or
+        any new future after a lost connection."""
+        pair = (row[ACTOR], row[KEY])
+        disconnected = self.disconnected
+        if row[EXTRA][_CREATED_REFS] != 1 and pair not in disconnected:
+            return False
+        self.fstate[pair] = "pending"
+        if disconnected:
+            disconnected.discard(pair)
+        if self.cancelled_by_client:
             self.cancelled_by_client.pop(pair, None)
+        return True
 
     def refcount_changed(self, seq: int, row: tuple) -> None:
         client, key, after = row[ACTOR], row[KEY], row[EXTRA][REFS_AFTER]
-        pair = (client, key)
         self.clients.add(client)
         if after:
-            self.refcount[pair] = after
-            self.holders.setdefault(key, set()).add(client)
+            self.refcount[(client, key)] = after
+            holders = self.holders.get(key)
+            if holders is None:
+                self.holders[key] = {client}
+            else:
+                holders.add(client)
             return
+        pair = (client, key)
         self.refcount.pop(pair, None)
         self.fstate.pop(pair, None)
-        self.released_at.pop(pair, None)
-        self.cancelled_by_client.pop(pair, None)
-        self.disconnected.discard(pair)
+        # Emptiness first: these hold a pair only after a race, and a release is every key's.
+        if self.released_at:
+            self.released_at.pop(pair, None)
+        if self.cancelled_by_client:
+            self.cancelled_by_client.pop(pair, None)
+        if self.disconnected:
+            self.disconnected.discard(pair)
         holders = self.holders.get(key)
         if holders is not None:
             holders.discard(client)
@@ -488,3 +511,15 @@ UPDATES: dict[str, Update] = {
     "worker.free": Beliefs.worker_free,
     "focus.changed": Beliefs.refocus,
 }
+
+
+def as_judge(update: Update) -> Judge:
+    """``update`` with a judge's signature, for a table of judges that judges nothing of it."""
+    def judged(_judge: Any, beliefs: Beliefs, seq: int, row: tuple) -> None:
+        update(beliefs, seq, row)
+    judged.__name__ = judged.__qualname__ = update.__name__
+    return judged
+
+
+#: The beliefs' own updates as ``apply`` calls them (read without a check: the views).
+OWN: Mapping[str, Judge] = MappingProxyType({kind: as_judge(u) for kind, u in UPDATES.items()})

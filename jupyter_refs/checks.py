@@ -61,6 +61,7 @@ from .beliefs import (
     DESIRE_CLIENT,
     DESIRE_CREATED,
     FINISH,
+    OWN,
     REFS_AFTER,
     REG_WHO_HAS,
     STATE_REASON,
@@ -111,6 +112,11 @@ class Checks:
     read); everything else here is the judging's own: conditions waiting for the
     network to drain, and the violations already reported.
     """
+
+    # Slots: one Checks is made per explored run, and every event reads a few of these.
+    __slots__ = ("trace", "beliefs", "violations", "_open", "_suspects", "_cancelled",
+                 "_unbacked", "_leak_check", "_late_ff", "_settled", "_vanished", "_allocated",
+                 "_lock", "unsubscribe")
 
     def __init__(self, trace: Trace, quiet_limit: int | None = None):
         """``quiet_limit``: how many keys long gone keep their history (``Beliefs``); a
@@ -173,9 +179,8 @@ class Checks:
     # -- client side ---------------------------------------------------------------
 
     def _future_created(self, b: Beliefs, seq: int, row: tuple) -> None:
-        if b.new_hold(row):
+        if b.future_created(seq, row) and self._settled:  # a new hold: nothing settled yet
             self._settled.discard((row[ACTOR], row[KEY]))
-        b.future_created(seq, row)
 
     def _refcount_changed(self, b: Beliefs, seq: int, row: tuple) -> None:
         b.refcount_changed(seq, row)
@@ -187,9 +192,13 @@ class Checks:
                 self._open.discard(("leaked_key", client, key))
             self._update_suspect(b, pair, seq)
             return
-        self._cancelled.pop(pair, None)
-        self._suspects.pop(pair, None)
-        self._settled.discard(pair)
+        # Emptiness first: each of these holds a pair only while a race plays out.
+        if self._cancelled:
+            self._cancelled.pop(pair, None)
+        if self._suspects:
+            self._suspects.pop(pair, None)
+        if self._settled:
+            self._settled.discard(pair)
         if self._open:
             self._open = {o for o in self._open if o[1:] != pair}
 
@@ -227,7 +236,8 @@ class Checks:
 
     def _transition(self, b: Beliefs, seq: int, row: tuple) -> None:
         key = row[KEY]
-        self._vanished.pop(key, None)
+        if self._vanished:
+            self._vanished.pop(key, None)
         if row[EXTRA][FINISH] != "forgotten":
             b.transition(seq, row)
             return
@@ -235,8 +245,11 @@ class Checks:
         b.transition(seq, row)
         # Forgotten because its only worker was removed (killed, lost): the data is gone and
         # the scheduler tells the client (its future ends cancelled), not a lost reference.
+        holders = b.holders.get(key)
+        if not holders:
+            return  # the usual case: no client holds a future for it
         with_worker = row[EXTRA][STIMULUS] in b.removals
-        for client in sorted(b.holders.get(key, ())):
+        for client in sorted(holders):
             pair = (client, key)
             self._update_suspect(b, pair, seq)
             if b.fstate.get(pair) == "finished" and client not in b.dropping and not with_worker:
@@ -315,8 +328,10 @@ class Checks:
         who_has = row[EXTRA][REG_WHO_HAS]
         self._unbacked.setdefault(key, seq)
         self._who_wants_changed(b, seq, key)
-        if b.copies.get(key, {}).keys() & set(who_has):
-            self._vanished.pop(key, None)
+        copies = b.copies.get(key)
+        if copies is not None and not copies.keys().isdisjoint(who_has):
+            if self._vanished:
+                self._vanished.pop(key, None)
             return
         why = self._vanished[key] = (
             f"the scheduler registered {key} in memory on {', '.join(who_has)}, which no longer "
@@ -336,7 +351,8 @@ class Checks:
 
     def _worker_put(self, b: Beliefs, seq: int, row: tuple) -> None:
         b.worker_put(seq, row)
-        self._vanished.pop(row[KEY], None)
+        if self._vanished:
+            self._vanished.pop(row[KEY], None)
 
     def _worker_free(self, b: Beliefs, seq: int, row: tuple) -> None:
         if b.worker_free(seq, row):
@@ -374,56 +390,60 @@ class Checks:
             return  # the usual case: nothing to judge
         if self._leak_check:
             self._leaks(b, seq)
-        for key, freed in list(self._unbacked.items()):
-            del self._unbacked[key]
-            if b.sched.get(key) != "memory":
-                continue
-            believed = b.who_has.get(key)
-            copies = b.copies.get(key, {})
-            if (copies.keys() & believed) if believed is not None else copies:
-                continue
-            for client in sorted(b.holders.get(key, ())):
-                pair = (client, key)
-                if (b.fstate.get(pair) == "finished" and client not in b.dropping
-                        and pair not in self._settled and pair not in b.cancelled_by_client):
+        if self._unbacked:
+            unbacked, self._unbacked = self._unbacked, {}
+            for key, freed in unbacked.items():
+                if b.sched.get(key) != "memory":
+                    continue
+                believed = b.who_has.get(key)
+                copies = b.copies.get(key)
+                if copies and (believed is None or not copies.keys().isdisjoint(believed)):
+                    continue
+                for client in sorted(b.holders.get(key, ())):
+                    pair = (client, key)
+                    if (b.fstate.get(pair) == "finished" and client not in b.dropping
+                            and pair not in self._settled and pair not in b.cancelled_by_client):
+                        self._report(
+                            "dangling_future", key, client, freed,
+                            f"with every channel drained, the scheduler holds {key} in memory on "
+                            f"{', '.join(sorted(believed or ())) or 'no worker'} and {client}'s "
+                            "future says finished, but no worker it knows of has the data "
+                            f"(event {freed}): a free-keys meant for an earlier life of the key "
+                            "deleted a fresh copy, or a release-worker-data about an old copy "
+                            "made the scheduler forget the worker that holds the new one. The "
+                            "value cannot be fetched and no message in flight will bring it back.")
+        if self._late_ff:
+            for key, first in list(self._late_ff.items()):
+                if (b.who_wants.get(key) == (_FIRE_AND_FORGET,)
+                        and b.sched.get(key) in ("memory", "erred")):
+                    del self._late_ff[key]
                     self._report(
-                        "dangling_future", key, client, freed,
-                        f"with every channel drained, the scheduler holds {key} in memory on "
-                        f"{', '.join(sorted(believed or ())) or 'no worker'} and {client}'s "
-                        "future says finished, but no worker it knows of has the data "
-                        f"(event {freed}): a free-keys meant for an earlier life of the key "
-                        "deleted a fresh copy, or a release-worker-data about an old copy "
-                        "made the scheduler forget the worker that holds the new one. The "
-                        "value cannot be fetched and no message in flight will bring it back.")
-        for key, first in list(self._late_ff.items()):
-            if (b.who_wants.get(key) == (_FIRE_AND_FORGET,)
-                    and b.sched.get(key) in ("memory", "erred")):
-                del self._late_ff[key]
+                        "leaked_key", key, None, first,
+                        f"fire_and_forget's client-desires-keys for {key} reached the scheduler after "
+                        f"the task had ended ({b.sched[key]}), overtaken by its result. The "
+                        "scheduler lets go of a fire-and-forget key only when the task finishes, "
+                        "which has already happened: the result stays on its worker, wanted by no "
+                        "one, for the life of the cluster.")
+                elif _FIRE_AND_FORGET not in b.who_wants.get(key, ()):
+                    del self._late_ff[key]
+        if self._cancelled:
+            for (client, key), first in list(self._cancelled.items()):
+                if b.sched.get(key) == "memory" and client in b.who_wants.get(key, ()):
+                    self._report(
+                        "spurious_cancel", key, client, first,
+                        f"{client}'s future for {key} is cancelled, yet the scheduler holds {key} in "
+                        f"memory and counts {client} among those who want it. The cancelled-keys "
+                        "the client obeyed was about an earlier life of the key, and nothing in it "
+                        "said so: the user gets CancelledError for data that exists.")
+        if self._suspects:
+            for (client, key), first in sorted(self._suspects.items(), key=lambda kv: kv[1]):
                 self._report(
-                    "leaked_key", key, None, first,
-                    f"fire_and_forget's client-desires-keys for {key} reached the scheduler after "
-                    f"the task had ended ({b.sched[key]}), overtaken by its result. The "
-                    "scheduler lets go of a fire-and-forget key only when the task finishes, "
-                    "which has already happened: the result stays on its worker, wanted by no "
-                    "one, for the life of the cluster.")
-            elif _FIRE_AND_FORGET not in b.who_wants.get(key, ()):
-                del self._late_ff[key]
-        for (client, key), first in list(self._cancelled.items()):
-            if b.sched.get(key) == "memory" and client in b.who_wants.get(key, ()):
-                self._report(
-                    "spurious_cancel", key, client, first,
-                    f"{client}'s future for {key} is cancelled, yet the scheduler holds {key} in "
-                    f"memory and counts {client} among those who want it. The cancelled-keys "
-                    "the client obeyed was about an earlier life of the key, and nothing in it "
-                    "said so: the user gets CancelledError for data that exists.")
-        for (client, key), first in sorted(self._suspects.items(), key=lambda kv: kv[1]):
-            self._report(
-                "refcount_mismatch", key, client, first,
-                f"with every channel drained, {client} still holds {key} "
-                f"(refcount {b.refcount.get((client, key))}) but the scheduler does not "
-                f"count {client} among those who want it (who_wants = "
-                f"{set(b.who_wants.get(key, ())) or '{}'}). The two sides disagree for "
-                "good: no message in flight will reconcile them.")
+                    "refcount_mismatch", key, client, first,
+                    f"with every channel drained, {client} still holds {key} "
+                    f"(refcount {b.refcount.get((client, key))}) but the scheduler does not "
+                    f"count {client} among those who want it (who_wants = "
+                    f"{set(b.who_wants.get(key, ())) or '{}'}). The two sides disagree for "
+                    "good: no message in flight will reconcile them.")
 
     def _leaks(self, b: Beliefs, seq: int) -> None:
         """Keys the scheduler keeps for a client that let go of them: nothing will free them."""
@@ -482,7 +502,8 @@ class Checks:
                 and pair not in self._settled and pair not in b.cancelled_by_client):
             self._suspects.setdefault(pair, seq)
         else:
-            self._suspects.pop(pair, None)
+            if self._suspects:
+                self._suspects.pop(pair, None)
             if self._open:
                 self._open.discard(("refcount_mismatch", client, key))
 
@@ -532,9 +553,10 @@ class Checks:
 
 
 #: Event kind -> the judge that applies it to the beliefs and judges it (``Beliefs.apply``
-#: calls it in place of the beliefs' own update).  A judge calls the update itself, where the
-#: invariant needs to look before or after.
+#: calls it for every event of its kind).  A judge calls the update itself, where the
+#: invariant needs to look before or after; an update nothing judges is called as it is.
 _JUDGES: dict[str, Judge] = {
+    **OWN,
     "future.created": Checks._future_created,
     "refcount.inc": Checks._refcount_changed,
     "refcount.dec": Checks._refcount_changed,

@@ -133,6 +133,11 @@ class _ThreadName(threading.local):
         self.name = threading.current_thread().name
 
 
+#: One for every trace: a thread's name is the same in each, and the explorer makes a trace
+#: per run (a thread-local made and first read per trace cost more than a run's records).
+_THREAD = _ThreadName()
+
+
 class Trace:
     """Bounded, append-only event log with batched subscribers."""
 
@@ -152,7 +157,6 @@ class Trace:
         #: The user's ``file:line`` (a notebook cell's line) of the call being served: stamped
         #: on its events, in the field the event vocabulary calls ``cell``.
         self.user_line: str | None = None
-        self._thread = _ThreadName()
         self._subscribers: list[list] = []  # [callback, next_seq]
         self._flush_lock = threading.RLock()  # any thread may flush; batches stay in order
 
@@ -161,7 +165,7 @@ class Trace:
     def record(self, actor: str, kind: str, key: str | None, *extra: Any) -> None:
         rows = self._rows
         rows.append(
-            (self.clock(), actor, self._thread.name,
+            (self.clock(), actor, _THREAD.name,
              kind, key, None, None, None, self.user_line, extra)
         )
         if len(rows) > self._limit:
@@ -171,7 +175,7 @@ class Trace:
         rows = self._rows
         keys = msg.keys
         rows.append(
-            (self.clock(), actor, self._thread.name,
+            (self.clock(), actor, _THREAD.name,
              kind, keys[0] if len(keys) == 1 else None, msg.msg_id, msg.channel,
              msg.op, self.user_line, (keys,))
         )
@@ -183,7 +187,7 @@ class Trace:
         actor's step sends (one clock read, one thread lookup)."""
         rows, limit = self._rows, self._limit
         t_ns = self.clock()
-        thread = self._thread.name
+        thread = _THREAD.name
         cell = self.user_line
         for msg in messages:
             keys = msg.keys
@@ -224,7 +228,7 @@ class Trace:
             Trace.record_msg(self, actor, kind, msg)
         elif kept:  # the row record_msg makes, with the kept keys (written out: a hot path)
             self._rows.append(
-                (self.clock(), actor, self._thread.name,
+                (self.clock(), actor, _THREAD.name,
                  kind, kept[0] if len(kept) == 1 else None, msg.msg_id, msg.channel,
                  msg.op, self.user_line, (kept,)))
             if len(self._rows) > self._limit:
