@@ -55,6 +55,7 @@ NO_KEYS: frozenset[str] = frozenset()
 
 
 _NO_WANTS: dict[str, int] = {}  # a client that wants nothing (shared, never written)
+_NO_FIELDS: dict[str, Any] = {}  # a report with nothing but its generation (shared, never written)
 
 
 @dataclass(slots=True, eq=False)
@@ -99,6 +100,15 @@ class _GatherCall:
     data: dict[str, bytes] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
     errors: dict[str, str] = field(default_factory=dict)
+
+
+def _by_start(transitions: dict[tuple[str, str], Callable[..., None]]
+              ) -> dict[str, dict[str, Callable[..., None]]]:
+    """A table of transition steps keyed by ``(start, finish)``, regrouped by start state."""
+    steps: dict[str, dict[str, Callable[..., None]]] = {}
+    for (start, finish), step in transitions.items():
+        steps.setdefault(start, {})[finish] = step
+    return steps
 
 
 #: The messages produced while handling one stimulus, in sending order (a plain list: one
@@ -166,28 +176,40 @@ class SchedulerState:
               **payload: Any) -> None:
         if receiver == FIRE_AND_FORGET:
             return  # a pseudo-client (dask's): it has no stream, nobody listens
-        channel = self._streams.get(receiver)
-        if channel is None:
-            channel = self._streams[receiver] = m.stream_channel(SCHEDULER, receiver)
+        channel = self._streams.get(receiver) or self._stream_to(receiver)
         out.append(Message(SCHEDULER, receiver, op, channel, True, keys, payload))
+
+    def _stream_to(self, receiver: str) -> str:
+        """The name of the stream to ``receiver``, made once (the hot senders look it up
+        in ``_streams`` first, and come here only the first time)."""
+        channel = self._streams[receiver] = m.stream_channel(SCHEDULER, receiver)
+        return channel
 
     def _rpc(self, out: _Out, receiver: str, op: str, keys: tuple[str, ...], **payload: Any) -> str:
         call = f"rpc:{SCHEDULER}#{next(self._calls)}"
         out.append(Message(SCHEDULER, receiver, op, call, False, keys, payload))
         return call
 
-    def _report(self, out: _Out, ts: TaskState, op: str, **payload: Any) -> None:
+    def _report(self, out: _Out, ts: TaskState, op: str,
+                payload: dict[str, Any] = _NO_FIELDS) -> None:
         """Tell every client that wants ``ts``; the report names the hold it is about.
 
         Pseudo-clients (a Variable's, a Queue's, fire-and-forget's) hold keys
-        but have no stream: nothing is sent to them.
+        but have no stream: nothing is sent to them.  ``payload`` is the report's
+        fields after ``gen`` (a dict the caller builds once, for every client).
+        It builds its messages itself rather than through ``_send``: a report goes
+        out for nearly every task that ends.
         """
         who = ts.who_wants
+        if not who:
+            return
+        key, pseudo, wants, streams = ts.key, self.pseudo, self.wants, self._streams
         for client in (sorted(who) if len(who) > 1 else who):
-            if client in self.pseudo:
+            if client in pseudo:  # FIRE_AND_FORGET among them
                 continue
-            gen = self.wants.get(client, _NO_WANTS).get(ts.key, 0)
-            self._send(out, client, op, (ts.key,), gen=gen, **payload)
+            gen = wants.get(client, _NO_WANTS).get(key, 0)
+            out.append(Message(SCHEDULER, client, op, streams.get(client) or self._stream_to(client),
+                               True, (key,), {"gen": gen, **payload}))
 
     def _pick_worker(self, ts: TaskState | None = None) -> str:
         allowed = ts.run_spec.get("workers") if ts is not None and ts.run_spec else None
@@ -218,17 +240,24 @@ class SchedulerState:
         return worker
 
     def _new_task(self, key: str, state: str, run_spec: dict[str, Any] | None) -> TaskState:
-        ts = TaskState(key, state, run_spec)
-        # Desires may have arrived before the task (a fixed-protocol scatter).
-        ts.who_wants = {c for c, keys in self.wants.items() if key in keys}
-        self.tasks[key] = ts
+        # Desires may have arrived before the task (a fixed-protocol scatter).  A loop rather
+        # than a set comprehension: there are only a client or two, and a comprehension is a
+        # call of its own.
+        who_wants = set()
+        for client, keys in self.wants.items():
+            if key in keys:
+                who_wants.add(client)
+        ts = self.tasks[key] = TaskState(key, state, run_spec, NO_KEYS, NO_KEYS, who_wants)
         return ts
 
     # -- desires and releases ---------------------------------------------------------
 
     def _desire(self, client: str, key: str, gen: int, created: bool = False) -> None:
-        keys = self.wants.setdefault(client, {})
-        keys[key] = max(gen, keys.get(key, gen))
+        keys = self.wants.get(client)
+        if keys is None:
+            keys = self.wants[client] = {}
+        held = keys.get(key)
+        keys[key] = gen if held is None or gen > held else held
         ts = self.tasks.get(key)
         if ts is not None:
             ts.who_wants.add(client)
@@ -277,7 +306,7 @@ class SchedulerState:
                            exception=ts.exception, text=ts.exception_text, traceback=ts.traceback)
 
     def _release(self, client: str, key: str, gen: int, recs: dict[str, str]) -> None:
-        keys = self.wants.get(client, {})
+        keys = self.wants.get(client, _NO_WANTS)
         current = keys.get(key)
         if self.variant.generations:
             # Remembered: a scatter of this hold still in flight (the release overtook its
@@ -307,7 +336,7 @@ class SchedulerState:
         chain a → b → c with only c held, a and b stay, released); nothing
         while a dependent still waits for it.
         """
-        if ts.who_wants or self._needed_by_dependents(ts):
+        if ts.who_wants or (ts.dependents and self._needed_by_dependents(ts)):
             return None
         return RELEASED if ts.dependents and ts.state != ERRED else FORGOTTEN
 
@@ -321,8 +350,13 @@ class SchedulerState:
                        stimulus_id=stimulus)
 
     def _needed_by_dependents(self, ts: TaskState) -> bool:
-        return any(self.tasks[d].state in (WAITING, PROCESSING) for d in ts.dependents
-                   if d in self.tasks)
+        # A loop, not any() over a generator: most tasks have no dependents at all.
+        tasks = self.tasks
+        for d in ts.dependents:
+            dts = tasks.get(d)
+            if dts is not None and dts.state in (WAITING, PROCESSING):
+                return True
+        return False
 
     def _on_client_releases_keys(self, msg: Message, out: _Out, stimulus: str) -> None:
         client, gens = msg.payload["client"], msg.payload["gens"]
@@ -356,11 +390,16 @@ class SchedulerState:
             worker = targets[i % len(targets)] if targets else self._pick_worker()
             by_worker.setdefault(worker, {})[key] = blob
         call = _ScatterCall(msg, set())
+        puts, new_incarnation = call.puts, self._incarnations
         for worker, data in by_worker.items():
             # Every copy put on a worker is a new incarnation of the key there.
-            incarnations = {key: next(self._incarnations) for key in data}
-            for key, incarnation in incarnations.items():
-                call.puts.setdefault(key, {})[worker] = incarnation
+            incarnations = {}
+            for key in data:
+                incarnations[key] = incarnation = next(new_incarnation)
+                on = puts.get(key)
+                if on is None:
+                    on = puts[key] = {}
+                on[worker] = incarnation
             rpc = self._rpc(out, worker, m.UPDATE_DATA, tuple(data), data=data,
                             incarnations=incarnations)
             call.waiting.add(rpc)
@@ -384,12 +423,13 @@ class SchedulerState:
         Like dask, this sets the task to memory directly — no transition fires.
         """
         p = call.client_msg.payload
-        client = p["client"]
+        client, gens = p["client"], p["gens"]
+        generations = self.variant.generations
         recs: dict[str, str] = {}
         for key in call.client_msg.keys:
-            gen = p["gens"].get(key, 0)
-            current = self.wants.get(client, {}).get(key)
-            if self.variant.generations and current != gen:
+            gen = gens.get(key, 0)
+            current = self.wants.get(client, _NO_WANTS).get(key)
+            if generations and current != gen:
                 # The hold this scatter served was released while its put travelled:
                 # its copy belongs to nobody.  Free it rather than resurrect the key.
                 self.record(SCHEDULER, "scatter.stale", key, client, gen, current)
@@ -406,14 +446,15 @@ class SchedulerState:
                 self._add_replica(ts, worker, incarnation, out, stimulus)
             self.record(SCHEDULER, "scatter.registered", key, tuple(sorted(ts.who_has)),
                         tuple(sorted(ts.who_wants)))
-            ts.type = p.get("types", {}).get(key, ts.type)
-            self._report(out, ts, m.KEY_IN_MEMORY, type=ts.type)
-            if self.variant.generations:
+            ts.type = p.get("types", _NO_FIELDS).get(key, ts.type)
+            self._report(out, ts, m.KEY_IN_MEMORY, {"type": ts.type})
+            if generations:
                 if not ts.who_wants:  # every hold was released while the put was in flight
                     recs[key] = FORGOTTEN
             else:
-                self._desire(client, key, p["gens"].get(key, 0))
-        self._transitions(recs, stimulus, out)
+                self._desire(client, key, gen)
+        if recs:
+            self._transitions(recs, stimulus, out)
 
     # -- graphs -------------------------------------------------------------------------
 
@@ -426,34 +467,33 @@ class SchedulerState:
             self._send(out, client, m.CANCELLED_KEYS, msg.keys,
                        gens={k: p["gens"].get(k, 0) for k in msg.keys}, reason=LOST_DEPENDENCIES)
             return
-        lost: dict[str, str | None] = {}
+        gens, known = p["gens"], self.tasks
         recs: dict[str, str] = {}
+        new: list[TaskState] = []
         for key, spec in tasks.items():
-            if spec.get("allocated") and key in self.tasks and key not in lost:
+            if key not in known:
+                new.append(self._new_task(key, RELEASED, spec))
+            elif spec.get("allocated"):
                 # Two futures were given one id: this one would set a value already set.
                 self.record(SCHEDULER, "future.put_rejected", key, SET_TWICE)
-                self._send(out, client, m.TASK_ERRED_REPORT, (key,), gen=p["gens"].get(key, 0),
+                self._send(out, client, m.TASK_ERRED_REPORT, (key,), gen=gens.get(key, 0),
                            exception=dumps(RuntimeError(f"{key}: {SET_TWICE}")),
                            text=f"RuntimeError: {SET_TWICE}")
-        new = [self._new_task(key, RELEASED, spec) for key, spec in tasks.items()
-               if key not in lost and key not in self.tasks]
+        # Linked once every new task exists: a dependency may come later in the graph.
         for ts in new:
-            ts.retries = ts.run_spec.get("retries") or 0
-            deps = ts.run_spec["deps"]
+            spec = ts.run_spec
+            ts.retries = spec.get("retries") or 0
+            deps = spec["deps"]
             if deps:
                 ts.dependencies = set(deps)
                 for dep in deps:
-                    dts = self.tasks[dep]
+                    dts = known[dep]
                     if dts.dependents is NO_KEYS:
                         dts.dependents = set()
                     dts.dependents.add(ts.key)
             recs[ts.key] = WAITING
         for key in msg.keys:
-            if key not in lost:
-                self._desire(client, key, p["gens"].get(key, 0))
-        if lost:
-            for key in lost:
-                self._release(client, key, p["gens"].get(key, 0), recs)
+            self._desire(client, key, gens.get(key, 0))
         self._transitions(recs, stimulus, out)
 
     def _lost_keys(self, tasks: dict[str, Any]) -> dict[str, str | None]:
@@ -632,19 +672,23 @@ class SchedulerState:
     # -- transitions ----------------------------------------------------------------------
 
     def _transitions(self, recs: dict[str, str], stimulus: str, out: _Out) -> None:
+        tasks, steps, record = self.tasks, self._STEPS, self.record
         while recs:
             key, finish = recs.popitem()
-            ts = self.tasks.get(key)
-            if ts is None or ts.state == finish:
+            ts = tasks.get(key)
+            if ts is None:
                 continue
             start = ts.state
-            step = self._TRANSITIONS.get((start, finish))
+            if start == finish:
+                continue
+            from_start = steps[start]
+            step = from_start.get(finish)
             if step is None:
                 # Go through "released" as dask does for pairs it has no direct path for.
-                step = self._TRANSITIONS[(start, RELEASED)]
+                step = from_start[RELEASED]
                 recs[key] = finish
                 finish = RELEASED
-            self.record(SCHEDULER, "transition", key, start, finish, stimulus)
+            record(SCHEDULER, "transition", key, start, finish, stimulus)
             ts.state = finish
             step(self, ts, recs, out, stimulus)
 
@@ -674,29 +718,40 @@ class SchedulerState:
         worker = self._pick_worker(ts)
         ts.processing_on = worker
         self._load[worker] += 1
-        spec = ts.run_spec
-        who_has = {dep: sorted(self.tasks[dep].who_has) for dep in ts.dependencies}
-        ts.run_id = next(self._incarnations)
-        self._send(out, worker, m.COMPUTE_TASK, (ts.key,), key=ts.key, func=spec["func"],
-                   args=spec["args"], who_has=who_has, incarnation=ts.run_id,
-                   stimulus_id=stimulus)
+        spec, key, deps = ts.run_spec, ts.key, ts.dependencies
+        if deps:
+            tasks = self.tasks
+            who_has = {dep: sorted(tasks[dep].who_has) for dep in deps}
+        else:
+            who_has = {}
+        ts.run_id = run_id = next(self._incarnations)
+        out.append(Message(SCHEDULER, worker, m.COMPUTE_TASK,
+                           self._streams.get(worker) or self._stream_to(worker), True, (key,),
+                           {"key": key, "func": spec["func"], "args": spec["args"],
+                            "who_has": who_has, "incarnation": run_id, "stimulus_id": stimulus}))
 
     def _processing_memory(self, ts, recs, out, stimulus) -> None:
+        # Every computed task comes here: the empty cases (nobody to tell, no dependents,
+        # no dependencies) skip their calls.
         if ts.run_spec.get("allocated"):
             self.record(SCHEDULER, "future.put", ts.key)
         self._load[ts.processing_on] -= 1
         ts.processing_on = None
-        self._report(out, ts, m.KEY_IN_MEMORY, type=ts.type)
-        self._fire_and_forgotten(ts, recs)
-        for key in ts.dependents:
-            dts = self.tasks.get(key)
-            if dts is not None and dts.state == WAITING:
-                if dts.waiting_on:
-                    dts.waiting_on.discard(ts.key)
-                if not dts.waiting_on:
-                    recs[key] = PROCESSING
-        self._forget_unneeded_dependencies(ts, recs)
-        if not ts.who_wants and not self._needed_by_dependents(ts):
+        if ts.who_wants:
+            self._report(out, ts, m.KEY_IN_MEMORY, {"type": ts.type})
+            self._fire_and_forgotten(ts, recs)
+        if ts.dependents:
+            tasks = self.tasks
+            for key in ts.dependents:
+                dts = tasks.get(key)
+                if dts is not None and dts.state == WAITING:
+                    if dts.waiting_on:
+                        dts.waiting_on.discard(ts.key)
+                    if not dts.waiting_on:
+                        recs[key] = PROCESSING
+        if ts.dependencies:
+            self._forget_unneeded_dependencies(ts, recs)
+        if not ts.who_wants and not (ts.dependents and self._needed_by_dependents(ts)):
             recs[ts.key] = FORGOTTEN
 
     def _processing_erred(self, ts, recs, out, stimulus) -> None:
@@ -713,8 +768,9 @@ class SchedulerState:
             self._release(FIRE_AND_FORGET, ts.key, self.wants[FIRE_AND_FORGET][ts.key], recs)
 
     def _erred(self, ts, recs, out) -> None:
-        self._report(out, ts, m.TASK_ERRED_REPORT, exception=ts.exception, text=ts.exception_text,
-                     traceback=ts.traceback)
+        self._report(out, ts, m.TASK_ERRED_REPORT, {"exception": ts.exception,
+                                                     "text": ts.exception_text,
+                                                     "traceback": ts.traceback})
         self._fire_and_forgotten(ts, recs)
         for key in ts.dependents:
             dts = self.tasks.get(key)
@@ -745,7 +801,8 @@ class SchedulerState:
     def _to_forgotten(self, ts, recs, out, stimulus) -> None:
         self._free_on_workers(ts, out, stimulus)
         if ts.who_wants:
-            self._report(out, ts, m.CANCELLED_KEYS, reason=f"{ts.key} was forgotten by the scheduler")
+            self._report(out, ts, m.CANCELLED_KEYS,
+                         {"reason": f"{ts.key} was forgotten by the scheduler"})
         for client in ts.who_wants:
             self.wants.get(client, {}).pop(ts.key, None)
         del self.tasks[ts.key]
@@ -787,6 +844,9 @@ class SchedulerState:
         (MEMORY, FORGOTTEN): _to_forgotten,
         (ERRED, FORGOTTEN): _to_forgotten,
     }
+    #: ``_TRANSITIONS`` by start state, then finish (what ``_transitions`` looks steps up in:
+    #: no tuple to build and hash per step).  Every state a task can be in has an entry.
+    _STEPS = _by_start(_TRANSITIONS)
 
     _handlers = {
         m.CLIENT_DESIRES_KEYS: _on_client_desires_keys,
