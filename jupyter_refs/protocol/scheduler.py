@@ -138,7 +138,16 @@ class SchedulerState:
         #: Holders of keys that are not clients with a stream (variable-x, queue-x, …).
         self.pseudo: set[str] = set()
         self.pseudo.add(FIRE_AND_FORGET)  # fire_and_forget's: holds keys, has no stream
-        self.extensions = Extensions(self)
+        self._extensions: Extensions | None = None
+
+    @property
+    def extensions(self) -> Extensions:
+        """The Variable and Queue extensions, made at their first call: most clusters (and
+        nearly every run the explorer makes) never use them."""
+        ext = self._extensions
+        if ext is None:
+            ext = self._extensions = Extensions(self)
+        return ext
 
     # -- plumbing ----------------------------------------------------------------
 
@@ -147,8 +156,9 @@ class SchedulerState:
         stimulus = f"{msg.op}-{msg.msg_id}"
         try:
             self._handlers[msg.op](self, msg, out, stimulus)
-            if self.extensions.parked:
-                self.extensions.retry(out, stimulus)
+            ext = self._extensions
+            if ext is not None and ext.parked:
+                ext.retry(out, stimulus)
         except InvariantError as exc:
             client = msg.payload.get("client")
             self.record(SCHEDULER, "scheduler.assertion", exc.key, str(exc), stimulus)
@@ -308,14 +318,15 @@ class SchedulerState:
     def _release(self, client: str, key: str, gen: int, recs: dict[str, str]) -> None:
         keys = self.wants.get(client, _NO_WANTS)
         current = keys.get(key)
-        if self.variant.generations:
+        generations = self.variant.generations
+        if generations:
             # Remembered: a scatter of this hold still in flight (the release overtook its
             # RPC) is stale when it comes, and must not make the client want the key again.
             released = self._released_gens.setdefault(client, {})
             released[key] = max(gen, released.get(key, gen))
         if current is None:
             return
-        if self.variant.generations and gen < current:
+        if generations and gen < current:
             # A release from a hold the client has since renewed: not for us.
             self.record(SCHEDULER, "release.stale", key, client, gen, current)
             return
@@ -363,7 +374,8 @@ class SchedulerState:
         recs: dict[str, str] = {}
         for key in msg.keys:
             self._release(client, key, gens.get(key, 0), recs)
-        self._transitions(recs, stimulus, out)
+        if recs:
+            self._transitions(recs, stimulus, out)
 
     # -- scatter ----------------------------------------------------------------------------
 
@@ -799,18 +811,22 @@ class SchedulerState:
         ts.waiting_on = NO_KEYS
 
     def _to_forgotten(self, ts, recs, out, stimulus) -> None:
-        self._free_on_workers(ts, out, stimulus)
+        key = ts.key
+        if ts.who_has:
+            self._free_on_workers(ts, out, stimulus)
         if ts.who_wants:
             self._report(out, ts, m.CANCELLED_KEYS,
-                         {"reason": f"{ts.key} was forgotten by the scheduler"})
-        for client in ts.who_wants:
-            self.wants.get(client, {}).pop(ts.key, None)
-        del self.tasks[ts.key]
+                         {"reason": f"{key} was forgotten by the scheduler"})
+            for client in ts.who_wants:
+                self.wants.get(client, _NO_WANTS).pop(key, None)
+        tasks = self.tasks
+        del tasks[key]
         for dep in ts.dependents:
-            dts = self.tasks.get(dep)
+            dts = tasks.get(dep)
             if dts is not None and dts.dependencies:
-                dts.dependencies.discard(ts.key)
-        self._forget_unneeded_dependencies(ts, recs)
+                dts.dependencies.discard(key)
+        if ts.dependencies:
+            self._forget_unneeded_dependencies(ts, recs)
 
     def _forget_unneeded_dependencies(self, ts: TaskState, recs: dict[str, str]) -> None:
         for dep in ts.dependencies:
