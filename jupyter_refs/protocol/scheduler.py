@@ -239,15 +239,15 @@ class SchedulerState:
         # No inputs: an idle worker (a free thread) first, as dask's decide_worker takes
         # from its idle set — so a task that waits for sub-tasks does not get them queued
         # behind itself while another worker is free.  Then round robin.
-        n, nthreads = len(self.workers), self.nthreads
+        workers, load, nthreads, start = self.workers, self._load, self.nthreads, self._next_worker
+        n = len(workers)
         for i in range(n):
-            worker = self.workers[(self._next_worker + i) % n]
-            if self._load[worker] < nthreads.get(worker, 1):
-                self._next_worker += i + 1
+            worker = workers[(start + i) % n]
+            if load[worker] < nthreads.get(worker, 1):
+                self._next_worker = start + i + 1
                 return worker
-        worker = self.workers[self._next_worker % n]
-        self._next_worker += 1
-        return worker
+        self._next_worker = start + 1
+        return workers[start % n]
 
     def _new_task(self, key: str, state: str, run_spec: dict[str, Any] | None) -> TaskState:
         # Desires may have arrived before the task (a fixed-protocol scatter).  A loop rather
@@ -537,17 +537,22 @@ class SchedulerState:
         return True
 
     def _on_task_finished(self, msg: Message, out: _Out, stimulus: str) -> None:
-        key, worker = msg.keys[0], msg.payload["worker"]
+        p = msg.payload
+        key, worker, incarnation = msg.keys[0], p["worker"], p["incarnation"]
         ts = self.tasks.get(key)
-        if self._stale_run(msg, ts, out, stimulus):
+        # (_stale_run only when the run ids differ: it is False whenever they match.)
+        if ts is not None and incarnation != ts.run_id and self._stale_run(msg, ts, out, stimulus):
             return
         if ts is None or ts.state != PROCESSING or ts.processing_on != worker:
             # Nobody needs this result any more: tell the worker to drop it.
             self._send(out, worker, m.FREE_KEYS, (key,),
-                       incarnations={key: msg.payload["incarnation"]}, stimulus_id=stimulus)
+                       incarnations={key: incarnation}, stimulus_id=stimulus)
             return
-        self._add_replica(ts, worker, msg.payload["incarnation"], out, stimulus)
-        ts.type = msg.payload.get("type")
+        if ts.who_has:
+            self._add_replica(ts, worker, incarnation, out, stimulus)
+        else:  # the first copy (every computed task): no copy to replace
+            ts.who_has[worker] = incarnation
+        ts.type = p.get("type")
         self._transitions({key: MEMORY}, stimulus, out)
 
     def _on_task_erred(self, msg: Message, out: _Out, stimulus: str) -> None:
