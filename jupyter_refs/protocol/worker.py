@@ -249,6 +249,8 @@ class WorkerState:
             # compute-task's receipt (released -> ready is not recorded).
             ts.state = READY
             self.ready.append(key)
+            if len(self.executing) >= self.nthreads:
+                return []  # every thread is busy: the task waits for one to finish
             return self._ensure_computing(stimulus)
         # As dask's worker, this worker never fetches from itself: a dependency the
         # scheduler says only we hold, and we do not, is missing.
