@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import count
 from typing import Any
 
 from . import messages as m
@@ -120,24 +119,29 @@ class SchedulerState:
     def __init__(self, variant: ProtocolVariant, workers: list[str], record: Callable[..., None]):
         self.variant = variant
         self.record = record
-        self.workers = list(workers)
+        # Built without type calls (list(), dict.fromkeys(), count(), set()): the explorer makes
+        # a scheduler per run, and each of those calls costs more than a literal.
+        self.workers = workers = [*workers]
         self.tasks: dict[str, TaskState] = {}
         #: Per client, the keys it wants and the newest generation it asked for.
         self.wants: dict[str, dict[str, int]] = {}
         #: fixed: client -> key -> the newest generation released (for scatters still in flight)
         self._released_gens: dict[str, dict[str, int]] = {}
-        self._incarnations = count(1)
-        self._calls = count(1)
+        #: The last incarnation (run id) handed out, and the last RPC call number.
+        self._incarnation = 0
+        self._call = 0
         self._next_worker = 0
-        self._load = dict.fromkeys(self.workers, 0)
+        self._load: dict[str, int] = {}
         #: Threads per worker (the driver sets it): a worker with fewer tasks processing is idle.
-        self.nthreads: dict[str, int] = dict.fromkeys(self.workers, 1)
+        self.nthreads: dict[str, int] = {}
+        for worker in workers:
+            self._load[worker] = 0
+            self.nthreads[worker] = 1
         self._scatters: dict[str, _ScatterCall] = {}
         self._gathers: dict[str, _GatherCall] = {}
         self._streams: dict[str, str] = {}  # receiver -> its stream's name, made once
         #: Holders of keys that are not clients with a stream (variable-x, queue-x, …).
-        self.pseudo: set[str] = set()
-        self.pseudo.add(FIRE_AND_FORGET)  # fire_and_forget's: holds keys, has no stream
+        self.pseudo: set[str] = {FIRE_AND_FORGET}  # fire_and_forget's: holds keys, has no stream
         self._extensions: Extensions | None = None
 
     @property
@@ -196,7 +200,8 @@ class SchedulerState:
         return channel
 
     def _rpc(self, out: _Out, receiver: str, op: str, keys: tuple[str, ...], **payload: Any) -> str:
-        call = f"rpc:{SCHEDULER}#{next(self._calls)}"
+        self._call = n = self._call + 1
+        call = f"rpc:{SCHEDULER}#{n}"
         out.append(Message(SCHEDULER, receiver, op, call, False, keys, payload))
         return call
 
@@ -402,12 +407,13 @@ class SchedulerState:
             worker = targets[i % len(targets)] if targets else self._pick_worker()
             by_worker.setdefault(worker, {})[key] = blob
         call = _ScatterCall(msg, set())
-        puts, new_incarnation = call.puts, self._incarnations
+        puts = call.puts
         for worker, data in by_worker.items():
             # Every copy put on a worker is a new incarnation of the key there.
             incarnations = {}
             for key in data:
-                incarnations[key] = incarnation = next(new_incarnation)
+                self._incarnation = incarnation = self._incarnation + 1
+                incarnations[key] = incarnation
                 on = puts.get(key)
                 if on is None:
                     on = puts[key] = {}
@@ -741,7 +747,7 @@ class SchedulerState:
             who_has = {dep: sorted(tasks[dep].who_has) for dep in deps}
         else:
             who_has = {}
-        ts.run_id = run_id = next(self._incarnations)
+        self._incarnation = ts.run_id = run_id = self._incarnation + 1
         out.append(Message(SCHEDULER, worker, m.COMPUTE_TASK,
                            self._streams.get(worker) or self._stream_to(worker), True, (key,),
                            {"key": key, "func": spec["func"], "args": spec["args"],

@@ -309,9 +309,12 @@ class WorkerState:
     def free_slots(self) -> int:
         return self.nthreads - len(self.executing)
 
-    def _ensure_computing(self, stimulus: str | None) -> list[Message]:
-        """Give free threads to ready tasks, oldest first: an ``execute`` each."""
-        out = []
+    def _ensure_computing(self, stimulus: str | None, out: list[Message] | None = None
+                          ) -> list[Message]:
+        """Give free threads to ready tasks, oldest first: an ``execute`` each, appended to
+        ``out`` (a new list if none is given), which is returned."""
+        if out is None:
+            out = []
         ready, executing = self.ready, self.executing
         if not ready or len(executing) >= self.nthreads:
             return out
@@ -400,7 +403,7 @@ class WorkerState:
                                       text=f"{type(value).__name__}: {value}",
                                       incarnation=ts.incarnation)]
         if self.ready:
-            out += self._ensure_computing(None)
+            self._ensure_computing(None, out)
         return out
 
     def _release(self, ts: WorkerTask, stimulus: str | None) -> list[Message]:
