@@ -262,7 +262,7 @@ class SchedulerState:
         for client, keys in self.wants.items():
             if key in keys:
                 who_wants.add(client)
-        ts = self.tasks[key] = TaskState(key, state, run_spec, NO_KEYS, NO_KEYS, who_wants)
+        ts = self.tasks[key] = TaskState(key, state, run_spec, NO_KEYS, NO_KEYS, who_wants, {})
         return ts
 
     # -- desires and releases ---------------------------------------------------------
@@ -406,7 +406,7 @@ class SchedulerState:
                 continue
             worker = targets[i % len(targets)] if targets else self._pick_worker()
             by_worker.setdefault(worker, {})[key] = blob
-        call = _ScatterCall(msg, set())
+        call = _ScatterCall(msg, set(), {}, {})
         puts = call.puts
         for worker, data in by_worker.items():
             # Every copy put on a worker is a new incarnation of the key there.
