@@ -199,8 +199,12 @@ class ClientState:
     def update_graph(self, tasks: dict[str, Any], wanted: list[str],
                      deps: Iterable[str] = ()) -> list[Message]:
         """Submit ``tasks`` (key -> run spec); the client holds ``wanted`` and uses ``deps``."""
-        futures = self.futures
-        gens = {k: futures[k].gen for k in (*wanted, *deps) if k in futures}
+        futures, gens = self.futures, {}
+        for keys in (wanted, deps):  # loops, not a comprehension over a new tuple of both
+            for k in keys:
+                fs = futures.get(k)
+                if fs is not None:
+                    gens[k] = fs.gen
         return [Message(self.name, m.SCHEDULER, m.UPDATE_GRAPH, self._stream, True,
                         tuple(wanted), {"client": self.name, "tasks": tasks, "gens": gens})]
 

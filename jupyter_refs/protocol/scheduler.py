@@ -239,6 +239,9 @@ class SchedulerState:
             for dep in ts.dependencies:
                 for w in self.tasks[dep].who_has:
                     counts[w] = counts.get(w, 0) + 1
+            if len(counts) == 1:  # the inputs are on one worker (the usual case): no ranking
+                for w in counts:
+                    return w
             if counts:
                 return max(sorted(counts), key=lambda w: (counts[w], -self._load[w]))
         # No inputs: an idle worker (a free thread) first, as dask's decide_worker takes
@@ -460,8 +463,13 @@ class SchedulerState:
             if ts is None:
                 ts = self._new_task(key, MEMORY, None)
             ts.state = MEMORY
-            for worker, incarnation in sorted(call.held[key].items()):
-                self._add_replica(ts, worker, incarnation, out, stimulus)
+            held = call.held[key]
+            if len(held) == 1 and not ts.who_has:  # one put, the first copy: nothing replaced
+                for worker, incarnation in held.items():
+                    ts.who_has[worker] = incarnation
+            else:
+                for worker, incarnation in sorted(held.items()):
+                    self._add_replica(ts, worker, incarnation, out, stimulus)
             self.record(SCHEDULER, "scatter.registered", key, tuple(sorted(ts.who_has)),
                         tuple(sorted(ts.who_wants)))
             ts.type = p.get("types", _NO_FIELDS).get(key, ts.type)
@@ -742,11 +750,11 @@ class SchedulerState:
         ts.processing_on = worker
         self._load[worker] += 1
         spec, key, deps = ts.run_spec, ts.key, ts.dependencies
+        who_has: dict[str, list[str]] = {}
         if deps:
             tasks = self.tasks
-            who_has = {dep: sorted(tasks[dep].who_has) for dep in deps}
-        else:
-            who_has = {}
+            for dep in deps:  # a loop, not a comprehension (its own call): a dependency or two
+                who_has[dep] = sorted(tasks[dep].who_has)
         self._incarnation = ts.run_id = run_id = self._incarnation + 1
         out.append(Message(SCHEDULER, worker, m.COMPUTE_TASK,
                            self._streams.get(worker) or self._stream_to(worker), True, (key,),

@@ -168,7 +168,7 @@ class WorkerState:
         if not copies:
             return []
         if not self.variant.incarnations:
-            freed = list(copies)
+            freed = [*copies]
         elif incarnation in copies:
             freed = [incarnation]
         else:
