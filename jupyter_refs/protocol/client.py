@@ -59,6 +59,8 @@ class GatherCall:
 
 Recorder = Callable[..., None]
 
+_NO_TYPES: dict[str, bytes] = {}  # a scatter that names no types (shared, never written)
+
 
 class ClientState:
     """Refcount and future state per key, for one client."""
@@ -112,19 +114,20 @@ class ClientState:
         Returns the key's state, whether this starts a new hold, and the new
         future's id (ids only tell ``Future`` objects apart in the trace).
         """
-        self._future_ids += 1
+        self._future_ids = future_id = self._future_ids + 1
         before = self.refcount.get(key, 0)
-        self.refcount[key] = before + 1
-        self.record(self.name, "future.created", key, self._future_ids, origin, before + 1)
-        self.record(self.name, "refcount.inc", key, before, before + 1)
+        self.refcount[key] = after = before + 1
+        record, name = self.record, self.name
+        record(name, "future.created", key, future_id, origin, after)
+        record(name, "refcount.inc", key, before, after)
         fs = self.futures.get(key)
         if fs is not None:
-            return fs, False, self._future_ids
+            return fs, False, future_id
         # A new hold of the key (or the first since the connection was lost): a new generation.
         gen = self._gens.get(key, 0) + 1
         self._gens[key] = gen
         fs = self.futures[key] = FutureState(PENDING, gen)
-        return fs, True, self._future_ids
+        return fs, True, future_id
 
     def adopt(self, key: str, task: str | None) -> tuple[FutureState, list[Message], int]:
         """A ``Future`` for ``key`` was deserialized here: in ``task``'s arguments, or a result.
@@ -178,11 +181,16 @@ class ClientState:
         """Send already-serialized ``data`` to the scheduler.  ``new`` are the holds it starts."""
         call = self._new_call()
         self.scatters.add(call)
+        types_of = types or _NO_TYPES
         for key, fs in new.items():
             fs.scatter_call = call
-            fs.type = (types or {}).get(key)
+            fs.type = types_of.get(key)
             self.record(self.name, "scatter.begin", key, fs.gen)
-        gens = {k: self.futures[k].gen for k in data if k in self.futures}
+        futures, gens = self.futures, {}
+        for k in data:  # a loop, not a comprehension (its own call): a scatter is a key or two
+            fs = futures.get(k)
+            if fs is not None:
+                gens[k] = fs.gen
         msg = Message(self.name, m.SCHEDULER, m.SCATTER, call, False, tuple(data),
                       {"client": self.name, "data": data, "gens": gens, "workers": workers,
                        "broadcast": broadcast, "types": types or {}})
@@ -191,8 +199,12 @@ class ClientState:
     def update_graph(self, tasks: dict[str, Any], wanted: list[str],
                      deps: Iterable[str] = ()) -> list[Message]:
         """Submit ``tasks`` (key -> run spec); the client holds ``wanted`` and uses ``deps``."""
-        futures = self.futures
-        gens = {k: futures[k].gen for k in (*wanted, *deps) if k in futures}
+        futures, gens = self.futures, {}
+        for keys in (wanted, deps):  # loops, not a comprehension over a new tuple of both
+            for k in keys:
+                fs = futures.get(k)
+                if fs is not None:
+                    gens[k] = fs.gen
         return [Message(self.name, m.SCHEDULER, m.UPDATE_GRAPH, self._stream, True,
                         tuple(wanted), {"client": self.name, "tasks": tasks, "gens": gens})]
 
@@ -253,11 +265,11 @@ class ClientState:
     def _held(self, msg: Message, key: str) -> FutureState | None:
         """The state a report about ``key`` applies to, or None if it is about an older hold."""
         fs = self.futures.get(key)
-        if fs is None:
-            return None
+        if fs is None or not self.variant.generations:
+            return fs  # without generations every report applies to the hold there is
         gens = msg.payload.get("gens")
         gen = gens.get(key, 0) if gens is not None else msg.payload.get("gen", 0)
-        if self.variant.generations and gen < fs.gen:
+        if gen < fs.gen:
             self.record(self.name, "report.stale", key, msg.op, gen, fs.gen)
             return None
         return fs

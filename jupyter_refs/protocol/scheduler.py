@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import count
 from typing import Any
 
 from . import messages as m
@@ -55,6 +54,7 @@ NO_KEYS: frozenset[str] = frozenset()
 
 
 _NO_WANTS: dict[str, int] = {}  # a client that wants nothing (shared, never written)
+_NO_FIELDS: dict[str, Any] = {}  # a report with nothing but its generation (shared, never written)
 
 
 @dataclass(slots=True, eq=False)
@@ -101,6 +101,15 @@ class _GatherCall:
     errors: dict[str, str] = field(default_factory=dict)
 
 
+def _by_start(transitions: dict[tuple[str, str], Callable[..., None]]
+              ) -> dict[str, dict[str, Callable[..., None]]]:
+    """A table of transition steps keyed by ``(start, finish)``, regrouped by start state."""
+    steps: dict[str, dict[str, Callable[..., None]]] = {}
+    for (start, finish), step in transitions.items():
+        steps.setdefault(start, {})[finish] = step
+    return steps
+
+
 #: The messages produced while handling one stimulus, in sending order (a plain list: one
 #: is made per message handled).
 _Out = list[Message]
@@ -110,25 +119,39 @@ class SchedulerState:
     def __init__(self, variant: ProtocolVariant, workers: list[str], record: Callable[..., None]):
         self.variant = variant
         self.record = record
-        self.workers = list(workers)
+        # Built without type calls (list(), dict.fromkeys(), count(), set()): the explorer makes
+        # a scheduler per run, and each of those calls costs more than a literal.
+        self.workers = workers = [*workers]
         self.tasks: dict[str, TaskState] = {}
         #: Per client, the keys it wants and the newest generation it asked for.
         self.wants: dict[str, dict[str, int]] = {}
         #: fixed: client -> key -> the newest generation released (for scatters still in flight)
         self._released_gens: dict[str, dict[str, int]] = {}
-        self._incarnations = count(1)
-        self._calls = count(1)
+        #: The last incarnation (run id) handed out, and the last RPC call number.
+        self._incarnation = 0
+        self._call = 0
         self._next_worker = 0
-        self._load = dict.fromkeys(self.workers, 0)
+        self._load: dict[str, int] = {}
         #: Threads per worker (the driver sets it): a worker with fewer tasks processing is idle.
-        self.nthreads: dict[str, int] = dict.fromkeys(self.workers, 1)
+        self.nthreads: dict[str, int] = {}
+        for worker in workers:
+            self._load[worker] = 0
+            self.nthreads[worker] = 1
         self._scatters: dict[str, _ScatterCall] = {}
         self._gathers: dict[str, _GatherCall] = {}
         self._streams: dict[str, str] = {}  # receiver -> its stream's name, made once
         #: Holders of keys that are not clients with a stream (variable-x, queue-x, …).
-        self.pseudo: set[str] = set()
-        self.pseudo.add(FIRE_AND_FORGET)  # fire_and_forget's: holds keys, has no stream
-        self.extensions = Extensions(self)
+        self.pseudo: set[str] = {FIRE_AND_FORGET}  # fire_and_forget's: holds keys, has no stream
+        self._extensions: Extensions | None = None
+
+    @property
+    def extensions(self) -> Extensions:
+        """The Variable and Queue extensions, made at their first call: most clusters (and
+        nearly every run the explorer makes) never use them."""
+        ext = self._extensions
+        if ext is None:
+            ext = self._extensions = Extensions(self)
+        return ext
 
     # -- plumbing ----------------------------------------------------------------
 
@@ -137,8 +160,9 @@ class SchedulerState:
         stimulus = f"{msg.op}-{msg.msg_id}"
         try:
             self._handlers[msg.op](self, msg, out, stimulus)
-            if self.extensions.parked:
-                self.extensions.retry(out, stimulus)
+            ext = self._extensions
+            if ext is not None and ext.parked:
+                ext.retry(out, stimulus)
         except InvariantError as exc:
             client = msg.payload.get("client")
             self.record(SCHEDULER, "scheduler.assertion", exc.key, str(exc), stimulus)
@@ -166,28 +190,41 @@ class SchedulerState:
               **payload: Any) -> None:
         if receiver == FIRE_AND_FORGET:
             return  # a pseudo-client (dask's): it has no stream, nobody listens
-        channel = self._streams.get(receiver)
-        if channel is None:
-            channel = self._streams[receiver] = m.stream_channel(SCHEDULER, receiver)
+        channel = self._streams.get(receiver) or self._stream_to(receiver)
         out.append(Message(SCHEDULER, receiver, op, channel, True, keys, payload))
 
+    def _stream_to(self, receiver: str) -> str:
+        """The name of the stream to ``receiver``, made once (the hot senders look it up
+        in ``_streams`` first, and come here only the first time)."""
+        channel = self._streams[receiver] = m.stream_channel(SCHEDULER, receiver)
+        return channel
+
     def _rpc(self, out: _Out, receiver: str, op: str, keys: tuple[str, ...], **payload: Any) -> str:
-        call = f"rpc:{SCHEDULER}#{next(self._calls)}"
+        self._call = n = self._call + 1
+        call = f"rpc:{SCHEDULER}#{n}"
         out.append(Message(SCHEDULER, receiver, op, call, False, keys, payload))
         return call
 
-    def _report(self, out: _Out, ts: TaskState, op: str, **payload: Any) -> None:
+    def _report(self, out: _Out, ts: TaskState, op: str,
+                payload: dict[str, Any] = _NO_FIELDS) -> None:
         """Tell every client that wants ``ts``; the report names the hold it is about.
 
         Pseudo-clients (a Variable's, a Queue's, fire-and-forget's) hold keys
-        but have no stream: nothing is sent to them.
+        but have no stream: nothing is sent to them.  ``payload`` is the report's
+        fields after ``gen`` (a dict the caller builds once, for every client).
+        It builds its messages itself rather than through ``_send``: a report goes
+        out for nearly every task that ends.
         """
         who = ts.who_wants
+        if not who:
+            return
+        key, pseudo, wants, streams = ts.key, self.pseudo, self.wants, self._streams
         for client in (sorted(who) if len(who) > 1 else who):
-            if client in self.pseudo:
+            if client in pseudo:  # FIRE_AND_FORGET among them
                 continue
-            gen = self.wants.get(client, _NO_WANTS).get(ts.key, 0)
-            self._send(out, client, op, (ts.key,), gen=gen, **payload)
+            gen = wants.get(client, _NO_WANTS).get(key, 0)
+            out.append(Message(SCHEDULER, client, op, streams.get(client) or self._stream_to(client),
+                               True, (key,), {"gen": gen, **payload}))
 
     def _pick_worker(self, ts: TaskState | None = None) -> str:
         allowed = ts.run_spec.get("workers") if ts is not None and ts.run_spec else None
@@ -202,33 +239,43 @@ class SchedulerState:
             for dep in ts.dependencies:
                 for w in self.tasks[dep].who_has:
                     counts[w] = counts.get(w, 0) + 1
+            if len(counts) == 1:  # the inputs are on one worker (the usual case): no ranking
+                for w in counts:
+                    return w
             if counts:
                 return max(sorted(counts), key=lambda w: (counts[w], -self._load[w]))
         # No inputs: an idle worker (a free thread) first, as dask's decide_worker takes
         # from its idle set — so a task that waits for sub-tasks does not get them queued
         # behind itself while another worker is free.  Then round robin.
-        n, nthreads = len(self.workers), self.nthreads
+        workers, load, nthreads, start = self.workers, self._load, self.nthreads, self._next_worker
+        n = len(workers)
         for i in range(n):
-            worker = self.workers[(self._next_worker + i) % n]
-            if self._load[worker] < nthreads.get(worker, 1):
-                self._next_worker += i + 1
+            worker = workers[(start + i) % n]
+            if load[worker] < nthreads.get(worker, 1):
+                self._next_worker = start + i + 1
                 return worker
-        worker = self.workers[self._next_worker % n]
-        self._next_worker += 1
-        return worker
+        self._next_worker = start + 1
+        return workers[start % n]
 
     def _new_task(self, key: str, state: str, run_spec: dict[str, Any] | None) -> TaskState:
-        ts = TaskState(key, state, run_spec)
-        # Desires may have arrived before the task (a fixed-protocol scatter).
-        ts.who_wants = {c for c, keys in self.wants.items() if key in keys}
-        self.tasks[key] = ts
+        # Desires may have arrived before the task (a fixed-protocol scatter).  A loop rather
+        # than a set comprehension: there are only a client or two, and a comprehension is a
+        # call of its own.
+        who_wants = set()
+        for client, keys in self.wants.items():
+            if key in keys:
+                who_wants.add(client)
+        ts = self.tasks[key] = TaskState(key, state, run_spec, NO_KEYS, NO_KEYS, who_wants, {})
         return ts
 
     # -- desires and releases ---------------------------------------------------------
 
     def _desire(self, client: str, key: str, gen: int, created: bool = False) -> None:
-        keys = self.wants.setdefault(client, {})
-        keys[key] = max(gen, keys.get(key, gen))
+        keys = self.wants.get(client)
+        if keys is None:
+            keys = self.wants[client] = {}
+        held = keys.get(key)
+        keys[key] = gen if held is None or gen > held else held
         ts = self.tasks.get(key)
         if ts is not None:
             ts.who_wants.add(client)
@@ -277,16 +324,17 @@ class SchedulerState:
                            exception=ts.exception, text=ts.exception_text, traceback=ts.traceback)
 
     def _release(self, client: str, key: str, gen: int, recs: dict[str, str]) -> None:
-        keys = self.wants.get(client, {})
+        keys = self.wants.get(client, _NO_WANTS)
         current = keys.get(key)
-        if self.variant.generations:
+        generations = self.variant.generations
+        if generations:
             # Remembered: a scatter of this hold still in flight (the release overtook its
             # RPC) is stale when it comes, and must not make the client want the key again.
             released = self._released_gens.setdefault(client, {})
             released[key] = max(gen, released.get(key, gen))
         if current is None:
             return
-        if self.variant.generations and gen < current:
+        if generations and gen < current:
             # A release from a hold the client has since renewed: not for us.
             self.record(SCHEDULER, "release.stale", key, client, gen, current)
             return
@@ -307,7 +355,7 @@ class SchedulerState:
         chain a → b → c with only c held, a and b stay, released); nothing
         while a dependent still waits for it.
         """
-        if ts.who_wants or self._needed_by_dependents(ts):
+        if ts.who_wants or (ts.dependents and self._needed_by_dependents(ts)):
             return None
         return RELEASED if ts.dependents and ts.state != ERRED else FORGOTTEN
 
@@ -321,15 +369,21 @@ class SchedulerState:
                        stimulus_id=stimulus)
 
     def _needed_by_dependents(self, ts: TaskState) -> bool:
-        return any(self.tasks[d].state in (WAITING, PROCESSING) for d in ts.dependents
-                   if d in self.tasks)
+        # A loop, not any() over a generator: most tasks have no dependents at all.
+        tasks = self.tasks
+        for d in ts.dependents:
+            dts = tasks.get(d)
+            if dts is not None and dts.state in (WAITING, PROCESSING):
+                return True
+        return False
 
     def _on_client_releases_keys(self, msg: Message, out: _Out, stimulus: str) -> None:
         client, gens = msg.payload["client"], msg.payload["gens"]
         recs: dict[str, str] = {}
         for key in msg.keys:
             self._release(client, key, gens.get(key, 0), recs)
-        self._transitions(recs, stimulus, out)
+        if recs:
+            self._transitions(recs, stimulus, out)
 
     # -- scatter ----------------------------------------------------------------------------
 
@@ -355,12 +409,18 @@ class SchedulerState:
                 continue
             worker = targets[i % len(targets)] if targets else self._pick_worker()
             by_worker.setdefault(worker, {})[key] = blob
-        call = _ScatterCall(msg, set())
+        call = _ScatterCall(msg, set(), {}, {})
+        puts = call.puts
         for worker, data in by_worker.items():
             # Every copy put on a worker is a new incarnation of the key there.
-            incarnations = {key: next(self._incarnations) for key in data}
-            for key, incarnation in incarnations.items():
-                call.puts.setdefault(key, {})[worker] = incarnation
+            incarnations = {}
+            for key in data:
+                self._incarnation = incarnation = self._incarnation + 1
+                incarnations[key] = incarnation
+                on = puts.get(key)
+                if on is None:
+                    on = puts[key] = {}
+                on[worker] = incarnation
             rpc = self._rpc(out, worker, m.UPDATE_DATA, tuple(data), data=data,
                             incarnations=incarnations)
             call.waiting.add(rpc)
@@ -384,12 +444,13 @@ class SchedulerState:
         Like dask, this sets the task to memory directly — no transition fires.
         """
         p = call.client_msg.payload
-        client = p["client"]
+        client, gens = p["client"], p["gens"]
+        generations = self.variant.generations
         recs: dict[str, str] = {}
         for key in call.client_msg.keys:
-            gen = p["gens"].get(key, 0)
-            current = self.wants.get(client, {}).get(key)
-            if self.variant.generations and current != gen:
+            gen = gens.get(key, 0)
+            current = self.wants.get(client, _NO_WANTS).get(key)
+            if generations and current != gen:
                 # The hold this scatter served was released while its put travelled:
                 # its copy belongs to nobody.  Free it rather than resurrect the key.
                 self.record(SCHEDULER, "scatter.stale", key, client, gen, current)
@@ -402,18 +463,24 @@ class SchedulerState:
             if ts is None:
                 ts = self._new_task(key, MEMORY, None)
             ts.state = MEMORY
-            for worker, incarnation in sorted(call.held[key].items()):
-                self._add_replica(ts, worker, incarnation, out, stimulus)
+            held = call.held[key]
+            if len(held) == 1 and not ts.who_has:  # one put, the first copy: nothing replaced
+                for worker, incarnation in held.items():
+                    ts.who_has[worker] = incarnation
+            else:
+                for worker, incarnation in sorted(held.items()):
+                    self._add_replica(ts, worker, incarnation, out, stimulus)
             self.record(SCHEDULER, "scatter.registered", key, tuple(sorted(ts.who_has)),
                         tuple(sorted(ts.who_wants)))
-            ts.type = p.get("types", {}).get(key, ts.type)
-            self._report(out, ts, m.KEY_IN_MEMORY, type=ts.type)
-            if self.variant.generations:
+            ts.type = p.get("types", _NO_FIELDS).get(key, ts.type)
+            self._report(out, ts, m.KEY_IN_MEMORY, {"type": ts.type})
+            if generations:
                 if not ts.who_wants:  # every hold was released while the put was in flight
                     recs[key] = FORGOTTEN
             else:
-                self._desire(client, key, p["gens"].get(key, 0))
-        self._transitions(recs, stimulus, out)
+                self._desire(client, key, gen)
+        if recs:
+            self._transitions(recs, stimulus, out)
 
     # -- graphs -------------------------------------------------------------------------
 
@@ -426,34 +493,33 @@ class SchedulerState:
             self._send(out, client, m.CANCELLED_KEYS, msg.keys,
                        gens={k: p["gens"].get(k, 0) for k in msg.keys}, reason=LOST_DEPENDENCIES)
             return
-        lost: dict[str, str | None] = {}
+        gens, known = p["gens"], self.tasks
         recs: dict[str, str] = {}
+        new: list[TaskState] = []
         for key, spec in tasks.items():
-            if spec.get("allocated") and key in self.tasks and key not in lost:
+            if key not in known:
+                new.append(self._new_task(key, RELEASED, spec))
+            elif spec.get("allocated"):
                 # Two futures were given one id: this one would set a value already set.
                 self.record(SCHEDULER, "future.put_rejected", key, SET_TWICE)
-                self._send(out, client, m.TASK_ERRED_REPORT, (key,), gen=p["gens"].get(key, 0),
+                self._send(out, client, m.TASK_ERRED_REPORT, (key,), gen=gens.get(key, 0),
                            exception=dumps(RuntimeError(f"{key}: {SET_TWICE}")),
                            text=f"RuntimeError: {SET_TWICE}")
-        new = [self._new_task(key, RELEASED, spec) for key, spec in tasks.items()
-               if key not in lost and key not in self.tasks]
+        # Linked once every new task exists: a dependency may come later in the graph.
         for ts in new:
-            ts.retries = ts.run_spec.get("retries") or 0
-            deps = ts.run_spec["deps"]
+            spec = ts.run_spec
+            ts.retries = spec.get("retries") or 0
+            deps = spec["deps"]
             if deps:
                 ts.dependencies = set(deps)
                 for dep in deps:
-                    dts = self.tasks[dep]
+                    dts = known[dep]
                     if dts.dependents is NO_KEYS:
                         dts.dependents = set()
                     dts.dependents.add(ts.key)
             recs[ts.key] = WAITING
         for key in msg.keys:
-            if key not in lost:
-                self._desire(client, key, p["gens"].get(key, 0))
-        if lost:
-            for key in lost:
-                self._release(client, key, p["gens"].get(key, 0), recs)
+            self._desire(client, key, gens.get(key, 0))
         self._transitions(recs, stimulus, out)
 
     def _lost_keys(self, tasks: dict[str, Any]) -> dict[str, str | None]:
@@ -485,17 +551,22 @@ class SchedulerState:
         return True
 
     def _on_task_finished(self, msg: Message, out: _Out, stimulus: str) -> None:
-        key, worker = msg.keys[0], msg.payload["worker"]
+        p = msg.payload
+        key, worker, incarnation = msg.keys[0], p["worker"], p["incarnation"]
         ts = self.tasks.get(key)
-        if self._stale_run(msg, ts, out, stimulus):
+        # (_stale_run only when the run ids differ: it is False whenever they match.)
+        if ts is not None and incarnation != ts.run_id and self._stale_run(msg, ts, out, stimulus):
             return
         if ts is None or ts.state != PROCESSING or ts.processing_on != worker:
             # Nobody needs this result any more: tell the worker to drop it.
             self._send(out, worker, m.FREE_KEYS, (key,),
-                       incarnations={key: msg.payload["incarnation"]}, stimulus_id=stimulus)
+                       incarnations={key: incarnation}, stimulus_id=stimulus)
             return
-        self._add_replica(ts, worker, msg.payload["incarnation"], out, stimulus)
-        ts.type = msg.payload.get("type")
+        if ts.who_has:
+            self._add_replica(ts, worker, incarnation, out, stimulus)
+        else:  # the first copy (every computed task): no copy to replace
+            ts.who_has[worker] = incarnation
+        ts.type = p.get("type")
         self._transitions({key: MEMORY}, stimulus, out)
 
     def _on_task_erred(self, msg: Message, out: _Out, stimulus: str) -> None:
@@ -632,19 +703,23 @@ class SchedulerState:
     # -- transitions ----------------------------------------------------------------------
 
     def _transitions(self, recs: dict[str, str], stimulus: str, out: _Out) -> None:
+        tasks, steps, record = self.tasks, self._STEPS, self.record
         while recs:
             key, finish = recs.popitem()
-            ts = self.tasks.get(key)
-            if ts is None or ts.state == finish:
+            ts = tasks.get(key)
+            if ts is None:
                 continue
             start = ts.state
-            step = self._TRANSITIONS.get((start, finish))
+            if start == finish:
+                continue
+            from_start = steps[start]
+            step = from_start.get(finish)
             if step is None:
                 # Go through "released" as dask does for pairs it has no direct path for.
-                step = self._TRANSITIONS[(start, RELEASED)]
+                step = from_start[RELEASED]
                 recs[key] = finish
                 finish = RELEASED
-            self.record(SCHEDULER, "transition", key, start, finish, stimulus)
+            record(SCHEDULER, "transition", key, start, finish, stimulus)
             ts.state = finish
             step(self, ts, recs, out, stimulus)
 
@@ -674,29 +749,40 @@ class SchedulerState:
         worker = self._pick_worker(ts)
         ts.processing_on = worker
         self._load[worker] += 1
-        spec = ts.run_spec
-        who_has = {dep: sorted(self.tasks[dep].who_has) for dep in ts.dependencies}
-        ts.run_id = next(self._incarnations)
-        self._send(out, worker, m.COMPUTE_TASK, (ts.key,), key=ts.key, func=spec["func"],
-                   args=spec["args"], who_has=who_has, incarnation=ts.run_id,
-                   stimulus_id=stimulus)
+        spec, key, deps = ts.run_spec, ts.key, ts.dependencies
+        who_has: dict[str, list[str]] = {}
+        if deps:
+            tasks = self.tasks
+            for dep in deps:  # a loop, not a comprehension (its own call): a dependency or two
+                who_has[dep] = sorted(tasks[dep].who_has)
+        self._incarnation = ts.run_id = run_id = self._incarnation + 1
+        out.append(Message(SCHEDULER, worker, m.COMPUTE_TASK,
+                           self._streams.get(worker) or self._stream_to(worker), True, (key,),
+                           {"key": key, "func": spec["func"], "args": spec["args"],
+                            "who_has": who_has, "incarnation": run_id, "stimulus_id": stimulus}))
 
     def _processing_memory(self, ts, recs, out, stimulus) -> None:
+        # Every computed task comes here: the empty cases (nobody to tell, no dependents,
+        # no dependencies) skip their calls.
         if ts.run_spec.get("allocated"):
             self.record(SCHEDULER, "future.put", ts.key)
         self._load[ts.processing_on] -= 1
         ts.processing_on = None
-        self._report(out, ts, m.KEY_IN_MEMORY, type=ts.type)
-        self._fire_and_forgotten(ts, recs)
-        for key in ts.dependents:
-            dts = self.tasks.get(key)
-            if dts is not None and dts.state == WAITING:
-                if dts.waiting_on:
-                    dts.waiting_on.discard(ts.key)
-                if not dts.waiting_on:
-                    recs[key] = PROCESSING
-        self._forget_unneeded_dependencies(ts, recs)
-        if not ts.who_wants and not self._needed_by_dependents(ts):
+        if ts.who_wants:
+            self._report(out, ts, m.KEY_IN_MEMORY, {"type": ts.type})
+            self._fire_and_forgotten(ts, recs)
+        if ts.dependents:
+            tasks = self.tasks
+            for key in ts.dependents:
+                dts = tasks.get(key)
+                if dts is not None and dts.state == WAITING:
+                    if dts.waiting_on:
+                        dts.waiting_on.discard(ts.key)
+                    if not dts.waiting_on:
+                        recs[key] = PROCESSING
+        if ts.dependencies:
+            self._forget_unneeded_dependencies(ts, recs)
+        if not ts.who_wants and not (ts.dependents and self._needed_by_dependents(ts)):
             recs[ts.key] = FORGOTTEN
 
     def _processing_erred(self, ts, recs, out, stimulus) -> None:
@@ -713,8 +799,9 @@ class SchedulerState:
             self._release(FIRE_AND_FORGET, ts.key, self.wants[FIRE_AND_FORGET][ts.key], recs)
 
     def _erred(self, ts, recs, out) -> None:
-        self._report(out, ts, m.TASK_ERRED_REPORT, exception=ts.exception, text=ts.exception_text,
-                     traceback=ts.traceback)
+        self._report(out, ts, m.TASK_ERRED_REPORT, {"exception": ts.exception,
+                                                     "text": ts.exception_text,
+                                                     "traceback": ts.traceback})
         self._fire_and_forgotten(ts, recs)
         for key in ts.dependents:
             dts = self.tasks.get(key)
@@ -743,17 +830,22 @@ class SchedulerState:
         ts.waiting_on = NO_KEYS
 
     def _to_forgotten(self, ts, recs, out, stimulus) -> None:
-        self._free_on_workers(ts, out, stimulus)
+        key = ts.key
+        if ts.who_has:
+            self._free_on_workers(ts, out, stimulus)
         if ts.who_wants:
-            self._report(out, ts, m.CANCELLED_KEYS, reason=f"{ts.key} was forgotten by the scheduler")
-        for client in ts.who_wants:
-            self.wants.get(client, {}).pop(ts.key, None)
-        del self.tasks[ts.key]
+            self._report(out, ts, m.CANCELLED_KEYS,
+                         {"reason": f"{key} was forgotten by the scheduler"})
+            for client in ts.who_wants:
+                self.wants.get(client, _NO_WANTS).pop(key, None)
+        tasks = self.tasks
+        del tasks[key]
         for dep in ts.dependents:
-            dts = self.tasks.get(dep)
+            dts = tasks.get(dep)
             if dts is not None and dts.dependencies:
-                dts.dependencies.discard(ts.key)
-        self._forget_unneeded_dependencies(ts, recs)
+                dts.dependencies.discard(key)
+        if ts.dependencies:
+            self._forget_unneeded_dependencies(ts, recs)
 
     def _forget_unneeded_dependencies(self, ts: TaskState, recs: dict[str, str]) -> None:
         for dep in ts.dependencies:
@@ -787,6 +879,9 @@ class SchedulerState:
         (MEMORY, FORGOTTEN): _to_forgotten,
         (ERRED, FORGOTTEN): _to_forgotten,
     }
+    #: ``_TRANSITIONS`` by start state, then finish (what ``_transitions`` looks steps up in:
+    #: no tuple to build and hash per step).  Every state a task can be in has an entry.
+    _STEPS = _by_start(_TRANSITIONS)
 
     _handlers = {
         m.CLIENT_DESIRES_KEYS: _on_client_desires_keys,

@@ -52,16 +52,18 @@ def _culprit(obj: Any) -> Any:
 
 loads = pickle.loads
 
-_functions: dict[bytes, Any] = {}
+#: Task functions unpickled so far, by their pickle (``load_function``'s cache; a worker's hot
+#: path looks in it before calling).
+loaded_functions: dict[bytes, Any] = {}
 
 
 def load_function(blob: bytes) -> Any:
     """Unpickle a task function once per distinct function, as dask's worker caches them."""
-    func = _functions.get(blob)
+    func = loaded_functions.get(blob)
     if func is None:
-        if len(_functions) > 512:
-            _functions.clear()
-        func = _functions[blob] = loads(blob)
+        if len(loaded_functions) > 512:
+            loaded_functions.clear()
+        func = loaded_functions[blob] = loads(blob)
     return func
 
 

@@ -48,7 +48,15 @@ from typing import Any
 from . import messages as m
 from .client import ClientState, FutureState
 from .messages import Message
-from .serialize import FutureRef, adopting, dumps, load_function, loads, substitute
+from .serialize import (
+    FutureRef,
+    adopting,
+    dumps,
+    load_function,
+    loaded_functions,
+    loads,
+    substitute,
+)
 from .variants import ProtocolVariant
 
 RELEASED, WAITING, READY, EXECUTING, LONG_RUNNING, CANCELLED, MEMORY, ERROR, FORGOTTEN = (
@@ -141,8 +149,13 @@ class WorkerState:
 
     def _store(self, key: str, value: Any, incarnation: int) -> None:
         copies = self.copies.get(key)
+        if copies is None:  # the first copy of the key here (a task's result, usually)
+            self.copies[key] = {incarnation: value}
+            self.data[key] = value
+            self.record(self.name, "worker.put", key, incarnation, ())
+            return
         replaced: tuple[int, ...] = ()
-        if copies is None or not self.variant.incarnations:
+        if not self.variant.incarnations:
             replaced = tuple(copies or ())  # one slot per key: the put overwrites it
             copies = self.copies[key] = {}
         copies[incarnation] = value
@@ -155,7 +168,7 @@ class WorkerState:
         if not copies:
             return []
         if not self.variant.incarnations:
-            freed = list(copies)
+            freed = [*copies]
         elif incarnation in copies:
             freed = [incarnation]
         else:
@@ -197,8 +210,9 @@ class WorkerState:
                     out += self._release(ts, stimulus)
                 continue
             # Like dask's worker, every copy released from memory is reported back.
-            out += [self._to_scheduler(m.RELEASE_WORKER_DATA, (key,), worker=self.name,
-                                       incarnation=inc) for inc in self._free(key, incarnation)]
+            for inc in self._free(key, incarnation):
+                out.append(self._to_scheduler(m.RELEASE_WORKER_DATA, (key,), worker=self.name,
+                                              incarnation=inc))
         return out
 
     # -- compute -------------------------------------------------------------------
@@ -229,10 +243,19 @@ class WorkerState:
                 ts.spec, ts.incarnation = p, p["incarnation"]
             return []  # already queued or running: dask only logs it
         ts = self.tasks[key] = WorkerTask(key, RELEASED, p, p["incarnation"])
+        who_has = p["who_has"]
+        if not who_has:
+            # No dependencies (most tasks): straight to the ready queue, told by the
+            # compute-task's receipt (released -> ready is not recorded).
+            ts.state = READY
+            self.ready.append(key)
+            if len(self.executing) >= self.nthreads:
+                return []  # every thread is busy: the task waits for one to finish
+            return self._ensure_computing(stimulus)
         # As dask's worker, this worker never fetches from itself: a dependency the
         # scheduler says only we hold, and we do not, is missing.
         remote = {dep: [w for w in ws if w != self.name]
-                  for dep, ws in p["who_has"].items() if dep not in self.data}
+                  for dep, ws in who_has.items() if dep not in self.data}
         gone = [dep for dep, ws in remote.items() if not ws]
         if gone:
             self._transition(ts, WAITING, stimulus)
@@ -286,17 +309,27 @@ class WorkerState:
     def free_slots(self) -> int:
         return self.nthreads - len(self.executing)
 
-    def _ensure_computing(self, stimulus: str | None) -> list[Message]:
-        """Give free threads to ready tasks, oldest first: an ``execute`` each."""
-        out = []
-        ready, tasks, executing = self.ready, self.tasks, self.executing
+    def _ensure_computing(self, stimulus: str | None, out: list[Message] | None = None
+                          ) -> list[Message]:
+        """Give free threads to ready tasks, oldest first: an ``execute`` each, appended to
+        ``out`` (a new list if none is given), which is returned."""
+        if out is None:
+            out = []
+        ready, executing = self.ready, self.executing
+        if not ready or len(executing) >= self.nthreads:
+            return out
+        tasks, name = self.tasks, self.name
         while ready and len(executing) < self.nthreads:
             ts = tasks[ready.popleft()]
-            self._transition(ts, EXECUTING, stimulus)
-            executing.add(ts.key)
-            self._runs += 1
-            out.append(Message(self.name, self.name, m.EXECUTE, f"run:{self.name}#{self._runs}",
-                               False, (ts.key,), _NO_PAYLOAD))
+            if ts.state == READY:
+                ts.state = EXECUTING  # told by the execute (see _transition): not recorded
+            else:
+                self._transition(ts, EXECUTING, stimulus)
+            key = ts.key
+            executing.add(key)
+            self._runs = runs = self._runs + 1
+            out.append(Message(name, name, m.EXECUTE, f"run:{name}#{runs}", False, (key,),
+                               _NO_PAYLOAD))
         return out
 
     def begin(self, key: str) -> tuple[TaskRun | None, list[Message]]:
@@ -318,7 +351,9 @@ class WorkerState:
             try:
                 if ts.missing:
                     raise LookupError(f"dependencies {ts.missing} were gone from their workers")
-                func = load_function(fblob)
+                func = loaded_functions.get(fblob)  # load_function's cache, looked in first
+                if func is None:
+                    func = load_function(fblob)
                 args, kwargs = loads(ablob)
                 if p["who_has"]:  # no dependencies, no placeholder to fill (most tasks)
                     values = self.data if not ts.fetched else {**self.data, **ts.fetched}
@@ -351,17 +386,24 @@ class WorkerState:
             return self._release(ts, None)
         del self.tasks[key]
         if ok:
-            self._transition(ts, MEMORY, None)
-            self._store(key, value, ts.incarnation)
-            out = [self._to_scheduler(m.TASK_FINISHED, (key,), worker=self.name,
-                                      incarnation=ts.incarnation, type=_dump_type(value))]
+            if ts.state == EXECUTING:
+                ts.state = MEMORY  # told by the worker.put (see _transition): not recorded
+            else:
+                self._transition(ts, MEMORY, None)
+            incarnation, name = ts.incarnation, self.name
+            self._store(key, value, incarnation)
+            blob = _TYPES.get(type(value))
+            out = [Message(name, m.SCHEDULER, m.TASK_FINISHED, self._stream, True, (key,),
+                           {"worker": name, "incarnation": incarnation,
+                            "type": _dump_type(value) if blob is None else blob})]
         else:
             self._transition(ts, ERROR, None)
             out = [self._to_scheduler(m.TASK_ERRED, (key,), worker=self.name,
                                       exception=_dump_exception(value),
                                       text=f"{type(value).__name__}: {value}",
                                       incarnation=ts.incarnation)]
-        out += self._ensure_computing(None)
+        if self.ready:
+            self._ensure_computing(None, out)
         return out
 
     def _release(self, ts: WorkerTask, stimulus: str | None) -> list[Message]:
