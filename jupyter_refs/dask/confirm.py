@@ -121,6 +121,20 @@ def overtakes(run: Run, names: dict[str, str], every: bool = False) -> dict[Sig,
     return waits
 
 
+def _forgotten(client: Any, keys: set[str], timeout: float) -> None:
+    """Wait until dask's scheduler knows none of ``keys`` (or ``timeout``): a run starts, as
+    the model's did, on a cluster that has not seen them.  A key left over from the run
+    before (``scatter(123)`` gives the same key each time) whose release is still on its
+    way would make this run another race than the one confirmed."""
+
+    def known(dask_scheduler: Any, keys: tuple = tuple(keys)) -> list[str]:
+        return [k for k in keys if k in dask_scheduler.tasks]
+
+    deadline = time.monotonic() + timeout
+    while client.run_on_scheduler(known) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
 def _say(sig: Sig) -> str:
     (sender, receiver, op, keys), n = sig
     return f"{op}[{','.join(keys)}] {sender}->{receiver} (#{n} such)"
@@ -194,6 +208,7 @@ def _confirm(scenario: Scenario, run: Run, client: Any, ordered_scatter: bool, e
         names.update({"client:1": tracer.me})
         waits = overtakes(run, names, every)
         control = _Overtakes(waits)
+        _forgotten(dask_client, {e.key for e in run.trace.events() if e.key}, timeout)
         holds.steer(control)
         errors: list[BaseException] = []
 
