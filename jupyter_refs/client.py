@@ -322,10 +322,11 @@ def _token(*args: Any) -> str:
     checked against ``tokenize`` once; if a dask version normalises differently, it
     is never taken.  Anything else goes to ``tokenize``.
     """
-    if len(args) == 1 and type(args[0]) in _KEPT:
+    single = (type(args[0]), args[0]) if len(args) == 1 and type(args[0]) in _KEPT else None
+    if single is not None:
         # One plain value (``scatter(123)``): its token depends on nothing else, and a
         # notebook or the explorer scatters the same few values again and again.
-        hit = _SINGLE.get((type(args[0]), args[0]))
+        hit = _SINGLE.get(single)
         if hit is not None:
             return hit
     try:
@@ -335,10 +336,10 @@ def _token(*args: Any) -> str:
     if not _fast_tokens_agree():
         return tokenize(*args)
     token = md5(str(normalized).encode(), usedforsecurity=False).hexdigest()
-    if len(args) == 1 and type(args[0]) in _KEPT:
+    if single is not None:
         if len(_SINGLE) >= 1024:
             del _SINGLE[next(iter(_SINGLE))]
-        _SINGLE[type(args[0]), args[0]] = token
+        _SINGLE[single] = token
     return token
 
 
@@ -352,12 +353,19 @@ _SINGLE: dict[tuple[type, Any], str] = {}
 def _token_of_call(tok: str, args: tuple) -> str:
     """``_token(tok, args)`` for one element of a ``map``: when every argument is a plain
     value, its normalized form is the tuple itself, so it is hashed without a pass."""
-    for arg in args:
-        if type(arg) not in _PLAIN:
-            return _token(tok, args)
+    if not _all_plain(args):
+        return _token(tok, args)
     if not _fast_tokens_agree():
         return tokenize(tok, args)
     return md5(str((tok, ("tuple", args))).encode(), usedforsecurity=False).hexdigest()
+
+
+def _all_plain(args: tuple) -> bool:
+    """Whether every argument is a plain value: no future can be among them or inside them."""
+    for arg in args:
+        if type(arg) not in _PLAIN:
+            return False
+    return True
 
 
 class _NotSimple(Exception):
@@ -818,23 +826,16 @@ class Client:
                 # racy-ids' counter is: two threads given one id is the race to show.)
                 continue
             deps: dict[str, Future] = {}
-            for arg in args:
-                if type(arg) not in _PLAIN:
-                    break
+            if not kwargs and _all_plain(args):
+                # Plain values only (a ``map`` over numbers): nothing to pack, nothing travels.
+                ablob, carries = dumps((args, {})), ()
             else:
-                if not kwargs:
-                    # Plain values only (a ``map`` over numbers): no future can be among them
-                    # or inside them, so there is nothing to pack and nothing that travels.
-                    tasks[key] = {"func": fblob, "args": dumps((args, {})), "deps": (),
-                                  "allocated": allocated and self.cluster.variant.ids != UUID,
-                                  "carries": (), **options}
-                    continue
-            with sending() as travelling:
-                ablob = dumps((_pack(args, deps), _pack(kwargs, deps)) if args or kwargs
-                              else ((), {}))
+                with sending() as travelling:
+                    ablob = dumps((_pack(args, deps), _pack(kwargs, deps)))
+                carries = tuple(dict.fromkeys(f.key for f in travelling))
             tasks[key] = {"func": fblob, "args": ablob, "deps": tuple(deps),
                           "allocated": allocated and self.cluster.variant.ids != UUID,
-                          "carries": tuple(dict.fromkeys(f.key for f in travelling)), **options}
+                          "carries": carries, **options}
             dep_futures.update(deps)
         for dep in dep_futures.values():
             if dep.client is None:

@@ -325,17 +325,11 @@ class Cluster:
         with self._lock:
             self._check_open()
             self._process_drops()
-            deliver, choose, network = self._deliver, self.policy.next, self._network
+            deliver, next_ = self._deliver, self._next
             for _ in range(n):
-                choice = choose(network, self._now)  # ``_next(force=True)``, written out
-                if choice is None:
-                    msg = network.oldest(held_too=True)
-                    if msg is None:
-                        break
-                else:
-                    msg, at = choice
-                    if at > self._now and not self.live:
-                        self._now = at
+                msg = next_(True)
+                if msg is None:
+                    break
                 deliver(msg)
                 delivered.append(msg)
             self.trace.flush()
@@ -698,19 +692,13 @@ class Cluster:
                                                if self._network.is_held(m.channel)])
             return
         deadline = None if timeout is None else time.monotonic() + timeout
-        choose, network, deliver = self.policy.next, self._network, self._deliver
+        next_, deliver = self._next, self._deliver
         while not done():
             if self.closed:
                 self._check_open()
             if self._drops:
                 self._process_drops()
-            choice = choose(network, self._now)  # ``_next(force=False)``, written out
-            if choice is None:
-                msg = None
-            else:
-                msg, at = choice
-                if at > self._now:
-                    self._now = at
+            msg = next_(False)
             if msg is None:
                 if self._threaded and self._others_running():
                     # Immediate: a run from an earlier, timed-out call is still going.
@@ -813,7 +801,6 @@ class Cluster:
         return msg
 
     def _deliver(self, msg: Message, threaded: bool = False) -> TaskRun | None:
-        # The hot path of every run: ``_send`` is written out here, one frame less per message.
         network, trace = self._network, self.trace
         network.take(msg)
         receiver = msg.receiver
@@ -824,13 +811,7 @@ class Cluster:
         else:
             out = self._actors[receiver].handle(msg)
             if out:
-                now = trace.clock()
-                network.accept(out, now)
-                on_send = self._on_send
-                if on_send is not None:
-                    for sent in out:
-                        on_send(sent, now)
-                trace.record_sent(out)
+                self._send(out)
         if not network.in_flight and not self._threaded:
             trace.record(SCHEDULER, "network.drained", None)
         return run
