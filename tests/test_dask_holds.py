@@ -269,6 +269,17 @@ def test_every_8576_failure_group_is_confirmed_on_real_dask(inproc, race_failure
     assert inproc.gather(inproc.map(inc, range(10), pure=False)) == list(range(1, 11))
 
 
+def test_every_choice_of_every_group_is_enforced_in_one_run(inproc, race_failures):
+    """With every choice enforced, real dask has no order left to choose: each group is
+    confirmed in its first run.  The waits name the task's messages too (``update-graph`` of
+    ``inc``), whose key no two runs share; the controller pairs dask's key with the model's."""
+    for failure in race_failures:
+        result = confirm(scatter_race, failure, inproc, orders="every", attempts=1)
+        assert result.enforced, str(result)
+        assert result.confirmed, str(result)
+        assert any("[inc-" in s for s in result.overtakes)
+
+
 def test_the_late_worker_release_group(inproc, race_failures):
     """The worker's release-worker-data (for the old copy, freed before the put) must reach the
     scheduler after the scatter is registered.  On dask the registration runs in the scatter

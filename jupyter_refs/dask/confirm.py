@@ -24,6 +24,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from dask.utils import key_split
+
 from ..checks import Violation
 from ..errors import JupyterRefsError
 from ..explore import Failure, Run, Scenario, replay
@@ -72,22 +74,65 @@ class Confirmation:
 
 
 class _Overtakes:
-    """The holds' controller: a message waits until everything that overtook it is delivered."""
+    """The holds' controller: a message waits until everything that overtook it is delivered.
 
-    def __init__(self, waits: dict[Sig, set[Sig]]):
+    Real dask's messages are translated to the model's by key first (:class:`_Keys`): a
+    task's key holds its arguments' futures' ids, which no two runs share.
+    """
+
+    def __init__(self, waits: dict[Sig, set[Sig]], keys: _Keys):
         self.waits = waits
+        self.keys = keys
         self.done: set[Sig] = set()
 
     def must_wait(self, sig: tuple, occurrence: int) -> bool:
-        need = self.waits.get((sig, occurrence))
+        need = self.waits.get((self.keys.sig(sig), occurrence))
         return bool(need) and not need <= self.done
 
     def delivered(self, sig: tuple, occurrence: int) -> None:
-        self.done.add((sig, occurrence))
+        self.done.add((self.keys.sig(sig), occurrence))
 
     def unmet(self) -> list[tuple[Sig, list[Sig]]]:
         return [(d, sorted(need - self.done)) for d, need in self.waits.items()
                 if d not in self.done and not need <= self.done]
+
+
+class _Keys:
+    """Real dask's keys → the model's, for the keys no two runs share.
+
+    ``scatter(123)`` is keyed by its value, the same in every run; ``submit(inc, x)`` by
+    ``tokenize(inc, x)``, and a future's token holds its id (process uuid, counter), in
+    dask as in the model.  ``fresh`` are the model keys that came out differently when the
+    schedule was replayed twice.  A real key the model does not have takes the first fresh
+    key of its prefix (``key_split``) not yet taken, in the order the model first sent
+    them; the real run meets them in its own order, so two fresh keys of one prefix pair
+    up by first arrival, as messages pair up by how many such came before.
+    """
+
+    def __init__(self, model: list[str], fresh: set[str]):
+        self.model = set(model)
+        self.free: dict[str, list[str]] = {}
+        for key in model:
+            if key in fresh:
+                self.free.setdefault(key_split(key), []).append(key)
+        self.real: dict[str, str] = {}  # real key → model key, once paired
+        self._sigs: dict[tuple, tuple] = {}
+
+    def key(self, real: str | None) -> str | None:
+        if real is None or real in self.model:
+            return real
+        model = self.real.get(real)
+        if model is None:
+            free = self.free.get(key_split(real))
+            model = self.real[real] = free.pop(0) if free else real
+        return model
+
+    def sig(self, sig: tuple) -> tuple:
+        known = self._sigs.get(sig)
+        if known is None:
+            sender, receiver, op, keys = sig
+            known = self._sigs[sig] = (sender, receiver, op, tuple(self.key(k) for k in keys))
+        return known
 
 
 def overtakes(run: Run, names: dict[str, str], every: bool = False) -> dict[Sig, set[Sig]]:
@@ -171,13 +216,15 @@ def confirm(scenario: Scenario, schedule: str | Failure, client: Any, *, ordered
     if not run.violations:
         raise ConfirmError(f"schedule {schedule} does not fail on the kernel-side cluster: "
                            "nothing to confirm")
+    again = _keys(replay(scenario, schedule, protocol=protocol))
+    fresh = {k for k in _keys(run) if k not in again}
     result = None
     # Only the steered messages are ordered: the rest follows real dask's timing, so an
     # unconfirmed run is tried again (``attempts`` in all), and says how many it took.
     plan = ([False] + [True] * (attempts - 1) if orders == "auto"
             else [orders == "every"] * attempts)
     for n, every in enumerate(plan, 1):
-        result = _confirm(scenario, run, client, ordered_scatter, every, stall, timeout)
+        result = _confirm(scenario, run, fresh, client, ordered_scatter, every, stall, timeout)
         result.attempts = n
         if result.confirmed:
             break
@@ -187,8 +234,16 @@ def confirm(scenario: Scenario, schedule: str | Failure, client: Any, *, ordered
     return result
 
 
-def _confirm(scenario: Scenario, run: Run, client: Any, ordered_scatter: bool, every: bool,
-             stall: float, timeout: float) -> Confirmation:
+def _keys(run: Run) -> list[str]:
+    """The keys ``run``'s messages name, in the order they were first sent."""
+    keys: dict[str, None] = {}
+    for e in run.trace.events(kind="msg.sent"):
+        keys.update(dict.fromkeys(e.fields["keys"]))
+    return list(keys)
+
+
+def _confirm(scenario: Scenario, run: Run, fresh: set[str], client: Any, ordered_scatter: bool,
+             every: bool, stall: float, timeout: float) -> Confirmation:
     import distributed
 
     schedule = run.schedule
@@ -207,8 +262,9 @@ def _confirm(scenario: Scenario, run: Run, client: Any, ordered_scatter: bool, e
         names = {m: holds._name(w) for m, w in zip(model_workers, workers)}
         names.update({"client:1": tracer.me})
         waits = overtakes(run, names, every)
-        control = _Overtakes(waits)
-        _forgotten(dask_client, {e.key for e in run.trace.events() if e.key}, timeout)
+        keys = _Keys(_keys(run), fresh)
+        control = _Overtakes(waits, keys)
+        _forgotten(dask_client, {e.key for e in run.trace.events() if e.key} - fresh, timeout)
         holds.steer(control)
         errors: list[BaseException] = []
 
@@ -237,6 +293,8 @@ def _confirm(scenario: Scenario, run: Run, client: Any, ordered_scatter: bool, e
                 thread.join(10)
                 break
         holds.steer(None)
+        # The run's own task keys are new to every later run's wait: it waits for them here.
+        _forgotten(dask_client, set(keys.real), stall)
         tracer.sync()
         violations = tracer.violations
         if errors and not violations:
@@ -244,7 +302,7 @@ def _confirm(scenario: Scenario, run: Run, client: Any, ordered_scatter: bool, e
     finally:
         if own:
             tracer.detach()
-    confirmed = any(v.name == expected.name and v.key == expected.key for v in violations)
+    confirmed = any(v.name == expected.name and keys.key(v.key) == expected.key for v in violations)
     said = [f"{_say(d)} after {', '.join(_say(n) for n in sorted(need))}" for d, need in waits.items()]
     return Confirmation(schedule, expected, confirmed, not unmet, said, unmet, violations,
                         tracer.trace, distributed.__version__, None if own else tracer)
