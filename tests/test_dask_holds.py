@@ -269,6 +269,24 @@ def test_every_8576_failure_group_is_confirmed_on_real_dask(inproc, race_failure
     assert inproc.gather(inproc.map(inc, range(10), pure=False)) == list(range(1, 11))
 
 
+def test_a_fresh_task_key_pairs_with_the_models_by_prefix_and_order():
+    from jupyter_refs.dask.confirm import _Keys
+
+    def k(prefix: str, digit: str) -> str:  # a key as dask makes them: prefix-<32 hex digits>
+        return f"{prefix}-{digit}{'0' * 31}"
+
+    keys = _Keys([k("int", "1"), k("inc", "a"), k("inc", "b"), k("add", "c")],
+                 fresh={k("inc", "a"), k("inc", "b"), k("add", "c")})
+    assert keys.key(k("int", "1")) == k("int", "1")  # the same in every run: as it is
+    assert keys.key(k("inc", "9")) == k("inc", "a")  # the first fresh inc- the model sent
+    assert keys.key(k("inc", "9")) == k("inc", "a")  # once paired, kept
+    assert keys.key(k("inc", "8")) == k("inc", "b")
+    assert keys.key(k("inc", "7")) == k("inc", "7")  # none left: a key the model never had
+    assert keys.key(k("int", "2")) == k("int", "2")  # int-1… is not fresh: not taken
+    assert keys.sig(("a", "b", "op", (k("inc", "8"), k("int", "1")))) == (
+        "a", "b", "op", (k("inc", "b"), k("int", "1")))
+
+
 def test_every_choice_of_every_group_is_enforced_in_one_run(inproc, race_failures):
     """With every choice enforced, real dask has no order left to choose: each group is
     confirmed in its first run.  The waits name the task's messages too (``update-graph`` of
