@@ -114,13 +114,16 @@ def test_ghost_from_submit_and_del_to_the_ghost():
 
 @pytest.mark.slow
 def test_id_collision_from_two_threads_to_the_refused_value():
-    for _ in range(5):
+    for _ in range(10):
         cluster = Cluster(protocol="racy-ids", network="manual", workers=2)
         client = cluster.client()
 
-        def work(_: int, client=client) -> None:
-            for j in range(1000):
-                client.submit(inc, j, pure=False)
+        # Held, as a user's futures would be: one dropped at once releases its key, and the
+        # second future of a collided id then finds nothing that could refuse it.
+        kept: list[list] = []
+
+        def work(_: int, client=client, kept=kept) -> None:
+            kept.append([client.submit(inc, j, pure=False) for j in range(1000)])
 
         in_threads(work, 32)
         cluster.run_until_idle()
@@ -129,7 +132,7 @@ def test_id_collision_from_two_threads_to_the_refused_value():
             break
         cluster.close()
     else:
-        pytest.skip("no id collision in 5 tries (threads did not interleave)")
+        pytest.skip("no id collision in 10 tries (threads did not interleave)")
     chain = cluster.why(rejected[0].key)
     in_order(chain, ["drew id", "`update-graph` sent", "received `update-graph`",
                      "refused a second value"])
