@@ -21,6 +21,7 @@ from distributed import Client, LocalCluster  # noqa: E402
 from jupyter_refs.checks import Checks  # noqa: E402
 from jupyter_refs.dask import attach  # noqa: E402
 from jupyter_refs.trace import Trace  # noqa: E402
+from jupyter_refs.views.lab import refs_message  # noqa: E402
 from jupyter_refs.views.refs import RefsTable  # noqa: E402
 from jupyter_refs.views.saved import trace_bundle  # noqa: E402
 from jupyter_refs.views.text import format_events  # noqa: E402
@@ -165,6 +166,8 @@ def test_a_retired_worker_is_marked_and_not_waited_for():
         assert removed.fields["reason"] == "retired"
         assert (removed.fields["recompute"], removed.fields["lost"]) == (0, 0)
         assert tracer.violations == []
+        # The sidebar's feed says so too (labextension/test/sidebar.test.ts draws it).
+        assert refs_message(tracer)["cluster"]["gone"] == {_name(retiree): "retired"}
 
 
 def test_a_removed_source_is_not_waited_for_and_its_last_batch_is_still_merged(inproc):

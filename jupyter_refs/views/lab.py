@@ -9,7 +9,7 @@ target" for it.  Each open comm gets:
 
 * ``{"type": "refs", ...}`` — every key the current cluster knows, as the refs
   table shows it (client refcounts and future states, scheduler state,
-  who_wants, violations), sent when the trace changes, a few times a second at
+  who_wants, violations, the workers the scheduler removed), sent when the trace changes, a few times a second at
   most, and at once when ``%cluster`` replaces the cluster;
 * ``{"type": "trace", "timeline_id": ..., "bundle": ..., "svg": ...}`` — the
   saved-trace bundle of each open timeline whose figure has moved on, and its
@@ -47,10 +47,14 @@ SAVE_INTERVAL = 2.0  # seconds between refreshes of the open timelines' saved tr
 
 def _describe(source: ClusterHandle) -> dict[str, Any]:
     focus = source.focused
+    checks = source.checks
     return {"title": source.title, "events": source.trace.next_seq,
             "dropped": source.trace.missing,
-            "violations": len(source.checks.violations) if source.checks else 0,
-            "focus": None if focus is None else str(focus)}
+            "violations": len(checks.violations) if checks else 0,
+            "focus": None if focus is None else str(focus),
+            # Workers the scheduler removed, and why (``worker.removed``): as the refs table
+            # and the timeline's lanes say, so a key's data on no worker is not a mystery.
+            "gone": dict(checks.beliefs.gone) if checks else {}}
 
 
 def refs_message(source: ClusterHandle | None) -> dict[str, Any]:

@@ -49,6 +49,8 @@ export interface IRefs {
     violations: number;
     /** What the trace follows (``focus.changed``), or null for every key. */
     focus?: string | null;
+    /** Workers the scheduler removed (``worker.removed``) -> why. */
+    gone?: Record<string, string>;
   } | null;
   rows: IRefsRow[];
   more: number;

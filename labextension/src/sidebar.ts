@@ -14,6 +14,7 @@
 
 import { Widget } from '@lumino/widgets';
 
+import { goneLines } from './gone';
 import { KeyFilter } from './keyfilter';
 import { IRefs, IRefsRow, KernelLink } from './link';
 
@@ -102,6 +103,9 @@ export class RefsSidebar extends Widget {
     const out: HTMLElement[] = [];
     out.push(el('div', 'jp-RefsSidebar-cluster',
       `${c.title} · ${c.events} events${c.dropped ? ` (${c.dropped} dropped)` : ''} · ${c.violations} violation${c.violations === 1 ? '' : 's'}`));
+    for (const line of goneLines(c)) {
+      out.push(el('div', 'jp-RefsSidebar-gone', line));
+    }
     if (refs.error) {
       out.push(el('p', 'jp-RefsSidebar-message jp-RefsSidebar-bad', refs.error));
     }

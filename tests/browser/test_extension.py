@@ -5,6 +5,7 @@
   that drops a future makes its key go, a click on a key filters the live timeline;
 * "trace only this key" on a key's card narrows the running trace to it, "trace all
   keys" undoes it;
+* a worker the dask scheduler removed is named, with why, under the cluster's line;
 * the saved copy of a live timeline's trace is kept current in the notebook file;
 * a saved notebook opened with its kernel shut down shows the static timeline.
 """
@@ -42,6 +43,17 @@ FOCUS_CELLS = [
     "%scatter w = 11",
 ]
 
+GONE_CELLS = [
+    "%load_ext jupyter_refs",
+    "from distributed import Client, LocalCluster\n"
+    "dask_cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=False,\n"
+    "                            dashboard_address=':0')\n"
+    "dc = Client(dask_cluster)",
+    "%cluster --attach dc",
+    "x = dc.scatter(1, broadcast=True)",
+    "dc.retire_workers([sorted(dc.scheduler_info()['workers'])[0]])",
+]
+
 RACE_CELLS = [
     "%load_ext jupyter_refs",
     "from jupyter_refs.demo import scatter_race\n"
@@ -63,6 +75,7 @@ def lab(tmp_path_factory):
     write_notebook(root / "race.ipynb", RACE_CELLS)
     write_notebook(root / "plain.ipynb", ["1 + 1"])
     write_notebook(root / "focus.ipynb", FOCUS_CELLS)
+    write_notebook(root / "gone.ipynb", GONE_CELLS)
     with browser() as b, jupyter_lab(root) as url:
         yield url, b, root
 
@@ -210,6 +223,23 @@ def test_trace_only_this_key_narrows_the_running_trace(lab, shots):
         page.wait_for_function(f"""() => [...document.querySelectorAll({ROWS!r})]
             .some(r => r.dataset.key === {json.dumps(w)})""", timeout=30_000)
         assert kernel_says(page, "print(cluster.violations)") == "[]"
+
+
+def test_sidebar_marks_a_worker_the_dask_scheduler_removed(lab, shots):
+    pytest.importorskip("distributed")
+    url, b, _ = lab
+    with new_page(b, 1500, 950) as page:
+        open_notebook(page, url, "gone.ipynb")
+        show_sidebar(page)
+        run_cells(page, 0, 4)  # %load_ext, a dask cluster, %cluster --attach, a scatter
+        page.wait_for_function(f"document.querySelectorAll({ROWS!r}).length === 1", timeout=60_000)
+        assert not page.query_selector("#jupyter-refs-sidebar .jp-RefsSidebar-gone")
+        run_cells(page, 4, 5)  # retire one of its two workers
+        page.wait_for_selector("#jupyter-refs-sidebar .jp-RefsSidebar-gone", timeout=60_000)
+        [line] = page.evaluate("() => [...document.querySelectorAll("
+                               "'#jupyter-refs-sidebar .jp-RefsSidebar-gone')].map(e => e.textContent)")
+        assert line.startswith("gone: worker:") and line.endswith(" (retired)")
+        page.screenshot(path=str(shots / "sidebar-gone.png"))
 
 
 def test_saved_notebook_shows_static_timeline_without_kernel(lab, shots):
