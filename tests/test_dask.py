@@ -116,8 +116,10 @@ def test_remote_buffers_are_bounded():
     for i in range(25):
         rec.record("transition", f"k{i}", extra=("a", "b", "s"))
     msg = rec.drain()
-    assert len(msg["events"]) == 10 and msg["dropped"] == 15
-    assert msg["events"][0][2] == "k15"  # the oldest went first
+    events = list(remote.events(msg["events"]))
+    assert len(events) == 10 and msg["dropped"] == 15
+    assert [e[2] for e in events] == [f"k{i}" for i in range(15, 25)]  # the oldest went first
+    assert all(e[1] == "transition" and e[6] == ("a", "b", "s") for e in events)  # whole events
 
 
 def worker_events(tracer) -> list:

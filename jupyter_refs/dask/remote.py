@@ -1,12 +1,15 @@
 """What runs inside the dask scheduler and workers: hooks, and bounded buffers.
 
-Both plugins record compact tuples into a bounded deque (the oldest are dropped
+Both plugins record compact events into a bounded buffer (the oldest are dropped
 and counted when nobody drains it) and publish what they have as *one*
 ``log_event`` on the ``jupyter-refs`` topic per interval — dask's own event
 mechanism, so events from worker processes reach the client through the
 scheduler with no extra port and no file.  A recorded event is
 ``(t_ns, kind, key, op, peer, keys, extra)`` with dask's raw ids (client ids,
-worker addresses); the client-side tracer names them.
+worker addresses); the client-side tracer names them.  A buffer and a batch hold
+those fields *flat*, event after event (:data:`STRIDE` items each; :func:`events`
+reads them back): a tuple per event, kept until the tracer merges, made the
+collector run once more every 700 events in dask's own process.
 
 The scheduler is observed where references change:
 
@@ -54,6 +57,19 @@ CHANNEL = "@channel"
 
 _time_ns = time.time_ns
 
+#: Items per event in a buffer or a batch: ``t_ns, kind, key, op, peer, keys, extra``.
+STRIDE = 7
+
+
+def events(flat: list) -> Any:
+    """The events of a batch's flat ``events``, as ``(t_ns, kind, …, extra)`` tuples."""
+    return zip(*[iter(flat)] * STRIDE)
+
+
+def flatten(rows: Any) -> list:
+    """Events given as tuples, laid out flat as a batch holds them."""
+    return [item for row in rows for item in row]
+
 
 def _k(key: Any) -> str:
     return key if isinstance(key, str) else str(key)
@@ -94,7 +110,9 @@ class Recorder:
 
     def __init__(self, source: str, capacity: int, focus: Focus | None = None):
         self.source = source
-        self.events: deque[tuple] = deque(maxlen=capacity)
+        # Flat: each event is STRIDE items, and a full buffer drops the oldest item by item,
+        # so it always drops whole events.
+        self.events: deque[Any] = deque(maxlen=capacity * STRIDE)
         self.dropped = 0
         self.batches = 0
         self._sent_ns = 0
@@ -133,14 +151,14 @@ class Recorder:
         events = self.events
         if len(events) == events.maxlen:
             self.dropped += 1
-        events.append((time.time_ns(), kind, None if key is None else _k(key), op, peer, keys, extra))
+        events.extend((time.time_ns(), kind, None if key is None else _k(key), op, peer, keys, extra))
 
     def record_key(self, kind: str, key: Any, extra: tuple) -> None:
         """``record(kind, key, extra=extra)`` for the per-task hooks: no keywords, one call."""
         events = self.events
         if len(events) == events.maxlen:
             self.dropped += 1
-        events.append((_time_ns(), kind, key if type(key) is str else str(key), None, None, (),
+        events.extend((_time_ns(), kind, key if type(key) is str else str(key), None, None, (),
                        extra))
 
     def drain(self) -> dict[str, Any] | None:

@@ -77,6 +77,8 @@ _NOT_USER = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.se
 _time = operator.itemgetter(0)
 #: A pending message row holds its peer where the trace row will hold its channel.
 CHANNEL_AT = 6
+#: Items of a pending row (the trace's row shape): ``DaskTracer._incoming`` holds them flat.
+_ROW = 10
 
 
 def _pending(t: int, actor: str, thread: str, kind: str, key: str | None, op: str | None,
@@ -93,11 +95,12 @@ def _pending(t: int, actor: str, thread: str, kind: str, key: str | None, op: st
     return (t, actor, thread, kind, key, None, None, None, cell, extra)
 
 
-def _interned(events: list) -> list[tuple]:
-    """``events`` with their strings interned (see ``DaskTracer._unpack_remote``)."""
+def _interned(flat: list) -> list[tuple]:
+    """A batch's flat events, as tuples, with their strings interned (see
+    ``DaskTracer._unpack_remote``)."""
     intern = sys.intern
     out = []
-    for t, kind, key, op, peer, keys, extra in events:
+    for t, kind, key, op, peer, keys, extra in remote.events(flat):
         out.append((t, intern(kind), None if key is None else intern(key),
                     None if op is None else intern(op), None if peer is None else intern(peer),
                     tuple(intern(k) if type(k) is str else k for k in keys) if keys else (),
@@ -192,7 +195,9 @@ class DaskTracer:
         #: Guards the merge's own state (``_waiting``, ``_names``, the pairing tables): held for
         #: a whole merge, by one merging thread at a time.
         self._merging = threading.Lock()
-        self._incoming: deque[tuple] = deque()  # recorded here, not yet sorted
+        #: Recorded here, not yet sorted: rows of ``_ROW`` items laid out flat, as a remote
+        #: batch is (a tuple kept per event until the merge made the collector run more).
+        self._incoming: deque[Any] = deque()
         self._remote: deque[tuple[str, list]] = deque()  # (source, events) as they came
         self._buffered = 0  # remote events in ``_remote`` (a hint: updated without the lock)
         self._waiting: list[tuple] = []  # sorted by time, not yet old enough for the trace
@@ -467,8 +472,9 @@ class DaskTracer:
     def _push(self, t: int, actor: str, thread: str, kind: str, key: str | None,
               op: str | None = None, peer: str | None = None, keys: tuple = (),
               extra: tuple = ()) -> None:
-        # A deque append is atomic: recording takes no lock (the hooks run on dask's threads).
-        self._incoming.append(_pending(t, actor, thread, kind, key, op, peer, keys, extra, None))
+        # A deque extend by a tuple is atomic (no Python code runs in it): recording takes no
+        # lock (the hooks run on dask's threads), and the merge always takes whole rows.
+        self._incoming.extend(_pending(t, actor, thread, kind, key, op, peer, keys, extra, None))
 
     def _local(self, kind: str, key: str | None, op: str | None = None, peer: str | None = None,
                keys: tuple = (), extra: tuple = ()) -> None:
@@ -477,10 +483,10 @@ class DaskTracer:
             thread = self._threads[threading.get_ident()] = threading.current_thread().name
         cell = None if kind in _UNSTAMPED else _user_line.get()
         if kind == "msg.sent" or kind == "msg.received":
-            self._incoming.append(_pending(time.time_ns(), self.me, thread, kind, key, op, peer,
+            self._incoming.extend(_pending(time.time_ns(), self.me, thread, kind, key, op, peer,
                                            keys, extra, cell))
         else:  # most of what the hooks record: the row itself, without a call in between
-            self._incoming.append((time.time_ns(), self.me, thread, kind, key, None, None, None,
+            self._incoming.extend((time.time_ns(), self.me, thread, kind, key, None, None, None,
                                    cell, extra))
 
     def _name(self, raw: str | None) -> str | None:
@@ -507,7 +513,7 @@ class DaskTracer:
         _, msg = event
         events = msg["events"]
         self._remote.append((msg["src"], events, self._serialized))
-        self._buffered += len(events)
+        self._buffered += len(events) // remote.STRIDE
         with self._lock:
             self.trace.lost += msg["dropped"]
             self._batches[msg["src"]] = max(self._batches.get(msg["src"], 0), msg["batch"])
@@ -552,12 +558,11 @@ class DaskTracer:
         batches = self._remote
         for _ in range(len(batches)):
             src, events, serialized = batches.popleft()
-            self._buffered -= len(events)
+            self._buffered -= len(events) // remote.STRIDE
             actor = name(src)
             offset = self._offsets.get(src, 0)
-            if serialized:
-                events = _interned(events)
-            for t, kind, key, op, peer, keys, extra in events:
+            rows = _interned(events) if serialized else remote.events(events)
+            for t, kind, key, op, peer, keys, extra in rows:
                 if kind == "msg.sent" or kind == "msg.received":
                     keys = tuple(keys)
                     append((t - offset, actor, actor, kind, keys[0] if len(keys) == 1 else None,
@@ -583,7 +588,7 @@ class DaskTracer:
         """
         while not self._stop.wait(self.lag_ns / 2e9):
             if (self.trace.subscribers > self._watchers
-                    or len(self._incoming) + self._buffered > self.buffer):
+                    or len(self._incoming) // _ROW + self._buffered > self.buffer):
                 self._release(self.watermark(time.time_ns()), yield_gil=True)
 
     def watermark(self, now: int) -> int:
@@ -627,7 +632,9 @@ class DaskTracer:
     def _merge(self, upto: int | None, yield_gil: bool) -> None:
         """The body of :meth:`_release`, under its lock."""
         incoming = self._incoming
-        fresh = [incoming.popleft() for _ in range(len(incoming))]
+        # Whole rows only: a hook's extend is atomic, so the length is a multiple of _ROW.
+        popleft = incoming.popleft
+        fresh = list(zip(*[iter([popleft() for _ in range(len(incoming))])] * _ROW))
         if self._remote:
             fresh += self._unpack_remote()
         waiting = self._waiting

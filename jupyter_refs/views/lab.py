@@ -9,8 +9,9 @@ target" for it.  Each open comm gets:
 
 * ``{"type": "refs", ...}`` — every key the current cluster knows, as the refs
   table shows it (client refcounts and future states, scheduler state,
-  who_wants, violations, the workers the scheduler removed), sent when the trace changes, a few times a second at
-  most, and at once when ``%cluster`` replaces the cluster;
+  who_wants, violations, the workers the scheduler removed), sent when the
+  trace changes, a few times a second at most, and at once when ``%cluster``
+  replaces the cluster;
 * ``{"type": "trace", "timeline_id": ..., "bundle": ..., "svg": ...}`` — the
   saved-trace bundle of each open timeline whose figure has moved on, and its
   static SVG picture, every couple of seconds, so the front end can keep the
