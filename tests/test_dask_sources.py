@@ -19,7 +19,7 @@ distributed = pytest.importorskip("distributed")
 from distributed import Client, LocalCluster  # noqa: E402
 
 from jupyter_refs.checks import Checks  # noqa: E402
-from jupyter_refs.dask import attach  # noqa: E402
+from jupyter_refs.dask import attach, remote  # noqa: E402
 from jupyter_refs.trace import Trace  # noqa: E402
 from jupyter_refs.views.lab import refs_message  # noqa: E402
 from jupyter_refs.views.refs import RefsTable  # noqa: E402
@@ -184,12 +184,12 @@ def test_a_removed_source_is_not_waited_for_and_its_last_batch_is_still_merged(i
         removal = ("worker.removed", None, None, None, (),
                    (worker, "connection lost: killed, crashed or closed", "handle-worker-cleanup-1",
                     0, 0))
-        tracer._on_remote((t0, {"src": "scheduler", "events": [t0, *removal], "dropped": 0,
+        tracer._on_remote((t0, {"src": "scheduler", "events": remote.flatten([(t0, *removal)]), "dropped": 0,
                                 "batch": 0, "gone": [(worker, t0)], "now": t0}))
         assert tracer.gone == {"worker:127.0.0.1:1": t0}
         _until(lambda: tracer.watermark(time.time_ns()) > t0, 10, "the watermark moving on")
         late = (t0 - SECOND // 2, "worker.put", "late-key", None, None, (), (0, ()))
-        tracer._on_remote((t0, {**slow, "events": list(late), "batch": 2, "now": t0}))  # flat
+        tracer._on_remote((t0, {**slow, "events": remote.flatten([late]), "batch": 2, "now": t0}))
         tracer._release(None)
         put = tracer.trace.events(key="late-key")
         assert [(e.kind, e.actor) for e in put] == [("worker.put", "worker:127.0.0.1:1")]

@@ -61,9 +61,10 @@ _time_ns = time.time_ns
 STRIDE = 7
 
 
-def events(flat: list) -> Any:
-    """The events of a batch's flat ``events``, as ``(t_ns, kind, …, extra)`` tuples."""
-    return zip(*[iter(flat)] * STRIDE)
+def events(flat: Any, stride: int = STRIDE) -> Any:
+    """The events of a batch's flat ``events``, as ``(t_ns, kind, …, extra)`` tuples (or
+    the rows of any flat buffer of ``stride`` items each: the client tracer's own)."""
+    return zip(*[iter(flat)] * stride)
 
 
 def flatten(rows: Any) -> list:

@@ -634,7 +634,7 @@ class DaskTracer:
         incoming = self._incoming
         # Whole rows only: a hook's extend is atomic, so the length is a multiple of _ROW.
         popleft = incoming.popleft
-        fresh = list(zip(*[iter([popleft() for _ in range(len(incoming))])] * _ROW))
+        fresh = list(remote.events([popleft() for _ in range(len(incoming))], _ROW))
         if self._remote:
             fresh += self._unpack_remote()
         waiting = self._waiting
