@@ -768,7 +768,7 @@ class Client:
         if key is None:
             key = (f"{funcname(func)}-{_token(_tokenized(func), kwargs, *args)}" if pure
                    else self._new_key(funcname(func), False))
-        options = {"workers": self._workers(workers), "retries": retries, "priority": priority}
+        options = self._options(workers, allow_other_workers, retries, priority)
         return self._submit_many(func, [(key, args, kwargs)], options, "submit", _user_cell(),
                                  allocated)[0]
 
@@ -796,9 +796,17 @@ class Client:
             else:
                 uid = self._new_key(prefix, False)
                 keys = [f"{uid}-{i}" for i in range(len(calls))]
-        options = {"workers": self._workers(workers), "retries": retries, "priority": priority}
+        options = self._options(workers, allow_other_workers, retries, priority)
         return self._submit_many(func, [(k, a, kwargs) for k, a in zip(keys, calls)], options,
                                  "map", _user_cell(), key is None and not pure)
+
+    def _options(self, workers: Any, allow_other_workers: bool, retries: int | None,
+                 priority: int) -> dict[str, Any]:
+        """The scheduling options a task carries (its run spec's; never the function's)."""
+        options = {"workers": self._workers(workers), "retries": retries, "priority": priority}
+        if allow_other_workers:  # loose restrictions: work stealing may move the task anywhere
+            options["allow_other_workers"] = True
+        return options
 
     @staticmethod
     def _check_options(resources: Any, actor: bool, actors: bool, allow_other_workers: bool,

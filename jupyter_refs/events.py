@@ -214,6 +214,18 @@ WORKER_MISSING_DEPENDENCY = _kind(
 TASK_STALE_RUN = _kind(
     "task.stale_run", "worker", "run_id", "current_run_id", source="scheduler", actor=("worker",),
     doc="A task result from an older run (cancelled, then resubmitted) arrived and was dropped.")
+STEAL_REQUEST = _kind(
+    "steal.request", "victim", "thief", "stimulus_id", source="scheduler",
+    actor=("victim", "thief"),
+    text="steal? {victim} -> {thief}",
+    doc="Work stealing asked the victim to give up a task queued there, for an idle thief.")
+STEAL_OUTCOME = _kind(
+    "steal.outcome", "outcome", "state", "victim", "thief", "stimulus_id", source="scheduler",
+    actor=("victim", "thief"),
+    text="steal: {outcome} ({state} on {victim})",
+    doc="The victim's answer to a steal-request, in dask's words: ``confirm`` (the task moved "
+        "to the thief), ``already-computing``, ``already-aborted``, ``stale-response`` or "
+        "``reschedule``.")
 WORKER_SECEDE = _kind(
     "worker.secede", source="worker",
     doc="A running task left its thread slot (secede), so another task may take it.")

@@ -39,7 +39,7 @@ from fnmatch import fnmatchcase
 from operator import attrgetter
 
 from .errors import NotDeliverableError, ProtocolError, UnknownMessageError
-from .protocol.messages import EXECUTE, Message
+from .protocol.messages import BALANCE, EXECUTE, Message
 
 MS = 1_000_000  # nanoseconds
 
@@ -50,6 +50,8 @@ BATCH_INTERVAL_NS = {
     ("scheduler", "client"): 2 * MS,
     ("worker", "scheduler"): 2 * MS,
 }
+#: dask's ``distributed.scheduler.work-stealing-interval``: how often its scheduler balances.
+WORK_STEALING_INTERVAL_NS = 1000 * MS
 
 
 def _kind(actor: str) -> str:
@@ -130,17 +132,19 @@ class Network:
         return heads[0] if heads else None
 
     def oldest_message(self) -> Message | None:
-        """The oldest deliverable message that is not a task run (``execute``)."""
-        if self.held:
-            is_held = self.is_held
-            for msg in self.ordered_heads:
-                if msg.op != EXECUTE and not is_held(msg.channel):
-                    return msg
-            return None
+        """The oldest deliverable message that is not a task run (``execute``); the balance
+        timer only when nothing else is left (see :meth:`Immediate.next`)."""
+        timer = None
+        is_held = self.is_held if self.held else None
         for msg in self.ordered_heads:  # read in place: nothing changes while we look
-            if msg.op != EXECUTE:
-                return msg
-        return None
+            op = msg.op
+            if op == EXECUTE or (is_held is not None and is_held(msg.channel)):
+                continue
+            if op == BALANCE:
+                timer = msg
+                continue
+            return msg
+        return timer
 
     # -- holding channels ------------------------------------------------------------------
 
@@ -227,12 +231,15 @@ class Immediate(Policy):
     drains = True  # nothing is ever left in flight between two user calls
 
     def next(self, network: Network, now_ns: int) -> tuple[Message, int] | None:
-        if network.held:
-            msg = network.oldest()
-            return None if msg is None else (msg, now_ns)
-        # Nothing held (always, but in a test that holds): the oldest head, read in place.
-        heads = network.ordered_heads
-        return (heads[0], now_ns) if heads else None
+        heads = network.heads() if network.held else network.ordered_heads  # read in place
+        if not heads:
+            return None
+        msg = heads[0]
+        if msg.op == BALANCE and len(heads) > 1:
+            # The balance is a timer (dask's periodic stealing), not a message: it fires
+            # once nothing else can move, as a second of dask's clock would pass.
+            msg = heads[1]
+        return msg, now_ns
 
 
 class Manual(Policy):
@@ -302,6 +309,9 @@ class RandomLatency(Policy):
             st.last_ready = ready
         elif msg.op == EXECUTE:
             ready = now_ns  # a free thread picks the task up at once: no wire to cross
+        elif msg.op == BALANCE:
+            # dask's periodic callback fires at some point of its interval.
+            ready = now_ns + self.rng.randint(0, WORK_STEALING_INTERVAL_NS)
         else:
             ready = now_ns + self.rng.randint(*self.rpc_ns)
         self.ready[msg.msg_id] = ready

@@ -50,6 +50,7 @@ GET_DATA = "get-data"  # RPC: gather
 GET_DATA_REPLY = "get-data-reply"
 COMPUTE_TASK = "compute-task"  # batched
 FREE_KEYS = "free-keys"  # batched
+STEAL_REQUEST = "steal-request"  # batched: give this queued task up (work stealing)
 # worker -> itself: a task of the worker's ready queue takes a thread and runs (dask's
 # ``Execute`` instruction).  It travels like a message on its own channel so that the
 # policy decides when a task runs, next to the messages in flight.
@@ -58,6 +59,7 @@ EXECUTE = "execute"
 TASK_FINISHED = "task-finished"
 TASK_ERRED = "task-erred"
 RELEASE_WORKER_DATA = "release-worker-data"
+STEAL_RESPONSE = "steal-response"  # the state the steal-request found the task in
 # scheduler -> client reports, batched
 KEY_IN_MEMORY = "key-in-memory"
 LOST_DATA = "lost-data"
@@ -67,6 +69,12 @@ TASK_ERRED_REPORT = "task-erred"
 # its timeout, and the scheduler answers it with the error (dask's ``wait_for(..., timeout)``
 # in the handler).  The driver sends it, since the driver keeps the clocks.
 CALL_TIMEOUT = "call-timeout"
+# scheduler -> itself: time to balance the workers' queues (dask's work-stealing periodic
+# callback).  A timer rather than a message: sent once a worker is left with a free thread
+# while another has tasks queued behind its threads, on its own channel, and delivered as
+# the policy's clock says (see ``stealing.py``).
+BALANCE = "balance"
+BALANCE_CHANNEL = "balance:scheduler"
 # scheduler -> client, last on the stream: the scheduler dropped the connection
 STREAM_CLOSED = "stream-closed"
 

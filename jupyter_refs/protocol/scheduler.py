@@ -27,6 +27,7 @@ from . import messages as m
 from .extensions import EXTENSION_OPS, Extensions
 from .messages import SCHEDULER, Message
 from .serialize import dumps
+from .stealing import WorkStealing
 from .variants import ProtocolVariant
 
 RELEASED, WAITING, PROCESSING, MEMORY, ERRED, FORGOTTEN = (
@@ -131,11 +132,14 @@ class SchedulerState:
         self._incarnation = 0
         self._call = 0
         self._next_worker = 0
-        self._load: dict[str, int] = {}
+        #: Worker -> the keys processing there, in the order they were sent (dask's
+        #: ``WorkerState.processing``): its length is the worker's load, and work stealing
+        #: takes from its end.
+        self.processing: dict[str, dict[str, None]] = {}
         #: Threads per worker (the driver sets it): a worker with fewer tasks processing is idle.
         self.nthreads: dict[str, int] = {}
         for worker in workers:
-            self._load[worker] = 0
+            self.processing[worker] = {}
             self.nthreads[worker] = 1
         self._scatters: dict[str, _ScatterCall] = {}
         self._gathers: dict[str, _GatherCall] = {}
@@ -143,6 +147,7 @@ class SchedulerState:
         #: Holders of keys that are not clients with a stream (variable-x, queue-x, …).
         self.pseudo: set[str] = {FIRE_AND_FORGET}  # fire_and_forget's: holds keys, has no stream
         self._extensions: Extensions | None = None
+        self._stealing: WorkStealing | None = None
 
     @property
     def extensions(self) -> Extensions:
@@ -230,9 +235,10 @@ class SchedulerState:
         allowed = ts.run_spec.get("workers") if ts is not None and ts.run_spec else None
         if allowed:
             # Restricted (submit(workers=)): the least loaded of those named, in their order.
-            names = [w for w in allowed if w in self._load]
+            processing = self.processing
+            names = [w for w in allowed if w in processing]
             if names:
-                return min(names, key=lambda w: self._load[w])
+                return min(names, key=lambda w: len(processing[w]))
         if ts is not None and ts.dependencies:
             # Where most of the inputs already are, as dask's decide_worker prefers.
             counts: dict[str, int] = {}
@@ -243,15 +249,16 @@ class SchedulerState:
                 for w in counts:
                     return w
             if counts:
-                return max(sorted(counts), key=lambda w: (counts[w], -self._load[w]))
+                return max(sorted(counts), key=lambda w: (counts[w], -len(self.processing[w])))
         # No inputs: an idle worker (a free thread) first, as dask's decide_worker takes
         # from its idle set — so a task that waits for sub-tasks does not get them queued
         # behind itself while another worker is free.  Then round robin.
-        workers, load, nthreads, start = self.workers, self._load, self.nthreads, self._next_worker
+        workers, processing, nthreads = self.workers, self.processing, self.nthreads
+        start = self._next_worker
         n = len(workers)
         for i in range(n):
             worker = workers[(start + i) % n]
-            if load[worker] < nthreads.get(worker, 1):
+            if len(processing[worker]) < nthreads[worker]:
                 self._next_worker = start + i + 1
                 return worker
         self._next_worker = start + 1
@@ -747,9 +754,20 @@ class SchedulerState:
 
     def _waiting_processing(self, ts, recs, out, stimulus) -> None:
         worker = self._pick_worker(ts)
+        self._send_task(ts, worker, out, stimulus)
+        if (ts.dependencies or ts.run_spec.get("allow_other_workers")) and (
+                len(self.processing[worker]) > self.nthreads[worker]):
+            # Placed by its inputs or its loose restrictions behind busy threads: an idle
+            # worker may steal it.  (A task placed by load goes to a busy worker only if none
+            # is idle; a strictly restricted one may not move.)
+            self._maybe_balance(out)
+
+    def _send_task(self, ts: TaskState, worker: str, out: _Out, stimulus: str) -> None:
+        """``ts`` processes on ``worker``: a compute-task under a new run id (dask's
+        ``_add_to_processing`` and ``send_task_to_worker``)."""
         ts.processing_on = worker
-        self._load[worker] += 1
         spec, key, deps = ts.run_spec, ts.key, ts.dependencies
+        self.processing[worker][key] = None
         who_has: dict[str, list[str]] = {}
         if deps:
             tasks = self.tasks
@@ -766,8 +784,7 @@ class SchedulerState:
         # no dependencies) skip their calls.
         if ts.run_spec.get("allocated"):
             self.record(SCHEDULER, "future.put", ts.key)
-        self._load[ts.processing_on] -= 1
-        ts.processing_on = None
+        self._leave_processing(ts, out)
         if ts.who_wants:
             self._report(out, ts, m.KEY_IN_MEMORY, {"type": ts.type})
             self._fire_and_forgotten(ts, recs)
@@ -785,9 +802,59 @@ class SchedulerState:
         if not ts.who_wants and not (ts.dependents and self._needed_by_dependents(ts)):
             recs[ts.key] = FORGOTTEN
 
-    def _processing_erred(self, ts, recs, out, stimulus) -> None:
-        self._load[ts.processing_on] -= 1
+    def _leave_processing(self, ts: TaskState, out: _Out) -> None:
+        """``ts`` stops processing on its worker.  A worker left with a free thread while
+        another has tasks queued behind its threads calls for a balance (``stealing.py``)."""
+        worker = ts.processing_on
         ts.processing_on = None
+        queue = self.processing[worker]
+        del queue[ts.key]
+        if self._stealing is not None:
+            self._stealing.left(ts.key)
+        if len(queue) < self.nthreads[worker]:
+            self._maybe_balance(out)
+
+    def _maybe_balance(self, out: _Out) -> None:
+        """Send the balance tick if one worker has a free thread and another has tasks queued
+        behind its threads (``WorkStealing`` is made here, so a cluster that never needs
+        stealing never makes it)."""
+        nthreads = self.nthreads
+        idle = busy = False
+        for worker, queue in self.processing.items():
+            n = len(queue)
+            if n > nthreads[worker]:
+                busy = True
+            elif n < nthreads[worker]:
+                idle = True
+            if idle and busy:
+                stealing = self._stealing
+                if stealing is None:
+                    stealing = self._stealing = WorkStealing(self)
+                stealing.tick(out)
+                return
+
+    def _move(self, ts: TaskState, thief: str, out: _Out, stimulus: str) -> None:
+        """A steal confirmed: ``ts`` leaves its victim (which gave it up) for ``thief``."""
+        del self.processing[ts.processing_on][ts.key]
+        self._send_task(ts, thief, out, stimulus)
+
+    def _reschedule(self, key: str, out: _Out, stimulus: str) -> None:
+        """Send ``key`` again from scratch (dask's ``_reschedule``): released, then back to
+        waiting and processing wherever the scheduler now picks."""
+        self._transitions({key: WAITING}, stimulus, out)
+
+    def _on_balance(self, msg: Message, out: _Out, stimulus: str) -> None:
+        if self._stealing is not None:
+            self._stealing.balance(out, stimulus)
+
+    def _on_steal_response(self, msg: Message, out: _Out, stimulus: str) -> None:
+        p = msg.payload
+        if self._stealing is not None:
+            self._stealing.confirm(p["key"], p["state"], p["stimulus_id"], msg.sender, out,
+                                   stimulus)
+
+    def _processing_erred(self, ts, recs, out, stimulus) -> None:
+        self._leave_processing(ts, out)
         self._erred(ts, recs, out)
 
     def _waiting_erred(self, ts, recs, out, stimulus) -> None:
@@ -825,8 +892,7 @@ class SchedulerState:
             # cancels if it is already running (its thread cannot be stopped).
             self._send(out, ts.processing_on, m.FREE_KEYS, (ts.key,),
                        incarnations={ts.key: ts.run_id}, stimulus_id=stimulus)
-            self._load[ts.processing_on] -= 1
-            ts.processing_on = None
+            self._leave_processing(ts, out)
         ts.waiting_on = NO_KEYS
 
     def _to_forgotten(self, ts, recs, out, stimulus) -> None:
@@ -896,5 +962,7 @@ class SchedulerState:
         m.GET_DATA_REPLY: _on_get_data_reply,
         m.CANCEL_KEYS: _on_cancel_keys,
         m.REPORT_KEY: _on_report_key,
+        m.BALANCE: _on_balance,
+        m.STEAL_RESPONSE: _on_steal_response,
         **dict.fromkeys(EXTENSION_OPS, _on_query),
     }

@@ -444,6 +444,18 @@ class WorkerState:
         else:
             self._transition(ts, EXECUTING, None)
 
+    def _on_steal_request(self, msg: Message) -> list[Message]:
+        """The scheduler wants ``key`` for another worker: give it up if no thread has it
+        yet, and say which state it was found in (dask's ``_handle_steal_request``)."""
+        key, stimulus = msg.payload["key"], msg.payload["stimulus_id"]
+        ts = self.tasks.get(key)
+        state = ts.state if ts is not None else (MEMORY if key in self.data else None)
+        out = [self._to_scheduler(m.STEAL_RESPONSE, (key,), key=key, state=state,
+                                  stimulus_id=stimulus)]
+        if ts is not None and state in (READY, WAITING):
+            out += self._release(ts, stimulus)
+        return out
+
     def _adopt(self, key: str) -> tuple[Any, list[Message]]:
         fs, messages, future_id = self.client.adopt(key, running_task.get())
         return self._bind(self.client, key, fs, future_id), messages
@@ -467,6 +479,7 @@ class WorkerState:
         m.UPDATE_DATA: _on_update_data,
         m.FREE_KEYS: _on_free_keys,
         m.COMPUTE_TASK: _on_compute_task,
+        m.STEAL_REQUEST: _on_steal_request,
         m.GET_DATA: _on_get_data,
         m.GET_DATA_REPLY: _on_get_data_reply,
     }

@@ -16,11 +16,7 @@ KNOWN: dict[str, str] = {
 #: Programs the model does not pass *yet*: not differences we accept, but work in progress,
 #: each with what is missing.  They are reported as failing in docs/conformance.md and expected
 #: to fail here; fix the model, then take the line out.
-_STEALING = ("issue 14: no work stealing or occupancy in the model's placement: a sub-task can be "
-             "queued behind the task that waits for it on a worker whose only thread it holds "
-             "(ThreadsExhaustedError); dask sends it to the idle worker")
 PENDING: dict[str, str] = {
-    "nested_get_client_map": _STEALING,
     "wait_fire_and_forget_holder": ("the leaked_key race: on the live network the first message "
                                     "after a quiet spell goes at once, so fire_and_forget's desire "
                                     "often lands after a fast task's result (dask: 1-3 times in 30)"),

@@ -318,6 +318,33 @@ def opts_allow_other_workers_not_seen(b):
 
 
 @program
+def opts_allow_other_workers_stolen(b):
+    """A loosely restricted task queued behind a held thread moves to the idle worker: work
+    stealing; the wait returns only because it moved."""
+    g = b.gate()
+    h = b.client.submit(gate_wait, g, 0, workers=[b.workers[0]], pure=False)
+    f = b.client.submit(inc, 1, workers=[b.workers[0]], allow_other_workers=True)
+    b.ns.wait(f, timeout=8)
+    where = b.client.who_has(f)
+    b.open(g)
+    return f.result(), where, h.result()
+
+
+@program
+def opts_workers_not_stolen(b):
+    """A strictly restricted task is never stolen: it waits for its worker's thread."""
+    g = b.gate()
+    h = b.client.submit(gate_wait, g, 0, workers=[b.workers[0]], pure=False)
+    f = b.client.submit(inc, 1, workers=[b.workers[0]])
+    try:
+        f.result(timeout=0.5)
+    except Exception as e:
+        out = exc_info(e)[0], f.status
+    b.open(g)
+    return out, f.result(), b.client.who_has(f), h.result()
+
+
+@program
 def opts_retries_not_seen(b):
     return b.client.submit(echo, 1, retries=2).result()
 
