@@ -751,7 +751,8 @@ class Cluster:
                     f"{what} cannot complete: every thread of {worker.name} "
                     f"({worker.nthreads}) runs a task that is waiting "
                     f"({', '.join(sorted(worker.executing))}), so {', '.join(worker.ready)} "
-                    "never gets one; call secede() before waiting inside a task, use "
+                    "never gets one, and no other worker can steal it; call secede() before "
+                    "waiting inside a task, use "
                     "worker_client(), or give the cluster more threads_per_worker "
                     "(real dask would hang here)")
         for worker in self.workers.values():

@@ -141,6 +141,17 @@ class ThreadsExhaustedError(JupyterRefsError, RuntimeError):
     """
 
 
+class LivelockError(JupyterRefsError, RuntimeError):
+    """An explored run delivered more messages than any finishing run needs, and went on.
+
+    The explorer's orders are adversarial: it may run a task between any two messages of
+    a batch, which dask's batched handling never does.  Some orders then repeat for ever
+    (a stale result makes the scheduler send its task again, whose result is stale in turn);
+    the run is stopped and reported with what it kept repeating, rather than grow until the
+    kernel runs out of memory.
+    """
+
+
 class ProtocolError(JupyterRefsError, ValueError):
     """An unknown protocol variant or network policy was asked for."""
 

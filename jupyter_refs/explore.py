@@ -48,6 +48,7 @@ import re
 import sys
 import time
 import traceback
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,7 +56,7 @@ from typing import Any
 from .beliefs import Beliefs
 from .checks import Violation
 from .cluster import Cluster
-from .errors import JupyterRefsError
+from .errors import JupyterRefsError, LivelockError
 from .network import Chooser
 from .protocol.messages import EXECUTE, Message
 from .protocol.variants import ALIASES, VARIANTS, ProtocolVariant, get_variant
@@ -275,6 +276,16 @@ class _Stop(BaseException):
     """
 
 
+class _Livelock(BaseException):
+    """Raised inside the network when a run passes :data:`MAX_DELIVERIES` (a ``BaseException``
+    for the reason :class:`_Stop` is one)."""
+
+
+#: Deliveries after which a run is taken to repeat for ever (see :class:`LivelockError`):
+#: far above what any scenario the explorer can search needs (#8576's takes about 30).
+MAX_DELIVERIES = 10_000
+
+
 class _Abort(BaseException):
     """Carries a :class:`ScheduleError` out of a task run, for the same reason."""
 
@@ -417,10 +428,22 @@ def _play(scenario: Scenario, cluster: Cluster, n_clients: int
     except _Abort as abort:
         cluster.close()
         raise abort.error from None
+    except _Livelock:
+        raised = _raised(_livelock(cluster), cluster.trace.next_seq)
     except Exception as exc:  # noqa: BLE001 - raised while draining (a task's call, a check)
         if raised is None:
             raised = _raised(exc, cluster.trace.next_seq)
     return names, pruned, raised
+
+
+def _livelock(cluster: Cluster) -> LivelockError:
+    """What the stopped run kept delivering: the commonest messages of its last thousand."""
+    trace = cluster.trace
+    seen = Counter(f"{e.op}[{e.key}]" for e in trace.events(kind="msg.received",
+                                                          since=max(0, trace.next_seq - 1000)))
+    repeated = ", ".join(f"{what} ×{n}" for what, n in seen.most_common(4))
+    return LivelockError(f"the run delivered {MAX_DELIVERIES:,} messages and went on repeating "
+                         f"{repeated}: this order never lets the scenario finish")
 
 
 #: Threads per worker in every explored run: fixed, not the machine's cores, so that a
@@ -436,8 +459,12 @@ class _Policy(Chooser):
     def __init__(self, choose: Callable[[Sequence[Message]], Message], sleeping: set):
         super().__init__(choose)
         self.sleeping = sleeping
+        self.left = MAX_DELIVERIES
 
     def next(self, network: Any, now_ns: int) -> tuple[Message, int] | None:
+        self.left -= 1
+        if self.left < 0:
+            raise _Livelock
         # The network's own list, oldest first, read without a copy: only a decision keeps one.
         heads = network.ordered_heads if not network.held else network.heads()
         if len(heads) == 1 and not self.sleeping:
@@ -711,6 +738,9 @@ def _search(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, f
         tally.count(run)
         if first and tally.groups:
             return False, pruned
+        if run.raised is not None and run.raised.name == LivelockError.__name__:
+            # Every order inside the loop loops too: go on from the prefix's own siblings.
+            del run.decisions[len(prefix):]
         nxt = _backtrack(run, bound, reduce)
         if nxt is None:
             return True, pruned

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from helpers import Box, inc, keep, scatter_race
 
-from jupyter_refs import ScenarioError, ScheduleError, explore, replay
+from jupyter_refs import Cluster, ScenarioError, ScheduleError, explore, replay
 from jupyter_refs.explore import _run, fingerprint
 
 
@@ -324,3 +324,39 @@ def test_failures_on_uuid_keys_group_by_kind():
     result = explore(forget, protocol="dask", max_schedules=300, processes=1)
     assert [f.names for f in result.failures] == [("leaked_key",)]
     assert result.failures[0].count > 1
+
+
+def resubmit_while_its_result_travels(client):
+    b = client.submit(inc, 2, key="b")
+    del b
+    b = client.submit(inc, 2, key="b")
+    assert b.result() == 3
+
+
+def test_a_deleted_future_is_released_before_its_key_is_submitted_again():
+    """dask pops a deleted future at once, so ``submit(key=...)`` right after sends the task
+    again; the model used to look before releasing it, and sent nothing."""
+    with Cluster(protocol="dask", workers=1, network="manual") as cluster:
+        client = cluster.client()
+        b = client.submit(inc, 2, key="b")
+        del b
+        again = client.submit(inc, 2, key="b")
+        assert [m.op for m in cluster.in_flight] == [
+            "update-graph", "client-releases-keys", "update-graph"]
+        cluster.run_until_idle()
+        assert cluster.scheduler.tasks[again.key].state == "memory"
+
+
+@pytest.mark.parametrize("protocol", ["dask", "fixed"])
+def test_an_order_that_repeats_for_ever_is_stopped_and_replays(protocol):
+    """The explorer runs a task between two messages of one batch, which dask never does:
+    then a stale result re-sends its task, whose result is stale in turn, for ever.  The run
+    stops at MAX_DELIVERIES with a LivelockError naming what it repeated, and the search
+    goes on past it rather than exploring the loop."""
+    result = explore(resubmit_while_its_result_travels, protocol=protocol, bound=2,
+                     max_schedules=200, processes=1, sample=False)
+    assert result.exhaustive and result.systematic < 200
+    [looping] = [f for f in result.failures if f.raised and f.raised.name == "LivelockError"]
+    assert "task-finished" in looping.raised.message or "execute[b]" in looping.raised.message
+    again = replay(resubmit_while_its_result_travels, looping.schedule)
+    assert again.raised is not None and again.raised.name == "LivelockError"

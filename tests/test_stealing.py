@@ -145,3 +145,4 @@ def test_a_schedule_with_steals_replays_them():
     again = replay(two_parents_on_one_worker, run.schedule)
     assert [(e.kind, e.key, *e.data) for e in again.trace.events()
             if e.kind.startswith("steal.")] == story
+
