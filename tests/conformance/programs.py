@@ -152,6 +152,49 @@ def task_nested_returns_future(mod, x):
     return _ns(mod).get_client().submit(inc, x)
 
 
+# Held out (issue 14): written after the model's tasks and stealing were done and run once
+# against dask as they stand, not tuned to pass.  Each submits from inside a task.
+def task_heldout_chain(mod, x):
+    client = _ns(mod).get_client()
+    a = client.submit(inc, x)
+    return client.submit(inc, a).result()
+
+
+def task_heldout_scatter_submit(mod, x):
+    with _ns(mod).worker_client() as client:
+        data = client.scatter(x)
+        return client.submit(inc, data).result()
+
+
+def task_heldout_map_sum(mod, xs):
+    with _ns(mod).worker_client() as client:
+        return client.submit(sum, client.map(inc, xs)).result()
+
+
+def task_heldout_catches(mod, x):
+    client = _ns(mod).get_client()
+    f = client.submit(fail, x)
+    try:
+        f.result()
+    except Exception as e:
+        return type(e).__name__, str(e), f.status
+
+
+def task_heldout_statuses(mod, x):
+    client = _ns(mod).get_client()
+    f = client.submit(inc, x)
+    before = f.status
+    value = f.result()
+    return before, value, f.status
+
+
+def task_heldout_cancel(mod, x):
+    with _ns(mod).worker_client() as client:
+        f = client.submit(inc, x, pure=False)
+        f.cancel()
+        return f.status, f.cancelled()
+
+
 def tree_sum(mod, objs):
     """dask/distributed#4612: a tree reduction submitted from inside tasks."""
     m = _ns(mod)
@@ -1441,6 +1484,41 @@ def nested_returns_future(b):
     f = b.client.submit(task_nested_returns_future, mod_of(b), 1)
     inner = f.result()
     return type(inner).__name__, inner.result()
+
+
+@program
+def nested_heldout_chain(b):
+    return b.client.submit(task_heldout_chain, mod_of(b), 1).result()
+
+
+@program
+def nested_heldout_scatter_submit(b):
+    return b.client.submit(task_heldout_scatter_submit, mod_of(b), 10).result()
+
+
+@program
+def nested_heldout_map_sum(b):
+    return b.client.submit(task_heldout_map_sum, mod_of(b), [1, 2, 3]).result()
+
+
+@program
+def nested_heldout_parents_map(b):
+    return b.client.gather(b.client.map(task_nested_worker_client, [mod_of(b)] * 3, [1, 2, 3]))
+
+
+@program
+def nested_heldout_catches(b):
+    return b.client.submit(task_heldout_catches, mod_of(b), 1).result()
+
+
+@program
+def nested_heldout_statuses(b):
+    return b.client.submit(task_heldout_statuses, mod_of(b), 1).result()
+
+
+@program
+def nested_heldout_cancel(b):
+    return b.client.submit(task_heldout_cancel, mod_of(b), 1).result()
 
 
 @program
