@@ -829,8 +829,10 @@ class Client:
         tasks: dict[str, dict[str, Any]] = {}
         dep_futures: dict[str, Future] = {}
         for key, args, kwargs in calls:
-            if key in tasks and not allocated:
-                continue  # the same call twice in one map
+            if (key in held or key in tasks) and not allocated:
+                # dask: a key the client already holds is not submitted again.  (A key from
+                # racy-ids' counter is: two threads given one id is the race to show.)
+                continue
             deps: dict[str, Future] = {}
             if not kwargs and _all_plain(args):
                 # Plain values only (a ``map`` over numbers): nothing to pack, nothing travels.
@@ -853,15 +855,17 @@ class Client:
         if scattering:
             raise HeldMessagesError(f"{origin} on {', '.join(dep_futures)}",
                                     [msg for msg in cluster.in_flight if msg.channel in scattering])
+        early: dict[str, Future] = {}
+        if len(tasks) < len(calls) and cluster._drops:
+            # A key held, and a drop waiting: a future the user deleted just before.  In dask
+            # its release runs later, on the event loop, so the new future takes its reference
+            # first and the release only decrements.  Taken before the call releases the drops.
+            with cluster._lock:
+                early = {k: self._future(k, origin)[0] for k, _, _ in calls
+                         if k not in tasks and k in held}
         with cluster.call(cell) as user_call:
-            if not allocated:
-                # dask: a key the client already holds is not submitted again.  (A key from
-                # racy-ids' counter is: two threads given one id is the race to show.)  Asked
-                # here, after the call has released what the user dropped: a future deleted
-                # just before is gone in dask, so its key is submitted anew.
-                for key in [k for k in tasks if k in held]:
-                    del tasks[key]
-            futures = [self._future(key, origin)[0] for key, _, _ in calls]
+            futures = [early.pop(key) if key in early else self._future(key, origin)[0]
+                       for key, _, _ in calls]
             if tasks:
                 user_call.send(self._state.update_graph(tasks, list(tasks), dep_futures))
         return futures

@@ -329,22 +329,23 @@ def test_failures_on_uuid_keys_group_by_kind():
 def resubmit_while_its_result_travels(client):
     b = client.submit(inc, 2, key="b")
     del b
+    client.submit(inc, 0)  # a call between: the release goes out first, as dask's loop sends it
     b = client.submit(inc, 2, key="b")
     assert b.result() == 3
 
 
-def test_a_deleted_future_is_released_before_its_key_is_submitted_again():
-    """dask pops a deleted future at once, so ``submit(key=...)`` right after sends the task
-    again; the model used to look before releasing it, and sent nothing."""
+def test_a_key_deleted_and_submitted_again_in_one_breath_is_the_old_future():
+    """dask releases a deleted future later, on its event loop (checked on 2026.8: the key is
+    still in ``client.futures``), so ``submit(key=)`` at once sends nothing, and the deferred
+    release only decrements (conformance: life_resubmit_after_del)."""
     with Cluster(protocol="dask", workers=1, network="manual") as cluster:
         client = cluster.client()
         b = client.submit(inc, 2, key="b")
         del b
         again = client.submit(inc, 2, key="b")
-        assert [m.op for m in cluster.in_flight] == [
-            "update-graph", "client-releases-keys", "update-graph"]
-        cluster.run_until_idle()
-        assert cluster.scheduler.tasks[again.key].state == "memory"
+        # The new future took its reference before the drop was released: nothing is released.
+        assert [m.op for m in cluster.in_flight] == ["update-graph"]
+        assert again.key == "b" and client.refcount["b"] == 1
 
 
 @pytest.mark.parametrize("protocol", ["dask", "fixed"])
@@ -354,8 +355,8 @@ def test_an_order_that_repeats_for_ever_is_stopped_and_replays(protocol):
     stops at MAX_DELIVERIES with a LivelockError naming what it repeated, and the search
     goes on past it rather than exploring the loop."""
     result = explore(resubmit_while_its_result_travels, protocol=protocol, bound=2,
-                     max_schedules=200, processes=1, sample=False)
-    assert result.exhaustive and result.systematic < 200
+                     max_schedules=1000, processes=1, sample=False)
+    assert result.exhaustive and result.systematic < 1000
     [looping] = [f for f in result.failures if f.raised and f.raised.name == "LivelockError"]
     assert "task-finished" in looping.raised.message or "execute[b]" in looping.raised.message
     again = replay(resubmit_while_its_result_travels, looping.schedule)

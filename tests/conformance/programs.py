@@ -1164,6 +1164,17 @@ def life_scatter_del_forgotten(b):
 
 
 @program
+def life_resubmit_after_del(b):
+    """``submit(key=)`` right after ``del`` of that key's future: dask releases a deleted future
+    on its event loop, later, so the key is still held and the new future is the old one."""
+    f = b.client.submit(inc, 1, key="k")
+    f.result()
+    del f
+    g = b.client.submit(inc, 2, key="k")
+    return g.result(), g.status
+
+
+@program
 def life_submit_del_forgotten(b):
     f = b.client.submit(inc, 1)
     f.result()
