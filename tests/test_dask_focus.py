@@ -126,3 +126,26 @@ def test_a_bad_focus_is_refused_before_anything_is_installed(inproc):
         with pytest.raises(FocusError, match=r"keys=\[\] would trace no key"):
             tracer.focus([])
         assert tracer.focused is None
+
+
+def test_out_of_focus_futures_cost_no_look_at_the_users_stack(inproc, monkeypatch):
+    """The client's per-future hooks ask the focus first: a dropped future out of focus is
+    not stamped with the dropper's line (a walk up the stack per future), and a future in
+    focus still is."""
+    from jupyter_refs.dask import tracer as tracer_module
+
+    walks = []
+    real = tracer_module._caller_line
+    monkeypatch.setattr(tracer_module, "_caller_line", lambda: walks.append(1) or real())
+    keys = [f"drop-{i:03d}" for i in range(200)]
+    with attach(inproc, keys=keys[7]) as tracer:
+        futures = inproc.map(inc, range(200), key=keys)
+        inproc.gather(futures)
+        walks.clear()
+        del futures
+        tracer.sync()
+        assert len(walks) == 1  # the one future in focus, not 200
+        drops = tracer.trace.events(kind="refcount.dec")
+        assert [e.key for e in drops] == [keys[7]]
+        assert drops[0].cell is not None and drops[0].cell.endswith(".py:" + drops[0].cell.rsplit(":", 1)[1])
+        assert tracer.violations == []

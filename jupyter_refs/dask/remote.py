@@ -166,7 +166,10 @@ class Recorder:
         now = time.time_ns()
         if not self.events and not self.dropped and now - self._sent_ns < HEARTBEAT_S * 1e9:
             return None
-        events = list(self.events)
+        # A tuple, not a list: the batch waits in the tracer until the merge, and the collector
+        # stops walking a tuple of strings and numbers at its first look (see
+        # ``DaskTracer._on_remote``).
+        events = tuple(self.events)
         self.events.clear()
         self.batches += 1
         self._sent_ns = now
@@ -287,9 +290,19 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
             worker, removal_reason(stimulus_id, expected), stimulus_id, recompute, lost))
         self._gone.append((worker, time.time_ns()))
 
+    def _followed(self, keys: Any) -> Any:
+        """The keys among ``keys`` this recorder follows: all of them, or those in focus.
+
+        The per-key hooks filter *first*, so a key out of focus costs one question and
+        not the work of describing it (``who_wants`` sorted, a tuple built) for a record
+        that would drop it.
+        """
+        focus = self.rec.focus
+        return keys if focus is None else [k for k in keys if focus.wants(_k(k))]
+
     def update_graph(self, scheduler: Any, *, client: str, keys: Any, **kwargs: Any) -> None:
         tasks = scheduler.tasks
-        for key in keys:
+        for key in self._followed(keys):
             ts = tasks.get(key)
             if ts is not None:
                 self.rec.record("desire.applied", key,
@@ -298,7 +311,9 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
     # -- observers ----------------------------------------------------------------------
 
     def _releases(self, keys: Any = (), client: str = "", **kwargs: Any) -> None:
-        keys = [_k(k) for k in keys]
+        keys = self._followed([_k(k) for k in keys])
+        if not keys:
+            return
         rec, s = self.rec, self.scheduler
         rec.record("msg.received", None, "client-releases-keys", client, tuple(keys))
         cs = s.clients.get(client)
@@ -315,7 +330,7 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
     def _desires_applied(self, state: Any, result: Any, keys: Any = (), client: str = "",
                          **kwargs: Any) -> None:
         tasks = self.scheduler.tasks
-        for key in keys:
+        for key in self._followed(keys):
             ts = tasks.get(key)
             if ts is None:
                 self.rec.record("desire.unknown", key, extra=(client, None))
@@ -336,7 +351,7 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
     def _registered(self, state: Any, result: Any, *args: Any, who_has: Any = None,
                     client: str | None = None, **kwargs: Any) -> None:
         tasks = self.scheduler.tasks
-        for key in who_has or {}:
+        for key in self._followed(list(who_has or ())):
             ts = tasks.get(key)
             if ts is None:
                 continue
@@ -359,6 +374,10 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
         if op not in REPORT_OPS:
             return
         keys = tuple(_k(k) for k in msg["keys"]) if "keys" in msg else (_k(msg.get("key")),)
+        if self.rec.focus is not None:
+            keys = self.rec.focus.keep(keys)
+            if not keys:
+                return
         if ts is None and len(keys) == 1:
             ts = self.scheduler.tasks.get(msg.get("key"))
         # The recipients, as Scheduler.report chooses them.

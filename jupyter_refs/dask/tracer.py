@@ -79,6 +79,8 @@ _time = operator.itemgetter(0)
 CHANNEL_AT = 6
 #: Items of a pending row (the trace's row shape): ``DaskTracer._incoming`` holds them flat.
 _ROW = 10
+#: Items recorded here before the background thread seals them into a tuple (``_seal``).
+_SEAL = 50_000
 
 
 def _pending(t: int, actor: str, thread: str, kind: str, key: str | None, op: str | None,
@@ -198,7 +200,10 @@ class DaskTracer:
         #: Recorded here, not yet sorted: rows of ``_ROW`` items laid out flat, as a remote
         #: batch is (a tuple kept per event until the merge made the collector run more).
         self._incoming: deque[Any] = deque()
-        self._remote: deque[tuple[str, list]] = deque()  # (source, events) as they came
+        #: Older rows of ``_incoming``, sealed into tuples by the background thread (``_seal``).
+        self._sealed: deque[tuple] = deque()
+        self._sealed_rows = 0
+        self._remote: deque[tuple[str, tuple]] = deque()  # (source, events) as they came
         self._buffered = 0  # remote events in ``_remote`` (a hint: updated without the lock)
         self._waiting: list[tuple] = []  # sorted by time, not yet old enough for the trace
         self._threads: dict[int, str] = {}
@@ -512,6 +517,8 @@ class DaskTracer:
         """
         _, msg = event
         events = msg["events"]
+        if type(events) is not tuple:  # a batch from an older recorder, or a decoded list
+            events = tuple(events)
         self._remote.append((msg["src"], events, self._serialized))
         self._buffered += len(events) // remote.STRIDE
         with self._lock:
@@ -588,8 +595,35 @@ class DaskTracer:
         """
         while not self._stop.wait(self.lag_ns / 2e9):
             if (self.trace.subscribers > self._watchers
-                    or len(self._incoming) // _ROW + self._buffered > self.buffer):
+                    or (len(self._incoming) // _ROW + self._sealed_rows + self._buffered
+                        > self.buffer)):
                 self._release(self.watermark(time.time_ns()), yield_gil=True)
+            elif len(self._incoming) >= _SEAL:
+                self._seal()
+
+    def _seal(self) -> None:
+        """Move the rows recorded here so far into one tuple, which the collector soon stops
+        walking.
+
+        Until the merge, events wait in containers, and every full collection visits
+        every item of every list and deque it tracks: a million events laid out flat in
+        lists cost each one about 60 ms here, and a 53,000-task map makes a dozen.  A
+        tuple of strings, numbers and such tuples is untracked within a few of the
+        collector's looks, so the remote batches come as tuples and this thread seals
+        the client's own rows likewise.  The hooks
+        keep appending to ``_incoming`` (no lock, whole rows); only a merging thread takes
+        rows out, so sealing takes the merge's lock (and skips a turn while it is held).
+        """
+        if not self._merging.acquire(blocking=False):
+            return
+        try:
+            incoming = self._incoming
+            popleft = incoming.popleft
+            rows = tuple([popleft() for _ in range(len(incoming))])
+            self._sealed.append(rows)
+            self._sealed_rows += len(rows) // _ROW
+        finally:
+            self._merging.release()
 
     def watermark(self, now: int) -> int:
         """How far the trace can be merged in order: ``lag`` ago, and no later than any source
@@ -631,10 +665,16 @@ class DaskTracer:
 
     def _merge(self, upto: int | None, yield_gil: bool) -> None:
         """The body of :meth:`_release`, under its lock."""
+        fresh: list[tuple] = []
+        sealed = self._sealed
+        while sealed:  # older than what is still in _incoming
+            rows = sealed.popleft()
+            self._sealed_rows -= len(rows) // _ROW
+            fresh += remote.events(rows, _ROW)
         incoming = self._incoming
         # Whole rows only: a hook's extend is atomic, so the length is a multiple of _ROW.
         popleft = incoming.popleft
-        fresh = list(remote.events([popleft() for _ in range(len(incoming))], _ROW))
+        fresh += remote.events([popleft() for _ in range(len(incoming))], _ROW)
         if self._remote:
             fresh += self._unpack_remote()
         waiting = self._waiting
@@ -775,8 +815,14 @@ class DaskTracer:
         if self.ordered_scatter:
             self._order_scatters()
 
+    # The client's per-future hooks ask the focus first: out of focus, they step aside before
+    # reading anything, so a one-key trace of a huge map costs a question per future.
+
     def _inc_ref(self, state: Any, result: Any, key: Any) -> None:
         key = remote._k(key)
+        focus = self._focus
+        if focus is not None and not focus.wants(key):
+            return
         after = self.client.refcount.get(key, 0)
         scattering = _scattering.get()
         origin = "scatter" if scattering is not None and key in scattering else "future"
@@ -785,6 +831,9 @@ class DaskTracer:
 
     def _dec_ref(self, key: Any) -> None:
         # Recorded before the call: the release it sends at zero follows the drop in the trace.
+        focus = self._focus
+        if focus is not None and not focus.wants(remote._k(key)):
+            return
         before = self.client.refcount.get(key, 0)
         if before:
             self._local("refcount.dec", remote._k(key), extra=(before, before - 1))
@@ -798,7 +847,7 @@ class DaskTracer:
         reaches ``loop.add_callback(client._dec_ref, key)`` in the user's thread, from
         ``Future.__del__``: the line is read there and ``_dec_ref`` runs under it.
         """
-        client, hooks = self.client, self.hooks
+        client, hooks, tracer = self.client, self.hooks, self
 
         def under_the_callers_line(original: Any) -> Any:
             @functools.wraps(original)
@@ -828,7 +877,9 @@ class DaskTracer:
             @functools.wraps(add_callback)
             def add(callback: Any, *args: Any, **kwargs: Any) -> None:
                 if callback is dec_ref and threading.get_ident() != loop_thread:
-                    return add_callback(dec_ref_at, _caller_line(), *args, **kwargs)
+                    focus = tracer._focus
+                    if focus is None or focus.wants(remote._k(args[0])):
+                        return add_callback(dec_ref_at, _caller_line(), *args, **kwargs)
                 return add_callback(callback, *args, **kwargs)
 
             return add
@@ -860,13 +911,20 @@ class DaskTracer:
             if st is not None and st.status == "finished":
                 self._local("future.state", key, extra=("pending", "finished", None, None))
 
-    def _report_before(self, *args: Any, **kwargs: Any) -> dict[str, str]:
+    def _report_before(self, *args: Any, **kwargs: Any) -> dict[str, str] | None:
         keys = kwargs.get("keys") or [kwargs.get("key")]
+        focus = self._focus
+        if focus is not None:
+            keys = [k for k in keys if focus.wants(remote._k(k))]
+            if not keys:
+                return None  # the report is about no key the trace follows
         futures = self.client.futures
         return {remote._k(k): futures[k].status if k in futures else None for k in keys}
 
-    def _report_after(self, op: str, before: dict[str, str], result: Any, *args: Any,
+    def _report_after(self, op: str, before: dict[str, str] | None, result: Any, *args: Any,
                       **kwargs: Any) -> None:
+        if before is None:
+            return
         keys = tuple(before)
         self._local("msg.received", None, op, "scheduler", keys)
         futures = self.client.futures
