@@ -141,7 +141,8 @@ def main() -> None:
                         help="the traced runs' attach(max_events=…)")
     parser.add_argument("--focus", type=int, default=0,
                         help="also a map of this many tasks traced on one key only")
-    parser.add_argument("--focus-pairs", type=int, default=3)
+    parser.add_argument("--focus-pairs", type=int, default=2,
+                        help="pairs of the focused map, in alternating orders")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
     print(f"dask {__import__('distributed').__version__}, LocalCluster(n_workers={args.workers}, "

@@ -98,6 +98,13 @@ class Focus:
 
     __contains__ = wants
 
+    @property
+    def answers(self) -> dict[str, bool]:
+        """The answers given so far, key -> wanted: a recorder on a per-task path looks here
+        first and asks :meth:`wants` only for a key it has not asked about (one call less
+        per question, a dozen questions per task)."""
+        return self._cache
+
     def keep(self, keys: tuple) -> tuple:
         """The keys of a message that are in focus (all of them, or fewer, or none)."""
         wants = self.wants

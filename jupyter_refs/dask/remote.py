@@ -129,6 +129,7 @@ class Recorder:
         focus and is left out when none is.
         """
         self.focus = focus
+        self._answers: dict[str, bool] = {} if focus is None else focus.answers
         filter_while_focused(self, focus, record="_record_focused",
                              record_key="_record_key_focused")
 
@@ -144,7 +145,11 @@ class Recorder:
         Recorder.record(self, kind, key, op, peer, keys, extra)
 
     def _record_key_focused(self, kind: str, key: Any, extra: tuple) -> None:
-        if self.focus.wants(key if type(key) is str else str(key)):  # type: ignore[union-attr]
+        key = key if type(key) is str else str(key)
+        wanted = self._answers.get(key)
+        if wanted is None:
+            wanted = self.focus.wants(key)  # type: ignore[union-attr]
+        if wanted:
             Recorder.record_key(self, kind, key, extra)
 
     def record(self, kind: str, key: Any = None, op: str | None = None, peer: str | None = None,

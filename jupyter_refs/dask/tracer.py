@@ -75,7 +75,8 @@ _NOT_USER = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.se
 
 
 _time = operator.itemgetter(0)
-#: A pending message row holds its peer where the trace row will hold its channel.
+#: A pending message row holds its peer where the trace row will hold its channel, and the
+#: channel it knows (or None) where the trace row will hold its msg id.
 CHANNEL_AT = 6
 #: Items of a pending row (the trace's row shape): ``DaskTracer._incoming`` holds them flat.
 _ROW = 10
@@ -88,12 +89,12 @@ def _pending(t: int, actor: str, thread: str, kind: str, key: str | None, op: st
     """A row recorded here, in the trace's row shape (``trace.Row``), waiting for the merge.
 
     A message's row is not final until the merge pairs it (its id and channel are only
-    known then, in time order): until then it holds the peer in the channel's place, and
-    ``(keys, channel or None)`` as its extra.
+    known then, in time order): until then it holds the peer in the channel's place and
+    the channel it knows, if any, in the id's; its extra, ``(keys,)``, is already final.
     """
     if kind == "msg.sent" or kind == "msg.received":
-        return (t, actor, thread, kind, keys[0] if len(keys) == 1 else None, None, peer, op,
-                cell, (keys, extra[1] if extra and extra[0] == CHANNEL else None))
+        return (t, actor, thread, kind, keys[0] if len(keys) == 1 else None,
+                extra[1] if extra and extra[0] == CHANNEL else None, peer, op, cell, (keys,))
     return (t, actor, thread, kind, key, None, None, None, cell, extra)
 
 
@@ -211,6 +212,7 @@ class DaskTracer:
         self._unmatched: dict[tuple, deque[int]] = defaultdict(deque)
         #: (responder, requester, "op-reply", keys) -> the channels of requests not yet answered.
         self._awaiting_reply: dict[tuple, deque[str]] = defaultdict(deque)
+        self._streams: dict[tuple[str, str], str] = {}  # (sender, receiver) -> its channel
         self._names: dict[str, str] = {client.id: "client:1"}
         self._offsets: dict[str, int] = {}
         self._batches: dict[str, int] = {}
@@ -573,7 +575,7 @@ class DaskTracer:
                 if kind == "msg.sent" or kind == "msg.received":
                     keys = tuple(keys)
                     append((t - offset, actor, actor, kind, keys[0] if len(keys) == 1 else None,
-                            None, name(peer), op, None, (keys, None)))
+                            None, name(peer), op, None, (keys,)))
                 else:
                     append((t - offset, actor, actor, kind, key, None, None, None, None,
                             _NAMED[kind](name, extra) if kind in _NAMED else tuple(extra)))
@@ -691,10 +693,10 @@ class DaskTracer:
         self._released_t = max(self._released_t, ready[-1][0])
         pair = self._pair
         for i in [i for i, row in enumerate(ready) if row[CHANNEL_AT] is not None]:
-            t, actor, thread, kind, key, _, peer, op, cell, (keys, channel) = ready[i]
+            t, actor, thread, kind, key, channel, peer, op, cell, extra = ready[i]
             sender, receiver = (actor, peer) if kind == "msg.sent" else (peer, actor)
-            msg_id, channel = pair(kind, sender, receiver, op, keys, channel)
-            ready[i] = (t, actor, thread, kind, key, msg_id, channel, op, cell, (keys,))
+            msg_id, channel = pair(kind, sender, receiver, op, extra[0], channel)
+            ready[i] = (t, actor, thread, kind, key, msg_id, channel, op, cell, extra)
         extend, flush = self.trace.extend, self.trace.flush
         for start in range(0, n, _CHUNK):
             extend(ready[start:start + _CHUNK])
@@ -723,7 +725,7 @@ class DaskTracer:
             elif op in remote.REPLIED and channel is not None:
                 self._awaiting_reply[(receiver, sender, f"{op}-reply", keys)].append(channel)
             if channel is None:
-                channel = f"{sender}->{receiver}" if op in BATCHED else f"rpc:{sender}#{msg_id}"
+                channel = self._stream(sender, receiver) if op in BATCHED else f"rpc:{sender}#{msg_id}"
             waiting.append((msg_id, channel))
             return msg_id, channel
         if waiting:
@@ -731,10 +733,18 @@ class DaskTracer:
         else:
             msg_id = next(self._msg_ids)
             if channel is None:
-                channel = f"{sender}->{receiver}" if op in BATCHED else f"rpc:{sender}#{msg_id}"
+                channel = self._stream(sender, receiver) if op in BATCHED else f"rpc:{sender}#{msg_id}"
         if not waiting:
             del self._unmatched[channel_key]
         return msg_id, channel
+
+    def _stream(self, sender: str, receiver: str) -> str:
+        """The batched stream's channel, ``scheduler->client:1``: one string per stream, not
+        one per message (a trace of a million events holds a few hundred thousand)."""
+        name = self._streams.get((sender, receiver))
+        if name is None:
+            name = self._streams[(sender, receiver)] = f"{sender}->{receiver}"
+        return name
 
     def _rpc_channel(self, sender: str) -> str:
         """A new RPC channel of ``sender``: ``rpc:client:1#3``, as the kernel-side cluster names them."""
