@@ -172,8 +172,7 @@ class Recorder:
         if not self.events and not self.dropped and now - self._sent_ns < HEARTBEAT_S * 1e9:
             return None
         # A tuple, not a list: the batch waits in the tracer until the merge, and the collector
-        # stops walking a tuple of strings and numbers at its first look (see
-        # ``DaskTracer._on_remote``).
+        # stops walking a tuple of strings and numbers within a few looks (``DaskTracer._seal``).
         events = tuple(self.events)
         self.events.clear()
         self.batches += 1

@@ -612,9 +612,9 @@ class DaskTracer:
         lists cost each one about 60 ms here, and a 53,000-task map makes a dozen.  A
         tuple of strings, numbers and such tuples is untracked within a few of the
         collector's looks, so the remote batches come as tuples and this thread seals
-        the client's own rows likewise.  The hooks
-        keep appending to ``_incoming`` (no lock, whole rows); only a merging thread takes
-        rows out, so sealing takes the merge's lock (and skips a turn while it is held).
+        the client's own rows likewise.  The hooks keep appending to ``_incoming`` (no
+        lock, whole rows); only a merging thread takes rows out, so sealing takes the
+        merge's lock (and skips a turn while it is held).
         """
         if not self._merging.acquire(blocking=False):
             return
@@ -725,7 +725,7 @@ class DaskTracer:
             elif op in remote.REPLIED and channel is not None:
                 self._awaiting_reply[(receiver, sender, f"{op}-reply", keys)].append(channel)
             if channel is None:
-                channel = self._stream(sender, receiver) if op in BATCHED else f"rpc:{sender}#{msg_id}"
+                channel = self._channel(sender, receiver, op, msg_id)
             waiting.append((msg_id, channel))
             return msg_id, channel
         if waiting:
@@ -733,14 +733,17 @@ class DaskTracer:
         else:
             msg_id = next(self._msg_ids)
             if channel is None:
-                channel = self._stream(sender, receiver) if op in BATCHED else f"rpc:{sender}#{msg_id}"
+                channel = self._channel(sender, receiver, op, msg_id)
         if not waiting:
             del self._unmatched[channel_key]
         return msg_id, channel
 
-    def _stream(self, sender: str, receiver: str) -> str:
-        """The batched stream's channel, ``scheduler->client:1``: one string per stream, not
-        one per message (a trace of a million events holds a few hundred thousand)."""
+    def _channel(self, sender: str, receiver: str, op: str, msg_id: int) -> str:
+        """The channel of a message whose send did not name one: its batched stream
+        (``scheduler->client:1``: one string per stream, not one per message, in a trace
+        that holds a few hundred thousand), or an RPC of its own (``rpc:client:1#7``)."""
+        if op not in BATCHED:
+            return f"rpc:{sender}#{msg_id}"
         name = self._streams.get((sender, receiver))
         if name is None:
             name = self._streams[(sender, receiver)] = f"{sender}->{receiver}"
