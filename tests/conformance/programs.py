@@ -1166,7 +1166,8 @@ def life_scatter_del_forgotten(b):
 @program
 def life_resubmit_after_del(b):
     """``submit(key=)`` right after ``del`` of that key's future: dask releases a deleted future
-    on its event loop, later, so the key is still held and the new future is the old one."""
+    on its event loop, usually later, so the key is still held and the new future is the old
+    one; sometimes the loop is first (a thread race: see ``known.py``)."""
     f = b.client.submit(inc, 1, key="k")
     f.result()
     del f
