@@ -336,8 +336,8 @@ def resubmit_while_its_result_travels(client):
 
 def test_a_key_deleted_and_submitted_again_in_one_breath_is_the_old_future():
     """dask releases a deleted future later, on its event loop (checked on 2026.8: the key is
-    still in ``client.futures``), so ``submit(key=)`` at once sends nothing, and the deferred
-    release only decrements (conformance: life_resubmit_after_del)."""
+    usually still in ``client.futures``), so ``submit(key=)`` at once sends nothing, and the
+    deferred release only decrements (conformance: life_resubmit_after_del, a known race)."""
     with Cluster(protocol="dask", workers=1, network="manual") as cluster:
         client = cluster.client()
         b = client.submit(inc, 2, key="b")

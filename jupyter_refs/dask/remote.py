@@ -302,7 +302,7 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
         that would drop it.
         """
         focus = self.rec.focus
-        return keys if focus is None else [k for k in keys if focus.wants(_k(k))]
+        return keys if focus is None else tuple(k for k in keys if focus.wants(_k(k)))
 
     def update_graph(self, scheduler: Any, *, client: str, keys: Any, **kwargs: Any) -> None:
         tasks = scheduler.tasks
@@ -378,10 +378,9 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
         if op not in REPORT_OPS:
             return
         keys = tuple(_k(k) for k in msg["keys"]) if "keys" in msg else (_k(msg.get("key")),)
-        if self.rec.focus is not None:
-            keys = self.rec.focus.keep(keys)
-            if not keys:
-                return
+        keys = self._followed(keys)
+        if not keys:
+            return
         if ts is None and len(keys) == 1:
             ts = self.scheduler.tasks.get(msg.get("key"))
         # The recipients, as Scheduler.report chooses them.

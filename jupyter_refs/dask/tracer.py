@@ -844,12 +844,13 @@ class DaskTracer:
 
     def _dec_ref(self, key: Any) -> None:
         # Recorded before the call: the release it sends at zero follows the drop in the trace.
+        name = remote._k(key)
         focus = self._focus
-        if focus is not None and not focus.wants(remote._k(key)):
+        if focus is not None and not focus.wants(name):
             return
         before = self.client.refcount.get(key, 0)
         if before:
-            self._local("refcount.dec", remote._k(key), extra=(before, before - 1))
+            self._local("refcount.dec", name, extra=(before, before - 1))
 
     def _stamp_user_lines(self) -> None:
         """Stamp the user's line on what this client records for a call or a drop.
