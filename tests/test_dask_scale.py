@@ -118,3 +118,34 @@ def test_waiting_events_are_hidden_from_the_collector(inproc):
         assert len(trace.events(kind="future.created")) == 300  # the sealed rows, merged
         assert [e.t_ns for e in trace.events()] == sorted(e.t_ns for e in trace.events())
         assert tracer.violations == []
+
+
+def test_the_merge_leaves_the_collector_nothing_to_promote(inproc):
+    """What the merge makes, and the checks' belief about each held key, is untracked by the
+    collector's two young looks: what survives them tracked goes to the oldest generation,
+    and on a million-event merge that was enough (a row three tuples deep per desire and
+    release, a set of holders per key) to run a full collection over all dask holds."""
+    import gc
+
+    with attach(inproc) as tracer:
+        inproc.gather(inproc.map(inc, range(50), pure=False))
+        tracer.sync()
+        for _ in range(3):
+            gc.collect()  # a running merge: what the first events of each kind made is old
+        futures = inproc.map(inc, range(300), pure=False)
+        inproc.gather(futures)
+        for _ in range(3):
+            gc.collect()  # the events waited a while, as during any long run
+        gc.disable()  # what the merge makes stays young until the looks below
+        try:
+            tracer.sync()
+            gc.collect(0)
+            gc.collect(1)  # the second look: survivors now go to the oldest generation
+        finally:
+            gc.enable()
+        tracked = [row for row in tracer.trace._rows if gc.is_tracked(row)]
+        assert not tracked, tracked[:3]
+        holders = tracer.checks.beliefs.holders
+        assert len(holders) == 300
+        assert not any(gc.is_tracked(clients) for clients in holders.values())
+        del futures

@@ -82,6 +82,8 @@ CHANNEL_AT = 6
 _ROW = 10
 #: Items recorded here before the background thread seals them into a tuple (``_seal``).
 _SEAL = 50_000
+#: Named extras kept for reuse (``DaskTracer._rename``).
+_RENAMED = 4096
 
 
 def _pending(t: int, actor: str, thread: str, kind: str, key: str | None, op: str | None,
@@ -213,6 +215,9 @@ class DaskTracer:
         #: (responder, requester, "op-reply", keys) -> the channels of requests not yet answered.
         self._awaiting_reply: dict[tuple, deque[str]] = defaultdict(deque)
         self._streams: dict[tuple[str, str], str] = {}  # (sender, receiver) -> its channel
+        #: (kind, dask's extra) -> the extra named: one tuple for the many events that say the
+        #: same (every task's ``desire.applied`` by one client), see ``_unpack_remote``.
+        self._renamed: dict[tuple, tuple] = {}
         self._names: dict[str, str] = {client.id: "client:1"}
         self._offsets: dict[str, int] = {}
         self._batches: dict[str, int] = {}
@@ -564,6 +569,7 @@ class DaskTracer:
         out: list[tuple] = []
         append = out.append
         name = self._name
+        renamed = self._renamed
         batches = self._remote
         for _ in range(len(batches)):
             src, events, serialized = batches.popleft()
@@ -576,10 +582,35 @@ class DaskTracer:
                     keys = tuple(keys)
                     append((t - offset, actor, actor, kind, keys[0] if len(keys) == 1 else None,
                             None, name(peer), op, None, (keys,)))
+                elif kind in _NAMED:
+                    named = renamed.get((kind, extra))
+                    if named is None:
+                        named = self._rename(kind, extra)
+                    append((t - offset, actor, actor, kind, key, None, None, None, None, named))
                 else:
                     append((t - offset, actor, actor, kind, key, None, None, None, None,
-                            _NAMED[kind](name, extra) if kind in _NAMED else tuple(extra)))
+                            tuple(extra)))
         return out
+
+    def _rename(self, kind: str, extra: Any) -> tuple:
+        """``extra`` with its actors named, kept for the next event that says the same.
+
+        One tuple shared is memory saved, and it keeps the collector away from the dask
+        heap: a row holding a fresh ``(client, 0, who_wants, False)`` is three tuples deep,
+        so the collector untracks it only at its third look, after promoting it to the
+        oldest generation, and a merge of a million events promoted enough of them to run a
+        full collection over everything dask holds (0.36 s).  A shared extra is older than
+        the rows that hold it, and they are untracked at the first look.
+        """
+        named = _NAMED[kind](self._name, extra)
+        renamed = self._renamed
+        if len(renamed) >= _RENAMED:
+            renamed.clear()  # many clients in many combinations: start over
+        try:
+            renamed[(kind, extra)] = named
+        except TypeError:  # an unhashable field (a list a decoder made): named each time
+            pass
+        return named
 
     def _hook_failed(self, label: str, exc: BaseException) -> None:
         self._local("hook.failed", None, extra=(label, f"{type(exc).__name__}: {exc}"))
