@@ -149,3 +149,18 @@ def test_the_merge_leaves_the_collector_nothing_to_promote(inproc):
         assert len(holders) == 300
         assert not any(gc.is_tracked(clients) for clients in holders.values())
         del futures
+
+
+def test_events_that_say_the_same_share_one_extra(inproc):
+    """Every task of a map says the same in most of its events (``(0, "future", 1)`` for its
+    future, ``("waiting", "processing", <the graph's stimulus>)``): one tuple each, not one
+    per event, whether recorded here or on the scheduler (``remote.shared``)."""
+    with attach(inproc) as tracer:
+        futures = inproc.map(inc, range(300), pure=False)
+        inproc.gather(futures)
+        tracer.sync()
+        for kind in ("future.created", "refcount.inc", "transition", "desire.applied"):
+            rows = [row for row in tracer.trace._rows if row[3] == kind]
+            assert len(rows) >= 300, kind
+            assert len({id(row[-1]) for row in rows}) == len({row[-1] for row in rows}), kind
+        del futures

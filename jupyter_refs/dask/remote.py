@@ -76,6 +76,28 @@ def _k(key: Any) -> str:
     return key if isinstance(key, str) else str(key)
 
 
+#: Extras recorded before, for :func:`shared`: bounded, and started afresh when full.
+_SHARED: dict[tuple, tuple] = {}
+_SHARED_MAX = 4096
+
+
+def shared(extra: tuple) -> tuple:
+    """``extra``, or an equal one recorded before.
+
+    Most per-task events say what many others say (``(0, "future", 1)`` for every future
+    made, ``("waiting", "processing", stimulus)`` for each task of one graph).  A fresh
+    tuple per event, kept until the merge, is a new object to CPython's collector: it
+    makes young collections come sooner, and each is a chance of an older one over the
+    dask process's heap.  A shared tuple is one object, and it is untracked by then.
+    """
+    kept = _SHARED.get(extra)
+    if kept is None:
+        if len(_SHARED) >= _SHARED_MAX:
+            _SHARED.clear()
+        kept = _SHARED[extra] = extra
+    return kept
+
+
 #: Called with each worker whose recorder was just set up in this process, after its hooks:
 #: the holds gate a worker that joins after the first hold (:mod:`.holds`).
 WORKER_SETUP: list[Any] = []
@@ -217,7 +239,8 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
 
     async def start(self, scheduler: Any) -> None:
         self.scheduler = scheduler
-        self.rec = rec = Recorder("scheduler", self.capacity, self.focus)
+        self.rec = rec = Recorder("scheduler", self.capacity)
+        self.follow(self.focus)
         hooks = self.hooks = Hooks(rec.hook_failed)
         s = scheduler
         hooks.item(s.stream_handlers, "client-releases-keys", before=self._releases)
@@ -252,11 +275,33 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
             self.scheduler.log_event(TOPIC, msg)
         return self.rec.batches
 
+    def follow(self, focus: Focus | None) -> None:
+        """Record only keys in ``focus`` (None: every key) from now on.
+
+        Focused, ``transition`` is its filtering twin (an instance attribute, see
+        ``filter_while_focused``), which asks before anything else: dask calls it for
+        every transition of every task, and on a one-key trace of a million-task map
+        nearly all of those are about keys out of focus.
+        """
+        self.focus = focus
+        self.rec.set_focus(focus)
+        self._answers = self.rec._answers
+        filter_while_focused(self, focus, transition="_transition_focused")
+
     # -- plugin hooks -----------------------------------------------------------------
 
     def transition(self, key: Any, start: str, finish: str, *args: Any, stimulus_id: str = "",
                    **kwargs: Any) -> None:
-        self.rec.record_key("transition", key, (start, finish, stimulus_id))
+        self.rec.record_key("transition", key, shared((start, finish, stimulus_id)))
+
+    def _transition_focused(self, key: Any, start: str, finish: str, *args: Any,
+                            stimulus_id: str = "", **kwargs: Any) -> None:
+        name = key if type(key) is str else str(key)
+        wanted = self._answers.get(name)
+        if wanted is None:
+            wanted = self.focus.wants(name)  # type: ignore[union-attr]
+        if wanted:
+            Recorder.record_key(self.rec, "transition", name, shared((start, finish, stimulus_id)))
 
     def log_event(self, topic: str, msg: Any) -> None:
         """A batch of ours was published: the subscribed tracer has it, so the scheduler
@@ -302,7 +347,11 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
         that would drop it.
         """
         focus = self.rec.focus
-        return keys if focus is None else tuple(k for k in keys if focus.wants(_k(k)))
+        if focus is None:
+            return keys
+        if len(keys) == 1:  # most messages and reports name one key
+            return keys if focus.wants(_k(keys[0])) else ()
+        return tuple(k for k in keys if focus.wants(_k(k)))
 
     def update_graph(self, scheduler: Any, *, client: str, keys: Any, **kwargs: Any) -> None:
         tasks = scheduler.tasks
@@ -535,8 +584,7 @@ def focus_scheduler(dask_scheduler: Any, focus: Focus | None, worker_plugin: Wor
     plugin = dask_scheduler.plugins.get(SCHEDULER_PLUGIN)
     if plugin is not None:
         joined = _joining(plugin.focus, focus, list(dask_scheduler.tasks))
-        plugin.focus = focus
-        plugin.rec.set_focus(focus)
+        plugin.follow(focus)
     if WORKER_PLUGIN in dask_scheduler.worker_plugins:
         dask_scheduler.worker_plugins[WORKER_PLUGIN] = dumps(worker_plugin)
     return joined

@@ -46,7 +46,7 @@ from ..trace import TRACE_ACTOR, Trace
 from . import holds as holds_mod
 from . import remote
 from .hooks import Hooks
-from .remote import CHANNEL
+from .remote import CHANNEL, shared
 
 _CHUNK = 256  # events merged between two yields of the GIL
 CLIENT_OPS = ("client-releases-keys", "client-desires-keys", "update-graph")
@@ -870,8 +870,8 @@ class DaskTracer:
         after = self.client.refcount.get(key, 0)
         scattering = _scattering.get()
         origin = "scatter" if scattering is not None and key in scattering else "future"
-        self._local("future.created", key, extra=(0, origin, after))
-        self._local("refcount.inc", key, extra=(after - 1, after))
+        self._local("future.created", key, extra=shared((0, origin, after)))
+        self._local("refcount.inc", key, extra=shared((after - 1, after)))
 
     def _dec_ref(self, key: Any) -> None:
         # Recorded before the call: the release it sends at zero follows the drop in the trace.
@@ -881,7 +881,7 @@ class DaskTracer:
             return
         before = self.client.refcount.get(key, 0)
         if before:
-            self._local("refcount.dec", name, extra=(before, before - 1))
+            self._local("refcount.dec", name, extra=shared((before, before - 1)))
 
     def _stamp_user_lines(self) -> None:
         """Stamp the user's line on what this client records for a call or a drop.
@@ -960,9 +960,13 @@ class DaskTracer:
         keys = kwargs.get("keys") or [kwargs.get("key")]
         focus = self._focus
         if focus is not None:
-            keys = [k for k in keys if focus.wants(remote._k(k))]
-            if not keys:
-                return None  # the report is about no key the trace follows
+            if len(keys) == 1:  # a report of one task's key: once per task
+                if not focus.wants(remote._k(keys[0])):
+                    return None
+            else:
+                keys = [k for k in keys if focus.wants(remote._k(k))]
+                if not keys:
+                    return None  # the report is about no key the trace follows
         futures = self.client.futures
         return {remote._k(k): futures[k].status if k in futures else None for k in keys}
 
@@ -977,7 +981,8 @@ class DaskTracer:
             st = futures.get(key)
             now = st.status if st is not None else None
             if was is not None and now is not None and now != was:
-                self._local("future.state", key, extra=(was, now, None, kwargs.get("reason")))
+                self._local("future.state", key,
+                            extra=shared((was, now, None, kwargs.get("reason"))))
 
     # -- the workaround: scatter behind a barrier on the release stream ------------------------
 
