@@ -358,8 +358,7 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
         for key in self._followed(keys):
             ts = tasks.get(key)
             if ts is not None:
-                self.rec.record("desire.applied", key,
-                                extra=(client, 0, _who(ts.who_wants), False))
+                self.rec.record("desire.applied", key, extra=_desired(client, ts.who_wants))
 
     # -- observers ----------------------------------------------------------------------
 
@@ -373,8 +372,8 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
         for key in keys:
             ts = s.tasks.get(key)
             if ts is not None and cs is not None and ts in cs.wants_what:
-                rec.record("release.applied", key,
-                           extra=(client, 0, _who(w for w in ts.who_wants or () if w is not cs)))
+                rest = _who(w for w in ts.who_wants or () if w is not cs)
+                rec.record("release.applied", key, extra=shared((client, 0, rest)))
 
     def _desires_received(self, keys: Any = (), client: str = "", **kwargs: Any) -> None:
         self.rec.record("msg.received", None, "client-desires-keys", client,
@@ -388,7 +387,7 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
             if ts is None:
                 self.rec.record("desire.unknown", key, extra=(client, None))
             else:
-                self.rec.record("desire.applied", key, extra=(client, 0, _who(ts.who_wants), False))
+                self.rec.record("desire.applied", key, extra=_desired(client, ts.who_wants))
 
     def _graph_received(self, client: str = "", keys: Any = (), **kwargs: Any) -> None:
         self.rec.record("msg.received", None, "update-graph", client, tuple(_k(k) for k in keys))
@@ -411,7 +410,7 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
             self.rec.record("scatter.registered", key,
                             extra=(tuple(ws.address for ws in ts.who_has or ()), _who(ts.who_wants)))
             if client:
-                self.rec.record("desire.applied", key, extra=(client, 0, _who(ts.who_wants), False))
+                self.rec.record("desire.applied", key, extra=_desired(client, ts.who_wants))
 
     def _send_all(self, client_msgs: Any, worker_msgs: Any) -> None:
         """The ``free-keys`` a stimulus sends to workers: a worker's freeing of a key then
@@ -486,6 +485,11 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
 
 def _who(who_wants: Any) -> tuple[str, ...]:
     return tuple(sorted(cs.client_key for cs in who_wants or ()))
+
+
+def _desired(client: str, who_wants: Any) -> tuple:
+    """A ``desire.applied``'s extra: one tuple for every key of a graph (``shared``)."""
+    return shared((client, 0, _who(who_wants), False))
 
 
 class WorkerRecorder(WorkerPlugin, _Periodic):
