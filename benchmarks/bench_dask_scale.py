@@ -7,7 +7,8 @@ settling (the scheduler has forgotten every task), so the releases are part of i
 watches the traced run live: its events wait in the tracer's buffers, and afterwards
 ``tracer.violations`` merges them into the trace and checks them.  Printed per size:
 
-* ``run`` — the traced run's time over the untraced one's (median of the pairs' ratios);
+* ``run`` — the traced run's time over the untraced one's (median of the pairs' ratios; each
+  pair's ratio is printed last, to show the swing);
 * ``whole`` — the traced run plus the merge and checks, over the untraced run: the whole
   cost of tracing;
 * events (recorded, whether or not the trace still holds them), events/s of the traced
@@ -119,6 +120,7 @@ def report(n: int, m: dict[str, Any], label: str = "") -> dict[str, float]:
     run_ratio = median_ratio([r["run"] for r in runs], plain)
     whole = median_ratio([r["run"] + r["merge"] for r in runs], plain)
     last = runs[-1]
+    swing = ", ".join(f"{r['run'] / p - 1:+.1%}" for r, p in zip(runs, plain))
     # All the merging and checking, in the background during the run and after it.
     per_event = statistics.median(r["merged"] / r["events"] * 1e6 for r in runs)
     print(f"{n:>9,} tasks{label}: untraced {statistics.median(plain):7.2f} s | traced run "
@@ -129,7 +131,7 @@ def report(n: int, m: dict[str, Any], label: str = "") -> dict[str, float]:
           f"({last['rss'] / max(1, last['kept']):4.0f} B per kept event), deep "
           f"{last['deep']:3.0f} B/event | kept {last['kept']:,.0f}, dropped "
           f"{last['dropped']:,.0f}, lost {last['lost']:,.0f} | violations "
-          f"{last['violations']:.0f}", flush=True)
+          f"{last['violations']:.0f} | traced run per pair {swing}", flush=True)
     return {"per_event": per_event, "whole": whole, "events": last["events"]}
 
 
