@@ -76,13 +76,9 @@ def _k(key: Any) -> str:
     return key if isinstance(key, str) else str(key)
 
 
-#: Extras recorded before, for :func:`shared`: bounded, and started afresh when full.
-_SHARED: dict[tuple, tuple] = {}
-_SHARED_MAX = 4096
-
-
+@functools.lru_cache(maxsize=4096)
 def shared(extra: tuple) -> tuple:
-    """``extra``, or an equal one recorded before.
+    """``extra``, or an equal one recorded before (the cache answers without calling this).
 
     Most per-task events say what many others say (``(0, "future", 1)`` for every future
     made, ``("waiting", "processing", stimulus)`` for each task of one graph).  A fresh
@@ -90,12 +86,21 @@ def shared(extra: tuple) -> tuple:
     makes young collections come sooner, and each is a chance of an older one over the
     dask process's heap.  A shared tuple is one object, and it is untracked by then.
     """
-    kept = _SHARED.get(extra)
-    if kept is None:
-        if len(_SHARED) >= _SHARED_MAX:
-            _SHARED.clear()
-        kept = _SHARED[extra] = extra
-    return kept
+    return extra
+
+
+def followed(focus: Focus | None, keys: Any) -> Any:
+    """The keys among dask's ``keys`` that ``focus`` follows (all of them: None).
+
+    The per-key hooks filter *first*, so a key out of focus costs one question and not
+    the work of describing it (``who_wants`` sorted, a tuple built) for a record that
+    would drop it; most messages and reports name one key, asked without a generator.
+    """
+    if focus is None:
+        return keys
+    if len(keys) == 1:
+        return keys if focus.wants(_k(keys[0])) else ()
+    return tuple(k for k in keys if focus.wants(_k(k)))
 
 
 #: Called with each worker whose recorder was just set up in this process, after its hooks:
@@ -182,12 +187,13 @@ class Recorder:
         events.extend((time.time_ns(), kind, None if key is None else _k(key), op, peer, keys, extra))
 
     def record_key(self, kind: str, key: Any, extra: tuple) -> None:
-        """``record(kind, key, extra=extra)`` for the per-task hooks: no keywords, one call."""
+        """``record(kind, key, extra=extra)`` for the per-task hooks: no keywords, one call,
+        and the extra shared with the equal ones before it (:func:`shared`)."""
         events = self.events
         if len(events) == events.maxlen:
             self.dropped += 1
         events.extend((_time_ns(), kind, key if type(key) is str else str(key), None, None, (),
-                       extra))
+                       shared(extra)))
 
     def drain(self) -> dict[str, Any] | None:
         now = time.time_ns()
@@ -276,32 +282,15 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
         return self.rec.batches
 
     def follow(self, focus: Focus | None) -> None:
-        """Record only keys in ``focus`` (None: every key) from now on.
-
-        Focused, ``transition`` is its filtering twin (an instance attribute, see
-        ``filter_while_focused``), which asks before anything else: dask calls it for
-        every transition of every task, and on a one-key trace of a million-task map
-        nearly all of those are about keys out of focus.
-        """
+        """Record only keys in ``focus`` (None: every key) from now on."""
         self.focus = focus
         self.rec.set_focus(focus)
-        self._answers = self.rec._answers
-        filter_while_focused(self, focus, transition="_transition_focused")
 
     # -- plugin hooks -----------------------------------------------------------------
 
     def transition(self, key: Any, start: str, finish: str, *args: Any, stimulus_id: str = "",
                    **kwargs: Any) -> None:
-        self.rec.record_key("transition", key, shared((start, finish, stimulus_id)))
-
-    def _transition_focused(self, key: Any, start: str, finish: str, *args: Any,
-                            stimulus_id: str = "", **kwargs: Any) -> None:
-        name = key if type(key) is str else str(key)
-        wanted = self._answers.get(name)
-        if wanted is None:
-            wanted = self.focus.wants(name)  # type: ignore[union-attr]
-        if wanted:
-            Recorder.record_key(self.rec, "transition", name, shared((start, finish, stimulus_id)))
+        self.rec.record_key("transition", key, (start, finish, stimulus_id))
 
     def log_event(self, topic: str, msg: Any) -> None:
         """A batch of ours was published: the subscribed tracer has it, so the scheduler
@@ -340,18 +329,7 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
         self._gone.append((worker, time.time_ns()))
 
     def _followed(self, keys: Any) -> Any:
-        """The keys among ``keys`` this recorder follows: all of them, or those in focus.
-
-        The per-key hooks filter *first*, so a key out of focus costs one question and
-        not the work of describing it (``who_wants`` sorted, a tuple built) for a record
-        that would drop it.
-        """
-        focus = self.rec.focus
-        if focus is None:
-            return keys
-        if len(keys) == 1:  # most messages and reports name one key
-            return keys if focus.wants(_k(keys[0])) else ()
-        return tuple(k for k in keys if focus.wants(_k(k)))
+        return followed(self.rec.focus, keys)
 
     def update_graph(self, scheduler: Any, *, client: str, keys: Any, **kwargs: Any) -> None:
         tasks = scheduler.tasks

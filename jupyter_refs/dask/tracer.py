@@ -216,8 +216,8 @@ class DaskTracer:
         self._awaiting_reply: dict[tuple, deque[str]] = defaultdict(deque)
         self._streams: dict[tuple[str, str], str] = {}  # (sender, receiver) -> its channel
         #: (kind, dask's extra) -> the extra named: one tuple for the many events that say the
-        #: same (every task's ``desire.applied`` by one client), see ``_unpack_remote``.
-        self._renamed: dict[tuple, tuple] = {}
+        #: same (every task's ``desire.applied`` by one client), see ``_rename``.
+        self._renamed = functools.lru_cache(maxsize=_RENAMED)(self._rename)
         self._names: dict[str, str] = {client.id: "client:1"}
         self._offsets: dict[str, int] = {}
         self._batches: dict[str, int] = {}
@@ -583,8 +583,9 @@ class DaskTracer:
                     append((t - offset, actor, actor, kind, keys[0] if len(keys) == 1 else None,
                             None, name(peer), op, None, (keys,)))
                 elif kind in _NAMED:
-                    named = renamed.get((kind, extra))
-                    if named is None:
+                    try:
+                        named = renamed(kind, extra)
+                    except TypeError:  # an unhashable field (a list a decoder made)
                         named = self._rename(kind, extra)
                     append((t - offset, actor, actor, kind, key, None, None, None, None, named))
                 else:
@@ -593,7 +594,8 @@ class DaskTracer:
         return out
 
     def _rename(self, kind: str, extra: Any) -> tuple:
-        """``extra`` with its actors named, kept for the next event that says the same.
+        """``extra`` with its actors named (cached as ``_renamed`` for the next event that says
+        the same).
 
         One tuple shared is memory saved, and it keeps the collector away from the dask
         heap: a row holding a fresh ``(client, 0, who_wants, False)`` is three tuples deep,
@@ -602,15 +604,7 @@ class DaskTracer:
         full collection over everything dask holds (0.36 s).  A shared extra is older than
         the rows that hold it, and they are untracked at the first look.
         """
-        named = _NAMED[kind](self._name, extra)
-        renamed = self._renamed
-        if len(renamed) >= _RENAMED:
-            renamed.clear()  # many clients in many combinations: start over
-        try:
-            renamed[(kind, extra)] = named
-        except TypeError:  # an unhashable field (a list a decoder made): named each time
-            pass
-        return named
+        return _NAMED[kind](self._name, extra)
 
     def _hook_failed(self, label: str, exc: BaseException) -> None:
         self._local("hook.failed", None, extra=(label, f"{type(exc).__name__}: {exc}"))
@@ -957,16 +951,9 @@ class DaskTracer:
                 self._local("future.state", key, extra=("pending", "finished", None, None))
 
     def _report_before(self, *args: Any, **kwargs: Any) -> dict[str, str] | None:
-        keys = kwargs.get("keys") or [kwargs.get("key")]
-        focus = self._focus
-        if focus is not None:
-            if len(keys) == 1:  # a report of one task's key: once per task
-                if not focus.wants(remote._k(keys[0])):
-                    return None
-            else:
-                keys = [k for k in keys if focus.wants(remote._k(k))]
-                if not keys:
-                    return None  # the report is about no key the trace follows
+        keys = remote.followed(self._focus, kwargs.get("keys") or [kwargs.get("key")])
+        if not keys:
+            return None  # the report is about no key the trace follows
         futures = self.client.futures
         return {remote._k(k): futures[k].status if k in futures else None for k in keys}
 
