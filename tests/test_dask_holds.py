@@ -75,7 +75,8 @@ def _deliver_in_order(tracer, order, second, key: str) -> bool:
         if step != "scattered":
             target = next(m for m in held if m.op == step and key in m.keys)
             # Ahead of it on its channel may wait what an earlier round dropped: it goes first.
-            for msg in [m for m in held if m.channel == target.channel and m.msg_id < target.msg_id]:
+            # In the listing's order, not by id (a send the trace did not see is numbered late).
+            for msg in [m for m in held[:held.index(target)] if m.channel == target.channel]:
                 tracer.deliver(msg.msg_id)
             tracer.deliver(target.msg_id)
     return True
@@ -161,6 +162,35 @@ def test_fifo_a_later_message_waits_behind_the_held_one(inproc):
             tracer.deliver(second.msg_id)
         assert tracer.release_holds() == {"client:1->scheduler"}
         assert tracer.in_flight == []
+
+
+def test_a_send_the_trace_did_not_see_is_listed_at_its_place_on_the_channel(inproc):
+    # CI caught this once: a future the collector freed after an earlier test sent its
+    # release before the traced client's hooks saw it; held behind it, a later release got
+    # the lower id.  Here the unseen send is made on purpose, past the hooks, as dask sends
+    # its own heartbeats, then a hooked one in the same turn of the loop.
+    with attach(inproc) as tracer:
+        a, b = inproc.scatter(13), inproc.scatter(14)
+        tracer.hold("client:1->scheduler")
+
+        def unseen_then_seen():
+            inproc.scheduler_comm.send({"op": "client-desires-keys", "keys": [a.key],
+                                        "client": inproc.id})
+            inproc._send_to_scheduler({"op": "client-desires-keys", "keys": [b.key],
+                                       "client": inproc.id})
+
+        inproc.loop.add_callback(unseen_then_seen)
+        first, second = tracer.wait_held("client-desires-keys", n=2)
+        assert (first.keys, second.keys) == ((a.key,), (b.key,))  # the channel's order
+        assert first.msg_id > second.msg_id  # numbered when first listed
+        with pytest.raises(NotDeliverableError, match=f"deliver #{first.msg_id} first"):
+            tracer.deliver(second.msg_id)
+        assert tracer.step(2) == [first, second]
+        assert tracer.in_flight == []
+        tracer.sync()
+        sent = {e.msg_id for e in tracer.trace if e.kind == "msg.sent"}
+        assert {first.msg_id, second.msg_id} <= sent
+        assert tracer.violations == []
 
 
 def test_detach_after_holds_leaves_dask_working(inproc):

@@ -194,9 +194,16 @@ class Holds:
 
     @property
     def in_flight(self) -> list[HeldMessage]:
+        """Held messages, oldest first: in the order they reached their gates.
+
+        That is each channel's FIFO order, which ids do not always follow.  An id is its
+        send's in the trace, and a message whose send the trace did not see (sent before
+        ``attach``, or past the client's hooks, as dask sends a few of its own) is
+        numbered when first listed, after messages already numbered that wait behind it.
+        """
         self._resolve()
         with self._cond:
-            return sorted((m for q in self._queues.values() for m in q), key=lambda m: m.msg_id)
+            return sorted((m for q in self._queues.values() for m in q), key=_arrival)
 
     def deliver(self, msg_id: int) -> HeldMessage:
         held = self.in_flight
@@ -223,7 +230,7 @@ class Holds:
                 heads = [m for m in held if self._queues[m.channel][0] is m]
             if not heads:
                 break
-            msg = min(heads, key=lambda m: m.msg_id)
+            msg = min(heads, key=_arrival)
             self._run(msg.channel, msg)
             delivered.append(msg)
         return delivered
@@ -578,6 +585,10 @@ class Holds:
                              msg.t_ns)
             tracer._release(None)
             self._resolve(again=False)
+
+
+def _arrival(msg: HeldMessage) -> int:
+    return msg.t_ns
 
 
 async def _settle(rounds: int = 200) -> None:
