@@ -12,7 +12,8 @@ the client must pick the same keys, or a key's story would have holes in it.
 
 A focus travels to dask's worker processes inside the plugins (pickled, or
 cloudpickled for a predicate), so it holds nothing that cannot be pickled; its
-answers are cached per process.  This module needs only the standard library.
+answers are cached per process, and shared by the copies of one focus there.  This
+module needs only the standard library.
 """
 
 from __future__ import annotations
@@ -28,6 +29,11 @@ from .errors import JupyterRefsError
 
 #: Answers kept per process before the cache starts over (a key is asked about ~17 times).
 _CACHE = 100_000
+#: The answers of every pattern focus in this process, by ``(patterns, sample)``: an
+#: in-process cluster's scheduler, its workers and the client each hold a copy of the focus
+#: (a plugin travels pickled), and one decision per key serves them all.  A predicate's
+#: answers stay with its focus: two processes may give one label to different functions.
+_SHARED: dict[tuple[tuple[str, ...], int], dict[str, bool]] = {}
 _GLOB = re.compile(r"[*?\[]")
 
 #: Predicates made in this process, by label: a trace names a predicate focus by its label
@@ -70,7 +76,7 @@ class Focus:
         else:
             self.patterns = _patterns(keys)
         self._match = _compile(self.patterns)
-        self._cache: dict[str, bool] = {}
+        self._cache = self._answers_here()
 
     @classmethod
     def of(cls, keys: Any = None, sample: int = 1) -> Focus | None:
@@ -98,6 +104,11 @@ class Focus:
 
     __contains__ = wants
 
+    def _answers_here(self) -> dict[str, bool]:
+        if self._predicate is not None:
+            return {}
+        return _SHARED.setdefault((self.patterns, self.sample), {})
+
     @property
     def answers(self) -> dict[str, bool]:
         """The answers given so far, key -> wanted: a recorder on a per-task path looks here
@@ -108,6 +119,8 @@ class Focus:
     def keep(self, keys: tuple) -> tuple:
         """The keys of a message that are in focus (all of them, or fewer, or none)."""
         wants = self.wants
+        if len(keys) == 1:  # most messages name one key: no generator
+            return keys if wants(keys[0]) else ()
         return tuple(k for k in keys if wants(k))
 
     def _decide(self, key: str) -> bool:
@@ -142,6 +155,7 @@ class Focus:
                 return None
             focus = cls(None, sample)
             focus._predicate, focus.label = predicate, keys[0].removeprefix("predicate:")
+            focus._cache = focus._answers_here()
             return focus
         return cls.of(keys or None, sample)
 
@@ -167,6 +181,7 @@ def _rebuild(patterns: tuple[str, ...], predicate: Callable | None, label: str |
     focus = Focus(None, sample)
     focus.patterns, focus._match = patterns, _compile(patterns)
     focus._predicate, focus.label = predicate, label
+    focus._cache = focus._answers_here()
     return focus
 
 

@@ -5,6 +5,7 @@ Select them with ``pytest -m dask``.
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import time
 
@@ -109,6 +110,28 @@ def test_a_failing_hook_is_removed_and_reported_once(inproc):
         failed = tracer.trace.events(kind="hook.failed")
         assert len(calls) == 1 and len(failed) == 1
         assert failed[0].fields["hook"] == "broken" and "observer bug" in failed[0].fields["error"]
+
+
+def test_a_hook_whose_before_says_skip_runs_no_after():
+    from jupyter_refs.dask.hooks import SKIP, Hooks
+
+    class Thing:
+        def work(self, v):
+            return v * 2
+
+        async def later(self, v):
+            return v * 3
+
+    thing, seen = Thing(), []
+    hooks = Hooks(lambda label, exc: seen.append(("failed", label)))
+    for name in ("work", "later"):
+        hooks.attr(thing, name, before=lambda v: None if v else SKIP,
+                   after=lambda state, result, v: seen.append((state, result)))
+    assert thing.work(0) == 0 and thing.work(2) == 4  # the call itself always runs
+    assert asyncio.run(thing.later(0)) == 0 and asyncio.run(thing.later(1)) == 3
+    assert seen == [(None, 4), (None, 3)]
+    hooks.undo()
+    assert "work" not in vars(thing) and "later" not in vars(thing)
 
 
 def test_remote_buffers_are_bounded():

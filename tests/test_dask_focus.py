@@ -149,3 +149,38 @@ def test_out_of_focus_futures_cost_no_look_at_the_users_stack(inproc, monkeypatc
         assert [e.key for e in drops] == [keys[7]]
         assert drops[0].cell.rsplit(":", 1)[0] == __file__  # the line of the ``del``
         assert tracer.violations == []
+
+
+def test_one_decision_per_key_serves_every_copy_of_the_focus_here(inproc, monkeypatch):
+    """In-process, the scheduler's plugin, each worker's and the client hold their own copy of
+    the focus (a plugin travels pickled); they share its answers, so each key is decided once,
+    not once per copy, and a key turned down leaves the plugins' transitions at once."""
+    decided = []
+    real = Focus._decide
+    monkeypatch.setattr(Focus, "_decide", lambda self, key: decided.append(key) or real(self, key))
+    keys = [f"once-{i:03d}" for i in range(300)]
+    with attach(inproc, keys=keys[42]) as tracer:
+        futures = inproc.map(inc, range(300), key=keys)
+        assert sum(inproc.gather(futures)) == 45_150
+        del futures
+        tracer.sync()
+        assert sorted(decided) == keys  # each key once, wherever it was asked about
+        assert _about(tracer.trace.events()) == {keys[42]}
+        transitions = tracer.trace.events(kind="transition")
+        assert {e.key for e in transitions} == {keys[42]} and len(transitions) >= 4
+        assert tracer.violations == []
+
+
+def test_copies_of_a_focus_share_answers_and_a_predicates_keep_their_own():
+    import pickle
+
+    import cloudpickle
+
+    glob = Focus("share-*")
+    copy = pickle.loads(pickle.dumps(glob))
+    assert copy.wants("share-1") and "share-1" in glob.answers
+    assert copy.answers is glob.answers and Focus("share-*", sample=2).answers is not glob.answers
+    picky = Focus(lambda key: key.endswith("1"))
+    twin = cloudpickle.loads(cloudpickle.dumps(picky))
+    assert twin.wants("a1") and "a1" not in picky.answers  # a label may name two functions
+    assert picky.keep(("a1",)) == ("a1",) and picky.keep(("a2",)) == ()

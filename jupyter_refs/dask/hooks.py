@@ -19,6 +19,9 @@ from collections.abc import Callable, MutableMapping
 from typing import Any
 
 _MISSING = object()
+#: What a ``before`` observer returns when the call is of no interest: its ``after`` is not
+#: called (a report about a key out of focus, say: one call less on a per-task path).
+SKIP = object()
 
 Observer = Callable[..., Any]
 
@@ -131,7 +134,7 @@ class Hooks:
                     except Exception as exc:  # noqa: BLE001 - must never break the call
                         fail(label, exc)
                 result = await original(*args, **kwargs)
-                if after is not None and label not in failed:
+                if after is not None and state is not SKIP and label not in failed:
                     try:
                         after(state, result, *args, **kwargs)
                     except Exception as exc:  # noqa: BLE001
@@ -149,7 +152,7 @@ class Hooks:
                 except Exception as exc:  # noqa: BLE001 - must never break the call
                     fail(label, exc)
             result = original(*args, **kwargs)
-            if after is not None and label not in failed:
+            if after is not None and state is not SKIP and label not in failed:
                 try:
                     after(state, result, *args, **kwargs)
                 except Exception as exc:  # noqa: BLE001

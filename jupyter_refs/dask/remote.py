@@ -103,6 +103,14 @@ def followed(focus: Focus | None, keys: Any) -> Any:
     return tuple(k for k in keys if focus.wants(_k(k)))
 
 
+def message_keys(focus: Focus | None, keys: Any) -> tuple[str, ...] | None:
+    """The keys a message's record names: every one (unfocused), those ``focus`` follows,
+    or None when it follows none, so the message is not recorded at all."""
+    if focus is not None and not (keys := followed(focus, keys)):
+        return None
+    return tuple(_k(k) for k in keys)
+
+
 #: Called with each worker whose recorder was just set up in this process, after its hooks:
 #: the holds gate a worker that joins after the first hold (:mod:`.holds`).
 WORKER_SETUP: list[Any] = []
@@ -290,7 +298,12 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
 
     def transition(self, key: Any, start: str, finish: str, *args: Any, stimulus_id: str = "",
                    **kwargs: Any) -> None:
-        self.rec.record_key("transition", key, (start, finish, stimulus_id))
+        # A key the focus has already turned down steps aside here, before a tuple is built
+        # and a call made: dask calls this for every transition of every task.
+        rec = self.rec
+        if rec._answers.get(key) is False:
+            return
+        rec.record_key("transition", key, (start, finish, stimulus_id))
 
     def log_event(self, topic: str, msg: Any) -> None:
         """A batch of ours was published: the subscribed tracer has it, so the scheduler
@@ -393,11 +406,13 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
     def _send_all(self, client_msgs: Any, worker_msgs: Any) -> None:
         """The ``free-keys`` a stimulus sends to workers: a worker's freeing of a key then
         walks back (``why``) to the release that caused it."""
+        focus = self.rec.focus
         for address, msgs in worker_msgs.items():
             for msg in msgs:
                 if msg.get("op") in WORKER_OPS:
-                    self.rec.record("msg.sent", None, msg["op"], address,
-                                    tuple(_k(k) for k in msg.get("keys") or ()))
+                    keys = message_keys(focus, msg.get("keys") or ())
+                    if keys is not None:
+                        self.rec.record("msg.sent", None, msg["op"], address, keys)
 
     def _report(self, msg: dict, ts: Any = None, client: str | None = None) -> None:
         op = msg.get("op")
@@ -506,7 +521,9 @@ class WorkerRecorder(WorkerPlugin, _Periodic):
         return self.flush()
 
     def _received(self, op: str, *args: Any, keys: Any = (), **kwargs: Any) -> None:
-        self.rec.record("msg.received", None, op, "scheduler", tuple(_k(k) for k in keys or ()))
+        keys = message_keys(self.rec.focus, keys or ())
+        if keys is not None:
+            self.rec.record("msg.received", None, op, "scheduler", keys)
 
     def _barrier(self, token: int = 0, client: str = "", **kwargs: Any) -> None:
         """Every free-keys sent before the barrier has been applied here: say so."""
@@ -519,10 +536,13 @@ class WorkerRecorder(WorkerPlugin, _Periodic):
         return self.rec.batches
 
     def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
+        rec = self.rec
+        if rec._answers.get(key) is False:  # as the scheduler's: turned down, out at once
+            return
         if finish == "memory":
-            self.rec.record_key("worker.put", key, (0, ()))
+            rec.record_key("worker.put", key, (0, ()))
         elif start == "memory":
-            self.rec.record_key("worker.free", key, (0,))
+            rec.record_key("worker.free", key, (0,))
 
 
 # -- called with client.run_on_scheduler / client.run ------------------------------------

@@ -45,7 +45,7 @@ from ..focus import Focus, filter_while_focused
 from ..trace import TRACE_ACTOR, Trace
 from . import holds as holds_mod
 from . import remote
-from .hooks import Hooks
+from .hooks import SKIP, Hooks
 from .remote import CHANNEL, shared
 
 _CHUNK = 256  # events merged between two yields of the GIL
@@ -929,8 +929,9 @@ class DaskTracer:
     def _send(self, msg: dict) -> None:
         op = msg.get("op")
         if op in CLIENT_OPS:
-            keys = tuple(remote._k(k) for k in msg.get("keys") or ())
-            self._local("msg.sent", None, op, "scheduler", keys)
+            keys = remote.message_keys(self._focus, msg.get("keys") or ())
+            if keys is not None:
+                self._local("msg.sent", None, op, "scheduler", keys)
 
     def _sent_scatter(self, op: str, keys: tuple, channel: str) -> None:
         scattering = _scattering.get()
@@ -950,17 +951,15 @@ class DaskTracer:
             if st is not None and st.status == "finished":
                 self._local("future.state", key, extra=("pending", "finished", None, None))
 
-    def _report_before(self, *args: Any, **kwargs: Any) -> dict[str, str] | None:
+    def _report_before(self, *args: Any, **kwargs: Any) -> Any:
         keys = remote.followed(self._focus, kwargs.get("keys") or [kwargs.get("key")])
         if not keys:
-            return None  # the report is about no key the trace follows
+            return SKIP  # the report is about no key the trace follows
         futures = self.client.futures
         return {remote._k(k): futures[k].status if k in futures else None for k in keys}
 
-    def _report_after(self, op: str, before: dict[str, str] | None, result: Any, *args: Any,
+    def _report_after(self, op: str, before: dict[str, str], result: Any, *args: Any,
                       **kwargs: Any) -> None:
-        if before is None:
-            return
         keys = tuple(before)
         self._local("msg.received", None, op, "scheduler", keys)
         futures = self.client.futures
