@@ -153,10 +153,7 @@ class Focus:
             predicate = _PREDICATES.get(keys[0].removeprefix("predicate:"))
             if predicate is None:
                 return None
-            focus = cls(None, sample)
-            focus._predicate, focus.label = predicate, keys[0].removeprefix("predicate:")
-            focus._cache = focus._answers_here()
-            return focus
+            return _rebuild((), predicate, keys[0].removeprefix("predicate:"), sample)
         return cls.of(keys or None, sample)
 
     def __str__(self) -> str:
