@@ -155,6 +155,7 @@ class Holds:
         self._seen: dict[tuple, int] = defaultdict(int)
         self._expected: dict[tuple, deque[str]] = defaultdict(deque)
         self._draining: set[str] = set()
+        self._settling: set[asyncio.Task] = set()  # let-through messages not yet handled
         self._closed = False
         #: When a gate last saw a message arrive or go (``time.monotonic()``).
         self.last_activity = time.monotonic()
@@ -425,8 +426,7 @@ class Holds:
                     self._record("msg.received", sender, receiver, op, keys, channel, now,
                                  receipt_traced)
                 if controller is not None:
-                    controller.delivered(sig, occurrence)
-                    self._kick()
+                    self._handled(loop, controller, sig, occurrence)
                 return None
             msg = HeldMessage(sender, receiver, op, channel, batched, keys, None, now, loop, call,
                               None if batched else loop.create_future(), occurrence)
@@ -437,6 +437,32 @@ class Holds:
             queue.append(msg)
             self._cond.notify_all()
             return msg
+
+    def _handled(self, loop: Any, controller: Any, sig: tuple, occurrence: int) -> None:
+        """Tell ``controller`` of a message let through once its receiver has handled it.
+
+        Its gate returns before the handler runs, and a reply resumes its caller only a few
+        turns of the loop later: the scheduler registers a scatter after the put's reply
+        passed its gate, behind ``asyncio.gather``.  A message that must wait for the reply
+        and is let go at the gate could be handled first, which is not the order the model
+        made (CI: a release let go before the scatter it was to follow had registered).
+        """
+
+        async def settle() -> None:
+            await _settle()
+            controller.delivered(sig, occurrence)
+            if self.controller is controller:
+                self._kick()
+
+        def start() -> None:
+            task = loop.create_task(settle())
+            self._settling.add(task)
+            task.add_done_callback(self._settling.discard)
+
+        if _running_in(loop):
+            start()
+        else:
+            loop.call_soon_threadsafe(start)
 
     def _traced(self, sender: str, receiver: str, op: str) -> tuple[bool, bool]:
         """Whether the tracer's own hooks record this message's send, and its receipt."""
