@@ -38,6 +38,7 @@ import argparse
 import gc
 import os
 import statistics
+import sys
 import time
 from typing import Any
 
@@ -106,8 +107,13 @@ def measure(n: int, pairs: int, workers: int, **options: Any) -> dict[str, Any]:
             for side in ("plain", "traced") if i % 2 == 0 else ("traced", "plain"):
                 if side == "plain":
                     plain.append(run(client, n))
+                    took = plain[-1]
                 else:
                     runs.append(traced(client, n, **options))
+                    took = runs[-1]["run"]
+                # A million-task pair takes over half an hour: say how far it got.
+                print(f"  … {n:,} tasks, pair {i + 1}/{pairs}, {side}: {took:.1f} s",
+                      file=sys.stderr, flush=True)
         return {"plain": plain, "runs": runs}
 
 
