@@ -9,6 +9,9 @@ watches the traced run live: its events wait in the tracer's buffers, and afterw
 
 * ``run`` — the traced run's time over the untraced one's (median of the pairs' ratios; each
   pair's ratio is printed last, to show the swing);
+* ``CPU`` — the same ratio of the CPU time the process spent in the runs (all its threads:
+  the cluster is in-process).  It says how much work tracing adds, where the wall time also
+  carries what the machine's neighbours took (steal: 13–17% of a core on a busy day here);
 * ``whole`` — the traced run plus the merge and checks, over the untraced run: the whole
   cost of tracing;
 * events (recorded, whether or not the trace still holds them), events/s of the traced
@@ -65,13 +68,20 @@ def settled(dask_scheduler: Any) -> int:
 
 def run(client: Client, n: int) -> float:
     """Map, gather, drop, and wait until the scheduler has forgotten every task."""
-    start = time.perf_counter()
+    return timed(client, n)[0]
+
+
+def timed(client: Client, n: int) -> tuple[float, float]:
+    """:func:`run`'s wall time, and the CPU time this process (every thread of the in-process
+    cluster) spent in it: a figure the machine's neighbours barely move, where the wall time
+    swings by several percent from one pair to the next."""
+    start, cpu = time.perf_counter(), time.process_time()
     futures = client.map(inc, range(n), pure=False)
     client.gather(futures)
     del futures
     while client.run_on_scheduler(settled):
         time.sleep(0.01)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
 def traced(client: Client, n: int, **options: Any) -> dict[str, float]:
@@ -79,14 +89,14 @@ def traced(client: Client, n: int, **options: Any) -> dict[str, float]:
     before = rss()
     tracer = attach(client, **options)
     try:
-        elapsed = run(client, n)
+        elapsed, cpu = timed(client, n)
         start = time.perf_counter()
         violations = tracer.violations
         merge = time.perf_counter() - start
         trace = tracer.trace
         events = trace.next_seq + trace.lost
         kept = len(trace)
-        return {"run": elapsed, "merge": merge, "merged": tracer.merge_seconds, "events": events,
+        return {"run": elapsed, "cpu": cpu, "merge": merge, "merged": tracer.merge_seconds, "events": events,
                 "violations": len(violations), "rss": rss() - before,
                 "deep": trace.retained_bytes() / max(1, kept), "kept": kept,
                 "dropped": trace.dropped, "lost": trace.lost}
@@ -102,19 +112,21 @@ def measure(n: int, pairs: int, workers: int, **options: Any) -> dict[str, Any]:
                       memory_limit=0, dashboard_address=":0") as cluster, Client(cluster) as client:
         run(client, min(n, 2_000))  # warm up
         plain: list[float] = []
+        plain_cpu: list[float] = []
         runs: list[dict[str, float]] = []
         for i in range(pairs):
             for side in ("plain", "traced") if i % 2 == 0 else ("traced", "plain"):
                 if side == "plain":
-                    plain.append(run(client, n))
-                    took = plain[-1]
+                    took, cpu = timed(client, n)
+                    plain.append(took)
+                    plain_cpu.append(cpu)
                 else:
                     runs.append(traced(client, n, **options))
                     took = runs[-1]["run"]
                 # A million-task pair takes over half an hour: say how far it got.
                 print(f"  … {n:,} tasks, pair {i + 1}/{pairs}, {side}: {took:.1f} s",
                       file=sys.stderr, flush=True)
-        return {"plain": plain, "runs": runs}
+        return {"plain": plain, "plain_cpu": plain_cpu, "runs": runs}
 
 
 def median_ratio(traced_times: list[float], plain: list[float]) -> float:
@@ -124,13 +136,15 @@ def median_ratio(traced_times: list[float], plain: list[float]) -> float:
 def report(n: int, m: dict[str, Any], label: str = "") -> dict[str, float]:
     plain, runs = m["plain"], m["runs"]
     run_ratio = median_ratio([r["run"] for r in runs], plain)
+    cpu_ratio = median_ratio([r["cpu"] for r in runs], m["plain_cpu"])
     whole = median_ratio([r["run"] + r["merge"] for r in runs], plain)
     last = runs[-1]
     swing = ", ".join(f"{r['run'] / p - 1:+.1%}" for r, p in zip(runs, plain))
     # All the merging and checking, in the background during the run and after it.
     per_event = statistics.median(r["merged"] / r["events"] * 1e6 for r in runs)
     print(f"{n:>9,} tasks{label}: untraced {statistics.median(plain):7.2f} s | traced run "
-          f"{run_ratio - 1:+6.1%} | whole {whole - 1:+6.1%} | {last['events']:>10,.0f} events, "
+          f"{run_ratio - 1:+6.1%} (CPU {cpu_ratio - 1:+5.1%}) | whole {whole - 1:+6.1%} | "
+          f"{last['events']:>10,.0f} events, "
           f"{last['events'] / last['run']:>8,.0f} events/s, merge+checks {last['merged']:6.2f} s "
           f"({last['merge']:5.2f} s after the run) = {per_event:5.2f} µs/event | RSS "
           f"+{last['rss'] / 2**20:6.0f} MB "
