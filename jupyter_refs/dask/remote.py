@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import socket
+import threading
 import time
 from collections import deque
 from typing import Any
@@ -532,7 +533,14 @@ class WorkerRecorder(WorkerPlugin, _Periodic):
     def flush(self) -> int:
         msg = self.rec.drain()
         if msg is not None:
-            self.worker.log_event(TOPIC, msg)
+            worker = self.worker
+            if worker.thread_id == threading.get_ident():
+                # What ``Worker.log_event`` sends, without its check that the message is
+                # msgpack-able: a walk in Python over every item of the batch (a dozen calls
+                # per event), for a batch made of strings, numbers and tuples of them.
+                worker.batched_send({"op": "log-event", "topic": TOPIC, "msg": msg})
+            else:
+                worker.log_event(TOPIC, msg)
         return self.rec.batches
 
     def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
