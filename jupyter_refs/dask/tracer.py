@@ -113,26 +113,19 @@ def _interned(flat: list) -> list[tuple]:
     return out
 
 
-#: ``file:line`` strings by (file, line), so a line that drops 50,000 futures is one string in
-#: the trace and not 50,000 equal ones (a new one per drop, each kept until the merge).
-_LINES: dict[tuple[str, int], str] = {}
-_LINES_KEPT = 4096
-
-
 def _caller_line() -> str | None:
     """``file:line`` of the first frame outside jupyter_refs and distributed: the user's line."""
     frame = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename.startswith(_NOT_USER):
         frame = frame.f_back
-    if frame is None:
-        return None
-    where = (frame.f_code.co_filename, frame.f_lineno)
-    line = _LINES.get(where)
-    if line is None:
-        if len(_LINES) >= _LINES_KEPT:
-            _LINES.clear()
-        line = _LINES[where] = f"{where[0]}:{where[1]}"
-    return line
+    return _line(frame.f_code.co_filename, frame.f_lineno) if frame is not None else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _line(filename: str, lineno: int) -> str:
+    """One string per user line, so a line that drops 50,000 futures is one ``file:line`` in
+    the trace, not 50,000 equal ones each kept until the merge (as ``remote.shared``)."""
+    return f"{filename}:{lineno}"
 
 
 # Kinds whose fields hold dask's raw client ids / worker addresses, by their declarations:
