@@ -12,6 +12,9 @@ watches the traced run live: its events wait in the tracer's buffers, and afterw
 * ``CPU`` — the same ratio of the CPU time the process spent in the runs (all its threads:
   the cluster is in-process).  It says how much work tracing adds, where the wall time also
   carries what the machine's neighbours took (steal: 13–17% of a core on a busy day here);
+* ``GC`` — the seconds CPython's collector took during the runs, untraced and traced
+  (medians): on a heap of millions of dask objects a full collection takes seconds, so a
+  run's share of them moves its time by percents whoever caused them;
 * ``whole`` — the traced run plus the merge and checks, over the untraced run: the whole
   cost of tracing;
 * events (recorded, whether or not the trace still holds them), events/s of the traced
@@ -71,17 +74,35 @@ def run(client: Client, n: int) -> float:
     return timed(client, n)[0]
 
 
-def timed(client: Client, n: int) -> tuple[float, float]:
-    """:func:`run`'s wall time, and the CPU time this process (every thread of the in-process
-    cluster) spent in it: a figure the machine's neighbours barely move, where the wall time
-    swings by several percent from one pair to the next."""
-    start, cpu = time.perf_counter(), time.process_time()
+class GCClock:
+    """The seconds the collector has taken since this process started (``gc.callbacks``)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._began = 0.0
+        gc.callbacks.append(self._tick)
+
+    def _tick(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._began = time.perf_counter()
+        else:
+            self.seconds += time.perf_counter() - self._began
+
+
+GC = GCClock()
+
+
+def timed(client: Client, n: int) -> tuple[float, float, float]:
+    """:func:`run`'s wall time; the CPU time this process (every thread of the in-process
+    cluster) spent in it, a figure the machine's neighbours barely move, where the wall time
+    swings by several percent from one pair to the next; and the collector's share of it."""
+    start, cpu, collecting = time.perf_counter(), time.process_time(), GC.seconds
     futures = client.map(inc, range(n), pure=False)
     client.gather(futures)
     del futures
     while client.run_on_scheduler(settled):
         time.sleep(0.01)
-    return time.perf_counter() - start, time.process_time() - cpu
+    return time.perf_counter() - start, time.process_time() - cpu, GC.seconds - collecting
 
 
 def traced(client: Client, n: int, **options: Any) -> dict[str, float]:
@@ -89,14 +110,15 @@ def traced(client: Client, n: int, **options: Any) -> dict[str, float]:
     before = rss()
     tracer = attach(client, **options)
     try:
-        elapsed, cpu = timed(client, n)
+        elapsed, cpu, collecting = timed(client, n)
         start = time.perf_counter()
         violations = tracer.violations
         merge = time.perf_counter() - start
         trace = tracer.trace
         events = trace.next_seq + trace.lost
         kept = len(trace)
-        return {"run": elapsed, "cpu": cpu, "merge": merge, "merged": tracer.merge_seconds, "events": events,
+        return {"run": elapsed, "cpu": cpu, "gc": collecting, "merge": merge,
+                "merged": tracer.merge_seconds, "events": events,
                 "violations": len(violations), "rss": rss() - before,
                 "deep": trace.retained_bytes() / max(1, kept), "kept": kept,
                 "dropped": trace.dropped, "lost": trace.lost}
@@ -113,20 +135,23 @@ def measure(n: int, pairs: int, workers: int, **options: Any) -> dict[str, Any]:
         run(client, min(n, 2_000))  # warm up
         plain: list[float] = []
         plain_cpu: list[float] = []
+        plain_gc: list[float] = []
         runs: list[dict[str, float]] = []
         for i in range(pairs):
             for side in ("plain", "traced") if i % 2 == 0 else ("traced", "plain"):
                 if side == "plain":
-                    took, cpu = timed(client, n)
+                    took, cpu, collecting = timed(client, n)
                     plain.append(took)
                     plain_cpu.append(cpu)
+                    plain_gc.append(collecting)
                 else:
                     runs.append(traced(client, n, **options))
                     took = runs[-1]["run"]
                 # A million-task pair takes over half an hour: say how far it got.
                 print(f"  … {n:,} tasks, pair {i + 1}/{pairs}, {side}: {took:.1f} s",
                       file=sys.stderr, flush=True)
-        return {"plain": plain, "plain_cpu": plain_cpu, "runs": runs}
+        return {"plain": plain, "plain_cpu": plain_cpu, "plain_gc": plain_gc,
+                "runs": runs}
 
 
 def median_ratio(traced_times: list[float], plain: list[float]) -> float:
@@ -143,7 +168,8 @@ def report(n: int, m: dict[str, Any], label: str = "") -> dict[str, float]:
     # All the merging and checking, in the background during the run and after it.
     per_event = statistics.median(r["merged"] / r["events"] * 1e6 for r in runs)
     print(f"{n:>9,} tasks{label}: untraced {statistics.median(plain):7.2f} s | traced run "
-          f"{run_ratio - 1:+6.1%} (CPU {cpu_ratio - 1:+5.1%}) | whole {whole - 1:+6.1%} | "
+          f"{run_ratio - 1:+6.1%} (CPU {cpu_ratio - 1:+5.1%}) | GC {statistics.median(m['plain_gc']):.1f} / "
+          f"{statistics.median(r['gc'] for r in runs):.1f} s | whole {whole - 1:+6.1%} | "
           f"{last['events']:>10,.0f} events, "
           f"{last['events'] / last['run']:>8,.0f} events/s, merge+checks {last['merged']:6.2f} s "
           f"({last['merge']:5.2f} s after the run) = {per_event:5.2f} µs/event | RSS "
