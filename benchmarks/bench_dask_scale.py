@@ -71,7 +71,7 @@ def settled(dask_scheduler: Any) -> int:
 
 def run(client: Client, n: int) -> float:
     """Map, gather, drop, and wait until the scheduler has forgotten every task."""
-    return timed(client, n)[0]
+    return timed(client, n)["run"]
 
 
 class GCClock:
@@ -92,17 +92,19 @@ class GCClock:
 GC = GCClock()
 
 
-def timed(client: Client, n: int) -> tuple[float, float, float]:
-    """:func:`run`'s wall time; the CPU time this process (every thread of the in-process
-    cluster) spent in it, a figure the machine's neighbours barely move, where the wall time
-    swings by several percent from one pair to the next; and the collector's share of it."""
+def timed(client: Client, n: int) -> dict[str, float]:
+    """:func:`run`'s wall time (``run``); the CPU time this process (every thread of the
+    in-process cluster) spent in it (``cpu``), a figure the machine's neighbours barely move,
+    where the wall time swings by several percent from one pair to the next; and the
+    collector's share of it (``gc``)."""
     start, cpu, collecting = time.perf_counter(), time.process_time(), GC.seconds
     futures = client.map(inc, range(n), pure=False)
     client.gather(futures)
     del futures
     while client.run_on_scheduler(settled):
         time.sleep(0.01)
-    return time.perf_counter() - start, time.process_time() - cpu, GC.seconds - collecting
+    return {"run": time.perf_counter() - start, "cpu": time.process_time() - cpu,
+            "gc": GC.seconds - collecting}
 
 
 def traced(client: Client, n: int, **options: Any) -> dict[str, float]:
@@ -110,15 +112,14 @@ def traced(client: Client, n: int, **options: Any) -> dict[str, float]:
     before = rss()
     tracer = attach(client, **options)
     try:
-        elapsed, cpu, collecting = timed(client, n)
+        measured = timed(client, n)
         start = time.perf_counter()
         violations = tracer.violations
         merge = time.perf_counter() - start
         trace = tracer.trace
         events = trace.next_seq + trace.lost
         kept = len(trace)
-        return {"run": elapsed, "cpu": cpu, "gc": collecting, "merge": merge,
-                "merged": tracer.merge_seconds, "events": events,
+        return {**measured, "merge": merge, "merged": tracer.merge_seconds, "events": events,
                 "violations": len(violations), "rss": rss() - before,
                 "deep": trace.retained_bytes() / max(1, kept), "kept": kept,
                 "dropped": trace.dropped, "lost": trace.lost}
@@ -133,43 +134,41 @@ def measure(n: int, pairs: int, workers: int, **options: Any) -> dict[str, Any]:
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=False,
                       memory_limit=0, dashboard_address=":0") as cluster, Client(cluster) as client:
         run(client, min(n, 2_000))  # warm up
-        plain: list[float] = []
-        plain_cpu: list[float] = []
-        plain_gc: list[float] = []
+        plain: list[dict[str, float]] = []
         runs: list[dict[str, float]] = []
         for i in range(pairs):
             for side in ("plain", "traced") if i % 2 == 0 else ("traced", "plain"):
-                if side == "plain":
-                    took, cpu, collecting = timed(client, n)
-                    plain.append(took)
-                    plain_cpu.append(cpu)
-                    plain_gc.append(collecting)
-                else:
-                    runs.append(traced(client, n, **options))
-                    took = runs[-1]["run"]
+                done = plain if side == "plain" else runs
+                done.append(timed(client, n) if done is plain else traced(client, n, **options))
                 # A million-task pair takes over half an hour: say how far it got.
-                print(f"  … {n:,} tasks, pair {i + 1}/{pairs}, {side}: {took:.1f} s",
+                print(f"  … {n:,} tasks, pair {i + 1}/{pairs}, {side}: {done[-1]['run']:.1f} s",
                       file=sys.stderr, flush=True)
-        return {"plain": plain, "plain_cpu": plain_cpu, "plain_gc": plain_gc,
-                "runs": runs}
+        return {"plain": plain, "runs": runs}
 
 
-def median_ratio(traced_times: list[float], plain: list[float]) -> float:
-    return statistics.median(t / p for t, p in zip(traced_times, plain))
+def median_ratio(runs: list[dict[str, float]], plain: list[dict[str, float]],
+                 field: str = "run", extra: str | None = None) -> float:
+    """The median over the pairs of the traced run's ``field`` (plus its ``extra``) over the
+    untraced run's ``field``."""
+    return statistics.median((r[field] + (r[extra] if extra else 0)) / p[field]
+                             for r, p in zip(runs, plain))
 
 
 def report(n: int, m: dict[str, Any], label: str = "") -> dict[str, float]:
     plain, runs = m["plain"], m["runs"]
-    run_ratio = median_ratio([r["run"] for r in runs], plain)
-    cpu_ratio = median_ratio([r["cpu"] for r in runs], m["plain_cpu"])
-    whole = median_ratio([r["run"] + r["merge"] for r in runs], plain)
+    run_ratio = median_ratio(runs, plain)
+    cpu_ratio = median_ratio(runs, plain, "cpu")
+    whole = median_ratio(runs, plain, extra="merge")
     last = runs[-1]
-    swing = ", ".join(f"{r['run'] / p - 1:+.1%}" for r, p in zip(runs, plain))
+    swing = ", ".join(f"{r['run'] / p['run'] - 1:+.1%}" for r, p in zip(runs, plain))
     # All the merging and checking, in the background during the run and after it.
     per_event = statistics.median(r["merged"] / r["events"] * 1e6 for r in runs)
-    print(f"{n:>9,} tasks{label}: untraced {statistics.median(plain):7.2f} s | traced run "
-          f"{run_ratio - 1:+6.1%} (CPU {cpu_ratio - 1:+5.1%}) | GC {statistics.median(m['plain_gc']):.1f} / "
-          f"{statistics.median(r['gc'] for r in runs):.1f} s | whole {whole - 1:+6.1%} | "
+    def median(side: list[dict[str, float]], field: str) -> float:
+        return statistics.median(r[field] for r in side)
+
+    print(f"{n:>9,} tasks{label}: untraced {median(plain, 'run'):7.2f} s | traced run "
+          f"{run_ratio - 1:+6.1%} (CPU {cpu_ratio - 1:+5.1%}) | GC {median(plain, 'gc'):.1f} / "
+          f"{median(runs, 'gc'):.1f} s | whole {whole - 1:+6.1%} | "
           f"{last['events']:>10,.0f} events, "
           f"{last['events'] / last['run']:>8,.0f} events/s, merge+checks {last['merged']:6.2f} s "
           f"({last['merge']:5.2f} s after the run) = {per_event:5.2f} µs/event | RSS "
