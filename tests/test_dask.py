@@ -6,6 +6,7 @@ Select them with ``pytest -m dask``.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import sys
 import time
 
@@ -14,6 +15,7 @@ import pytest
 distributed = pytest.importorskip("distributed")
 
 from distributed import Client, LocalCluster  # noqa: E402
+from helpers import inc  # noqa: E402
 
 from jupyter_refs.dask import attach, remote  # noqa: E402
 from jupyter_refs.dask.tracer import USER_CALLS  # noqa: E402
@@ -132,6 +134,84 @@ def test_a_hook_whose_before_says_skip_runs_no_after():
     assert seen == [(None, 4), (None, 3)]
     hooks.undo()
     assert "work" not in vars(thing) and "later" not in vars(thing)
+
+
+def test_a_gated_hook_sends_what_its_gate_turns_away_to_the_original_alone():
+    from jupyter_refs.dask.hooks import Hooks
+
+    class Thing:
+        def work(self, v, scale=1):
+            return v * scale
+
+        async def later(self, v):
+            return v * 3
+
+    def gate(args, kwargs):
+        if args[0] == "boom":
+            raise LookupError("a gate in doubt")
+        return args[0] == 0
+
+    thing, seen = Thing(), []
+    hooks = Hooks(lambda label, exc: seen.append(("failed", label)))
+    for name in ("work", "later"):
+        hooks.attr(thing, name, before=lambda v, **kw: seen.append(("before", v)),
+                   after=lambda state, result, v, **kw: seen.append(("after", result)), skip=gate)
+    assert thing.work(0, scale=5) == 0 and asyncio.run(thing.later(0)) == 0  # turned away
+    assert seen == []
+    assert thing.work(2, scale=5) == 10 and asyncio.run(thing.later(1)) == 3
+    assert thing.work("boom") == "boom"  # the gate raised: the observers judge the call
+    assert seen == [("before", 2), ("after", 10), ("before", 1), ("after", 3),
+                    ("before", "boom"), ("after", "boom")]
+    assert inspect.iscoroutinefunction(thing.later) and not inspect.iscoroutinefunction(thing.work)
+    hooks.undo()
+    assert "work" not in vars(thing) and "later" not in vars(thing)
+
+
+def test_a_one_key_trace_keeps_the_other_keys_calls_from_its_observers(inproc, monkeypatch):
+    """Once the focus has turned a key down, the gates send dask's per-future calls about it
+    (a reference taken and dropped, the release sent and received, the report, the free)
+    straight to dask: the observers are called for the key in focus alone, and its story is
+    whole."""
+    from jupyter_refs.dask import tracer as tracer_module
+
+    observed = []
+    for cls, names in ((tracer_module.DaskTracer, ("_dec_ref", "_send", "_report_before")),
+                       (remote.SchedulerRecorder, ("_releases",)),
+                       (remote.WorkerRecorder, ("_received",))):
+        for name in names:
+            real = getattr(cls, name)
+
+            def spy(self, *args, _real=real, _name=name, **kwargs):
+                observed.append((_name, args, kwargs))
+                return _real(self, *args, **kwargs)
+
+            monkeypatch.setattr(cls, name, spy)
+    keys = [f"gated-{i:02d}" for i in range(40)]
+    with attach(inproc, keys=keys[9]) as tracer:
+        futures = inproc.map(inc, range(40), key=keys)
+        assert sum(inproc.gather(futures)) == 820
+        del futures
+        tracer.sync()
+        deadline = time.monotonic() + 10
+        while inproc.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        tracer.sync()
+        def named(args: tuple, kwargs: dict) -> list:
+            msg = args[0] if args and isinstance(args[0], dict) else kwargs
+            found = [*msg.get("keys", ()), msg.get("key"), *(a for a in args if a in keys)]
+            return [k for k in found if k in keys]
+
+        # A message about many keys (the map's update-graph) is observed, and filtered there;
+        # of the calls about one key, only the focused key's reach an observer.
+        single = [name for name, args, kwargs in observed if len(named(args, kwargs)) == 1
+                  and named(args, kwargs) != [keys[9]]]
+        assert single == []
+        assert {name for name, *_ in observed} >= {"_dec_ref", "_report_before", "_releases",
+                                                    "_received"}
+        kinds = {e.kind for e in tracer.trace.events(key=keys[9])}
+        assert {"refcount.dec", "release.applied", "worker.free"} <= kinds
+        assert tracer.violations == []
 
 
 def test_remote_buffers_are_bounded():

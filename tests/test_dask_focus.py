@@ -6,6 +6,8 @@ Select with ``pytest -m dask``.
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 distributed = pytest.importorskip("distributed")
@@ -25,6 +27,22 @@ def _about(events) -> set:
     keys = {e.key for e in events if e.key is not None}
     keys.update(k for e in events if e.kind.startswith("msg.") for k in e.data[0])
     return keys
+
+
+def _forgotten(client, timeout: float = 10.0) -> None:
+    """Wait until the scheduler and the workers hold no task: the releases of the futures an
+    earlier test on the shared cluster dropped travel on after it ends, and a test that
+    counts what its focus is asked about would count theirs too."""
+    def forgot(dask_scheduler) -> bool:
+        return not dask_scheduler.tasks
+
+    def freed(dask_worker) -> bool:
+        return not dask_worker.data
+
+    deadline = time.monotonic() + timeout
+    while not (client.run_on_scheduler(forgot) and all(client.run(freed).values())):
+        assert time.monotonic() < deadline, "the cluster still holds tasks of an earlier test"
+        time.sleep(0.05)
 
 
 @pytest.mark.parametrize("variant", ["A", "B"])
@@ -159,6 +177,7 @@ def test_one_decision_per_key_serves_every_copy_of_the_focus_here(inproc, monkey
     real = Focus._decide
     monkeypatch.setattr(Focus, "_decide", lambda self, key: decided.append(key) or real(self, key))
     keys = [f"once-{i:03d}" for i in range(300)]
+    _forgotten(inproc)
     with attach(inproc, keys=keys[42]) as tracer:
         futures = inproc.map(inc, range(300), key=keys)
         assert sum(inproc.gather(futures)) == 45_150

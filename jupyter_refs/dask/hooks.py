@@ -24,6 +24,12 @@ _MISSING = object()
 SKIP = object()
 
 Observer = Callable[..., Any]
+#: ``skip(args, kwargs)``: true for a call every observer of the hook would ignore (one about
+#: a key the focus has turned down, say), which then goes to the original alone.  A gate is
+#: asked with the call's own argument tuple and dict, unpacked for no one: on a per-task
+#: path that is most of what an observer costs.  It only ever saves work — the observers
+#: judge for themselves whatever it lets through, and a gate that raises lets the call through.
+Gate = Callable[[tuple, dict], bool]
 
 
 class Hooks:
@@ -37,7 +43,8 @@ class Hooks:
     # -- installing ----------------------------------------------------------------------
 
     def attr(self, obj: Any, name: str, before: Observer | None = None,
-             after: Observer | None = None, label: str | None = None) -> None:
+             after: Observer | None = None, label: str | None = None,
+             skip: Gate | None = None) -> None:
         """Wrap ``obj.name`` on this instance only (an instance attribute shadows the method)."""
         label = label or f"{type(obj).__name__}.{name}"
         saved = obj.__dict__.get(name, _MISSING)
@@ -49,11 +56,12 @@ class Hooks:
             else:
                 setattr(obj, name, saved)
 
-        setattr(obj, name, self._wrap(label, original, before, after))
+        setattr(obj, name, self._wrap(label, original, before, after, skip))
         self._undo[label] = undo
 
     def item(self, table: MutableMapping[str, Any], name: str, before: Observer | None = None,
-             after: Observer | None = None, label: str | None = None) -> None:
+             after: Observer | None = None, label: str | None = None,
+             skip: Gate | None = None) -> None:
         """Wrap ``table[name]`` (a handler table); a missing entry is added, and removed on undo."""
         label = label or name
         saved = table.get(name, _MISSING)
@@ -68,7 +76,7 @@ class Hooks:
             assert before is not None, "a new entry is its own handler"
             table[name] = before
         else:
-            table[name] = self._wrap(label, saved, before, after)
+            table[name] = self._wrap(label, saved, before, after, skip)
         self._undo[label] = undo
 
     def replace(self, table: MutableMapping[str, Any], name: str,
@@ -118,7 +126,12 @@ class Hooks:
         self._on_failure(label, exc)
 
     def _wrap(self, label: str, original: Callable[..., Any], before: Observer | None,
-              after: Observer | None) -> Callable[..., Any]:
+              after: Observer | None, skip: Gate | None = None) -> Callable[..., Any]:
+        observed = self._observed(label, original, before, after)
+        return observed if skip is None else _gated(original, observed, skip)
+
+    def _observed(self, label: str, original: Callable[..., Any], before: Observer | None,
+                  after: Observer | None) -> Callable[..., Any]:
         # The observers are called inline (no helper in between): these wrappers sit on
         # dask's per-task paths, where one more call and one more copy of the arguments
         # per observer is a measurable share of what tracing costs.
@@ -160,3 +173,32 @@ class Hooks:
             return result
 
         return wrapper
+
+
+def _gated(original: Callable[..., Any], observed: Callable[..., Any],
+           skip: Gate) -> Callable[..., Any]:
+    """``observed``, behind ``skip``: a call the gate turns away goes to ``original`` alone."""
+    if inspect.iscoroutinefunction(original):
+        @functools.wraps(original)
+        async def async_gate(*args: Any, **kwargs: Any) -> Any:
+            try:
+                skipped = skip(args, kwargs)
+            except Exception:  # noqa: BLE001 - a gate in doubt lets the call through
+                skipped = False
+            if skipped:
+                return await original(*args, **kwargs)
+            return await observed(*args, **kwargs)
+
+        return async_gate
+
+    @functools.wraps(original)
+    def gate(*args: Any, **kwargs: Any) -> Any:
+        try:
+            skipped = skip(args, kwargs)
+        except Exception:  # noqa: BLE001 - a gate in doubt lets the call through
+            skipped = False
+        if skipped:
+            return original(*args, **kwargs)
+        return observed(*args, **kwargs)
+
+    return gate

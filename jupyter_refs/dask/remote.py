@@ -39,7 +39,7 @@ from distributed.diagnostics.plugin import SchedulerPlugin, WorkerPlugin
 from tornado.ioloop import PeriodicCallback
 
 from ..focus import Focus, filter_while_focused
-from .hooks import Hooks
+from .hooks import Gate, Hooks
 
 TOPIC = "jupyter-refs"
 SCHEDULER_PLUGIN = "jupyter-refs"
@@ -104,6 +104,36 @@ def followed(focus: Focus | None, keys: Any) -> Any:
     return tuple(k for k in keys if focus.wants(_k(k)))
 
 
+def turned_down_key(owner: Any) -> Gate:
+    """A gate for a call whose first argument is a key (``Client._inc_ref(key)``): it skips the
+    call when ``owner.answers`` (a recorder's, the tracer's) says the focus turned the key down."""
+    def skip(args: tuple, kwargs: dict) -> bool:
+        return owner.answers.get(args[0]) is False
+
+    return skip
+
+
+def turned_down_message(owner: Any) -> Gate:
+    """A gate for a message about one key: a stream handler's keywords, or a message dict as the
+    first argument (``Client._send_to_scheduler(msg)``).  It skips one whose only key the focus
+    turned down, as the observers of messages would; a message about several keys goes on."""
+    def skip(args: tuple, kwargs: dict) -> bool:
+        msg = args[0] if args else kwargs
+        keys = msg.get("keys")
+        if keys is None:
+            return owner.answers.get(msg.get("key")) is False
+        return len(keys) == 1 and owner.answers.get(keys[0]) is False
+
+    return skip
+
+
+def _to_no_worker(args: tuple, kwargs: dict) -> bool:
+    """The gate of ``Scheduler.send_all(client_msgs, worker_msgs)``: a stimulus that sends the
+    workers nothing (a task's report to its client, one in three per task) has nothing for
+    its observer, which records messages to workers."""
+    return not (args[1] if len(args) > 1 else kwargs["worker_msgs"])
+
+
 def message_keys(focus: Focus | None, keys: Any) -> tuple[str, ...] | None:
     """The keys a message's record names: every one (unfocused), those ``focus`` follows,
     or None when it follows none, so the message is not recorded at all."""
@@ -165,7 +195,9 @@ class Recorder:
         focus and is left out when none is.
         """
         self.focus = focus
-        self._answers: dict[str, bool] = {} if focus is None else focus.answers
+        #: What the focus has answered so far, key -> wanted ({} unfocused): the gates and
+        #: the transitions look here before asking (:func:`turned_down_key`).
+        self.answers: dict[str, bool] = {} if focus is None else focus.answers
         filter_while_focused(self, focus, record="_record_focused",
                              record_key="_record_key_focused")
 
@@ -182,7 +214,7 @@ class Recorder:
 
     def _record_key_focused(self, kind: str, key: Any, extra: tuple) -> None:
         key = key if type(key) is str else str(key)
-        wanted = self._answers.get(key)
+        wanted = self.answers.get(key)
         if wanted is None:
             wanted = self.focus.wants(key)  # type: ignore[union-attr]
         if wanted:
@@ -258,14 +290,15 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
         self.follow(self.focus)
         hooks = self.hooks = Hooks(rec.hook_failed)
         s = scheduler
-        hooks.item(s.stream_handlers, "client-releases-keys", before=self._releases)
+        hooks.item(s.stream_handlers, "client-releases-keys", before=self._releases,
+                   skip=turned_down_message(rec))
         hooks.item(s.stream_handlers, "client-desires-keys", before=self._desires_received,
                    after=self._desires_applied)
         hooks.item(s.stream_handlers, "update-graph", before=self._graph_received)
         hooks.item(s.handlers, "scatter", before=self._scatter_received, after=self._scattered)
         hooks.attr(s, "update_data", after=self._registered)
         hooks.attr(s, "report", before=self._report)
-        hooks.attr(s, "send_all", before=self._send_all)
+        hooks.attr(s, "send_all", before=self._send_all, skip=_to_no_worker)
         hooks.item(s.stream_handlers, BARRIER, before=self._barrier)
         hooks.item(s.stream_handlers, WORKER_BARRIER_ACK, before=self._worker_barrier_ack)
         self._barriers: dict[tuple[str, int], set[str]] = {}
@@ -302,7 +335,7 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
         # A key the focus has already turned down steps aside here, before a tuple is built
         # and a call made: dask calls this for every transition of every task.
         rec = self.rec
-        if rec._answers.get(key) is False:
+        if rec.answers.get(key) is False:
             return
         rec.record_key("transition", key, (start, finish, stimulus_id))
 
@@ -508,7 +541,8 @@ class WorkerRecorder(WorkerPlugin, _Periodic):
         for op in WORKER_OPS:
             if op in worker.stream_handlers:
                 self.hooks.item(worker.stream_handlers, op,
-                                before=functools.partial(self._received, op))
+                                before=functools.partial(self._received, op),
+                                skip=turned_down_message(self.rec))
         self._start_flushing(self.interval)
         for joined in list(WORKER_SETUP):
             joined(worker)
@@ -545,7 +579,7 @@ class WorkerRecorder(WorkerPlugin, _Periodic):
 
     def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
         rec = self.rec
-        if rec._answers.get(key) is False:  # as the scheduler's: turned down, out at once
+        if rec.answers.get(key) is False:  # as the scheduler's: turned down, out at once
             return
         if finish == "memory":
             rec.record_key("worker.put", key, (0, ()))

@@ -252,7 +252,7 @@ class DaskTracer:
         # trace keeps the newest ``max_events`` anyway, so that bound is the buffers' too.
         remote_capacity = remote_capacity or max_events
         self._remote_capacity, self._interval = remote_capacity, interval
-        self._focus: Focus | None = None
+        self._refocus(None)
         if focus is not None:
             self._changed(focus)
             self._refocus(focus)
@@ -456,7 +456,10 @@ class DaskTracer:
     def _refocus(self, focus: Focus | None) -> None:
         """Filter this client's events by ``focus``: ``_local`` and ``_push`` become
         filtering ones (instance attributes) only while focused."""
-        self._focus = focus
+        self._focus: Focus | None = focus
+        #: The focus's answers so far ({} unfocused), which the client's gates read
+        #: (:func:`remote.turned_down_key`).
+        self.answers: dict[str, bool] = {} if focus is None else focus.answers
         filter_while_focused(self, focus, _local="_local_focused", _push="_push_focused")
 
     def _in_focus(self, key: str | None, keys: tuple) -> tuple | None:
@@ -843,15 +846,18 @@ class DaskTracer:
 
     def _install_client_hooks(self) -> None:
         client, hooks = self.client, self.hooks
-        hooks.attr(client, "_inc_ref", after=self._inc_ref)
-        hooks.attr(client, "_dec_ref", before=self._dec_ref)
+        # The per-future hooks have gates: a key the focus turned down passes them untouched.
+        by_key, by_message = remote.turned_down_key(self), remote.turned_down_message(self)
+        hooks.attr(client, "_inc_ref", after=self._inc_ref, skip=by_key)
+        hooks.attr(client, "_dec_ref", before=self._dec_ref, skip=by_key)
         self._stamp_user_lines()
-        hooks.attr(client, "_send_to_scheduler", before=self._send)
+        hooks.attr(client, "_send_to_scheduler", before=self._send, skip=by_message)
         hooks.attr(client, "_scatter", before=self._scatter_begin, after=self._scatter_end)
         for op in remote.REPORT_OPS:
             if op in client._stream_handlers:
                 hooks.item(client._stream_handlers, op, before=self._report_before,
-                           after=functools.partial(self._report_after, op), label=f"client {op}")
+                           after=functools.partial(self._report_after, op), label=f"client {op}",
+                           skip=by_message)
         hooks.item(client._stream_handlers, remote.BARRIER_ACK, before=self._barrier_ack)
         # client.scheduler is an rpc object: swap in a proxy that observes scatter calls.
         saved = client.scheduler
