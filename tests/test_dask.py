@@ -136,7 +136,7 @@ def test_a_hook_whose_before_says_skip_runs_no_after():
     assert "work" not in vars(thing) and "later" not in vars(thing)
 
 
-def test_a_gated_hook_sends_what_its_gate_turns_away_to_the_original_alone():
+def test_a_prechecked_hook_sends_what_its_check_turns_away_to_the_original_alone():
     from jupyter_refs.dask.hooks import Hooks
 
     class Thing:
@@ -146,20 +146,20 @@ def test_a_gated_hook_sends_what_its_gate_turns_away_to_the_original_alone():
         async def later(self, v):
             return v * 3
 
-    def gate(args, kwargs):
+    def check(args, kwargs):
         if args[0] == "boom":
-            raise LookupError("a gate in doubt")
+            raise LookupError("a check in doubt")
         return args[0] == 0
 
     thing, seen = Thing(), []
     hooks = Hooks(lambda label, exc: seen.append(("failed", label)))
     for name in ("work", "later"):
         hooks.attr(thing, name, before=lambda v, **kw: seen.append(("before", v)),
-                   after=lambda state, result, v, **kw: seen.append(("after", result)), skip=gate)
+                   after=lambda state, result, v, **kw: seen.append(("after", result)), skip=check)
     assert thing.work(0, scale=5) == 0 and asyncio.run(thing.later(0)) == 0  # turned away
     assert seen == []
     assert thing.work(2, scale=5) == 10 and asyncio.run(thing.later(1)) == 3
-    assert thing.work("boom") == "boom"  # the gate raised: the observers judge the call
+    assert thing.work("boom") == "boom"  # the check raised: the observers judge the call
     assert seen == [("before", 2), ("after", 10), ("before", 1), ("after", 3),
                     ("before", "boom"), ("after", "boom")]
     assert inspect.iscoroutinefunction(thing.later) and not inspect.iscoroutinefunction(thing.work)
@@ -168,7 +168,7 @@ def test_a_gated_hook_sends_what_its_gate_turns_away_to_the_original_alone():
 
 
 def test_a_one_key_trace_keeps_the_other_keys_calls_from_its_observers(inproc, monkeypatch):
-    """Once the focus has turned a key down, the gates send dask's per-future calls about it
+    """Once the focus has turned a key down, the pre-checks send dask's per-future calls about it
     (a reference taken and dropped, the release sent and received, the report, the free)
     straight to dask: the observers are called for the key in focus alone, and its story is
     whole."""

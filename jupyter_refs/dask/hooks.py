@@ -25,11 +25,11 @@ SKIP = object()
 
 Observer = Callable[..., Any]
 #: ``skip(args, kwargs)``: true for a call every observer of the hook would ignore (one about
-#: a key the focus has turned down, say), which then goes to the original alone.  A gate is
+#: a key the focus has turned down, say), which then goes to the original alone.  A pre-check is
 #: asked with the call's own argument tuple and dict, unpacked for no one: on a per-task
 #: path that is most of what an observer costs.  It only ever saves work — the observers
-#: judge for themselves whatever it lets through, and a gate that raises lets the call through.
-Gate = Callable[[tuple, dict], bool]
+#: judge for themselves whatever it lets through, and a pre-check that raises lets the call through.
+Precheck = Callable[[tuple, dict], bool]
 
 
 class Hooks:
@@ -44,7 +44,7 @@ class Hooks:
 
     def attr(self, obj: Any, name: str, before: Observer | None = None,
              after: Observer | None = None, label: str | None = None,
-             skip: Gate | None = None) -> None:
+             skip: Precheck | None = None) -> None:
         """Wrap ``obj.name`` on this instance only (an instance attribute shadows the method)."""
         label = label or f"{type(obj).__name__}.{name}"
         saved = obj.__dict__.get(name, _MISSING)
@@ -61,7 +61,7 @@ class Hooks:
 
     def item(self, table: MutableMapping[str, Any], name: str, before: Observer | None = None,
              after: Observer | None = None, label: str | None = None,
-             skip: Gate | None = None) -> None:
+             skip: Precheck | None = None) -> None:
         """Wrap ``table[name]`` (a handler table); a missing entry is added, and removed on undo."""
         label = label or name
         saved = table.get(name, _MISSING)
@@ -126,9 +126,9 @@ class Hooks:
         self._on_failure(label, exc)
 
     def _wrap(self, label: str, original: Callable[..., Any], before: Observer | None,
-              after: Observer | None, skip: Gate | None = None) -> Callable[..., Any]:
+              after: Observer | None, skip: Precheck | None = None) -> Callable[..., Any]:
         observed = self._observed(label, original, before, after)
-        return observed if skip is None else _gated(original, observed, skip)
+        return observed if skip is None else _prechecked(original, observed, skip)
 
     def _observed(self, label: str, original: Callable[..., Any], before: Observer | None,
                   after: Observer | None) -> Callable[..., Any]:
@@ -175,30 +175,30 @@ class Hooks:
         return wrapper
 
 
-def _gated(original: Callable[..., Any], observed: Callable[..., Any],
-           skip: Gate) -> Callable[..., Any]:
-    """``observed``, behind ``skip``: a call the gate turns away goes to ``original`` alone."""
+def _prechecked(original: Callable[..., Any], observed: Callable[..., Any],
+                 skip: Precheck) -> Callable[..., Any]:
+    """``observed``, behind ``skip``: a call it turns away goes to ``original`` alone."""
     if inspect.iscoroutinefunction(original):
         @functools.wraps(original)
-        async def async_gate(*args: Any, **kwargs: Any) -> Any:
+        async def async_checked(*args: Any, **kwargs: Any) -> Any:
             try:
                 skipped = skip(args, kwargs)
-            except Exception:  # noqa: BLE001 - a gate in doubt lets the call through
+            except Exception:  # noqa: BLE001 - a pre-check in doubt lets the call through
                 skipped = False
             if skipped:
                 return await original(*args, **kwargs)
             return await observed(*args, **kwargs)
 
-        return async_gate
+        return async_checked
 
     @functools.wraps(original)
-    def gate(*args: Any, **kwargs: Any) -> Any:
+    def checked(*args: Any, **kwargs: Any) -> Any:
         try:
             skipped = skip(args, kwargs)
-        except Exception:  # noqa: BLE001 - a gate in doubt lets the call through
+        except Exception:  # noqa: BLE001 - a pre-check in doubt lets the call through
             skipped = False
         if skipped:
             return original(*args, **kwargs)
         return observed(*args, **kwargs)
 
-    return gate
+    return checked

@@ -39,7 +39,7 @@ from distributed.diagnostics.plugin import SchedulerPlugin, WorkerPlugin
 from tornado.ioloop import PeriodicCallback
 
 from ..focus import Focus, filter_while_focused
-from .hooks import Gate, Hooks
+from .hooks import Hooks, Precheck
 
 TOPIC = "jupyter-refs"
 SCHEDULER_PLUGIN = "jupyter-refs"
@@ -104,8 +104,8 @@ def followed(focus: Focus | None, keys: Any) -> Any:
     return tuple(k for k in keys if focus.wants(_k(k)))
 
 
-def turned_down_key(owner: Any) -> Gate:
-    """A gate for a call whose first argument is a key (``Client._inc_ref(key)``): it skips the
+def turned_down_key(owner: Any) -> Precheck:
+    """A pre-check for a call whose first argument is a key (``Client._inc_ref(key)``): it skips the
     call when ``owner.answers`` (a recorder's, the tracer's) says the focus turned the key down."""
     def skip(args: tuple, kwargs: dict) -> bool:
         return owner.answers.get(args[0]) is False
@@ -113,8 +113,8 @@ def turned_down_key(owner: Any) -> Gate:
     return skip
 
 
-def turned_down_message(owner: Any) -> Gate:
-    """A gate for a message about one key: a stream handler's keywords, or a message dict as the
+def turned_down_message(owner: Any) -> Precheck:
+    """A pre-check for a message about one key: a stream handler's keywords, or a message dict as the
     first argument (``Client._send_to_scheduler(msg)``).  It skips one whose only key the focus
     turned down, as the observers of messages would; a message about several keys goes on."""
     def skip(args: tuple, kwargs: dict) -> bool:
@@ -128,7 +128,7 @@ def turned_down_message(owner: Any) -> Gate:
 
 
 def _to_no_worker(args: tuple, kwargs: dict) -> bool:
-    """The gate of ``Scheduler.send_all(client_msgs, worker_msgs)``: a stimulus that sends the
+    """The pre-check of ``Scheduler.send_all(client_msgs, worker_msgs)``: a stimulus that sends the
     workers nothing (a task's report to its client, one in three per task) has nothing for
     its observer, which records messages to workers."""
     return not (args[1] if len(args) > 1 else kwargs["worker_msgs"])
@@ -195,7 +195,7 @@ class Recorder:
         focus and is left out when none is.
         """
         self.focus = focus
-        #: What the focus has answered so far, key -> wanted ({} unfocused): the gates and
+        #: What the focus has answered so far, key -> wanted ({} unfocused): the pre-checks and
         #: the transitions look here before asking (:func:`turned_down_key`).
         self.answers: dict[str, bool] = {} if focus is None else focus.answers
         filter_while_focused(self, focus, record="_record_focused",

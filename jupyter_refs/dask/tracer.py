@@ -457,7 +457,7 @@ class DaskTracer:
         """Filter this client's events by ``focus``: ``_local`` and ``_push`` become
         filtering ones (instance attributes) only while focused."""
         self._focus: Focus | None = focus
-        #: The focus's answers so far ({} unfocused), which the client's gates read
+        #: The focus's answers so far ({} unfocused), which the client's pre-checks read
         #: (:func:`remote.turned_down_key`).
         self.answers: dict[str, bool] = {} if focus is None else focus.answers
         filter_while_focused(self, focus, _local="_local_focused", _push="_push_focused")
@@ -846,7 +846,7 @@ class DaskTracer:
 
     def _install_client_hooks(self) -> None:
         client, hooks = self.client, self.hooks
-        # The per-future hooks have gates: a key the focus turned down passes them untouched.
+        # The per-future hooks have pre-checks: a key the focus turned down passes them untouched.
         by_key, by_message = remote.turned_down_key(self), remote.turned_down_message(self)
         hooks.attr(client, "_inc_ref", after=self._inc_ref, skip=by_key)
         hooks.attr(client, "_dec_ref", before=self._dec_ref, skip=by_key)
