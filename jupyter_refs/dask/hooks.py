@@ -127,19 +127,22 @@ class Hooks:
 
     def _wrap(self, label: str, original: Callable[..., Any], before: Observer | None,
               after: Observer | None, skip: Precheck | None = None) -> Callable[..., Any]:
-        observed = self._observed(label, original, before, after)
-        return observed if skip is None else _prechecked(original, observed, skip)
-
-    def _observed(self, label: str, original: Callable[..., Any], before: Observer | None,
-                  after: Observer | None) -> Callable[..., Any]:
         # The observers are called inline (no helper in between): these wrappers sit on
         # dask's per-task paths, where one more call and one more copy of the arguments
-        # per observer is a measurable share of what tracing costs.
+        # per observer is a measurable share of what tracing costs.  The pre-check is
+        # inline too: unfocused, it answers no and costs one call per wrapped call.
         failed, fail = self.failed, self._fail
 
         if inspect.iscoroutinefunction(original):
             @functools.wraps(original)
             async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+                if skip is not None:
+                    try:
+                        skipped = skip(args, kwargs)
+                    except Exception:  # noqa: BLE001 - a pre-check in doubt lets the call through
+                        skipped = False
+                    if skipped:
+                        return await original(*args, **kwargs)
                 state = None
                 if before is not None and label not in failed:
                     try:
@@ -158,6 +161,13 @@ class Hooks:
 
         @functools.wraps(original)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if skip is not None:
+                try:
+                    skipped = skip(args, kwargs)
+                except Exception:  # noqa: BLE001 - a pre-check in doubt lets the call through
+                    skipped = False
+                if skipped:
+                    return original(*args, **kwargs)
             state = None
             if before is not None and label not in failed:
                 try:
@@ -174,31 +184,3 @@ class Hooks:
 
         return wrapper
 
-
-def _prechecked(original: Callable[..., Any], observed: Callable[..., Any],
-                 skip: Precheck) -> Callable[..., Any]:
-    """``observed``, behind ``skip``: a call it turns away goes to ``original`` alone."""
-    if inspect.iscoroutinefunction(original):
-        @functools.wraps(original)
-        async def async_checked(*args: Any, **kwargs: Any) -> Any:
-            try:
-                skipped = skip(args, kwargs)
-            except Exception:  # noqa: BLE001 - a pre-check in doubt lets the call through
-                skipped = False
-            if skipped:
-                return await original(*args, **kwargs)
-            return await observed(*args, **kwargs)
-
-        return async_checked
-
-    @functools.wraps(original)
-    def checked(*args: Any, **kwargs: Any) -> Any:
-        try:
-            skipped = skip(args, kwargs)
-        except Exception:  # noqa: BLE001 - a pre-check in doubt lets the call through
-            skipped = False
-        if skipped:
-            return original(*args, **kwargs)
-        return observed(*args, **kwargs)
-
-    return checked
