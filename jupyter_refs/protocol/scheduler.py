@@ -544,13 +544,17 @@ class SchedulerState:
         """A result from an earlier run of a task now processing again (dask's ``run_id`` check).
 
         From the worker running the new run: dask releases the task, which cancels that
-        run and sends the task again.  From another worker: that worker drops the result.
+        run and sends the task again — and when each new run's result also arrives after
+        the next release, it does so for ever (dask#8215's cancel-then-resubmit, under the
+        order that always runs the task before the worker hears of the release).  With
+        incarnations the worker frees exactly the stale copy, so the new run goes on.
+        From another worker: that worker drops the result.
         """
         if ts is None or ts.state != PROCESSING or msg.payload["incarnation"] == ts.run_id:
             return False
         key, worker = ts.key, msg.payload["worker"]
         self.record(SCHEDULER, "task.stale_run", key, worker, msg.payload["incarnation"], ts.run_id)
-        if ts.processing_on == worker:
+        if ts.processing_on == worker and not self.variant.incarnations:
             self._transitions({key: WAITING}, stimulus, out)
         elif msg.op == m.TASK_FINISHED:
             self._send(out, worker, m.FREE_KEYS, (key,),
