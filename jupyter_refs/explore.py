@@ -62,7 +62,7 @@ from .cluster import Cluster
 from .errors import JupyterRefsError, LivelockError
 from .network import Chooser
 from .protocol.messages import EXECUTE, Message
-from .protocol.variants import ALIASES, VARIANTS, ProtocolVariant, get_variant
+from .protocol.variants import ALIASES, VARIANTS, ProtocolVariant, get_variant, is_registered, release_variant
 from .trace import Trace
 
 Scenario = Callable[..., Any]
@@ -124,7 +124,8 @@ def protocol_name(protocol: str | ProtocolVariant) -> str:
     if not re.fullmatch(_NAME, protocol.name):
         raise ValueError(f"a protocol variant's name goes into schedule strings: {protocol.name!r} "
                          "must be lower-case letters, digits, '.' and '-'")
-    known = VARIANTS.get(protocol.name) or ALIASES.get(protocol.name)
+    known = (VARIANTS.get(protocol.name) or ALIASES.get(protocol.name)
+             or release_variant(protocol.name))
     if known is not None and known != protocol:
         raise ValueError(f"the variant is named {protocol.name!r}, like a registered protocol it "
                          "differs from: give it a name of its own")
@@ -1073,7 +1074,7 @@ def replay(scenario: Scenario, schedule: str, workers: int | None = None,
     parsed = parse_schedule(schedule)
     fp, devs = parsed.fingerprint, parsed.deviations
     if protocol is None:
-        if parsed.protocol not in VARIANTS and parsed.protocol not in ALIASES:
+        if not is_registered(parsed.protocol):
             raise ScheduleError(f"schedule {schedule} names protocol {parsed.protocol!r}, which is "
                                 "not registered: pass the ProtocolVariant it was explored with "
                                 "as protocol=")
