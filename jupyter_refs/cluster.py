@@ -688,8 +688,8 @@ class Cluster:
             if not done():
                 if starved:
                     self._raise_stuck(what, needs)
-                raise HeldMessagesError(what, [m for m in self.in_flight
-                                               if self._network.is_held(m.channel)])
+                raise self._held_error(what, [m for m in self.in_flight
+                                              if self._network.is_held(m.channel)])
             return
         deadline = None if timeout is None else time.monotonic() + timeout
         next_, deliver = self._next, self._deliver
@@ -766,8 +766,14 @@ class Cluster:
         if self._network.held and not held:
             held = [m for m in self._network.in_flight.values()
                     if self._network.is_held(m.channel)]
-        raise HeldMessagesError(what, held or sorted(self._network.in_flight.values(),
-                                                     key=lambda m: m.msg_id))
+        raise self._held_error(what, held or sorted(self._network.in_flight.values(),
+                                                    key=lambda m: m.msg_id))
+
+    def _held_error(self, what: str, held: list[Message]) -> HeldMessagesError:
+        """The error for ``what`` waiting on ``held``, naming the holds that keep them: the
+        user lifts a hold (``%hold --off``), or steps a manual network — never confuse the two."""
+        holds = {p for m in held for p in self._network.holding(m.channel)}
+        return HeldMessagesError(what, held, holds, self.network_name)
 
     def _drain_network(self) -> None:
         """Immediate, at the end of a call: deliver every message — but run no task.
