@@ -187,13 +187,13 @@ class UserCall:
 class Cluster:
     """A scheduler, workers and clients running inside this process.
 
-    >>> with Cluster(protocol="legacy", workers=1, network="manual") as cluster:
+    >>> with Cluster(protocol="dask", workers=1, network="manual") as cluster:
     ...     client = cluster.client()
     """
 
     def __init__(
         self,
-        protocol: str | ProtocolVariant = "legacy",
+        protocol: str | ProtocolVariant = "dask",
         workers: int | list[str] = 1,
         network: str | Policy = "live",
         seed: int | None = None,

@@ -53,7 +53,7 @@ class ClusterHandle(Protocol):
 
     @property
     def title(self) -> str:
-        """What a view calls this cluster (``protocol=legacy network=live``, ``dask tcp://…``)."""
+        """What a view calls this cluster (``protocol=dask network=live``, ``dask tcp://…``)."""
         ...
 
     @property

@@ -90,7 +90,7 @@ class RefsMagics(Magics):
     ``%hold``, ``%%explore``, ``%replay``, ``%confirm`` — see each one's ``?`` help.  Defaults are
     configurable with ``%config``."""
 
-    protocol = Unicode("legacy", help="protocol of a new %cluster: legacy or fixed").tag(config=True)
+    protocol = Unicode("dask", help=f"protocol of a new %cluster: {PROTOCOL_HELP}").tag(config=True)
     network = Unicode("live", help="network of a new %cluster").tag(config=True)
     workers = Int(1, help="workers of a new %cluster").tag(config=True)
     trace_capacity = Int(1_000_000, help="events the trace keeps before dropping the oldest").tag(
@@ -157,7 +157,7 @@ class RefsMagics(Magics):
     def _describe(self) -> str:
         c = self.current
         if c is None:
-            return "no cluster: start one with %cluster --protocol legacy"
+            return "no cluster: start one with %cluster --protocol dask"
         held = f", holding {', '.join(sorted(c.held))}" if c.held else ""
         return (f"{c!r}: {len(c.trace)} events, {len(c.violations)} violations, "
                 f"{len(c.in_flight)} messages in flight{held}")
@@ -495,7 +495,7 @@ class RefsMagics(Magics):
                          "or name a ProtocolVariant defined in the notebook")
 
     @magic_arguments()
-    @argument("schedule", help="a schedule string printed by %%explore, e.g. legacy@3f9a1c:4>1")
+    @argument("schedule", help="a schedule string printed by %%explore, e.g. dask@3f9a1c:4>1")
     @line_magic
     def replay(self, line: str) -> None:
         """Replay a schedule of the last %%explore: it becomes the current cluster, timeline shown."""

@@ -39,6 +39,16 @@ def test_load_twice_and_help(ip, capsys):
     assert "no cluster" in capsys.readouterr().out
 
 
+def test_the_default_protocol_is_called_dask(ip, capsys):
+    """Issue 46.6: the defaults and the hints still said "legacy", dask's old name."""
+    from jupyter_refs.magics import RefsMagics
+
+    assert RefsMagics.protocol.default_value == "dask"
+    assert RefsMagics.protocol.help.startswith("protocol of a new %cluster: dask (today's)")
+    magic(ip, "cluster")
+    assert "%cluster --protocol dask" in capsys.readouterr().out
+
+
 def test_config_sets_the_defaults(ip):
     ip.run_line_magic("config", "RefsMagics.protocol = 'fixed'")
     ip.run_line_magic("config", "RefsMagics.network = 'immediate'")
@@ -49,7 +59,7 @@ def test_config_sets_the_defaults(ip):
         assert ip.user_ns["cluster"].network_name == "immediate"
         assert len(ip.user_ns["cluster"].workers) == 2
     finally:
-        ip.run_line_magic("config", "RefsMagics.protocol = 'legacy'")
+        ip.run_line_magic("config", "RefsMagics.protocol = 'dask'")
         ip.run_line_magic("config", "RefsMagics.network = 'live'")
 
 
