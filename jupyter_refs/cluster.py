@@ -488,6 +488,11 @@ class Cluster:
         """What a view calls this cluster: its protocol and network."""
         return f"protocol={self.variant.name} network={self.network_name}"
 
+    @property
+    def ended(self) -> str:
+        """How its end is told once closed (see :class:`~jupyter_refs.handle.ClusterHandle`)."""
+        return f"the cluster ({self.title}) was closed"
+
     def sync(self) -> None:
         """Hand the checks and views every event recorded so far.
 

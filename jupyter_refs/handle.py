@@ -57,6 +57,12 @@ class ClusterHandle(Protocol):
         ...
 
     @property
+    def ended(self) -> str:
+        """How its end is told once ``closed`` ("the cluster (…) was closed", "the tracer was
+        detached from tcp://…"): the magics and the sidebar say so, not "no cluster yet"."""
+        ...
+
+    @property
     def violations(self) -> list[Violation]:
         """Every invariant broken so far, with the trace brought up to date first."""
         ...

@@ -137,8 +137,10 @@ class RefsMagics(Magics):
     # -- helpers --------------------------------------------------------------------------
 
     def _need_cluster(self) -> ClusterHandle:
-        if self.current is None or self.current.closed:
+        if self.current is None:
             raise UsageError("no cluster yet: start one with %cluster (see %cluster?)")
+        if self.current.closed:
+            raise UsageError(f"{self.current.ended}: start another with %cluster (see %cluster?)")
         return self.current
 
     def _need_settled_cluster(self) -> ClusterHandle:
@@ -158,6 +160,9 @@ class RefsMagics(Magics):
         c = self.current
         if c is None:
             return "no cluster: start one with %cluster --protocol dask"
+        if c.closed:
+            return (f"{c.ended} ({len(c.trace)} events, its trace still readable): start "
+                    "another with %cluster --protocol dask")
         held = f", holding {', '.join(sorted(c.held))}" if c.held else ""
         return (f"{c!r}: {len(c.trace)} events, {len(c.violations)} violations, "
                 f"{len(c.in_flight)} messages in flight{held}")

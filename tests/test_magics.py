@@ -150,6 +150,25 @@ def test_bad_input_is_one_usage_error_and_changes_nothing(ip, line, message):
     assert ip.user_ns["x"].status == "pending"  # the existing future is untouched
 
 
+@pytest.mark.parametrize("line", ["scatter x = 1", "refs", "step", "hold --off", "timeline"])
+def test_magics_after_close_say_the_cluster_was_closed(ip, capsys, line):
+    """Issue 46.6: after ``cluster.close()`` the magics said "no cluster yet"."""
+    from jupyter_refs.views.lab import refs_message
+
+    magic(ip, "cluster --protocol dask --network immediate")
+    cluster = ip.user_ns["cluster"]
+    cluster.close()
+    with pytest.raises(UsageError) as info:
+        magic(ip, line)
+    said = str(info.value)
+    assert said.startswith("the cluster (protocol=dask network=immediate) was closed: start another "
+                           "with %cluster") and "yet" not in said and "\n" not in said
+    capsys.readouterr()
+    magic(ip, "cluster")
+    assert capsys.readouterr().out.startswith("the cluster (protocol=dask network=immediate) was closed")
+    assert refs_message(cluster)["ended"] == cluster.ended  # the sidebar says it too
+
+
 @pytest.mark.parametrize("line", ["scatter x = 1", "refs", "step", "hold --off", "timeline",
                                   "release x"])
 def test_magics_that_need_a_cluster_say_so(ip, line):

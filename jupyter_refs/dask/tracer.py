@@ -324,12 +324,17 @@ class DaskTracer:
         self.detach()
 
     def __repr__(self) -> str:
-        state = "detached" if self.closed else "attached"
-        return f"<DaskTracer {state} to {self.client.scheduler.address}: {len(self.trace)} events>"
+        state = "detached from" if self.closed else "attached to"
+        return f"<DaskTracer {state} {self.client.scheduler.address}: {len(self.trace)} events>"
 
     @property
     def title(self) -> str:
         return f"dask {self.client.scheduler.address}"
+
+    @property
+    def ended(self) -> str:
+        """How its end is told once detached (see :class:`~jupyter_refs.handle.ClusterHandle`)."""
+        return f"the tracer was detached from {self.client.scheduler.address}"
 
     # What the magics and views need of a cluster (see handle.ClusterHandle).  Holds: holds.py.
 
