@@ -369,6 +369,12 @@ class Cluster:
         its own (``manual``), so a view offers the step controls."""
         return not self.policy.autonomous
 
+    @property
+    def actors(self) -> set[str]:
+        """The scheduler, the workers and the clients (the workers' own ones too)."""
+        with self._lock:
+            return set(self.kinds)
+
     def channels(self) -> set[str]:
         """The channels that have carried a message and still exist (streams; RPCs in use)."""
         with self._lock:

@@ -102,6 +102,13 @@ class ClusterHandle(Protocol):
         """The channels seen so far (``client:1->scheduler``, ``rpc:client:1#3``, …)."""
         ...
 
+    @property
+    def actors(self) -> set[str]:
+        """Who sends and receives here: the scheduler, the workers, the clients.  Every
+        stream runs between the scheduler and one of the others, so this names the channels
+        ``%hold`` may take before they carry a message (and refuses any other)."""
+        ...
+
     def hold(self, pattern: str) -> None:
         """Hold the channels matching ``pattern`` (a name or a glob) until delivered by hand."""
         ...

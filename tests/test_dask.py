@@ -318,8 +318,10 @@ def test_magics_attach_to_a_real_cluster(inproc, capsys):
         capsys.readouterr()
         ip.run_line_magic("step", "")  # nothing is held: nothing to deliver
         assert "delivered: nothing" in capsys.readouterr().out
-        with pytest.raises(UsageError, match="is not a channel"):
-            ip.run_line_magic("hold", "nonsense")
+        for nonsense in ("nonsense", "client:1->nowhere"):
+            with pytest.raises(UsageError, match="is not a channel of this cluster: its streams "
+                                                 "are client:1->scheduler, "):
+                ip.run_line_magic("hold", nonsense)
         ip.run_line_magic("hold", "client:1->scheduler")
         assert tracer.held == {"client:1->scheduler"}
         ip.run_line_magic("hold", "--off")

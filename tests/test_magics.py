@@ -138,6 +138,31 @@ BAD = [
 ]
 
 
+@pytest.mark.parametrize("channel", ["client:1->nowhere", "nosuchchannel", "nowhere->scheduler",
+                                     "rpc:nobody#1", "nowhere*"])
+def test_hold_refuses_a_channel_the_cluster_does_not_have_and_lists_those_it_has(ip, channel):
+    """Issue 46.8: ``%hold client:1->nowhere`` was accepted ("holding client:1->nowhere")."""
+    magic(ip, "cluster --network immediate")
+    with pytest.raises(UsageError) as info:
+        magic(ip, f"hold {channel}")
+    said = str(info.value)
+    assert said.startswith(f"{channel!r} is not a channel of this cluster: its streams are ")
+    assert "client:1->scheduler, " in said and "scheduler->worker:0, " in said and "\n" not in said
+    assert ip.user_ns["cluster"].held == set()
+
+
+def test_hold_takes_a_channel_before_its_first_message(ip, capsys):
+    """What the README does: hold the client's stream after a scatter, before it carried one."""
+    magic(ip, "cluster --network immediate")
+    magic(ip, "scatter x = 1")
+    cluster = ip.user_ns["cluster"]
+    assert "client:1->scheduler" not in cluster.channels()
+    for channel in ("client:1->scheduler", "scheduler->worker:*", "rpc:client:1#*",
+                    "rpc:scheduler#3", "client:worker:0->scheduler"):
+        magic(ip, f"hold {channel}")
+    assert len(cluster.held) == 5
+
+
 @pytest.mark.parametrize("line, message", BAD)
 def test_bad_input_is_one_usage_error_and_changes_nothing(ip, line, message):
     magic(ip, "cluster --network manual")

@@ -353,6 +353,13 @@ class DaskTracer:
         """The channels the trace has seen messages on."""
         return self.trace.channels()
 
+    @property
+    def actors(self) -> set[str]:
+        """The scheduler, this client, the workers the scheduler last reported, the clients
+        seen: named as the trace names them."""
+        workers = self.client.scheduler_info().get("workers", {})
+        return {"scheduler", self.me, *map(self._name, workers), *self._names.values()}
+
     def apply_drops(self) -> None:
         """Nothing to do: dask releases a dropped future on its own event loop (``Future.release``
         defers ``_dec_ref`` there), with no safe point for a cell's end to prompt."""
