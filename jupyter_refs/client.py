@@ -43,7 +43,6 @@ from .errors import (
     ClusterClosedError,
     FutureCancelledError,
     FutureLostError,
-    HeldMessagesError,
     NotModelledError,
     ResultSerializationError,
 )
@@ -853,8 +852,8 @@ class Client:
         cluster = self.cluster
         scattering = [d._fs.scatter_call for d in dep_futures.values() if d._fs.scatter_call]
         if scattering:
-            raise HeldMessagesError(f"{origin} on {', '.join(dep_futures)}",
-                                    [msg for msg in cluster.in_flight if msg.channel in scattering])
+            raise cluster._held_error(f"{origin} on {', '.join(dep_futures)}",
+                                      [msg for msg in cluster.in_flight if msg.channel in scattering])
         early: dict[str, Future] = {}
         if len(tasks) < len(calls) and cluster._drops:
             # A key held, and a drop waiting: a future the user deleted just before.  In dask

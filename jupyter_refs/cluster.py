@@ -187,13 +187,13 @@ class UserCall:
 class Cluster:
     """A scheduler, workers and clients running inside this process.
 
-    >>> with Cluster(protocol="legacy", workers=1, network="manual") as cluster:
+    >>> with Cluster(protocol="dask", workers=1, network="manual") as cluster:
     ...     client = cluster.client()
     """
 
     def __init__(
         self,
-        protocol: str | ProtocolVariant = "legacy",
+        protocol: str | ProtocolVariant = "dask",
         workers: int | list[str] = 1,
         network: str | Policy = "live",
         seed: int | None = None,
@@ -369,6 +369,12 @@ class Cluster:
         its own (``manual``), so a view offers the step controls."""
         return not self.policy.autonomous
 
+    @property
+    def actors(self) -> set[str]:
+        """The scheduler, the workers and the clients (the workers' own ones too)."""
+        with self._lock:
+            return set(self.kinds)
+
     def channels(self) -> set[str]:
         """The channels that have carried a message and still exist (streams; RPCs in use)."""
         with self._lock:
@@ -487,6 +493,11 @@ class Cluster:
     def title(self) -> str:
         """What a view calls this cluster: its protocol and network."""
         return f"protocol={self.variant.name} network={self.network_name}"
+
+    @property
+    def ended(self) -> str:
+        """How its end is told once closed (see :class:`~jupyter_refs.handle.ClusterHandle`)."""
+        return f"the cluster ({self.title}) was closed"
 
     def sync(self) -> None:
         """Hand the checks and views every event recorded so far.
@@ -688,8 +699,8 @@ class Cluster:
             if not done():
                 if starved:
                     self._raise_stuck(what, needs)
-                raise HeldMessagesError(what, [m for m in self.in_flight
-                                               if self._network.is_held(m.channel)])
+                raise self._held_error(what, [m for m in self.in_flight
+                                              if self._network.is_held(m.channel)])
             return
         deadline = None if timeout is None else time.monotonic() + timeout
         next_, deliver = self._next, self._deliver
@@ -766,8 +777,14 @@ class Cluster:
         if self._network.held and not held:
             held = [m for m in self._network.in_flight.values()
                     if self._network.is_held(m.channel)]
-        raise HeldMessagesError(what, held or sorted(self._network.in_flight.values(),
-                                                     key=lambda m: m.msg_id))
+        raise self._held_error(what, held or sorted(self._network.in_flight.values(),
+                                                    key=lambda m: m.msg_id))
+
+    def _held_error(self, what: str, held: list[Message]) -> HeldMessagesError:
+        """The error for ``what`` waiting on ``held``, naming the holds that keep them: the
+        user lifts a hold (``%hold --off``), or steps a manual network — never confuse the two."""
+        holds = {p for m in held for p in self._network.holding(m.channel)}
+        return HeldMessagesError(what, held, holds, self.network_name)
 
     def _drain_network(self) -> None:
         """Immediate, at the end of a call: deliver every message — but run no task.

@@ -20,9 +20,10 @@ this process (each with its own seed); a copy sends back only its count and, per
 failure group, the picks of its smallest run, which is replayed here — a replay
 is exact — to give the failure its trace.
 
-A **schedule string** names a run: ``legacy@3f9a1c:4>1,9>2`` — the protocol, a
-fingerprint of the scenario's code, the cluster's shape when it is not one worker
-and one client (``legacy@3f9a1c/w2c2:4>1``), then each deviation as
+A **schedule string** names a run: ``dask@3f9a1c:4>1,9>2`` — the protocol (its
+registered name: ``legacy`` runs are written ``dask``, and old ``legacy@`` strings
+still replay), a fingerprint of the scenario's code, the cluster's shape when it is
+not one worker and one client (``dask@3f9a1c/w2c2:4>1``), then each deviation as
 ``decision>index`` (the index among the deliverable heads, oldest first).  Only
 deliveries with a choice (two or more deliverable heads) count as decisions.
 ``replay(scenario, schedule)`` reruns it, trace and violations included.
@@ -112,15 +113,17 @@ _SCHEDULE = re.compile(rf"^(?P<protocol>{_NAME})@(?P<fp>[0-9a-f]{{6}})"
 
 
 def protocol_name(protocol: str | ProtocolVariant) -> str:
-    """The name a schedule string carries for ``protocol``: a name as given (``legacy`` stays
-    ``legacy``), a :class:`ProtocolVariant`'s own ``name``.
+    """The name a schedule string carries for ``protocol``: a registered name as given, an old
+    name as its protocol's name today (``legacy`` is ``dask``), a :class:`ProtocolVariant`'s
+    own ``name``.
 
     A variant built from the flags (a student's "generations without incarnations") has a
     name of its own; it must not pass for a registered one it differs from, or a schedule
     string naming it would replay under the registered protocol instead.
     """
     if isinstance(protocol, str):
-        return protocol
+        alias = ALIASES.get(protocol)
+        return protocol if alias is None else alias.name
     if not re.fullmatch(_NAME, protocol.name):
         raise ValueError(f"a protocol variant's name goes into schedule strings: {protocol.name!r} "
                          "must be lower-case letters, digits, '.' and '-'")
@@ -724,7 +727,7 @@ def default_processes() -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
 
-def explore(scenario: Scenario, protocol: str | ProtocolVariant = "legacy",
+def explore(scenario: Scenario, protocol: str | ProtocolVariant = "dask",
             max_schedules: int = 10_000,
             bound: int = 2, seed: int = 0, workers: int = 1, reduce: bool = True,
             sample: bool = True, first: bool = False,
@@ -1079,7 +1082,7 @@ def replay(scenario: Scenario, schedule: str, workers: int | None = None,
                                 "not registered: pass the ProtocolVariant it was explored with "
                                 "as protocol=")
         protocol = parsed.protocol
-    elif protocol_name(protocol) != parsed.protocol:
+    elif protocol_name(protocol) != protocol_name(parsed.protocol):
         raise ScheduleError(f"schedule {schedule} was recorded under protocol {parsed.protocol!r}, "
                             f"not {protocol.name!r}")
     if fp != fingerprint(scenario):

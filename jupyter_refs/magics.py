@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import sys
+from fnmatch import fnmatchcase
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -34,8 +35,8 @@ from .protocol.variants import PROTOCOL_HELP, PROTOCOL_NAMES, ProtocolVariant
 
 _ASSIGN = re.compile(r"^\s*(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<expr>.+?)\s*$")
 _SCATTER_OPTS = re.compile(r"(?:\s+(?:--no-hash|--client\s+\S+))+\s*$")
-#: What ``%hold`` takes for a channel it has not seen yet: a stream or an RPC call.
-_CHANNEL = re.compile(r"[\w:./*-]+->[\w:./*-]+|rpc:[\w:./*-]+#[\d*]+")
+#: An RPC call's channel: its sender and the call's number.
+_RPC = re.compile(r"rpc:(?P<sender>.+)#\d+")
 
 
 def _strip_comment(line: str) -> str:
@@ -90,7 +91,7 @@ class RefsMagics(Magics):
     ``%hold``, ``%%explore``, ``%replay``, ``%confirm`` — see each one's ``?`` help.  Defaults are
     configurable with ``%config``."""
 
-    protocol = Unicode("legacy", help="protocol of a new %cluster: legacy or fixed").tag(config=True)
+    protocol = Unicode("dask", help=f"protocol of a new %cluster: {PROTOCOL_HELP}").tag(config=True)
     network = Unicode("live", help="network of a new %cluster").tag(config=True)
     workers = Int(1, help="workers of a new %cluster").tag(config=True)
     trace_capacity = Int(1_000_000, help="events the trace keeps before dropping the oldest").tag(
@@ -137,8 +138,10 @@ class RefsMagics(Magics):
     # -- helpers --------------------------------------------------------------------------
 
     def _need_cluster(self) -> ClusterHandle:
-        if self.current is None or self.current.closed:
+        if self.current is None:
             raise UsageError("no cluster yet: start one with %cluster (see %cluster?)")
+        if self.current.closed:
+            raise UsageError(f"{self.current.ended}: start another with %cluster (see %cluster?)")
         return self.current
 
     def _need_settled_cluster(self) -> ClusterHandle:
@@ -157,7 +160,10 @@ class RefsMagics(Magics):
     def _describe(self) -> str:
         c = self.current
         if c is None:
-            return "no cluster: start one with %cluster --protocol legacy"
+            return "no cluster: start one with %cluster --protocol dask"
+        if c.closed:
+            return (f"{c.ended} ({len(c.trace)} events, its trace still readable): start "
+                    "another with %cluster --protocol dask")
         held = f", holding {', '.join(sorted(c.held))}" if c.held else ""
         return (f"{c!r}: {len(c.trace)} events, {len(c.violations)} violations, "
                 f"{len(c.in_flight)} messages in flight{held}")
@@ -495,7 +501,7 @@ class RefsMagics(Magics):
                          "or name a ProtocolVariant defined in the notebook")
 
     @magic_arguments()
-    @argument("schedule", help="a schedule string printed by %%explore, e.g. legacy@3f9a1c:4>1")
+    @argument("schedule", help="a schedule string printed by %%explore, e.g. dask@3f9a1c:4>1")
     @line_magic
     def replay(self, line: str) -> None:
         """Replay a schedule of the last %%explore: it becomes the current cluster, timeline shown."""
@@ -565,13 +571,7 @@ class RefsMagics(Magics):
             released = cluster.release_holds()
             print(f"no longer holding {', '.join(sorted(released)) or 'anything'}")
             return
-        known = {m.channel for m in cluster.in_flight} | cluster.channels()
-        if (not any(re.fullmatch(_glob(args.channel), c) for c in known)
-                and "*" not in args.channel and not _CHANNEL.fullmatch(args.channel)):
-            streams = sorted(c for c in known if "->" in c)
-            hint = f"; channels so far: {', '.join(streams)}" if streams else ""
-            raise UsageError(f"{args.channel!r} is not a channel "
-                             f"(SENDER->RECEIVER or rpc:SENDER#N){hint}")
+        _check_channel(cluster, args.channel)
         try:
             cluster.hold(args.channel)
         except JupyterRefsError as exc:  # e.g. on dask, a channel whose receiver is elsewhere
@@ -661,8 +661,26 @@ def _is_future(obj: Any) -> bool:
         and callable(getattr(obj, "release", None)))
 
 
-def _glob(pattern: str) -> str:
-    return re.escape(pattern).replace(r"\*", ".*")
+def _check_channel(cluster: ClusterHandle, pattern: str) -> None:
+    """Refuse a ``%hold`` that names no channel of ``cluster``, listing those it has.
+
+    A channel may be held before it carries a message (the README holds
+    ``client:1->scheduler`` right after a scatter), so the channels it could have count:
+    every stream runs between the scheduler and another actor, and every actor makes RPC
+    calls (``rpc:SENDER#N``).  A glob must match one of them.
+    """
+    actors = cluster.actors
+    others = actors - {"scheduler"}
+    streams = ({m.channel for m in cluster.in_flight} | cluster.channels()
+               | {f"{a}->scheduler" for a in others} | {f"scheduler->{a}" for a in others})
+    streams = {c for c in streams if not c.startswith("rpc:")}
+    rpc = _RPC.fullmatch(pattern)
+    if (rpc is not None and rpc["sender"] in actors) or any(
+            fnmatchcase(c, pattern) for c in streams | {f"rpc:{a}#1" for a in actors}):
+        return
+    raise UsageError(f"{pattern!r} is not a channel of this cluster: its streams are "
+                     f"{', '.join(sorted(streams))}, "
+                     "and each sender's RPC calls are rpc:SENDER#N (e.g. rpc:client:1#*)")
 
 
 def load(shell: Any) -> RefsMagics:

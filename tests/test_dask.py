@@ -97,6 +97,34 @@ def test_detach_leaves_nothing_behind(inproc):
     assert len(tracer.trace) > 0  # the trace outlives the attachment
 
 
+def test_a_detached_tracer_says_detached_from(inproc):
+    """Issue 46.6: the repr read "<DaskTracer detached to …>" and the magics "no cluster yet"."""
+    from IPython import get_ipython
+    from IPython.core.error import UsageError
+    from IPython.testing.globalipapp import start_ipython
+
+    from jupyter_refs.views.lab import refs_message
+
+    address = inproc.scheduler.address
+    ip = start_ipython() or get_ipython()
+    ip.run_line_magic("load_ext", "jupyter_refs")
+    try:
+        ip.user_ns["dc"] = inproc
+        ip.run_line_magic("cluster", "--attach dc")
+        tracer = ip.user_ns["cluster"]
+        assert repr(tracer).startswith(f"<DaskTracer attached to {address}: ")
+        tracer.detach()
+        assert repr(tracer).startswith(f"<DaskTracer detached from {address}: ")
+        with pytest.raises(UsageError, match=f"^the tracer was detached from {address}: start "
+                                             "another with %cluster"):
+            ip.run_line_magic("refs", "")
+        assert refs_message(tracer)["ended"] == f"the tracer was detached from {address}"
+    finally:
+        ip.run_line_magic("unload_ext", "jupyter_refs")
+        for name in ("client", "cluster", "dc"):
+            ip.user_ns.pop(name, None)
+
+
 def test_a_failing_hook_is_removed_and_reported_once(inproc):
     with attach(inproc) as tracer:
         calls = []
@@ -290,8 +318,10 @@ def test_magics_attach_to_a_real_cluster(inproc, capsys):
         capsys.readouterr()
         ip.run_line_magic("step", "")  # nothing is held: nothing to deliver
         assert "delivered: nothing" in capsys.readouterr().out
-        with pytest.raises(UsageError, match="is not a channel"):
-            ip.run_line_magic("hold", "nonsense")
+        for nonsense in ("nonsense", "client:1->nowhere"):
+            with pytest.raises(UsageError, match="is not a channel of this cluster: its streams "
+                                                 "are client:1->scheduler, "):
+                ip.run_line_magic("hold", nonsense)
         ip.run_line_magic("hold", "client:1->scheduler")
         assert tracer.held == {"client:1->scheduler"}
         ip.run_line_magic("hold", "--off")

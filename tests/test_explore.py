@@ -233,6 +233,25 @@ def test_schedules_carry_the_clusters_shape():
         replay(scatter_race, f"legacy@{fingerprint(scatter_race)}:", workers=2)
 
 
+def test_schedules_say_dask_and_old_legacy_ones_still_replay():
+    """Issue 46.6: the default protocol was still called "legacy", so schedules read
+    ``legacy@…`` where the README shows ``dask@…``; an old string must still replay."""
+    from jupyter_refs.protocol.variants import DASK
+
+    runs = {protocol: explore(scatter_race, max_schedules=300, bound=1, sample=False, processes=1,
+                              **({} if protocol is None else {"protocol": protocol}))
+            for protocol in (None, "legacy")}
+    schedules = [f.schedule for f in runs[None].failures]
+    assert schedules and all(s.startswith("dask@") for s in schedules)
+    assert [f.schedule for f in runs["legacy"].failures] == schedules
+    assert runs[None].protocol == runs["legacy"].protocol == "dask"
+    old = "legacy@" + schedules[0].partition("@")[2]
+    for protocol in (None, DASK):
+        run = replay(scatter_race, old, protocol=protocol)
+        assert run.schedule == schedules[0]
+        assert {v.name for v in run.violations} == set(runs[None].failures[0].names)
+
+
 def test_an_exception_in_order_is_the_scenarios_own():
     def always(client):
         client.submit(len, 3).result()  # TypeError whatever the order

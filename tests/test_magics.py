@@ -39,6 +39,16 @@ def test_load_twice_and_help(ip, capsys):
     assert "no cluster" in capsys.readouterr().out
 
 
+def test_the_default_protocol_is_called_dask(ip, capsys):
+    """Issue 46.6: the defaults and the hints still said "legacy", dask's old name."""
+    from jupyter_refs.magics import RefsMagics
+
+    assert RefsMagics.protocol.default_value == "dask"
+    assert RefsMagics.protocol.help.startswith("protocol of a new %cluster: dask (today's)")
+    magic(ip, "cluster")
+    assert "%cluster --protocol dask" in capsys.readouterr().out
+
+
 def test_config_sets_the_defaults(ip):
     ip.run_line_magic("config", "RefsMagics.protocol = 'fixed'")
     ip.run_line_magic("config", "RefsMagics.network = 'immediate'")
@@ -49,7 +59,7 @@ def test_config_sets_the_defaults(ip):
         assert ip.user_ns["cluster"].network_name == "immediate"
         assert len(ip.user_ns["cluster"].workers) == 2
     finally:
-        ip.run_line_magic("config", "RefsMagics.protocol = 'legacy'")
+        ip.run_line_magic("config", "RefsMagics.protocol = 'dask'")
         ip.run_line_magic("config", "RefsMagics.network = 'live'")
 
 
@@ -128,6 +138,31 @@ BAD = [
 ]
 
 
+@pytest.mark.parametrize("channel", ["client:1->nowhere", "nosuchchannel", "nowhere->scheduler",
+                                     "rpc:nobody#1", "nowhere*"])
+def test_hold_refuses_a_channel_the_cluster_does_not_have_and_lists_those_it_has(ip, channel):
+    """Issue 46.8: ``%hold client:1->nowhere`` was accepted ("holding client:1->nowhere")."""
+    magic(ip, "cluster --network immediate")
+    with pytest.raises(UsageError) as info:
+        magic(ip, f"hold {channel}")
+    said = str(info.value)
+    assert said.startswith(f"{channel!r} is not a channel of this cluster: its streams are ")
+    assert "client:1->scheduler, " in said and "scheduler->worker:0, " in said and "\n" not in said
+    assert ip.user_ns["cluster"].held == set()
+
+
+def test_hold_takes_a_channel_before_its_first_message(ip, capsys):
+    """What the README does: hold the client's stream after a scatter, before it carried one."""
+    magic(ip, "cluster --network immediate")
+    magic(ip, "scatter x = 1")
+    cluster = ip.user_ns["cluster"]
+    assert "client:1->scheduler" not in cluster.channels()
+    for channel in ("client:1->scheduler", "scheduler->worker:*", "rpc:client:1#*",
+                    "rpc:scheduler#3", "client:worker:0->scheduler"):
+        magic(ip, f"hold {channel}")
+    assert len(cluster.held) == 5
+
+
 @pytest.mark.parametrize("line, message", BAD)
 def test_bad_input_is_one_usage_error_and_changes_nothing(ip, line, message):
     magic(ip, "cluster --network manual")
@@ -138,6 +173,25 @@ def test_bad_input_is_one_usage_error_and_changes_nothing(ip, line, message):
     assert message in str(info.value) and "\n" not in str(info.value)
     assert state(ip) == before
     assert ip.user_ns["x"].status == "pending"  # the existing future is untouched
+
+
+@pytest.mark.parametrize("line", ["scatter x = 1", "refs", "step", "hold --off", "timeline"])
+def test_magics_after_close_say_the_cluster_was_closed(ip, capsys, line):
+    """Issue 46.6: after ``cluster.close()`` the magics said "no cluster yet"."""
+    from jupyter_refs.views.lab import refs_message
+
+    magic(ip, "cluster --protocol dask --network immediate")
+    cluster = ip.user_ns["cluster"]
+    cluster.close()
+    with pytest.raises(UsageError) as info:
+        magic(ip, line)
+    said = str(info.value)
+    assert said.startswith("the cluster (protocol=dask network=immediate) was closed: start another "
+                           "with %cluster") and "yet" not in said and "\n" not in said
+    capsys.readouterr()
+    magic(ip, "cluster")
+    assert capsys.readouterr().out.startswith("the cluster (protocol=dask network=immediate) was closed")
+    assert refs_message(cluster)["ended"] == cluster.ended  # the sidebar says it too
 
 
 @pytest.mark.parametrize("line", ["scatter x = 1", "refs", "step", "hold --off", "timeline",

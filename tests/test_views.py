@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 
 import pytest
@@ -152,6 +153,22 @@ def test_exports_by_suffix(tmp_path):
     with pytest.raises(ValueError, match="must end in"):
         export(cluster, str(tmp_path / "t.txt"))
     assert "timeline" in timeline_html(cluster.trace)
+
+
+@pytest.mark.parametrize("ran", ["nothing", "one scatter", "the race"])
+def test_an_html_export_passes_bokehs_validation(tmp_path, caplog, ran):
+    """Issue 46.1: every export logged two E-1001 errors (red boxes in a notebook): the
+    causal chain's sources, empty, lacked the columns their glyphs name."""
+    if ran == "the race":
+        cluster, _ = variant_a()
+    else:
+        cluster = Cluster(protocol="dask", network="immediate")
+        if ran == "one scatter":
+            cluster.client().scatter(1)
+    with caplog.at_level(logging.WARNING, logger="bokeh"):
+        export(cluster, str(tmp_path / "t.html"))
+    assert "<script" in (tmp_path / "t.html").read_text()
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("bokeh")] == []
 
 
 def test_a_saved_trace_has_a_timeline_too(tmp_path):

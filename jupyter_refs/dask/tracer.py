@@ -324,12 +324,17 @@ class DaskTracer:
         self.detach()
 
     def __repr__(self) -> str:
-        state = "detached" if self.closed else "attached"
-        return f"<DaskTracer {state} to {self.client.scheduler.address}: {len(self.trace)} events>"
+        state = "detached from" if self.closed else "attached to"
+        return f"<DaskTracer {state} {self.client.scheduler.address}: {len(self.trace)} events>"
 
     @property
     def title(self) -> str:
         return f"dask {self.client.scheduler.address}"
+
+    @property
+    def ended(self) -> str:
+        """How its end is told once detached (see :class:`~jupyter_refs.handle.ClusterHandle`)."""
+        return f"the tracer was detached from {self.client.scheduler.address}"
 
     # What the magics and views need of a cluster (see handle.ClusterHandle).  Holds: holds.py.
 
@@ -347,6 +352,13 @@ class DaskTracer:
     def channels(self) -> set[str]:
         """The channels the trace has seen messages on."""
         return self.trace.channels()
+
+    @property
+    def actors(self) -> set[str]:
+        """The scheduler, this client, the workers the scheduler last reported, the clients
+        seen: named as the trace names them."""
+        workers = self.client.scheduler_info().get("workers", {})
+        return {"scheduler", self.me, *map(self._name, workers), *self._names.values()}
 
     def apply_drops(self) -> None:
         """Nothing to do: dask releases a dropped future on its own event loop (``Future.release``

@@ -99,6 +99,8 @@ _Y = {
     "refcounts": {"lane": "y"},
     "violations": {"lane": "y"},
 }
+#: What the chain's thick message segments need (``why_messages``).
+_WHY_MESSAGE_COLUMNS = ("x0", "x1", "y0", "y1")
 
 
 class TimelineFigure:
@@ -110,8 +112,11 @@ class TimelineFigure:
         #: Event seqs drawn ringed (a loss's causal chain, ``%timeline --why KEY``).
         self.highlight = set(highlight or ())
         self.sources = {name: ColumnDataSource(name=name) for name in _Y}
-        self.sources["why"] = ColumnDataSource(name="why")
-        self.sources["why_messages"] = ColumnDataSource(name="why_messages")
+        # The chain's sources start with the columns their glyphs name, empty: bokeh
+        # validates every glyph against its source when the figure is saved (E-1001).
+        self.sources["why"] = ColumnDataSource({"x": [], "y": []}, name="why")
+        self.sources["why_messages"] = ColumnDataSource(
+            {k: [] for k in _WHY_MESSAGE_COLUMNS}, name="why_messages")
         self.sources["open_states"] = ColumnDataSource(name="open_states")
         self.sources["open_refcounts"] = ColumnDataSource(name="open_refcounts")
         self._last_open: dict[str, dict[str, list[Any]]] = {}
@@ -207,7 +212,7 @@ class TimelineFigure:
         rows = [i for i, (a, b) in enumerate(zip(msg.get("seq0", ()), msg.get("seq1", ())))
                 if int(a) in chain or int(b) in chain]
         self.sources["why_messages"].data = {
-            k: [float(msg[k][i]) for i in rows] for k in ("x0", "x1", "y0", "y1")}
+            k: [float(msg[k][i]) for i in rows] for k in _WHY_MESSAGE_COLUMNS}
 
     def update(self, pause: Any = None, chunk: int = 1000, window: int | None = None) -> None:
         """Stream the rows added since the last update; redraw what is still open.
