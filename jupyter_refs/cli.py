@@ -10,7 +10,7 @@ import textwrap
 from . import __version__
 from .demo import scatter_race
 from .network import POLICIES
-from .protocol.variants import PROTOCOL_NAMES
+from .protocol.variants import PROTOCOL_HELP, protocol_type
 from .views.text import around, format_events
 
 #: What ``--out`` can write, by file suffix.
@@ -110,8 +110,7 @@ def make_parser() -> argparse.ArgumentParser:
         description="Crusaderky's loop from dask#8576 (scatter the same value, drop it, repeat) "
                     "until the first violation; prints the events around it and what the next "
                     "computation on the held future gives.")
-    race.add_argument("--protocol", choices=PROTOCOL_NAMES, default="dask",
-                      help="dask (today's; legacy is its old name), dask-2024.7, racy-ids or fixed")
+    race.add_argument("--protocol", type=protocol_type, default="dask", help=PROTOCOL_HELP)
     race.add_argument("--seed", type=int, default=0,
                       help="seed of the simulated latencies (random network): a seed replays exactly")
     race.add_argument("--network", choices=[p for p in POLICIES if p != "manual"], default="random",

@@ -28,10 +28,10 @@ from traitlets import Float, Int, Unicode
 
 from .client import Future, check_serializable
 from .cluster import Cluster
-from .errors import JupyterRefsError
+from .errors import JupyterRefsError, ProtocolError
 from .handle import ClusterHandle
 from .network import POLICIES
-from .protocol.variants import PROTOCOL_HELP, PROTOCOL_NAMES, ProtocolVariant
+from .protocol.variants import PROTOCOL_HELP, PROTOCOL_NAMES, ProtocolVariant, is_registered, protocol_type
 
 _ASSIGN = re.compile(r"^\s*(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<expr>.+?)\s*$")
 _SCATTER_OPTS = re.compile(r"(?:\s+(?:--no-hash|--client\s+\S+))+\s*$")
@@ -171,7 +171,7 @@ class RefsMagics(Magics):
     # -- %cluster ---------------------------------------------------------------------------
 
     @magic_arguments()
-    @argument("--protocol", "-p", choices=PROTOCOL_NAMES, help=PROTOCOL_HELP)
+    @argument("--protocol", "-p", type=protocol_type, help=PROTOCOL_HELP)
     @argument("--workers", "-w", type=int, help="number of workers")
     @argument("--network", "-n", choices=[p for p in POLICIES],
               help="live (a thread, real latencies), random (seeded, simulated), "
@@ -492,13 +492,16 @@ class RefsMagics(Magics):
     def _protocol(self, name: str) -> str | ProtocolVariant:
         """A registered protocol's name, or the :class:`ProtocolVariant` the notebook binds it to
         (a variant of one's own, built from the flags, for ``%%explore``)."""
-        if name in PROTOCOL_NAMES:
-            return name
+        try:
+            if is_registered(name):
+                return name
+        except ProtocolError as exc:  # a release outside the range modelled
+            raise UsageError(str(exc)) from None
         variant = self.shell.user_ns.get(name)
         if isinstance(variant, ProtocolVariant):
             return variant
         raise UsageError(f"unknown protocol {name!r}: choose one of {', '.join(PROTOCOL_NAMES)}, "
-                         "or name a ProtocolVariant defined in the notebook")
+                         "dask-<release>, or name a ProtocolVariant defined in the notebook")
 
     @magic_arguments()
     @argument("schedule", help="a schedule string printed by %%explore, e.g. dask@3f9a1c:4>1")

@@ -205,6 +205,18 @@ def get_variant(protocol: str | ProtocolVariant) -> ProtocolVariant:
     return variant
 
 
+def protocol_type(name: str) -> str:
+    """``name`` when it names a protocol: an argument parser's ``type=`` (choices cannot list
+    every release)."""
+    import argparse
+
+    try:
+        get_variant(name)
+    except ProtocolError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return name
+
+
 def is_registered(name: str) -> bool:
     """Whether ``name`` names a protocol without a variant object: registered, an alias, or a
     modelled release (one outside the range raises, saying so)."""
