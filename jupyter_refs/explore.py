@@ -208,7 +208,7 @@ class Run:
     pruned: bool = False  # stopped early: every deliverable message was asleep
     #: What the scenario raised under this order, if it did (also in ``violations``).
     raised: Raised | None = None
-    #: What it returned, as :func:`_value` writes it (None when it raised).
+    #: What it returned, as :func:`value_text` writes it (None when it raised).
     returned: str | None = None
     #: The client whose scenario it is, when it has one (a violation of its outcome names it).
     owner: str | None = None
@@ -282,7 +282,7 @@ def _raised(exc: BaseException, seq: int, decisions: int = 0) -> Raised:
 _RANDOM = re.compile(r"[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}|[0-9a-f]{32}")
 
 
-def _value(value: Any) -> str:
+def value_text(value: Any) -> str:
     """A returned value as an outcome compares it: its repr, short, random keys taken out."""
     try:
         text = repr(value)
@@ -529,7 +529,7 @@ def _play(scenario: Scenario, cluster: Cluster, n_clients: int, decisions: list[
     raised = returned = None
     try:
         try:
-            returned = _value(scenario(*users))
+            returned = value_text(scenario(*users))
         except Exception as exc:  # noqa: BLE001 - the scenario's own error: a failure, judged later
             raised = _raised(exc, cluster.trace.next_seq, len(decisions))
         del users

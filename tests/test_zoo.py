@@ -66,3 +66,16 @@ def test_8215_is_a_finding_in_order_and_the_smallest_fix_is_a_generation():
     cancelled = [f for f in clean.failures
                  if "outcome_differs" in f.names or (f.raised and "Cancelled" in f.raised.name)]
     assert cancelled == [], clean.summary()
+
+
+@pytest.mark.dask
+def test_8215_in_order_is_confirmed_on_real_dask(inproc):
+    """The model's in-order failure — the new future cancelled — is what real dask does."""
+    from jupyter_refs.dask.confirm import confirm
+
+    race = RACES["8215"]
+    in_order = race.find(max_schedules=300, processes=1, sample=False).failures[0]
+    result = confirm(race.scenario, in_order, inproc)
+    assert result.confirmed, str(result)
+    assert result.outcome.startswith("raised FutureCancelledError")
+    assert in_order.confirmed.startswith("confirmed on distributed")
