@@ -79,3 +79,16 @@ def test_8215_in_order_is_confirmed_on_real_dask(inproc):
     assert result.confirmed, str(result)
     assert result.outcome.startswith("raised FutureCancelledError")
     assert in_order.confirmed.startswith("confirmed on distributed")
+
+
+@pytest.mark.dask
+def test_the_ghosts_order_forced_on_2026_8_shows_the_fix_holding(inproc):
+    """PR 8827 shipped in 2024.8.2: under the order that makes the ghost on dask-2024.8.1, the
+    real 2026.8 scheduler creates no task for the forgotten key."""
+    from jupyter_refs.dask.confirm import confirm
+
+    race = RACES["7498"]
+    failure = race.failures(race.find(first=True, processes=1))[0]
+    result = confirm(race.scenario, failure, inproc, attempts=1, stall=1.0, timeout=20)
+    assert result.enforced and not result.confirmed, str(result)
+    assert "ghost_task" not in {v.name for v in result.violations}
