@@ -4,6 +4,7 @@ from .checks import Violation
 from .client import Client, Future
 from .cluster import Cluster
 from .coordination import Queue, Variable, as_completed, wait
+from .dropin import LocalCluster, futures_of, model
 from .errors import (
     ClusterClosedError,
     FutureCancelledError,
@@ -49,6 +50,7 @@ __all__ = [
     "export",
     "fire_and_forget",
     "Future",
+    "futures_of",
     "FutureCancelledError",
     "FuturesCancelledError",
     "FutureLostError",
@@ -69,6 +71,8 @@ __all__ = [
     "secede",
     "SerializationError",
     "LivelockError",
+    "LocalCluster",
+    "model",
     "ThreadsExhaustedError",
     "Timeline",
     "Trace",

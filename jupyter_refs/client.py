@@ -592,18 +592,22 @@ def _make_default(client: Client) -> None:
 class Client:
     """A client of a kernel-side :class:`~jupyter_refs.cluster.Cluster`, with dask's API.
 
-    ``Client(cluster)`` or ``cluster.client()``; ``Client()`` starts a cluster of
-    its own (``protocol="dask"``, live network) and closes it with the client.
+    ``Client(cluster)`` or ``cluster.client()``; ``Client()`` — or ``Client(n_workers=…,
+    threads_per_worker=…, processes=…)`` — starts a :class:`~jupyter_refs.dropin.LocalCluster`
+    of its own, shaped as dask's, and closes it with the client.
     """
 
     def __init__(self, address: Cluster | None = None, *, name: str | None = None,
                  set_as_default: bool = True, timeout: Any = None, **kwargs: Any):
         Cluster = _cluster_class()  # noqa: N806 - the class, imported late (a cycle)
-        if kwargs:
-            raise NotModelledError(f"Client({', '.join(f'{k}=' for k in kwargs)})")
         self._own_cluster = address is None
         if address is None:
-            address = Cluster(protocol="dask", workers=1, network="live")
+            # dask's Client() starts a LocalCluster, and passes it the arguments it takes.
+            from .dropin import LocalCluster
+
+            address = LocalCluster(**kwargs)
+        elif kwargs:
+            raise NotModelledError(f"Client({', '.join(f'{k}=' for k in kwargs)})")
         elif not isinstance(address, Cluster):
             raise NotModelledError(
                 f"Client({address!r})", "a kernel-side client takes a jupyter_refs.Cluster; "
