@@ -630,14 +630,19 @@ class SchedulerState:
                 releasers.extend(sorted(ts.who_wants) if p["force"] else [client])
 
         cancel(list(msg.keys))
+        # The report names, for each client, the hold it cancels (its generation, read before
+        # the release forgets it): a hold taken after the cancel — dask#8215's resubmit — is
+        # newer, so under generations its report is stale; a hold the force released is not.
+        gens = {holder: {key: wants.get(key, 0) for key in cancelled}
+                for holder, wants in self.wants.items()}
         recs: dict[str, str] = {}
         for holder in dict.fromkeys(releasers):
             for key in cancelled:
                 self._release(holder, key, self.wants.get(holder, {}).get(key, 0), recs)
         self._transitions(recs, stimulus, out)
-        for holder in sorted(self.wants):
+        for holder in sorted(gens):
             if holder not in self.pseudo and cancelled:
-                self._send(out, holder, m.CANCELLED_KEYS, tuple(cancelled), gens={},
+                self._send(out, holder, m.CANCELLED_KEYS, tuple(cancelled), gens=gens[holder],
                            reason=p.get("reason"), msg=p.get("msg"))
 
     def _on_report_key(self, msg: Message, out: _Out, stimulus: str) -> None:

@@ -100,8 +100,9 @@ def test_another_clients_hold_keeps_the_key():
 
 def test_cancel_keys_releases_and_tells_every_client():
     """cancel-keys releases the key as a release would, then sends cancelled-keys to *every*
-    client the scheduler knows, holding the key or not, naming no hold (``gens`` empty): the
-    report dask#8215 turns on."""
+    client the scheduler knows, holding the key or not: the report dask#8215 turns on.  Each
+    names the hold it cancels (the generation it had, 0 for a client that held none), which
+    only a protocol with generations reads."""
     net = Net(clients=("c", "d"))
     net.handle(update_graph("c", {"k": spec(len, "abc")}))
     net.handle(update_graph("d", {"j": spec(len, "de")}))
@@ -110,7 +111,7 @@ def test_cancel_keys_releases_and_tells_every_client():
         ("free-keys", "w", ("k",)),  # it was processing: the worker drops the run
         ("cancelled-keys", "c", ("k",)),
         ("cancelled-keys", "d", ("k",))]
-    assert out[1].payload["gens"] == {}
+    assert (out[1].payload["gens"], out[2].payload["gens"]) == ({"k": 1}, {"k": 0})
     assert net.state("k") == "forgotten" and net.state("j") == "processing"
 
 
