@@ -35,7 +35,11 @@ from itertools import count
 from typing import TYPE_CHECKING, Any
 
 import dask
-from dask.tokenize import tokenize
+
+try:
+    from dask.tokenize import normalize_token, tokenize
+except ImportError:  # dask 2024.8 (the zoo's old releases) keeps them in dask.base
+    from dask.base import normalize_token, tokenize
 from dask.utils import funcname, typename
 
 from . import gcscope
@@ -303,8 +307,6 @@ def _tokenized(func: Callable[..., Any]) -> Any:
         return func  # builtins, partials, callables: dask's own rules, uncached
     hit = _remember(func)
     if hit[1] is None:
-        from dask.tokenize import normalize_token
-
         hit[1] = _Normalized(normalize_token(func))
     return hit[1]
 
