@@ -860,20 +860,27 @@ class Client:
         if scattering:
             raise cluster._held_error(f"{origin} on {', '.join(dep_futures)}",
                                       [msg for msg in cluster.in_flight if msg.channel in scattering])
-        early: dict[str, Future] = {}
-        if len(tasks) < len(calls) and cluster._drops:
-            # A key held, and a drop waiting: a future the user deleted just before.  In dask
-            # its release runs later, on the event loop, so the new future takes its reference
-            # first and the release only decrements.  Taken before the call releases the drops.
-            with cluster._lock:
-                early = {k: self._future(k, origin)[0] for k, _, _ in calls
-                         if k not in tasks and k in held}
+        early = (self._hold_first([k for k, _, _ in calls if k not in tasks], origin)
+                 if len(tasks) < len(calls) else {})
         with cluster.call(cell) as user_call:
             futures = [early.pop(key) if key in early else self._future(key, origin)[0]
                        for key, _, _ in calls]
             if tasks:
                 user_call.send(self._state.update_graph(tasks, list(tasks), dep_futures))
         return futures
+
+    def _hold_first(self, keys: list[str], origin: str) -> dict[str, Future]:
+        """Futures for the held ``keys`` a call will not submit again, taken before the call
+        releases the drops waiting: a future the user deleted just before (``d.compute()``
+        twice).  In dask its release runs later, on the event loop, so the new future takes
+        its reference first and the release only decrements; taken after, the key would be
+        released, and no graph sent for the new future."""
+        cluster = self.cluster
+        if not cluster._drops:
+            return {}
+        held = self._state.futures
+        with cluster._lock:
+            return {k: self._future(k, origin)[0] for k in keys if k in held}
 
     # -- waiting and gathering ---------------------------------------------------------------
 
@@ -1160,9 +1167,11 @@ class Client:
                            "deps": tuple(_key(d) for d in deps), "allocated": False,
                            "carries": (), "workers": None, "retries": None, "priority": 0}
         dep_futures = {f.key: f for f in given.values()}
+        # Held keys not sent again, wanted or depended on, keep their reference through the call.
+        early = self._hold_first([_key(k) for k in graph if _key(k) not in tasks], "compute")
         with self.cluster.call(_user_cell()) as user_call:
-            futures = [given[k] if k in given else self._future(_key(k), "compute")[0]
-                       for k in wanted]
+            futures = [given[k] if k in given else early.pop(_key(k), None)
+                       or self._future(_key(k), "compute")[0] for k in wanted]
             if tasks:
                 user_call.send(self._state.update_graph(tasks, [_key(k) for k in wanted],
                                                         dep_futures))

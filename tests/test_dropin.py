@@ -113,3 +113,25 @@ def test_futures_of_looks_inside_collections():
 
         total = delayed(sum)([x, y])
         assert {f.key for f in jr.futures_of(total)} == {x.key, y.key}
+
+
+@pytest.mark.parametrize("network", ["immediate", "live", "random"])
+def test_the_same_graph_twice(network):
+    """``d.compute()`` twice, and ``client.get`` twice: the first result's future is dropped
+    just before the second call takes the same key — which must still be computed or kept,
+    never left waiting for a graph nobody sent (it hung on live, and raised on immediate)."""
+    import dask
+
+    for _ in range(10 if network != "immediate" else 1):
+        with jr.Cluster(protocol="dask", workers=2, network=network) as cluster:
+            client = jr.Client(cluster)
+            d = dask.delayed(inc)(1)
+            assert (d.compute(), d.compute()) == (2, 2)
+            graph = {"x": 1, "y": (inc, "x")}
+            assert (client.get(graph, "y"), client.get(graph, "y")) == (2, 2)
+            assert cluster.violations == []
+            client.close()
+
+
+def inc(x):
+    return x + 1
