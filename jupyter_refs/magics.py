@@ -126,13 +126,14 @@ class RefsMagics(Magics):
     def after_cell(self, _result: Any = None) -> None:
         """The end of a cell is the cluster's safe point: futures the cell dropped are released.
 
-        Then the outputs of live timelines are brought up to date, saved trace included.
+        Then the live views are brought up to date, saved outputs included — again, if
+        their own hook (``views/pump.py``) ran first: now they show the releases too.
         """
         if self._current is not None:
             self._current.apply_drops()
-        timeline = sys.modules.get("jupyter_refs.views.timeline")  # loaded once one was shown
-        if timeline is not None:
-            timeline.refresh_saved_outputs()
+        pump = sys.modules.get("jupyter_refs.views.pump")  # loaded once a view was made
+        if pump is not None:
+            pump.at_cell_end()
 
     # -- helpers --------------------------------------------------------------------------
 

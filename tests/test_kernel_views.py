@@ -87,3 +87,39 @@ display(step_tl, table)
     assert flight and flight[-1]["_options_labels"] == []
     msgs = run(kernel, "print(fut.status, len(mc.in_flight))")
     assert any("finished 0" in m["content"].get("text", "") for m in msgs)
+
+
+def test_views_save_what_they_show_without_the_magics():
+    """README block 8, headless, with no ``%load_ext``: the saved outputs and widget state
+    hold the trace the cell ended with, not the empty one the views were shown with."""
+    nbclient = pytest.importorskip("nbclient")
+    import nbformat
+
+    from jupyter_refs.views.saved import MIME
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("""\
+from jupyter_refs import Cluster, Timeline, RefsTable
+
+cluster = Cluster(protocol="dask", network="immediate")
+client = cluster.client()
+display(Timeline(cluster), RefsTable(cluster))
+for i in range(20):
+    x = client.scatter(123); del x
+kept = client.scatter(7)
+print(cluster.trace.next_seq, kept.key)""")]
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3", store_widget_state=True).execute()
+    outputs = nb.cells[0].outputs
+    events, key = next(o.text for o in outputs if o.output_type == "stream").split()
+    assert int(events) > 100
+    [saved] = [o.data[MIME] for o in outputs if MIME in o.get("data", {})]
+    assert saved["window"]["total"] == int(events)
+    assert key in saved["seen_keys"]
+    state = nb.metadata.widgets["application/vnd.jupyter.widget-state+json"]["state"]
+    html = [m["state"].get("value", "") for m in state.values() if m["model_name"] == "HTMLModel"]
+    assert any(f"trace: {events} events" in h for h in html), html
+    [table] = [h for h in html if "jupyter-refs-table" in h or "no keys" in h]
+    assert key in table
+    # A reader with no widget state (nbconvert, GitHub) gets the same table as text and HTML.
+    [shown] = [o.data for o in outputs if "text/html" in o.get("data", {})]
+    assert key in shown["text/plain"] and key in shown["text/html"]

@@ -7,7 +7,9 @@ actors, so the same table works for a traced dask cluster or a saved trace.
 from __future__ import annotations
 
 import html
+import itertools
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
@@ -121,8 +123,16 @@ def refs_text(rows: list[KeyRefs], width: int = TEXT_WIDTH, notes: list[str] | N
     return "\n".join(out)
 
 
+_IDS = itertools.count(1)
+
+
 class RefsTable(LiveView):
-    """A live table of every key's references."""
+    """A live table of every key's references.
+
+    Shown under its own display id, with the table as text and HTML next to the
+    widget: a notebook read with no kernel (nbconvert, GitHub) shows the table as
+    the cell left it — :meth:`settle` re-sends the output at the end of the cell.
+    """
 
     _view_name = "the refs table"
 
@@ -139,10 +149,18 @@ class RefsTable(LiveView):
             self.checks = source.checks or Checks(source.trace)
         self.keys = list(keys) if keys else None
         self.updates = 0
+        self.id = f"{time.time_ns():x}-refs-{next(_IDS)}"
+        #: The table text in this table's last displayed output (None: not shown).
+        self.shown: str | None = None
+        #: One refresh at a time: the pump's and a cell end's (``settle``) must not
+        #: interleave, or an older snapshot could be written over a newer one.
+        self._lock = threading.Lock()
         self.trace.flush()
-        self.widget = w.HTML(refs_html(self.rows(), self.notes(), self.focus))
+        self.widget = w.HTML(self.to_html())
         self._unsubscribe = self.trace.subscribe(self._on_batch)
         self._pump = Pump(self, rate, "jupyter-refs-table") if live else None
+        if live:
+            self._follow_cells()
 
     @property
     def _thread(self) -> threading.Thread | None:
@@ -162,11 +180,30 @@ class RefsTable(LiveView):
         return self.checks.beliefs.focus
 
     def refresh(self) -> None:
-        self.widget.value = refs_html(self.rows(), self.notes(), self.focus)
-        self.updates += 1
+        with self._lock:
+            self.widget.value = self.to_html()
+            self.updates += 1
+
+    def settle(self) -> bool:
+        """Show every event the trace holds now (the pump may not have caught up yet) and,
+        if this table was shown and changed since, re-send its output; returns whether it did."""
+        from IPython.display import update_display
+
+        self.trace.settle()
+        self.trace.flush()
+        self.refresh()
+        bundle = self._repr_mimebundle_()
+        if self.shown is None or bundle["text/plain"] == self.shown:
+            return False
+        update_display(bundle, raw=True, display_id=self.id)
+        self.shown = bundle["text/plain"]
+        return True
 
     def to_text(self) -> str:
         return refs_text(self.rows(), notes=self.notes(), focus=self.focus)
+
+    def to_html(self) -> str:
+        return refs_html(self.rows(), self.notes(), self.focus)
 
     def _on_batch(self, batch: Batch) -> None:
         if self._pump is not None:
@@ -175,7 +212,17 @@ class RefsTable(LiveView):
     def _apply_pending(self) -> None:
         self.refresh()
 
+    def _ipython_display_(self) -> None:
+        """Display under this table's id, so its output can be brought up to date."""
+        from IPython.display import display
+
+        bundle = self._repr_mimebundle_()
+        display(bundle, raw=True, display_id=self.id)
+        self.shown = bundle["text/plain"]
+
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        return self.widget._repr_mimebundle_(**kwargs)
+        """The widget, and the table as text and HTML for a reader with no kernel."""
+        return {**self.widget._repr_mimebundle_(**kwargs), "text/plain": self.to_text(),
+                "text/html": self.to_html()}
 
 

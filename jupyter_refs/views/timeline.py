@@ -244,26 +244,12 @@ class TimelineFigure:
 
 
 def refresh_saved_outputs() -> int:
-    """Re-send the outputs of the shown live timelines whose figure moved on; returns how many.
+    """Bring the shown live timelines and their outputs up to date; returns how many were re-sent.
 
-    Called at the end of every cell (``%load_ext`` registers it): an output's saved
-    trace is what it was when shown, and a live timeline shown before the cell that
-    ran the race would otherwise be saved without it.  ``update_display`` replaces the
-    output's data by display id — nbclient/nbconvert apply it to the notebook; in
-    JupyterLab the extension does the same over its comm while the cell runs.
+    Called at the end of every cell (``views/pump.py`` registers it for every live
+    view, ``%load_ext`` after applying the cell's drops): see :meth:`Timeline.settle`.
     """
-    from IPython.display import update_display
-
-    sent = 0
-    for timeline in list(OPEN_TIMELINES):
-        if timeline.saved_until is None or timeline._pump is None:
-            continue
-        timeline.update()
-        if timeline.drawn_until != timeline.saved_until:
-            update_display(timeline._repr_mimebundle_(), raw=True, display_id=timeline.id)
-            timeline.saved_until = timeline.drawn_until
-            sent += 1
-    return sent
+    return sum(timeline.settle() for timeline in list(OPEN_TIMELINES) if timeline._pump is not None)
 
 
 def _batched_bokeh_model(fig: Any) -> Any:
@@ -364,6 +350,7 @@ class Timeline(LiveView):
         if live:
             self._pump = Pump(self, rate, "jupyter-refs-timeline")
             self._pump.wake.set()  # catch up with whatever arrived while building
+            self._follow_cells()
         OPEN_TIMELINES.add(self)
 
     def _default_title(self) -> str:
@@ -408,6 +395,7 @@ class Timeline(LiveView):
 
     def update(self) -> None:
         """Bring the figure up to date now, redrawing the whole trace if a live window cut it."""
+        self.trace.settle()
         self.trace.flush()
         self._apply_pending()
         if any(len(self.figure.sources[n].data.get("x", self.figure.sources[n].data.get("x0", [])))
@@ -540,6 +528,25 @@ class Timeline(LiveView):
         """The static SVG of what the figure shows (of ``saved``, its saved bundle, if given)."""
         return picture(saved or self.saved_bundle(), lambda n: self.saved_bundle(max_events=n))
 
+    def settle(self) -> bool:
+        """Bring the figure and its status up to date now and, if this timeline was shown and
+        its figure moved on since, its output too; returns whether the output was re-sent.
+
+        At the end of a cell (``views/pump.py``): an output's saved trace is what it was
+        when shown, and a live timeline shown before the loop that ran the race would
+        otherwise be saved without it.  ``update_display`` replaces the output's data by
+        display id — nbclient/nbconvert apply it to the notebook, and JupyterLab to the
+        cell still running; for other cells its extension does the same over its comm.
+        """
+        from IPython.display import update_display
+
+        self.update()
+        if self.saved_until is None or self.drawn_until == self.saved_until:
+            return False
+        update_display(self._bundle(), raw=True, display_id=self.id)
+        self.saved_until = self.drawn_until
+        return True
+
     def _ipython_display_(self) -> None:
         """Display under this timeline's id, so its saved trace can be brought up to date."""
         from IPython.display import display
@@ -551,6 +558,11 @@ class Timeline(LiveView):
         from .resources import ensure_bokehjs
 
         ensure_bokehjs()
+        return self._bundle(**kwargs)
+
+    def _bundle(self, **kwargs: Any) -> dict[str, Any]:
+        """The output's data, without the BokehJS loader: a refreshed output is shown where
+        it already is, and a loader displayed then would land in whatever cell is running."""
         bundle = self.widget._repr_mimebundle_(**kwargs)
         exclude = kwargs.get("exclude") or ()
         if MIME not in exclude or SVG_MIME not in exclude:
