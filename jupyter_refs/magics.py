@@ -31,6 +31,7 @@ from .errors import JupyterRefsError
 from .handle import ClusterHandle
 from .network import POLICIES
 from .protocol.variants import PROTOCOL_HELP, PROTOCOL_NAMES, ProtocolVariant
+from .userline import user_frame
 
 _ASSIGN = re.compile(r"^\s*(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<expr>.+?)\s*$")
 _SCATTER_OPTS = re.compile(r"(?:\s+(?:--no-hash|--client\s+\S+))+\s*$")
@@ -455,7 +456,7 @@ class RefsMagics(Magics):
         from .views.timeline import Timeline
 
         try:
-            scenario = cell_scenario(cell, self.shell.user_ns, self.client_name)
+            scenario = cell_scenario(cell, self.shell.user_ns, self.client_name, **self._cell_body())
         except SyntaxError as exc:
             raise UsageError(f"the cell does not compile: {exc}") from None
         protocol = self._protocol(args.protocol or self.protocol)
@@ -483,6 +484,15 @@ class RefsMagics(Magics):
             print()
             print(first.explain())
             display(Timeline(first.run.trace, live=False))
+
+    def _cell_body(self) -> dict[str, Any]:
+        """Where the running cell magic's body is: its cell's file, from the line after the
+        magic's (nothing outside a notebook cell: the body then has a file of its own)."""
+        frame = user_frame(sys._getframe(1))
+        cells = getattr(self.shell.compile, "_filename_map", {})
+        if frame is None or frame.f_code.co_filename not in cells:
+            return {}
+        return {"filename": frame.f_code.co_filename, "first_line": frame.f_lineno + 1}
 
     def _protocol(self, name: str) -> str | ProtocolVariant:
         """A registered protocol's name, or the :class:`ProtocolVariant` the notebook binds it to

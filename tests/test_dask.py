@@ -464,6 +464,18 @@ def test_the_users_lines_are_stamped_on_dask(inproc):
         assert frees[0].actor == "scheduler" and frees[1].actor.startswith("worker:")
 
 
+def test_a_call_from_a_thread_pool_is_stamped_with_the_users_line(inproc):
+    """Lesson 04 scatters from a ``ThreadPoolExecutor``: the pool's thread runs only library
+    code, so its call (and a chain through it) is stamped with the user's line the main
+    thread runs — not ``concurrent/futures/thread.py``."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with attach(inproc) as tracer, ThreadPoolExecutor(1) as pool:
+        x = pool.submit(inproc.scatter, 37).result(timeout=10); line = sys._getframe().f_lineno  # noqa: E702
+        cells = {e.cell for e in tracer.trace.events(key=x.key) if e.actor == "client:1" and e.cell}
+        assert cells == {f"{__file__}:{line}"}
+
+
 def test_attach_returns_once_the_scheduler_has_taken_the_subscription(inproc):
     """``subscribe_topic`` goes on the batched stream, and the plugins' RPCs can overtake it:
     a batch published before it is taken goes to nobody.  ``attach`` waits for it, so even a

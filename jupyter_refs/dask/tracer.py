@@ -35,6 +35,7 @@ import time
 from collections import defaultdict, deque
 from typing import Any
 
+import dask
 import distributed
 
 from .. import gcscope
@@ -43,6 +44,7 @@ from ..errors import JupyterRefsError, UnknownMessageError
 from ..events import KINDS, namer
 from ..focus import Focus, filter_while_focused
 from ..trace import TRACE_ACTOR, Trace
+from ..userline import add_library, user_frame
 from . import holds as holds_mod
 from . import remote
 from .hooks import SKIP, Hooks
@@ -68,10 +70,10 @@ _user_line: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 _UNSTAMPED = frozenset({"msg.received", "future.state", "hook.failed"})
 #: The Client methods whose calls are stamped with the user's line.
 USER_CALLS = ("scatter", "submit", "map", "gather", "compute", "persist")
-#: Frames in these packages are not the user's (a drop runs ``Future.__del__`` and
-#: ``Future.release`` of distributed on its way to ``loop.add_callback``).
-_NOT_USER = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,  # jupyter_refs
-             os.path.dirname(os.path.abspath(distributed.__file__)) + os.sep)
+# dask's frames are not the user's (a drop runs ``Future.__del__`` and ``Future.release`` of
+# distributed on its way to ``loop.add_callback``), wherever dask is installed from.
+add_library(os.path.dirname(os.path.abspath(distributed.__file__)))
+add_library(os.path.dirname(os.path.abspath(dask.__file__)))
 
 
 _time = operator.itemgetter(0)
@@ -114,10 +116,8 @@ def _interned(flat: list) -> list[tuple]:
 
 
 def _caller_line() -> str | None:
-    """``file:line`` of the first frame outside jupyter_refs and distributed: the user's line."""
-    frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(_NOT_USER):
-        frame = frame.f_back
+    """``file:line`` of the user's line (``userline.py``): the first frame outside libraries."""
+    frame = user_frame(sys._getframe(1))
     return _line(frame.f_code.co_filename, frame.f_lineno) if frame is not None else None
 
 
