@@ -301,13 +301,20 @@ class RefsMagics(Magics):
     @argument("name", help="the name that holds the future")
     @line_magic
     def release(self, line: str) -> None:
-        """Drop the future held by NAME (as ``del NAME``)."""
+        """Drop the future held by NAME (as ``del NAME``) and say what that did to its key."""
         args = parse_argstring(self.release, _strip_comment(line))
         value = self.shell.user_ns.get(args.name)
         if not _is_future(value):
             raise UsageError(f"{args.name!r} does not hold a future")
+        key, refcount = value.key, value.client.refcount
+        before = refcount.get(key, 0)
         value.release()
         del self.shell.user_ns[args.name]
+        # Ours is released at once; dask's Future.release defers its _dec_ref to the loop.
+        after = refcount.get(key, 0) if isinstance(value, Future) else max(0, before - 1)
+        print(f"released {args.name}: {key} refcount {before} → {after}"
+              + ("; no future holds it now: the client sends client-releases-keys" if after == 0
+                 else "; other futures still hold it"))
 
     # -- views ---------------------------------------------------------------------------
 

@@ -123,3 +123,24 @@ print(cluster.trace.next_seq, kept.key)""")]
     # A reader with no widget state (nbconvert, GitHub) gets the same table as text and HTML.
     [shown] = [o.data for o in outputs if "text/html" in o.get("data", {})]
     assert key in shown["text/plain"] and key in shown["text/html"]
+
+
+def test_release_says_what_it_did_and_nothing_else(kernel):
+    """``%release x`` under a live timeline showed two BokehJS loaders and no word: the
+    timeline's refreshed output brought a loader into the running cell.  Now the cell shows
+    one line — the key released and its refcount — and the timeline's output is updated."""
+    run(kernel, "%load_ext jupyter_refs\n%cluster --network immediate\n%scatter x = 123\n"
+                "y = client.scatter(123)")
+    run(kernel, "%timeline")
+    msgs = run(kernel, "%release x")
+    shown = [m for m in msgs if m["msg_type"] in ("display_data", "execute_result", "stream")]
+    assert [m["msg_type"] for m in shown] == ["stream"], shown
+    text = shown[0]["content"]["text"]
+    assert text.startswith("released x: int-") and "refcount 2 → 1" in text, text
+    msgs = run(kernel, "%release y")
+    text = "".join(m["content"]["text"] for m in msgs if m["msg_type"] == "stream")
+    assert "refcount 1 → 0" in text and "client-releases-keys" in text, text
+    assert not [m for m in msgs if m["msg_type"] == "display_data"]
+    updated = [m for m in msgs if m["msg_type"] == "update_display_data"]
+    assert updated and "application/javascript" not in updated[-1]["content"]["data"]
+    run(kernel, "%unload_ext jupyter_refs")
