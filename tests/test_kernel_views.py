@@ -144,3 +144,26 @@ def test_release_says_what_it_did_and_nothing_else(kernel):
     updated = [m for m in msgs if m["msg_type"] == "update_display_data"]
     assert updated and "application/javascript" not in updated[-1]["content"]["data"]
     run(kernel, "%unload_ext jupyter_refs")
+
+
+def test_a_reloaded_page_gets_the_timeline_as_it_is_now(kernel):
+    """A reloaded page asks each widget for its whole state (``request_state``).  jupyter_bokeh
+    answered with the figure as first shown — patches never touch its render_bundle — so lesson
+    01's restored timeline had a lane and a cross fewer than the live one."""
+    msgs = run(kernel, """
+from jupyter_refs import Cluster, Timeline
+rc = Cluster(protocol="dask", network="immediate")
+rclient = rc.client()
+first = rclient.scatter(1)
+rtl = Timeline(rc)
+display(rtl)""")
+    [bokeh] = [cid for cid, s in comm_models(msgs).items() if s.get("_model_name") == "BokehModel"]
+    msgs = run(kernel, "later = rclient.scatter(2)\nrtl.update()\nprint(later.key)")
+    key = "".join(m["content"]["text"] for m in msgs if m["msg_type"] == "stream").strip()
+    kernel.shell_channel.send(kernel.session.msg(
+        "comm_msg", {"comm_id": bokeh, "data": {"method": "request_state"}}))
+    replies = [m["content"]["data"]["state"] for m in collect(kernel, 3.0)
+               if m["msg_type"] == "comm_msg" and m["content"]["comm_id"] == bokeh
+               and "render_bundle" in m["content"]["data"].get("state", {})]
+    assert replies and f"key {key}" in replies[-1]["render_bundle"]
+    run(kernel, "rtl.close(); rc.close()")

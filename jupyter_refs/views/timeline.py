@@ -252,12 +252,14 @@ def refresh_saved_outputs() -> int:
     return sum(timeline.settle() for timeline in list(OPEN_TIMELINES) if timeline._pump is not None)
 
 
-def _batched_bokeh_model(fig: Any) -> Any:
-    """jupyter_bokeh's BokehModel, sending one PATCH-DOC per update instead of one per change.
+def _batched_bokeh_model(fig: Any, lock: Any) -> Any:
+    """jupyter_bokeh's BokehModel, sending one PATCH-DOC per update instead of one per change,
+    and the figure as it is now to a front end that asks for the whole state.
 
     An update streams rows into several sources; unbatched, each change is its
     own patch (three or four comm messages each), and their serialization is
-    what a live timeline costs the kernel.
+    what a live timeline costs the kernel.  ``lock`` is held while updates change
+    the figure.
     """
     from bokeh.core.serialization import Serializer
     from bokeh.protocol.messages.patch_doc import patch_doc
@@ -280,6 +282,17 @@ def _batched_bokeh_model(fig: Any) -> Any:
             if self._held:
                 events, self._held = self._held, []
                 self._send_patch(events)
+
+        def get_state(self, key: Any = None, drop_defaults: bool = False) -> dict[str, Any]:
+            if key is None and self.comm is not None:
+                # The whole state, for a front end that has no view yet (a reloaded page's
+                # request_states).  jupyter_bokeh's render_bundle is the figure as it was
+                # made — patches never touch it — so a reloaded page drew the timeline as
+                # first shown, without the lanes and crosses added since: make it now.  Set
+                # quietly: as a change it would also go out to every view, which re-renders.
+                with lock:
+                    self._trait_values["render_bundle"] = self._model_to_traits(self._model)
+            return super().get_state(key, drop_defaults)
 
         def _document_patched(self, event: Any) -> None:
             if event.setter is self:
@@ -337,7 +350,7 @@ class Timeline(LiveView):
         self._max_key_lanes = max_key_lanes
         self._title = title if title is not None else self._default_title()
         self._queue: deque[Batch] = deque()
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._pump: Pump | None = None
         self._unsubscribe = self.trace.subscribe(self._on_batch, from_start=True)
         self.trace.flush()
@@ -406,7 +419,7 @@ class Timeline(LiveView):
     # -- widget ------------------------------------------------------------------------
 
     def _build_widget(self) -> w.VBox:
-        self._bokeh = _batched_bokeh_model(self.figure.fig)
+        self._bokeh = _batched_bokeh_model(self.figure.fig, self._lock)
         self._key_filter = w.Combobox(placeholder="all keys", description="key",
                                       ensure_option=False, layout=w.Layout(width="360px"))
         self._key_filter.observe(self._on_key, names="value")

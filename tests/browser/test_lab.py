@@ -164,7 +164,8 @@ def test_live_timeline_grows_while_the_cell_runs(lab):
 
 
 def test_lesson_one_runs_with_run_all(lab):
-    """The teaching notebook, as a teacher runs it: Run All, no edits."""
+    """The teaching notebook, as a teacher runs it: Run All, no edits.  Then a page reload
+    restores its timeline as it was left (issue 46.9: a lane and a cross fewer)."""
     url, b, _ = lab
     page = b.new_page(viewport={"width": 1400, "height": 900})
     try:
@@ -201,6 +202,32 @@ def test_lesson_one_runs_with_run_all(lab):
         assert "fixed: 0 of 12 seeds failed in 2000 iterations" in text
         assert "Error" not in text.replace("FutureCancelledError", "")
         page.wait_for_selector(".jp-OutputArea canvas", timeout=30_000)
+        page.wait_for_function("window.Bokeh && window.Bokeh.documents.length > 0", timeout=30_000)
+        before = page.evaluate(READ_PLOT)
+        # The %timeline cell comes before the cells that add a key and a violation to it.
+        assert before is not None and before["violations"] >= 2, before
+        assert sum(label.startswith("key ") for label in before["labels"]) >= 2, before
+        page.evaluate("async () => { await window.jupyterapp.commands.execute('docmanager:save'); }")
+        page.reload()
+        page.wait_for_function("window.jupyterapp && window.jupyterapp.shell.currentWidget "
+                               "&& window.jupyterapp.shell.currentWidget.context.isReady", timeout=60_000)
+        # JupyterLab renders only the cells in view: bring the %timeline cell there.
+        page.evaluate("""() => {
+            const nb = window.jupyterapp.shell.currentWidget.content;
+            const cells = nb.model.cells;
+            for (let i = 0; i < cells.length; i++) {
+                if (cells.get(i).sharedModel.getSource().trim() === '%timeline') {
+                    nb.activeCellIndex = i;
+                    return nb.scrollToItem(i, 'center');
+                }
+            }
+        }""")
+        page.wait_for_function("window.Bokeh && window.Bokeh.documents.length > 0 "
+                               "&& window.Bokeh.documents.some(d => d.roots().some("
+                               "r => r.name === 'timeline'))", timeout=60_000)
+        after = page.evaluate(READ_PLOT)
+        assert after is not None and sorted(after["labels"]) == sorted(before["labels"]), (before, after)
+        assert after["violations"] == before["violations"], (before, after)
     finally:
         page.close()
 
