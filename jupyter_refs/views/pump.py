@@ -82,8 +82,9 @@ class LiveView:
     _status_widget: Any
     _view_name: str
 
-    def settle(self) -> None:
-        """Bring the view up to date now, on the calling thread (the pump may be behind)."""
+    def settle(self) -> bool:
+        """Bring the view up to date now, on the calling thread (the pump may be behind), and
+        its output if it was shown; returns whether the output was re-sent."""
         raise NotImplementedError
 
     def _follow_cells(self) -> None:

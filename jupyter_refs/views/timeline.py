@@ -243,15 +243,6 @@ class TimelineFigure:
                 self.sources[name].data = self._data(name, cols, y)
 
 
-def refresh_saved_outputs() -> int:
-    """Bring the shown live timelines and their outputs up to date; returns how many were re-sent.
-
-    Called at the end of every cell (``views/pump.py`` registers it for every live
-    view, ``%load_ext`` after applying the cell's drops): see :meth:`Timeline.settle`.
-    """
-    return sum(timeline.settle() for timeline in list(OPEN_TIMELINES) if timeline._pump is not None)
-
-
 def _batched_bokeh_model(fig: Any, lock: Any) -> Any:
     """jupyter_bokeh's BokehModel, sending one PATCH-DOC per update instead of one per change,
     and the figure as it is now to a front end that asks for the whole state.
