@@ -22,7 +22,6 @@ cannot be pickled is refused with the cluster untouched.
 from __future__ import annotations
 
 import functools
-import os
 import queue
 import sys
 import threading
@@ -56,22 +55,19 @@ from .protocol.client import BORROWED, CANCELLED, DONE, ERROR, ClientState, Futu
 from .protocol.messages import Message
 from .protocol.serialize import CONTAINERS, Dep, adopting, dumps, loads, reduce_future, sending
 from .protocol.variants import UUID
+from .userline import user_frame
 
 if TYPE_CHECKING:
     from .cluster import Cluster
 
-_PACKAGE = os.path.dirname(os.path.abspath(__file__))
-
 
 def _user_cell() -> str | None:
-    """``file:line`` of the first frame outside this package: the user's line.
+    """``file:line`` of the user's line (``userline.py``): the first frame outside libraries.
 
     Kept per (code, instruction): a frame's line number is found by walking its code's
     line table, and the same few lines call again and again (a loop, the explorer's runs).
     """
-    frame = sys._getframe(2)
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
-        frame = frame.f_back
+    frame = user_frame(sys._getframe(2))
     if frame is None:
         return None
     where = (frame.f_code, frame.f_lasti)

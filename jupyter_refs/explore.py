@@ -1100,13 +1100,16 @@ def replay(scenario: Scenario, schedule: str, workers: int | None = None,
     return _run(scenario, protocol, parsed.workers, fp, prefix, strict=True, keep_open=keep_open)
 
 
-def cell_scenario(source: str, namespace: dict[str, Any], client_name: str = "client") -> Scenario:
+def cell_scenario(source: str, namespace: dict[str, Any], client_name: str = "client",
+                  filename: str = "<%%explore>", first_line: int = 1) -> Scenario:
     """A scenario from notebook code: ``source`` runs with ``client_name`` bound to the run's client.
 
     Each run gets a fresh copy of ``namespace``; the names the code binds die when it ends,
     as a function's locals do, so the futures it dropped or kept are released then.
+    ``filename`` and ``first_line`` say where the code is (``%%explore``: its cell, from
+    the line after the magic's), so its events name the user's cell and line.
     """
-    code = compile(source, "<%%explore>", "exec")
+    code = compile("\n" * (first_line - 1) + source, filename, "exec")
     base = dict(namespace)
 
     def scenario(client: Any) -> None:

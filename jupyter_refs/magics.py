@@ -32,6 +32,7 @@ from .errors import JupyterRefsError, ProtocolError
 from .handle import ClusterHandle
 from .network import POLICIES
 from .protocol.variants import PROTOCOL_HELP, PROTOCOL_NAMES, ProtocolVariant, is_registered, protocol_type
+from .userline import user_frame
 
 _ASSIGN = re.compile(r"^\s*(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<expr>.+?)\s*$")
 _SCATTER_OPTS = re.compile(r"(?:\s+(?:--no-hash|--client\s+\S+))+\s*$")
@@ -127,13 +128,14 @@ class RefsMagics(Magics):
     def after_cell(self, _result: Any = None) -> None:
         """The end of a cell is the cluster's safe point: futures the cell dropped are released.
 
-        Then the outputs of live timelines are brought up to date, saved trace included.
+        Then the live views are brought up to date, saved outputs included — again, if
+        their own hook (``views/pump.py``) ran first: now they show the releases too.
         """
         if self._current is not None:
             self._current.apply_drops()
-        timeline = sys.modules.get("jupyter_refs.views.timeline")  # loaded once one was shown
-        if timeline is not None:
-            timeline.refresh_saved_outputs()
+        pump = sys.modules.get("jupyter_refs.views.pump")  # loaded once a view was made
+        if pump is not None:
+            pump.at_cell_end()
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -305,13 +307,20 @@ class RefsMagics(Magics):
     @argument("name", help="the name that holds the future")
     @line_magic
     def release(self, line: str) -> None:
-        """Drop the future held by NAME (as ``del NAME``)."""
+        """Drop the future held by NAME (as ``del NAME``) and say what that did to its key."""
         args = parse_argstring(self.release, _strip_comment(line))
         value = self.shell.user_ns.get(args.name)
         if not _is_future(value):
             raise UsageError(f"{args.name!r} does not hold a future")
+        key, refcount = value.key, value.client.refcount
+        before = refcount.get(key, 0)
         value.release()
         del self.shell.user_ns[args.name]
+        # Ours is released at once; dask's Future.release defers its _dec_ref to the loop.
+        after = refcount.get(key, 0) if isinstance(value, Future) else max(0, before - 1)
+        print(f"released {args.name}: {key} refcount {before} → {after}"
+              + ("; no future holds it now: the client sends client-releases-keys" if after == 0
+                 else "; other futures still hold it"))
 
     # -- views ---------------------------------------------------------------------------
 
@@ -460,7 +469,7 @@ class RefsMagics(Magics):
         from .views.timeline import Timeline
 
         try:
-            scenario = cell_scenario(cell, self.shell.user_ns, self.client_name)
+            scenario = cell_scenario(cell, self.shell.user_ns, self.client_name, **self._cell_body())
         except SyntaxError as exc:
             raise UsageError(f"the cell does not compile: {exc}") from None
         protocol = self._protocol(args.protocol or self.protocol)
@@ -488,6 +497,15 @@ class RefsMagics(Magics):
             print()
             print(first.explain())
             display(Timeline(first.run.trace, live=False))
+
+    def _cell_body(self) -> dict[str, Any]:
+        """Where the running cell magic's body is: its cell's file, from the line after the
+        magic's (nothing outside a notebook cell: the body then has a file of its own)."""
+        frame = user_frame(sys._getframe(1))
+        cells = getattr(self.shell.compile, "_filename_map", {})
+        if frame is None or frame.f_code.co_filename not in cells:
+            return {}
+        return {"filename": frame.f_code.co_filename, "first_line": frame.f_lineno + 1}
 
     def _protocol(self, name: str) -> str | ProtocolVariant:
         """A registered protocol's name, or the :class:`ProtocolVariant` the notebook binds it to

@@ -271,3 +271,36 @@ def test_trace_keys_narrows_the_trace_for_the_cell(ip, capsys):
             ip.run_cell_magic("trace", line, "y = 1")
         assert "\n" not in str(raised.value) and len(cluster.trace) == before
         assert "y" not in ip.user_ns
+
+
+def test_why_starts_at_the_users_magic_line(ip):
+    """``%scatter``'s rebind drops the old future under IPython's ``run_line_magic``: the
+    chain starts at the cell's own line (the magic's), never at IPython's frame."""
+    ip.run_cell("%cluster --protocol legacy --network live\n%scatter x = 123", store_history=True)
+    ip.run_cell("%hold client:1->scheduler\n%scatter x = 123  # the rebind", store_history=True)
+    ip.run_cell("%hold --off", store_history=True)
+    cluster = ip.user_ns["cluster"]
+    cluster.run_until_idle()
+    chain = cluster.why(ip.user_ns["x"].key)
+    first = chain.steps[0]
+    assert first.kind == "refcount.dec" and first.cell, chain
+    assert "interactiveshell.py" not in first.text and "IPython" not in first.cell, chain
+    assert "line 2: `%scatter x = 123`" in first.text, chain
+    # The scatter that overtook the release is the same line's.
+    assert any(s.kind == "refcount.inc" and s.cell == first.cell for s in chain.steps), chain
+
+
+def test_a_replayed_explore_cell_is_explained_from_its_own_lines(ip):
+    """Lesson 07: the chain of a replayed ``%%explore`` failure starts at the cell's line that
+    dropped the future (not ``<%%explore>``), and ``%replay``'s own drop is its magic line."""
+    ip.run_cell("def inc(v):\n    return v + 1", store_history=True)
+    ip.run_cell("%%explore --max 300 --processes 1\nx = client.scatter(123)\ndel x\n"
+                "x = client.scatter(123)\nclient.submit(inc, x)", store_history=True)
+    explored = ip.user_ns["explored"]
+    ip.run_cell("%replay {explored.failures[0].schedule}", store_history=True)
+    chain = ip.user_ns["cluster"].why(explored.failures[0].violations[0].key)
+    assert "line 3: `del x` → client:1 refcount 1→0" in chain.steps[0].text, chain
+    lines = [s.text for s in chain.steps if s.cell]
+    assert any("line 4: `x = client.scatter(123)`" in t for t in lines), chain
+    assert not any("<%%explore>" in t or "interactiveshell" in t for t in lines), chain
+    ip.user_ns.pop("explored")

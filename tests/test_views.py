@@ -217,3 +217,22 @@ def test_refs_text_fits_a_notebook_cell():
     assert wide[0].split() == ["key", "clients", "scheduler", "who_wants", "workers", "checks"]
     assert len(wide) == len(rows) + 1 and any(line.startswith(y.key + " ") for line in wide)
     cluster.close()
+
+
+def test_an_empty_refs_table_says_what_became_of_the_keys():
+    """After 50 clean scatter/submit/gather rounds the table has no rows, and said "no keys
+    yet" as if nothing had happened: it says how many keys were forgotten, in how many events."""
+    with Cluster(network="immediate") as cluster:
+        client = cluster.client()
+        assert "no keys yet" in RefsTable(cluster, live=False).to_text()
+        for i in range(50):
+            x = client.scatter(i)
+            y = client.submit(inc, x)
+            assert client.gather(y) == i + 1
+            del x, y
+        cluster.apply_drops()
+        table = RefsTable(cluster, live=False)
+        assert table.rows() == []
+        said = f"no keys held: 100 keys forgotten ({cluster.trace.next_seq:,} events)"
+        assert said in table.to_text() and said in table.widget.value
+        table.close()

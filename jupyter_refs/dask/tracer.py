@@ -35,6 +35,7 @@ import time
 from collections import defaultdict, deque
 from typing import Any
 
+import dask
 import distributed
 
 from .. import gcscope
@@ -43,6 +44,7 @@ from ..errors import JupyterRefsError, UnknownMessageError
 from ..events import KINDS, namer
 from ..focus import Focus, filter_while_focused
 from ..trace import TRACE_ACTOR, Trace
+from ..userline import add_library, user_frame
 from . import holds as holds_mod
 from . import remote
 from .hooks import SKIP, Hooks
@@ -68,10 +70,10 @@ _user_line: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 _UNSTAMPED = frozenset({"msg.received", "future.state", "hook.failed"})
 #: The Client methods whose calls are stamped with the user's line.
 USER_CALLS = ("scatter", "submit", "map", "gather", "compute", "persist")
-#: Frames in these packages are not the user's (a drop runs ``Future.__del__`` and
-#: ``Future.release`` of distributed on its way to ``loop.add_callback``).
-_NOT_USER = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,  # jupyter_refs
-             os.path.dirname(os.path.abspath(distributed.__file__)) + os.sep)
+# dask's frames are not the user's (a drop runs ``Future.__del__`` and ``Future.release`` of
+# distributed on its way to ``loop.add_callback``), wherever dask is installed from.
+add_library(os.path.dirname(os.path.abspath(distributed.__file__)))
+add_library(os.path.dirname(os.path.abspath(dask.__file__)))
 
 
 _time = operator.itemgetter(0)
@@ -114,10 +116,8 @@ def _interned(flat: list) -> list[tuple]:
 
 
 def _caller_line() -> str | None:
-    """``file:line`` of the first frame outside jupyter_refs and distributed: the user's line."""
-    frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(_NOT_USER):
-        frame = frame.f_back
+    """``file:line`` of the user's line (``userline.py``): the first frame outside libraries."""
+    frame = user_frame(sys._getframe(1))
     return _line(frame.f_code.co_filename, frame.f_lineno) if frame is not None else None
 
 
@@ -207,6 +207,9 @@ class DaskTracer:
         #: Guards the merge's own state (``_waiting``, ``_names``, the pairing tables): held for
         #: a whole merge, by one merging thread at a time.
         self._merging = threading.Lock()
+        #: Set on a thread while it merges or syncs: a read then (the checks judging) must
+        #: not ask for another merge.
+        self._busy = threading.local()
         #: Recorded here, not yet sorted: rows of ``_ROW`` items laid out flat, as a remote
         #: batch is (a tuple kept per event until the merge made the collector run more).
         self._incoming: deque[Any] = deque()
@@ -265,6 +268,7 @@ class DaskTracer:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="jupyter-refs-dask", daemon=True)
         self._thread.start()
+        self.trace.before_read = self._before_read
 
     # -- public ------------------------------------------------------------------------
 
@@ -288,10 +292,27 @@ class DaskTracer:
 
     def sync(self, timeout: float = 10.0) -> None:
         """Bring every buffered event into the trace: scheduler and workers flush, we wait."""
-        expected = {"scheduler": self.client.run_on_scheduler(remote.flush_scheduler)}
-        expected.update(self.client.run(remote.flush_worker))
-        self._wait_for(expected, timeout)
-        self._release(None)
+        busy, self._busy.on = getattr(self._busy, "on", False), True
+        try:
+            expected = {"scheduler": self.client.run_on_scheduler(remote.flush_scheduler)}
+            expected.update(self.client.run(remote.flush_worker))
+            self._wait_for(expected, timeout)
+            self._release(None)
+        finally:
+            self._busy.on = busy
+
+    def _before_read(self) -> None:
+        """Someone reads the trace (``len``, ``events``, an export): :meth:`sync` first, as
+        ``violations`` does, so no reader sees a trace behind what happened.
+
+        Not on dask's event loop (it would wait for itself), nor while this thread merges or
+        syncs already, nor once detached (the trace then holds everything there was).
+        """
+        if self.closed or getattr(self._busy, "on", False):
+            return
+        if threading.get_ident() == getattr(self.client.loop.asyncio_loop, "_thread_id", None):
+            return
+        self.sync()
 
     def detach(self) -> None:
         """Remove every hook and plugin; the cluster is left as it was.  The trace stays."""
@@ -705,12 +726,14 @@ class DaskTracer:
         ``yield_gil`` (the background thread, during a computation): let dask's threads
         have the GIL between slices, since in-process the scheduler waits on us otherwise.
         """
+        busy, self._busy.on = getattr(self._busy, "on", False), True
         with self._merging, gcscope.scope():
             began = time.thread_time()
             try:
                 self._merge(upto, yield_gil)
             finally:
                 self.merge_seconds += time.thread_time() - began
+                self._busy.on = busy
 
     def _merge(self, upto: int | None, yield_gil: bool) -> None:
         """The body of :meth:`_release`, under its lock."""
