@@ -6,6 +6,7 @@ from .cluster import Cluster
 from .coordination import Queue, Variable, as_completed, wait
 from .dropin import LocalCluster, futures_of, model
 from .errors import (
+    ClosedClientError,
     ClusterClosedError,
     FutureCancelledError,
     FutureLostError,
@@ -43,6 +44,7 @@ __all__ = [
     "as_completed",
     "Client",
     "Cluster",
+    "ClosedClientError",
     "ClusterClosedError",
     "Event",
     "explore",

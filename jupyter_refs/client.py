@@ -39,11 +39,12 @@ try:
     from dask.tokenize import normalize_token, tokenize
 except ImportError:  # dask 2024.8 (the zoo's old releases) keeps them in dask.base
     from dask.base import normalize_token, tokenize
+from dask._task_spec import TaskRef
 from dask.utils import funcname, typename
 
 from . import gcscope
 from .errors import (
-    ClusterClosedError,
+    ClosedClientError,
     FutureCancelledError,
     FutureLostError,
     NotModelledError,
@@ -96,7 +97,7 @@ def _not_initialized() -> RuntimeError:
         "deserialized outside of the context of a Client or Worker.")
 
 
-class Future:
+class Future(TaskRef):
     """A reference to a key held by one client.  Drop it and the refcount drops.
 
     ``Future(key, client)`` makes another reference to a key the client knows,
@@ -104,7 +105,9 @@ class Future:
     (``status`` None; ``result()`` raises), as dask's is today.
     """
 
-    __slots__ = ("key", "client", "id", "_fs", "_released", "_id", "__weakref__")
+    # A TaskRef, as dask's Future is: inside a dask graph (``delayed(f)(future)``) it is a
+    # dependency, replaced by its value where the task runs; equal by key, as dask's.
+    __slots__ = ("client", "id", "_fs", "_released", "_id", "__weakref__")
     _uid = uuid.uuid4().hex
     _counter = count()
 
@@ -617,6 +620,14 @@ class Client:
             _use_as_dask_scheduler()
 
     @classmethod
+    def current(cls, allow_global: bool = True) -> Client:
+        """dask's ``Client.current()``: the default client, the newest not closed."""
+        client = default_client() if allow_global else None
+        if client is None:
+            raise ValueError("No global client found and no address provided")
+        return client
+
+    @classmethod
     def _wrap(cls, cluster: Cluster, state: ClientState) -> Client:
         """A Client around an existing actor (a worker's own client)."""
         client = cls.__new__(cls)
@@ -666,9 +677,9 @@ class Client:
         fs, messages, future_id = self._state.adopt(key, task)
         return Future._bound(self, key, fs, future_id), messages
 
-    def _check_open(self) -> None:
+    def _check_open(self, op: str = "update-graph") -> None:
         if self._closed:
-            raise ClusterClosedError(f"{self.name} is closed")
+            raise ClosedClientError(f"Client is closed. Can't send {op} message.")
 
     def _new_key(self, prefix: str, hexed: bool) -> str:
         """A non-hashed key: dask's uuid4, or the protocol's counter (race 3)."""
@@ -692,10 +703,12 @@ class Client:
         race #8576.  On a manual network the scatter RPC is left in flight and
         the future is ``pending`` until it is delivered.
         """
-        self._check_open()
+        self._check_open("scatter")
         if asynchronous:
             raise NotModelledError("scatter(asynchronous=True)")
         cell = _user_cell()
+        if isinstance(data, range):
+            data = list(data)  # dask's: a range scatters as a list
         if isinstance(data, dict):
             items = [(str(k), v) for k, v in data.items()]
         elif type(data) in CONTAINERS or isinstance(data, Iterator):
@@ -783,6 +796,9 @@ class Client:
         if not callable(func):
             raise TypeError("First input to map must be a callable function")
         self._check_options(resources, actor, actors, allow_other_workers, workers)
+        if iterables and all(isinstance(it, Iterator) for it in iterables):
+            raise TypeError("Dask no longer supports mapping over Iterators or Queues."
+                            "Consider using a normal for loop and Client.submit")
         iterables = [list(it) for it in iterables]
         calls = list(zip(*iterables))
         if isinstance(key, list):
@@ -995,7 +1011,7 @@ class Client:
 
     def _ask(self, op: str, keys: tuple[str, ...] = (), **payload: Any) -> dict[str, Any]:
         """An RPC to the scheduler, waited for (who_has, variables, queues …)."""
-        self._check_open()
+        self._check_open(op)
         replies = self._state.replies
         timeout = payload.get("timeout")
         with self.cluster.call(_user_cell()) as user_call:

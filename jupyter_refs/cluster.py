@@ -42,6 +42,8 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from dask.utils import parse_timedelta
+
 from . import gcscope
 from .checks import Checks, Violation
 from .client import Client, Future
@@ -679,6 +681,8 @@ class Cluster:
         while we wait is not the user's line.
         """
         self.trace.user_line = None
+        if isinstance(timeout, str):  # dask takes "10 ms", "0.5s", "2 minutes" everywhere
+            timeout = parse_timedelta(timeout, default="s")
         if self.live:
             mine = current_run.get()
             if mine is not None:

@@ -26,7 +26,7 @@ from typing import Any
 
 from .client import Client, Future, default_client
 from .cluster import Cluster
-from .coordination import Queue, Variable, as_completed, wait
+from .coordination import Queue, Variable, as_completed, futures_of, wait
 from .errors import NotModelledError
 from .worker_context import fire_and_forget, get_client, rejoin, secede, worker_client
 
@@ -115,29 +115,6 @@ class LocalCluster(Cluster):
     def __repr__(self) -> str:
         return (f"LocalCluster(kernel-side, protocol={self.variant.name}, "
                 f"workers={len(self.workers)}, threads per worker={self.threads_per_worker})")
-
-
-def futures_of(obj: Any) -> list[Future]:
-    """The futures in ``obj``: in lists, tuples, sets and dicts, and in the tasks of a dask
-    collection's graph (dask's ``futures_of``)."""
-    from dask import is_dask_collection
-    from dask._task_spec import Task
-
-    out: list[Future] = []
-    stack = [obj]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, Future):
-            out.append(x)
-        elif type(x) in (list, tuple, set, frozenset):
-            stack.extend(x)
-        elif type(x) is dict:
-            stack.extend(x.values())
-        elif isinstance(x, Task):
-            stack.extend((*x.args, *x.kwargs.values()))
-        elif is_dask_collection(x):
-            stack.extend(x.__dask_graph__().values())
-    return list(dict.fromkeys(reversed(out)))
 
 
 def _get_client(*args: Any, **kwargs: Any) -> Client:

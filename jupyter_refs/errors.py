@@ -33,6 +33,10 @@ class ClusterClosedError(JupyterRefsError, RuntimeError):
     """The cluster (or the client) was closed; nothing can be sent any more."""
 
 
+class ClosedClientError(ClusterClosedError):
+    """dask's ``ClosedClientError``: a closed client was asked to send something."""
+
+
 class UnknownMessageError(JupyterRefsError, KeyError):
     """``deliver(msg_id)`` named a message that is not in flight."""
 
