@@ -123,6 +123,13 @@ class Future(TaskRef):
                 fs, _, self.id = client._state.acquire(key, "future")
             self.client, self._fs = client, fs
 
+    # dask's Future, not its TaskRef: equal only to itself, hashed by its own id.
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __hash__(self) -> int:
+        return hash(self._id)
+
     @classmethod
     def _bound(cls, client: Client, key: str, fs: FutureState, future_id: int) -> Future:
         """A future for a reference the client has just counted (the library's constructor)."""

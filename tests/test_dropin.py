@@ -135,3 +135,72 @@ def test_the_same_graph_twice(network):
 
 def inc(x):
     return x + 1
+
+
+# What a user meets first, each as a dask user writes it (the drop-in issue's list, and the
+# futures docs' fib with secede/rejoin and worker_client).  Each runs on a real in-process
+# dask cluster and under the switch; the outcomes must be the same.
+SNIPPETS = {
+    "compute_twice": "d = dask.delayed(inc)(1)\nout = (d.compute(), d.compute())",
+    "get_twice": "dsk = {'x': 1, 'y': (inc, 'x')}\nout = (client.get(dsk, 'y'), client.get(dsk, 'y'))",
+    "persist_then_compute": "out = dask.delayed(inc)(1).persist().compute()",
+    "array_persist_sum": ("import dask.array as da\n"
+                          "out = int(client.persist(da.ones((10, 10), chunks=5)).sum().compute())"),
+    "bag": "import dask.bag as db\nout = db.from_sequence(range(10), npartitions=3).map(inc).sum().compute()",
+    "compute_in_task": ("def f(x):\n    return dask.delayed(inc)(x).compute()\n"
+                        "out = client.submit(f, 1).result()"),
+    "fib_secede": ("from distributed import get_client, secede, rejoin\n"
+                   "def fib(n):\n    if n < 2:\n        return n\n    c = get_client()\n"
+                   "    a, b = c.submit(fib, n - 1), c.submit(fib, n - 2)\n    secede()\n"
+                   "    a, b = c.gather([a, b])\n    rejoin()\n    return a + b\n"
+                   "out = client.submit(fib, 6).result()"),
+    "fib_worker_client": ("from distributed import worker_client\n"
+                          "def fib(n):\n    if n < 2:\n        return n\n"
+                          "    with worker_client() as c:\n"
+                          "        return c.submit(fib, n - 1).result() + c.submit(fib, n - 2).result()\n"
+                          "out = client.submit(fib, 6).result()"),
+    "string_timeout": "out = client.submit(inc, 1).result(timeout='10s')",
+    "as_completed_errors": ("from distributed import as_completed\n"
+                            "def boom(x):\n    raise ValueError(x)\n"
+                            "[(f, r)] = as_completed([client.submit(boom, 1)], raise_errors=False,"
+                            " with_results=True)\nout = (type(r).__name__, len(r), type(r[1]).__name__)"),
+    "as_completed_non_futures": "from distributed import as_completed\nout = list(as_completed([1, 2]))",
+    "close_then_submit": "client.close()\nout = client.submit(inc, 1)",
+    "scatter_range": "out = type(client.scatter(range(10))).__name__",
+    "map_iterator": "out = client.map(inc, iter(range(3)))",
+    "wait_collection": ("from distributed import wait\nd = client.persist(dask.delayed(inc)(1))\n"
+                        "wait(d)\nout = d.compute()"),
+    "future_in_delayed": "out = dask.delayed(inc)(client.scatter(41)).compute()",
+    "get_client_outside_tasks": "from distributed import get_client\nout = get_client() is client",
+    "client_current": "from distributed import Client\nout = Client.current() is client",
+    "future_equality": "f, g = client.submit(inc, 1), client.submit(inc, 1)\nout = (f == g, f == f)",
+}
+
+
+def _outcome(source: str) -> str:
+    import dask
+    from distributed import Client
+
+    client = Client(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0")
+    env = {"client": client, "dask": dask, "inc": inc}
+    try:
+        exec(compile(source, "<snippet>", "exec"), env)
+        return f"returned {env['out']!r}"
+    except Exception as exc:  # noqa: BLE001 - the outcome compared
+        return f"raised {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    finally:
+        client.close()
+        if getattr(client, "cluster", None) is not None:
+            client.cluster.close()
+
+
+@pytest.mark.dask
+@pytest.mark.parametrize("name", sorted(SNIPPETS))
+def test_what_a_user_meets_first_behaves_as_on_dask(name):
+    import logging
+
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+    real = _outcome(SNIPPETS[name])
+    with jr.model():
+        model = _outcome(SNIPPETS[name])
+    assert model == real

@@ -527,7 +527,20 @@ class SchedulerState:
             recs[ts.key] = WAITING
         for key in msg.keys:
             self._desire(client, key, gens.get(key, 0))
+            ts = known.get(key)
+            if ts is not None and ts.state in (MEMORY, ERRED):
+                # dask's update_graph reports a key already done to the client asking now:
+                # another client's (or task's) run of the same pure key serves it.
+                self._report_on_key(out, client, ts, gens.get(key, 0))
         self._transitions(recs, stimulus, out)
+
+    def _report_on_key(self, out: _Out, client: str, ts: TaskState, gen: int) -> None:
+        """Tell ``client`` where a done key stands (dask's ``report_on_key``)."""
+        if ts.state == MEMORY:
+            self._send(out, client, m.KEY_IN_MEMORY, (ts.key,), gen=gen, type=ts.type)
+        elif ts.state == ERRED:
+            self._send(out, client, m.TASK_ERRED_REPORT, (ts.key,), gen=gen,
+                       exception=ts.exception, text=ts.exception_text, traceback=ts.traceback)
 
     def _lost_keys(self, tasks: dict[str, Any]) -> dict[str, str | None]:
         """Keys whose dependencies the scheduler no longer has (dask's _find_lost_dependencies)."""
@@ -653,11 +666,8 @@ class SchedulerState:
         if ts is None:
             self._send(out, client, m.CANCELLED_KEYS, (key,), gens={key: gen},
                        reason="already forgotten")
-        elif ts.state == MEMORY:
-            self._send(out, client, m.KEY_IN_MEMORY, (key,), gen=gen, type=ts.type)
-        elif ts.state == ERRED:
-            self._send(out, client, m.TASK_ERRED_REPORT, (key,), gen=gen, exception=ts.exception,
-                       text=ts.exception_text, traceback=ts.traceback)
+        else:
+            self._report_on_key(out, client, ts, gen)
 
     # -- questions and extensions ----------------------------------------------------------
 
