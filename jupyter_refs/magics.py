@@ -140,6 +140,7 @@ class RefsMagics(Magics):
     # -- helpers --------------------------------------------------------------------------
 
     def _need_cluster(self) -> ClusterHandle:
+        self._adopt_default()
         if self.current is None:
             raise UsageError("no cluster yet: start one with %cluster (see %cluster?)")
         if self.current.closed:
@@ -186,6 +187,10 @@ class RefsMagics(Magics):
     @argument("--attach", metavar="NAME", help="trace the dask Client bound to NAME")
     @argument("--ordered-scatter", action="store_true",
               help="with --dask / --attach: scatters wait behind queued releases (dask#8576 workaround)")
+    @argument("--model", action="store_true",
+              help="the switch: dask's own lines (Client(), LocalCluster(...), every name from "
+                   "distributed) run on the kernel-side cluster until %%cluster --no-model")
+    @argument("--no-model", action="store_true", help="turn the switch off: dask's own again")
     @argument("--keys", "-k", nargs="+", metavar="PATTERN",
               help="trace only keys matching a PATTERN (a glob such as inc-*, or a key prefix), "
                    "from the start; on a dask cluster the scheduler and workers leave the rest out")
@@ -205,6 +210,9 @@ class RefsMagics(Magics):
             print(self._describe())
             return
         args.focus = _focus_of(args)
+        if args.model or args.no_model:
+            self._switch(args)
+            return
         if args.dask or args.attach:
             self._attach_dask(args)
             return
@@ -226,6 +234,47 @@ class RefsMagics(Magics):
         self.current = new
         self.shell.user_ns[self.client_name] = new.client()
         print(f"{self._describe()}; client bound to {self.client_name!r}")
+
+    def _switch(self, args: Any) -> None:
+        """``--model`` / ``--no-model``: the drop-in switch (:mod:`jupyter_refs.dropin`)."""
+        from . import dropin
+
+        if args.model and args.no_model:
+            raise UsageError("use either --model or --no-model, not both")
+        others = [f"--{n}" for n in ("workers", "seed", "threads", "dask", "attach")
+                  if getattr(args, n) is not None]
+        if others:
+            raise UsageError(f"{', '.join(others)} do not apply to the switch: dask's own "
+                             "Client(...) or LocalCluster(...) shapes the cluster")
+        if args.no_model:
+            if not dropin.active():
+                print("the model switch is off already")
+                return
+            while dropin.active():
+                dropin.stop()
+            print("the model switch is off: distributed's own names are back")
+            return
+        protocol, network = args.protocol or "dask", args.network or "live"
+        try:
+            dropin.start(protocol, network)
+        except JupyterRefsError as exc:
+            raise _usage(exc) from None
+        print(f"the model switch is on (protocol={protocol} network={network}): Client(), "
+              "LocalCluster(...) and every name imported from distributed or dask.distributed "
+              "from now on run on the kernel-side cluster; %cluster --no-model restores dask")
+
+    def _adopt_default(self) -> None:
+        """Under the switch, the cluster the user's own ``Client(...)`` started is the current
+        one: the views and ``%refs`` follow it."""
+        from . import dropin
+        from .client import default_client
+
+        if not dropin.active():
+            return
+        client = default_client()
+        cluster = getattr(client, "cluster", None)
+        if cluster is not None and not cluster.closed and cluster is not self.current:
+            self.current = cluster
 
     def _dask_client(self, name: str) -> Any:
         """The ``distributed.Client`` the user bound to ``name`` in the notebook."""

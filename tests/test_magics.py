@@ -304,3 +304,24 @@ def test_a_replayed_explore_cell_is_explained_from_its_own_lines(ip):
     assert any("line 4: `x = client.scatter(123)`" in t for t in lines), chain
     assert not any("<%%explore>" in t or "interactiveshell" in t for t in lines), chain
     ip.user_ns.pop("explored")
+
+
+def test_the_model_switch_in_a_notebook(ip, capsys):
+    """``%cluster --model``: the user's own dask lines, unchanged, run on the kernel-side
+    cluster, and ``%refs`` follows the cluster their ``Client(...)`` started."""
+    distributed = pytest.importorskip("distributed")
+    original = distributed.Client
+    magic(ip, "cluster --model --network immediate")
+    try:
+        assert "switch is on" in capsys.readouterr().out
+        ip.run_cell("from dask.distributed import Client\nc = Client(processes=False)\n"
+                    "x = c.submit(len, 'ab')\ny = x.result()", store_history=False)
+        assert ip.user_ns["y"] == 2 and isinstance(ip.user_ns["x"], distributed.Future)
+        magic(ip, "refs")
+        assert ip.user_ns["x"].key in capsys.readouterr().out
+        with pytest.raises(UsageError, match="--workers do not apply to the switch"):
+            magic(ip, "cluster --model --workers 3")
+    finally:
+        ip.user_ns.pop("c").close()
+        magic(ip, "cluster --no-model")
+    assert distributed.Client is original and "switch is off" in capsys.readouterr().out
