@@ -100,7 +100,9 @@ def followed(focus: Focus | None, keys: Any) -> Any:
     if focus is None:
         return keys
     if len(keys) == 1:
-        return keys if focus.wants(_k(keys[0])) else ()
+        # dask passes lists, tuples, sets and dict views: a set of one key has no [0].
+        (key,) = keys
+        return keys if focus.wants(_k(key)) else ()
     return tuple(k for k in keys if focus.wants(_k(k)))
 
 
