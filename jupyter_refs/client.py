@@ -1058,6 +1058,20 @@ class Client:
 
     ncores = nthreads
 
+    def scheduler_info(self, n_workers: int = 5, **kwargs: Any) -> dict[str, Any]:
+        """dask's ``Client.scheduler_info``: the scheduler and up to ``n_workers`` workers
+        (``-1``: all), with the fields the model has (no metrics, no memory: it keeps none)."""
+        cluster = self.cluster
+        threads = getattr(cluster, "threads_per_worker", 1)
+        names = list(cluster.workers)
+        shown = names if n_workers == -1 else names[:n_workers]
+        workers = {w: {"type": "Worker", "id": i, "name": i, "host": "kernel", "nthreads": threads,
+                       "memory_limit": 0, "resources": {}, "status": "running", "nanny": None}
+                   for i, w in enumerate(shown)}
+        return {"type": "Scheduler", "id": f"Scheduler-{id(cluster):x}", "address": "scheduler",
+                "services": {}, "started": 0.0, "n_workers": len(names),
+                "total_threads": threads * len(names), "total_memory": 0, "workers": workers}
+
     def close(self, timeout: Any = None) -> None:
         """Release every key this client holds; then refuse new work.  Closing twice is fine."""
         if self._closed:
@@ -1257,7 +1271,7 @@ run run_on_scheduler restart restart_workers upload_file publish_dataset unpubli
 get_dataset list_datasets datasets rebalance replicate retry story get_task_stream profile
 dashboard_link register_plugin unregister_worker_plugin register_worker_plugin
 register_scheduler_plugin get_executor get_metadata set_metadata get_worker_logs
-get_scheduler_logs scheduler_info processing call_stack benchmark_hardware
+get_scheduler_logs processing call_stack benchmark_hardware
 get_versions wait_for_workers forward_logging log_event subscribe_topic unsubscribe_topic
 get_events start_ipython_workers start_ipython_scheduler dump_cluster_state
 write_scheduler_file amm get asynchronous sync loop scheduler

@@ -174,6 +174,9 @@ SNIPPETS = {
     "get_client_outside_tasks": "from distributed import get_client\nout = get_client() is client",
     "client_current": "from distributed import Client\nout = Client.current() is client",
     "future_equality": "f, g = client.submit(inc, 1), client.submit(inc, 1)\nout = (f == g, f == f)",
+    "scheduler_info": ("info = client.scheduler_info()\nw = next(iter(info['workers'].values()))\n"
+                       "out = (info['type'], info['n_workers'], info['total_threads'], "
+                       "len(info['workers']), w['nthreads'], w['name'])"),
 }
 
 
