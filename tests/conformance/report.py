@@ -94,7 +94,7 @@ first on real dask and under the switch, and compares what they print).  What st
 `performance_report`, `progress`, `Scheduler`, `Worker`, `Nanny`, …); `LocalCluster.scale` to
 another size (the workers are fixed at start); asynchronous clients (`asynchronous=True`,
 `await`) and `Client.sync` (the model has no event loop to await on); `Client.run`,
-`scheduler_info`, `replicate`, `restart`, `Future.retry`, `publish_dataset`.  Names imported
+`replicate`, `restart`, `Future.retry`, `publish_dataset`.  Names imported
 before the switch stay dask's."""
 
 
