@@ -278,6 +278,24 @@ class Cluster:
         """A new client of this cluster (the same as ``jupyter_refs.Client(cluster)``)."""
         return Client(self, name=name)
 
+    def add_worker(self) -> str:
+        """A new worker, ``worker:<n>``, with the cluster's threads per worker: the scheduler
+        places new tasks on it from now on (dask's ``LocalCluster.scale`` up)."""
+        with self._lock:
+            self._check_open()
+            name = f"worker:{len(self.workers)}"
+            while name in self.workers:
+                name += "'"
+            worker = WorkerState(name, self.variant, self.trace.record, self._bind,
+                                 self.threads_per_worker)
+            self.workers[name] = worker
+            self._actors[name] = worker
+            self._actors[worker.client.name] = worker.client
+            self.kinds[name], self.kinds[worker.client.name] = "worker", "client"
+            self.scheduler.add_worker(name, self.threads_per_worker)
+            self.trace.flush()
+            return name
+
     def get_client(self) -> Client:
         """The cluster's first open client, or a new one (dask's ``cluster.get_client()``)."""
         for client in self.clients.values():

@@ -106,11 +106,19 @@ class LocalCluster(Cluster):
         return ""
 
     def scale(self, n: int | None = None, **kwargs: Any) -> None:
-        """The same size is a no-op; another is not modelled (the workers are fixed at start)."""
-        if kwargs or n != len(self.workers):
-            raise NotModelledError(f"LocalCluster.scale({n!r})",
-                                   f"the kernel-side cluster keeps the {len(self.workers)} "
-                                   "worker(s) it started with")
+        """dask's ``scale(n)`` up: new workers join; the same size changes nothing.  Down (dask
+        retires workers, moving their data) is not modelled."""
+        if kwargs or n is None:
+            raise NotModelledError(f"LocalCluster.scale({', '.join(map(repr, kwargs)) or n!r})",
+                                   "scale(n) with a number of workers is modelled")
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ValueError(f"scale takes a number of workers, not {n!r}")
+        if n < len(self.workers):
+            raise NotModelledError(f"LocalCluster.scale({n}) down",
+                                   f"retiring workers is not modelled; the cluster has "
+                                   f"{len(self.workers)}")
+        while len(self.workers) < n:
+            self.add_worker()
 
     def __repr__(self) -> str:
         return (f"LocalCluster(kernel-side, protocol={self.variant.name}, "

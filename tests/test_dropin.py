@@ -89,9 +89,15 @@ def test_the_first_cells_users_write():
             assert len(client.cluster.workers) == 1
         with LocalCluster(n_workers=2, threads_per_worker=2) as cluster, Client(cluster) as client:
             cluster.scale(2)  # the same size: nothing to do
-            with pytest.raises(jr.NotModelledError, match="scale"):
-                cluster.scale(5)
+            cluster.scale(4)  # two workers join, and take work
+            assert len(cluster.workers) == 4
+            futures = client.map(len, ["a" * i for i in range(40)])
+            assert sum(client.gather(futures)) == sum(range(40))
+            assert len({w for ws in client.who_has(futures).values() for w in ws}) > 2
+            with pytest.raises(jr.NotModelledError, match="down"):
+                cluster.scale(1)
             assert client.submit(len, "abc").result() == 3  # the bad call lost nothing
+            assert cluster.violations == []
         with pytest.raises(jr.NotModelledError, match="worker_class="):
             LocalCluster(worker_class=object)
 

@@ -149,6 +149,16 @@ class SchedulerState:
         self._extensions: Extensions | None = None
         self._stealing: WorkStealing | None = None
 
+    def add_worker(self, worker: str, nthreads: int) -> None:
+        """A worker joins (dask's ``add_worker``): it takes new tasks from now on; nothing
+        already placed moves (work stealing may move queued tasks later)."""
+        if worker in self.processing:
+            raise ValueError(f"{worker} is a worker already")
+        self.workers.append(worker)
+        self.processing[worker] = {}
+        self.nthreads[worker] = nthreads
+        self.record(SCHEDULER, "worker.added", None, worker, nthreads)
+
     @property
     def extensions(self) -> Extensions:
         """The Variable and Queue extensions, made at their first call: most clusters (and

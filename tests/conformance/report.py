@@ -92,7 +92,7 @@ first on real dask and under the switch, and compares what they print).  What st
 `NotModelledError` naming it, never a silent difference: every other public name of
 `distributed` (`Lock`, `Event`, `Semaphore`, `MultiLock`, `get_worker`, `Actor`,
 `performance_report`, `progress`, `Scheduler`, `Worker`, `Nanny`, …); `LocalCluster.scale` to
-another size (the workers are fixed at start); asynchronous clients (`asynchronous=True`,
+down (retiring workers; up is modelled); asynchronous clients (`asynchronous=True`,
 `await`) and `Client.sync` (the model has no event loop to await on); `Client.run`,
 `replicate`, `restart`, `Future.retry`, `publish_dataset`.  Names imported
 before the switch stay dask's."""
