@@ -91,7 +91,7 @@ Under `jupyter_refs.model()` (`%cluster --model`) dask's own lines run on the mo
 first on real dask and under the switch, and compares what they print).  What stays loud —
 `NotModelledError` naming it, never a silent difference: every other public name of
 `distributed` (`Lock`, `Event`, `Semaphore`, `MultiLock`, `get_worker`, `Actor`,
-`performance_report`, `progress`, `Scheduler`, `Worker`, `Nanny`, …); `LocalCluster.scale` to
+`performance_report`, `progress`, `Scheduler`, `Worker`, `Nanny`, …); `LocalCluster.scale`
 down (retiring workers; up is modelled); asynchronous clients (`asynchronous=True`,
 `await`) and `Client.sync` (the model has no event loop to await on); `Client.run`,
 `replicate`, `restart`, `Future.retry`, `publish_dataset`.  Names imported
