@@ -525,6 +525,31 @@ def _dask_get(dsk: Any, keys: Any, **kwargs: Any) -> Any:
     return client.get(dsk, keys, **kwargs)
 
 
+class _Schedule:
+    """dask's scheduler setting while a kernel-side client is the default.
+
+    Called, it computes (:func:`_dask_get`).  dask's ``persist`` asks the setting for a
+    ``persist`` of its own, as it asks a dask ``Client``'s ``get``: this one persists on the
+    default kernel-side client, so ``x.persist()`` and ``dask.persist(x)`` keep futures, as
+    on dask; with none open, what dask would do without us.  Each setting is its own
+    object (see :func:`_use_as_dask_scheduler`).
+    """
+
+    def __call__(self, dsk: Any, keys: Any, **kwargs: Any) -> Any:
+        return _dask_get(dsk, keys, **kwargs)
+
+    def persist(self, collections: Any, **kwargs: Any) -> Any:
+        client = default_client()
+        if client is not None and client.cluster is not None and not client.cluster.closed:
+            return client.persist(collections, **kwargs)
+        try:
+            from distributed import get_client
+
+            return get_client().persist(collections, **kwargs)
+        except (ImportError, ValueError):  # no dask Client either: dask's threads
+            return list(dask.persist(*collections, scheduler="threads", **kwargs))
+
+
 @functools.cache
 def _cluster_class() -> type[Cluster]:
     """``Cluster``, imported once: a relative import in ``Client()`` cost a frame per client,
@@ -544,7 +569,7 @@ def _use_as_dask_scheduler() -> None:
     # ``dask.config.config`` read directly: ``dask.config.get("scheduler")`` says the same for
     # a top-level key with no "-" or "_", and the explorer makes a client per run.
     if not _dask_config or dask.config.config.get("scheduler") is not _dask_config[-1][0]:
-        mine = functools.partial(_dask_get)
+        mine = _Schedule()
         _dask_config.append((mine, dask.config.set(scheduler=mine)))
 
 

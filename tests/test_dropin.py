@@ -150,6 +150,11 @@ SNIPPETS = {
     "compute_twice": "d = dask.delayed(inc)(1)\nout = (d.compute(), d.compute())",
     "get_twice": "dsk = {'x': 1, 'y': (inc, 'x')}\nout = (client.get(dsk, 'y'), client.get(dsk, 'y'))",
     "persist_then_compute": "out = dask.delayed(inc)(1).persist().compute()",
+    "persist_keeps_futures": ("from distributed import futures_of\nimport dask.array as da\n"
+                              "d, = dask.persist(dask.delayed(inc)(1))\n"
+                              "x = da.ones((10, 10), chunks=5).persist()\n"
+                              "out = (len(futures_of(d)), d.compute(), len(futures_of(x)), "
+                              "int(x.sum().compute()))"),
     "array_persist_sum": ("import dask.array as da\n"
                           "out = int(client.persist(da.ones((10, 10), chunks=5)).sum().compute())"),
     "bag": "import dask.bag as db\nout = db.from_sequence(range(10), npartitions=3).map(inc).sum().compute()",
