@@ -9,11 +9,13 @@ made of), so that a few seconds of loop pass them many times over.
 from __future__ import annotations
 
 import gc
+import statistics
 import tracemalloc
 
 import pytest
 
-from jupyter_refs import checks
+from jupyter_refs import Cluster, checks
+from jupyter_refs.protocol import client as protocol_client
 
 OURS = "/jupyter_refs/"
 
@@ -27,6 +29,57 @@ def held_by_us() -> int:
     gc.collect()
     return sum(stat.size for stat in tracemalloc.take_snapshot().statistics("filename")
                if OURS in stat.traceback[0].filename)
+
+
+def test_a_live_model_session_levels_off(monkeypatch):
+    """scatter / submit / gather / del on the live network: the beliefs kept the history of
+    every key ever forgotten, and each client the generation of every key it ever held, so
+    a session grew ~1.8 kB a round for ever (350 MB and creeping, at the default trace)."""
+    monkeypatch.setattr(checks, "QUIET_KEPT", 0, raising=False)  # quiet keys: capacity // 50
+    monkeypatch.setattr(protocol_client, "GENS_KEPT", 50, raising=False)
+    capacity = 2_500  # ~60 events a round: the trace is full after ~40 rounds, of 300
+    rounds, samples = 300, []
+    tracemalloc.start()
+    try:
+        with Cluster(protocol="dask", workers=1, network="live", trace_capacity=capacity) as cluster:
+            client = cluster.client()
+            for i in range(rounds):
+                x = client.scatter(i)
+                y = client.submit(inc, x, pure=False)
+                assert client.gather(y) == i + 1
+                del x, y
+                if i % 25 == 24:
+                    cluster.run_until_idle()
+                    samples.append(held_by_us())
+            assert cluster.trace.dropped > 5 * capacity
+            assert cluster.violations == []
+    finally:
+        tracemalloc.stop()
+    third = len(samples) // 3
+    middle, last = samples[third:2 * third], samples[2 * third:]
+    growth = statistics.median(last) - statistics.median(middle)
+    # Today: a few kB either way.  Before: ~1.8 kB a round, ~180 kB between those medians.
+    assert growth < 40_000, (growth, samples)
+
+
+def test_a_client_forgets_old_generations_and_they_still_only_grow(monkeypatch):
+    """A client keeps the generation of the newest ``GENS_KEPT`` keys it released (and of
+    every key it holds); a key met after one was forgotten starts above it, so a late
+    message of an old hold is still told from the new one (the fixed protocol)."""
+    from jupyter_refs.protocol.variants import get_variant
+
+    monkeypatch.setattr(protocol_client, "GENS_KEPT", 2)
+    state = protocol_client.ClientState("client:1", get_variant("fixed"), lambda *event: None)
+    held, _, _ = state.acquire("held", "future")  # held throughout: never forgotten
+    seen: dict[str, int] = {}
+    for key in ["a", "b", "c", "a", "d", "e", "b", "a", "f", "a"]:
+        fs, new, _ = state.acquire(key, "future")
+        assert new and fs.gen > seen.get(key, 0), (key, fs.gen, seen)
+        seen[key] = fs.gen
+        state.release(key)
+        assert len(state._gens) <= protocol_client.GENS_KEPT + 1
+    assert state._gens["held"] == held.gen == 1
+    assert state.futures["held"] is held
 
 
 @pytest.mark.dask
