@@ -45,7 +45,7 @@ from typing import Any
 from dask.utils import parse_timedelta
 
 from . import gcscope
-from .checks import Checks, Violation
+from .checks import Checks, Violation, quiet_limit_for
 from .client import Client, Future
 from .errors import (
     ClusterClosedError,
@@ -260,7 +260,10 @@ class Cluster:
         #: Hand each call's events to the subscribers when it returns (the explorer, which
         #: reads the verdict once per run, turns this off).
         self._flush_calls = True
-        self.checks = Checks(self.trace) if checks else None
+        # Bounded with the trace, as a dask tracer's (``quiet_limit_for``): a live session
+        # makes keys without end, and the history of every one ever forgotten grew with it.
+        self.checks = (Checks(self.trace, quiet_limit=quiet_limit_for(trace_capacity))
+                       if checks else None)
         self._thread: threading.Thread | None = None
         if self.live:
             self._thread = threading.Thread(target=self._run_live, name="jupyter-refs-network",
