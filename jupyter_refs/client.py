@@ -38,7 +38,7 @@ import dask
 from dask.tokenize import tokenize
 from dask.utils import funcname, typename
 
-from . import gcscope
+from . import gcscope, interrupts
 from .errors import (
     ClusterClosedError,
     FutureCancelledError,
@@ -214,6 +214,10 @@ class Future:
                 cell = None
             self.client.cluster.drop(self.client._state, self.key, cell)
 
+    # An interrupt landing here would be ignored by Python (an exception in a finalizer is
+    # printed, not raised): the cell would go on and this release be lost.  It is raised
+    # again once the finalizer has returned (see interrupts.py).
+    @interrupts.finalizer
     def __del__(self) -> None:
         try:
             if not self._released and self.client is not None:
@@ -860,7 +864,7 @@ class Client:
             # A key held, and a drop waiting: a future the user deleted just before.  In dask
             # its release runs later, on the event loop, so the new future takes its reference
             # first and the release only decrements.  Taken before the call releases the drops.
-            with cluster._lock:
+            with cluster._locked():
                 early = {k: self._future(k, origin)[0] for k, _, _ in calls
                          if k not in tasks and k in held}
         with cluster.call(cell) as user_call:
