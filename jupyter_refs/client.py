@@ -42,7 +42,7 @@ except ImportError:  # dask 2024.8 (the zoo's old releases) keeps them in dask.b
 from dask._task_spec import TaskRef
 from dask.utils import funcname, typename
 
-from . import gcscope
+from . import gcscope, interrupts
 from .errors import (
     ClosedClientError,
     FutureCancelledError,
@@ -223,6 +223,10 @@ class Future(TaskRef):
                 cell = None
             self.client.cluster.drop(self.client._state, self.key, cell)
 
+    # An interrupt landing here would be ignored by Python (an exception in a finalizer is
+    # printed, not raised): the cell would go on and this release be lost.  It is raised
+    # again once the finalizer has returned (see interrupts.py).
+    @interrupts.finalizer
     def __del__(self) -> None:
         try:
             if not self._released and self.client is not None:
@@ -923,7 +927,7 @@ class Client:
         if not cluster._drops:
             return {}
         held = self._state.futures
-        with cluster._lock:
+        with cluster._locked():
             return {k: self._future(k, origin)[0] for k in keys if k in held}
 
     # -- waiting and gathering ---------------------------------------------------------------

@@ -44,7 +44,7 @@ from typing import Any
 
 from dask.utils import parse_timedelta
 
-from . import gcscope
+from . import gcscope, interrupts
 from .checks import Checks, Violation, quiet_limit_for
 from .client import Client, Future
 from .errors import (
@@ -138,13 +138,16 @@ class UserCall:
     enters one, and the explorer makes thousands of calls a second.
     """
 
-    __slots__ = ("cluster", "cell", "_scoped")
+    __slots__ = ("cluster", "cell", "_scoped", "_shield")
 
     def __init__(self, cluster: Cluster, cell: str | None):
         self.cluster = cluster
         self.cell = cell
 
     def __enter__(self) -> UserCall:
+        # Shielded from interrupts before the lock is taken, until it is let go: one landing
+        # between the two would keep the lock from the live thread for ever (interrupts.py).
+        self._shield = interrupts.enter()
         cluster = self.cluster
         cluster._lock.acquire()
         self._scoped = gcscope.enter()
@@ -154,6 +157,7 @@ class UserCall:
             if self._scoped:
                 gcscope.leave()
             cluster._lock.release()
+            interrupts.leave(self._shield)
             raise
         return self
 
@@ -164,6 +168,7 @@ class UserCall:
             if self._scoped:
                 gcscope.leave()
             self.cluster._lock.release()
+            interrupts.leave(self._shield)  # an interrupt noted meanwhile is raised here
 
     def send(self, messages: list[Message]) -> None:
         """Hand ``messages`` to the network (they go in the policy's order)."""
@@ -184,6 +189,24 @@ class UserCall:
         on worker threads, as dask does, so the quickest ends first — not the oldest.
         """
         self.cluster._wait(done, what, timeout, needs, first)
+
+
+class _Locked:
+    """``with cluster._locked():`` — the cluster's lock, shielded from interrupts as a user
+    call is (see :class:`UserCall`): for what changes the cluster's state outside one."""
+
+    __slots__ = ("_lock", "_shield")
+
+    def __init__(self, lock: Any):
+        self._lock = lock
+
+    def __enter__(self) -> None:
+        self._shield = interrupts.enter()
+        self._lock.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+        interrupts.leave(self._shield)
 
 
 class Cluster:
@@ -284,7 +307,7 @@ class Cluster:
     def add_worker(self) -> str:
         """A new worker, ``worker:<n>``, with the cluster's threads per worker: the scheduler
         places new tasks on it from now on (dask's ``LocalCluster.scale`` up)."""
-        with self._lock:
+        with self._locked():
             self._check_open()
             name = f"worker:{len(self.workers)}"
             while name in self.workers:
@@ -308,7 +331,7 @@ class Cluster:
 
     def _register_client(self, name: str | None) -> ClientState:
         """The actor behind a new ``Client``: named, traced, on the network."""
-        with self._lock:
+        with self._locked():
             self._check_open()
             name = name or f"client:{len(self.clients) + 1}"
             if name in self._actors:
@@ -321,20 +344,20 @@ class Cluster:
     @property
     def in_flight(self) -> list[Message]:
         """Messages sent and not yet delivered, oldest first."""
-        with self._lock:
+        with self._locked():
             self._process_drops()
             return sorted(self._network.in_flight.values(), key=lambda m: m.msg_id)
 
     @property
     def violations(self) -> list[Violation]:
-        with self._lock:
+        with self._locked():
             self._process_drops()
             self.trace.flush()
             return list(self.checks.violations) if self.checks else []
 
     def deliver(self, msg_id: int) -> Message:
         """Deliver one in-flight message now (it must be first on its channel)."""
-        with self._lock:
+        with self._locked():
             self._check_open()
             self._process_drops()
             msg = self._network.get(msg_id)
@@ -345,11 +368,13 @@ class Cluster:
     def step(self, n: int = 1) -> list[Message]:
         """Deliver the next ``n`` messages in the policy's order (oldest first if it holds)."""
         delivered = []
-        with self._lock:
+        with self._locked():
             self._check_open()
             self._process_drops()
             deliver, next_ = self._deliver, self._next
             for _ in range(n):
+                if interrupts._pending:
+                    interrupts.check()  # between two deliveries, the state is whole
                 msg = next_(True)
                 if msg is None:
                     break
@@ -365,13 +390,13 @@ class Cluster:
         :meth:`release_holds`; every other channel keeps flowing.  This is how a
         race is forced by hand on the live network.
         """
-        with self._lock:
+        with self._locked():
             self._check_open()
             self._network.hold(pattern)
 
     def release_holds(self) -> set[str]:
         """Stop holding; held messages then flow in the policy's order."""
-        with self._lock:
+        with self._locked():
             released = self._network.unhold()
             self._wake()
             return released
@@ -417,13 +442,13 @@ class Cluster:
         if quiet is not None and self._cond is not None:
             return self._settle(timeout, quiet)
         if self.live:
-            with self._cond:
+            with self._locked():
                 self._check_open()
                 idle = lambda: (not self._drops and not self._network.in_flight  # noqa: E731
                                 and not self._threaded)
                 while True:
                     self._cond.notify_all()
-                    if not self._cond.wait_for(lambda: idle() or self._stuck(), timeout):
+                    if not self._wait_for(lambda: idle() or self._stuck(), timeout):
                         raise self._still_busy(timeout)
                     if idle():
                         return 0
@@ -436,7 +461,7 @@ class Cluster:
         """``run_until_idle`` with ``quiet``: idle, or only running tasks left and nothing moved."""
         delivered = 0
         deadline = time.monotonic() + timeout
-        with self._cond:
+        with self._locked():
             self._check_open()
             while True:
                 if not self.live:
@@ -451,7 +476,7 @@ class Cluster:
                     return delivered
                 seen = self.trace.next_seq
                 self._cond.notify_all()
-                self._cond.wait(quiet)  # woken when a run ends or a message moves
+                self._wait_for(None, quiet)  # woken when a run ends or a message moves
                 if self.trace.next_seq == seen and not self._network.in_flight and not self._drops:
                     return delivered  # only running tasks, and nothing happened meanwhile
                 if time.monotonic() > deadline:
@@ -467,18 +492,22 @@ class Cluster:
 
     def close(self) -> None:
         """Stop the network thread (if any).  Futures stay readable; nothing more is sent."""
-        with self._lock:
-            if self.closed:
-                return
-            self.closed = True
-            self._wake()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
-        if self._pool is not None:
-            self._pool.shutdown()  # a task still running ends on its own; nothing is sent
-            self._pool = None
-        self.trace.flush()
+        shield = interrupts.enter()  # the join too: an interrupt would leave the thread behind
+        try:
+            with self._lock:
+                if self.closed:
+                    return
+                self.closed = True
+                self._wake()
+            if self._thread is not None:
+                self._thread.join()
+                self._thread = None
+            if self._pool is not None:
+                self._pool.shutdown()  # a task still running ends on its own; nothing is sent
+                self._pool = None
+            self.trace.flush()
+        finally:
+            interrupts.leave(shield)
 
     def dispose(self) -> None:
         """Close, then cut the reference cycles between actors, trace, checks and clients.
@@ -500,6 +529,21 @@ class Cluster:
         self._worker_clients.clear()
         self._actors.clear()
         self.trace.clock = time.perf_counter_ns
+
+    def _locked(self) -> _Locked:
+        """The lock, shielded from interrupts: ``with self._locked():`` where state changes."""
+        return _Locked(self._lock)
+
+    def _wait_for(self, predicate: Callable[[], bool] | None, timeout: float | None) -> bool:
+        """Wait on the condition (under the lock), open to interrupts: waiting is what a user
+        interrupts, and the state is whole here.  ``predicate`` None: one wake-up or the timeout."""
+        token = interrupts.opened()
+        try:
+            if predicate is None:
+                return self._cond.wait(timeout)
+            return self._cond.wait_for(predicate, timeout)
+        finally:
+            interrupts.close(token)
 
     def _wake(self) -> None:
         """Wake the live thread and live waiters (call under the lock)."""
@@ -557,7 +601,7 @@ class Cluster:
         unfocused, through the plain one, as fast as before.
         """
         new = Focus.of(keys, sample)  # a bad focus is refused before anything changes
-        with self._lock:
+        with self._locked():
             fields = new.fields if new is not None else ((), 1)
             old = self.trace.focus
             alive: set[str] = set()
@@ -675,7 +719,7 @@ class Cluster:
         too), so ``%load_ext jupyter_refs`` calls this after every cell: ``del x``
         then shows in the refs and the sidebar without another call.
         """
-        with self._lock:
+        with self._locked():
             if self._drops and not self.closed:
                 self._process_drops()
                 self._end_call()
@@ -712,7 +756,7 @@ class Cluster:
                 self._cond.notify_all()
                 # Only a waiting task is told of a deadlock: its error then reaches the rest.
                 starving = self._starved if mine is not None else _never
-                if not self._cond.wait_for(
+                if not self._wait_for(
                         lambda: done() or self.closed or self._stuck() or starving(), timeout):
                     raise TimeoutError(f"{what} did not complete within {timeout} s "
                                        f"({len(self._network)} messages in flight)")
@@ -730,6 +774,8 @@ class Cluster:
         deadline = None if timeout is None else time.monotonic() + timeout
         next_, deliver = self._next, self._deliver
         while not done():
+            if interrupts._pending:
+                interrupts.check()  # between two deliveries, the state is whole
             if self.closed:
                 self._check_open()
             if self._drops:
@@ -775,7 +821,7 @@ class Cluster:
     def _wait_threads(self, until: Callable[[], bool], what: str, deadline: float | None) -> None:
         """Immediate: let worker threads run (the lock released) until ``until()`` or the deadline."""
         remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-        if not self._cond.wait_for(until, remaining):
+        if not self._wait_for(until, remaining):
             raise TimeoutError(f"{what} did not complete within the timeout "
                                f"({len(self._threaded)} task(s) still running)")
 
@@ -819,6 +865,8 @@ class Cluster:
         """
         oldest = self._network.oldest_message
         while True:
+            if interrupts._pending:
+                interrupts.check()
             if self._drops:
                 self._process_drops()
             msg = oldest()
@@ -881,11 +929,20 @@ class Cluster:
 
     def _call(self, run: TaskRun) -> tuple[bool, Any]:
         token = current_run.set((self, run))
+        gate = interrupts.opened()  # the user's code: an interrupt stops it
         try:
             return True, run.func(*run.args, **run.kwargs)
         except Exception as exc:  # noqa: BLE001 - the user's task failed: report it
             return False, exc
+        except KeyboardInterrupt as exc:
+            # Interrupted inline (a stepped network runs tasks in the caller's thread): the
+            # task fails with it, as with any exception, and the interrupt is raised once the
+            # delivery is whole — not in the middle of it, which would leave the task running
+            # for ever in its worker's eyes.
+            interrupts.defer()
+            return False, exc
         finally:
+            interrupts.close(gate)
             current_run.reset(token)
 
     def _run_on_thread(self, worker: WorkerState, run: TaskRun) -> None:

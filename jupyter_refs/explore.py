@@ -57,6 +57,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import interrupts
 from .beliefs import Beliefs
 from .checks import Violation
 from .cluster import Cluster
@@ -937,25 +938,31 @@ def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: i
     helpers = min(processes - 1, left // _FORK_MIN_RUNS) if not first else 0
     share = left // (helpers + 1)
     baseline = tally.outcome
-    forked = [_fork(scenario, protocol, workers, fp, f"{seed}/{i}", share, baseline)
-              for i in range(1, helpers + 1)]
-    rng = random.Random(seed)
-    mine = left - share * helpers
-    sampled = 0
-    while mine > 0 and not (first and tally.found()):
-        run = _run(scenario, protocol, workers, fp, [], strict=False, rng=rng, baseline=baseline)
-        sampled += 1
-        mine -= 1
-        tally.count(run)
-    for helper in forked:
-        done, same, found = _join(scenario, *helper)
-        tally.runs += done
-        tally.same += same
-        sampled += done
-        for count, _, picks in found.values():
-            tally.record(_run(scenario, protocol, workers, fp, picks, strict=True,
-                              baseline=baseline), count)
-    if forked and tally.progress is not None:
+    forked: list[tuple[Any, Any]] = []
+    try:
+        for i in range(1, helpers + 1):
+            forked.append(_fork(scenario, protocol, workers, fp, f"{seed}/{i}", share, baseline))
+        rng = random.Random(seed)
+        mine = left - share * helpers
+        sampled = 0
+        while mine > 0 and not (first and tally.found()):
+            run = _run(scenario, protocol, workers, fp, [], strict=False, rng=rng,
+                       baseline=baseline)
+            sampled += 1
+            mine -= 1
+            tally.count(run)
+        while forked:
+            done, same, found = _join(scenario, *forked[0])
+            del forked[0]
+            tally.runs += done
+            tally.same += same
+            sampled += done
+            for count, _, picks in found.values():
+                tally.record(_run(scenario, protocol, workers, fp, picks, strict=True,
+                                  baseline=baseline), count)
+    finally:
+        _reap(forked)  # interrupted, or a run raised: no helper outlives the search
+    if helpers and tally.progress is not None:
         tally.progress(tally.runs, tally.max_schedules, len(tally.groups))
     return sampled
 
@@ -1007,6 +1014,22 @@ def _fork(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp:
     process.start()
     send.close()
     return process, receive
+
+
+def _reap(helpers: list[tuple[Any, Any]]) -> None:
+    """Stop the helpers not joined yet and wait for each (a child never waited for stays a
+    zombie in the kernel until it exits: one per interrupted ``%%explore``).  A second
+    interrupt waits until they are reaped."""
+    shield = interrupts.enter()
+    try:
+        for process, receive in helpers:
+            receive.close()
+            if process.is_alive():
+                process.kill()  # SIGKILL: the copy runs no handler of the kernel's
+            process.join()
+        helpers.clear()
+    finally:
+        interrupts.leave(shield)
 
 
 def _join(scenario: Scenario, process: Any, receive: Any) -> tuple[int, int, dict]:

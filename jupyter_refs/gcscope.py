@@ -22,6 +22,8 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
+from . import interrupts
+
 #: The factor ``distributed/cli/dask_scheduler.py`` applies to each threshold.
 FACTOR = 3
 
@@ -81,11 +83,21 @@ def served(method: _F) -> _F:
 
     @functools.wraps(method)
     def call(*args: Any, **kwargs: Any) -> Any:
-        if not enter():
-            return method(*args, **kwargs)
+        # ``enter`` and ``leave`` are shielded from interrupts, the call itself is not: one
+        # landing between the two would leave the thresholds raised for the session.
+        shield = interrupts.enter()
         try:
-            return method(*args, **kwargs)
+            entered = enter()
+            try:
+                gate = interrupts.opened()
+                try:
+                    return method(*args, **kwargs)
+                finally:
+                    interrupts.close(gate)
+            finally:
+                if entered:
+                    leave()
         finally:
-            leave()
+            interrupts.leave(shield)
 
     return call  # type: ignore[return-value]
