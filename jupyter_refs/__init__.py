@@ -5,6 +5,8 @@ from .client import Client, Future
 from .cluster import Cluster
 from .coordination import Queue, Variable, as_completed, wait
 from .errors import (
+    ArgumentTypeError,
+    ArgumentValueError,
     ClusterClosedError,
     FutureCancelledError,
     FutureLostError,
@@ -39,6 +41,8 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'jupyter_refs' has no attribute {name!r}")
 
 __all__ = [
+    "ArgumentTypeError",
+    "ArgumentValueError",
     "as_completed",
     "Client",
     "Cluster",

@@ -38,7 +38,7 @@ import dask
 from dask.tokenize import tokenize
 from dask.utils import funcname, typename
 
-from . import gcscope, interrupts
+from . import arguments, gcscope, interrupts
 from .errors import (
     ClusterClosedError,
     FutureCancelledError,
@@ -604,6 +604,7 @@ class Client:
     def __init__(self, address: Cluster | None = None, *, name: str | None = None,
                  set_as_default: bool = True, timeout: Any = None, **kwargs: Any):
         Cluster = _cluster_class()  # noqa: N806 - the class, imported late (a cycle)
+        arguments.text(name, "name", none=True)  # before a cluster of its own is started
         if kwargs:
             raise NotModelledError(f"Client({', '.join(f'{k}=' for k in kwargs)})")
         self._own_cluster = address is None
