@@ -6,6 +6,8 @@ from .cluster import Cluster
 from .coordination import Queue, Variable, as_completed, wait
 from .dropin import LocalCluster, futures_of, model
 from .errors import (
+    ArgumentTypeError,
+    ArgumentValueError,
     ClosedClientError,
     ClusterClosedError,
     FutureCancelledError,
@@ -41,6 +43,8 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'jupyter_refs' has no attribute {name!r}")
 
 __all__ = [
+    "ArgumentTypeError",
+    "ArgumentValueError",
     "as_completed",
     "Client",
     "Cluster",

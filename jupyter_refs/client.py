@@ -42,7 +42,7 @@ except ImportError:  # dask 2024.8 (the zoo's old releases) keeps them in dask.b
 from dask._task_spec import TaskRef
 from dask.utils import funcname, typename
 
-from . import gcscope, interrupts
+from . import arguments, gcscope, interrupts
 from .errors import (
     ClosedClientError,
     FutureCancelledError,
@@ -637,6 +637,7 @@ class Client:
     def __init__(self, address: Cluster | None = None, *, name: str | None = None,
                  set_as_default: bool = True, timeout: Any = None, **kwargs: Any):
         Cluster = _cluster_class()  # noqa: N806 - the class, imported late (a cycle)
+        arguments.text(name, "name", none=True)  # before a cluster of its own is started
         self._own_cluster = address is None
         if address is None:
             # dask's Client() starts a LocalCluster, and passes it the arguments it takes.

@@ -44,14 +44,14 @@ from typing import Any
 
 from dask.utils import parse_timedelta
 
-from . import gcscope, interrupts
+from . import arguments, gcscope, interrupts
 from .checks import Checks, Violation, quiet_limit_for
 from .client import Client, Future
 from .errors import (
+    ArgumentValueError,
     ClusterClosedError,
     HeldMessagesError,
     MissingDataError,
-    ProtocolError,
     ThreadsExhaustedError,
 )
 from .focus import Focus
@@ -209,6 +209,23 @@ class _Locked:
         interrupts.leave(self._shield)
 
 
+def _worker_names(workers: Any) -> list[str]:
+    """The workers' names from a count (``worker:0`` …) or from names given (distinct strings).
+
+    A string is not a list of names: ``workers="2"`` is refused, not one worker named "2".
+    """
+    if isinstance(workers, (list, tuple)):
+        if not workers:
+            raise ArgumentValueError("workers must name at least one worker")
+        for name in workers:
+            arguments.expect(name, str, "a worker's name", "a string")
+        if len(set(workers)) < len(workers):
+            raise ArgumentValueError(f"workers names a worker twice: {list(workers)!r}")
+        return list(workers)
+    arguments.expect(workers, int, "workers", "an int (how many) or a list of worker names")
+    return [f"worker:{i}" for i in range(arguments.count(workers, "workers"))]
+
+
 class Cluster:
     """A scheduler, workers and clients running inside this process.
 
@@ -226,10 +243,18 @@ class Cluster:
         checks: bool = True,
         threads_per_worker: int | None = None,
     ):
-        self.variant = get_variant(protocol)
-        names = [f"worker:{i}" for i in range(workers)] if isinstance(workers, int) else list(workers)
-        if not names:
-            raise ProtocolError("a cluster needs at least one worker")
+        """``workers`` is how many (named ``worker:0``, ``worker:1``, …) or their names.
+
+        Every argument is checked before anything starts (``arguments.py``).
+        """
+        self.variant = get_variant(arguments.protocol(protocol))
+        names = _worker_names(workers)
+        arguments.expect(network, (str, Policy), "network",
+                         "a network's name (live, random, immediate or manual) or a Policy")
+        arguments.expect(seed, (int, type(None)), "seed", "an int or None")
+        arguments.count(trace_capacity, "trace_capacity")
+        arguments.flag(checks, "checks")
+        arguments.count(threads_per_worker, "threads_per_worker", none=True)
         self.live = network == "live"
         self.policy = make_policy(network, seed)
         self.network_name = network if isinstance(network, str) else self.policy.name
@@ -252,8 +277,6 @@ class Cluster:
         self.scheduler = SchedulerState(self.variant, names, self.trace.record)
         self.threads_per_worker = (default_threads(len(names)) if threads_per_worker is None
                                    else threads_per_worker)
-        if self.threads_per_worker < 1:
-            raise ProtocolError("threads_per_worker must be at least 1")
         self.workers = {n: WorkerState(n, self.variant, self.trace.record, self._bind,
                                        self.threads_per_worker)
                         for n in names}
@@ -357,6 +380,7 @@ class Cluster:
 
     def deliver(self, msg_id: int) -> Message:
         """Deliver one in-flight message now (it must be first on its channel)."""
+        arguments.expect(msg_id, int, "msg_id", "a message's id (an int)")
         with self._locked():
             self._check_open()
             self._process_drops()
@@ -367,6 +391,7 @@ class Cluster:
 
     def step(self, n: int = 1) -> list[Message]:
         """Deliver the next ``n`` messages in the policy's order (oldest first if it holds)."""
+        arguments.count(n, "n", minimum=0)
         delivered = []
         with self._locked():
             self._check_open()
@@ -390,6 +415,7 @@ class Cluster:
         :meth:`release_holds`; every other channel keeps flowing.  This is how a
         race is forced by hand on the live network.
         """
+        arguments.text(pattern, "pattern")
         with self._locked():
             self._check_open()
             self._network.hold(pattern)
@@ -439,6 +465,8 @@ class Cluster:
         keeps it ``processing`` — and the call returns.  Immediate then runs tasks on
         worker threads, so a task that blocks does not block the settling.
         """
+        arguments.number(timeout, "timeout")
+        arguments.number(quiet, "quiet", none=True)
         if quiet is not None and self._cond is not None:
             return self._settle(timeout, quiet)
         if self.live:
@@ -583,6 +611,8 @@ class Cluster:
         """The causal chain from the user's line to the loss of ``key`` (see ``why.py``)."""
         from .why import why
 
+        key = arguments.key(key)
+        arguments.text(client, "client", none=True)
         self.violations  # noqa: B018 - applies drops and brings the checks up to date
         return why(self.trace, key, client)
 

@@ -178,3 +178,16 @@ class MissingDataError(JupyterRefsError, TimeoutError):
     does not have it.  Real dask waits for ever there (its worker keeps asking the scheduler
     where the data is); a ``result(timeout=…)`` on dask raises ``TimeoutError``, and so is
     this one."""
+
+
+class ArgumentTypeError(JupyterRefsError, TypeError):
+    """An argument of a public entry point is of the wrong kind (``attach("x")``).
+
+    Refused where it enters, before anything is done, with a line saying what was
+    wanted, rather than an ``AttributeError`` from deep inside.
+    """
+
+
+class ArgumentValueError(JupyterRefsError, ValueError):
+    """An argument of a public entry point has the right kind but a value that cannot be
+    used (``Cluster(workers=0)``); refused before anything is done."""

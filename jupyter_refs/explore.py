@@ -57,14 +57,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import interrupts
+from . import arguments, interrupts
 from .beliefs import Beliefs
 from .checks import Violation
 from .cluster import Cluster
 from .errors import JupyterRefsError, LivelockError
 from .network import Chooser
 from .protocol.messages import EXECUTE, Message
-from .protocol.variants import ALIASES, VARIANTS, ProtocolVariant, get_variant, is_registered, release_variant
+from .protocol.variants import ALIASES, VARIANTS, ProtocolVariant, is_registered, release_variant
 from .trace import Trace
 
 Scenario = Callable[..., Any]
@@ -744,13 +744,18 @@ def explore(scenario: Scenario, protocol: str | ProtocolVariant = "dask",
     ``protocol`` is a registered name or a :class:`ProtocolVariant` of one's own (its
     ``name`` goes into the schedule strings; ``replay`` then needs the same variant).
     """
-    get_variant(protocol)  # refuse an unknown protocol before running anything
+    # Every argument is refused before anything runs (arguments.py).
+    arguments.scenario(scenario)
+    arguments.protocol(protocol)
     protocol_name(protocol)  # and a variant whose name a schedule string could not carry
-    if max_schedules < 1 or bound < 0:
-        raise ValueError("max_schedules must be at least 1 and bound at least 0")
-    processes = default_processes() if processes is None else processes
-    if processes < 1:
-        raise ValueError(f"processes must be at least 1, not {processes}")
+    arguments.count(max_schedules, "max_schedules")
+    arguments.count(bound, "bound", minimum=0)
+    arguments.expect(seed, int, "seed", "an int")
+    arguments.count(workers, "workers")
+    for name, value in (("reduce", reduce), ("sample", sample), ("first", first)):
+        arguments.flag(value, name)
+    arguments.function(progress, "progress", "a function (done, total, failures)", none=True)
+    processes = default_processes() if processes is None else arguments.count(processes, "processes")
     fp = fingerprint(scenario)
     start = time.perf_counter()
     collecting = gc.isenabled()
@@ -1097,6 +1102,12 @@ def replay(scenario: Scenario, schedule: str, workers: int | None = None,
     deliverable message goes first).  A schedule explored under a :class:`ProtocolVariant`
     of one's own replays with that variant as ``protocol`` (the string names it only).
     """
+    arguments.scenario(scenario)
+    arguments.text(schedule, "schedule")
+    arguments.count(workers, "workers", none=True)
+    arguments.flag(keep_open, "keep_open")
+    arguments.expect(protocol, (ProtocolVariant, type(None)), "protocol",
+                     "the ProtocolVariant the schedule was explored under, or None")
     parsed = parse_schedule(schedule)
     fp, devs = parsed.fingerprint, parsed.deviations
     if protocol is None:

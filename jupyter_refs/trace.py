@@ -38,6 +38,7 @@ from contextlib import contextmanager
 from itertools import islice
 from typing import Any, NamedTuple
 
+from . import arguments
 from .events import FIELDS, describe
 from .focus import Focus, filter_while_focused
 from .protocol.messages import Message
@@ -171,8 +172,8 @@ class Trace:
     """Bounded, append-only event log with batched subscribers."""
 
     def __init__(self, capacity: int = 1_000_000, clock: Callable[[], int] | None = None):
-        if capacity < 1:
-            raise ValueError(f"trace capacity must be at least 1, not {capacity}")
+        arguments.count(capacity, "trace capacity")
+        arguments.function(clock, "clock", "a function returning nanoseconds", none=True)
         self.capacity = capacity
         self._rows: deque[Row] = deque()
         self._slack = max(1, capacity // 64)

@@ -26,6 +26,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import arguments
 from .trace import Event, Trace
 
 #: Violations that mean a loss, most telling first (refcount_mismatch only restates one).
@@ -88,6 +89,9 @@ class Chain:
 
 def why(source: Any, key: str, client: str | None = None) -> Chain:
     """The causal chain that lost ``key`` (for ``client``, if given), from a trace or a cluster."""
+    arguments.trace_source(source)
+    key = arguments.key(key)
+    arguments.text(client, "client", none=True)
     trace = source if isinstance(source, Trace) else source.trace
     return _Walk(trace.events(), key, client).chain()
 

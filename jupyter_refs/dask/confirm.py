@@ -26,8 +26,9 @@ from typing import Any
 
 from dask.utils import key_split
 
+from .. import arguments
 from ..checks import Violation
-from ..errors import JupyterRefsError
+from ..errors import ArgumentValueError, JupyterRefsError
 from ..explore import OUTCOME_DIFFERS, SCENARIO_RAISED, Failure, Run, Scenario, replay, value_text
 from ..protocol.variants import VARIANTS, ProtocolVariant
 from ..trace import Trace
@@ -207,8 +208,17 @@ def confirm(scenario: Scenario, schedule: str | Failure, client: Any, *, ordered
     own replays under it: a :class:`Failure` brings its own, a schedule string needs
     ``protocol=``, as :func:`replay` does.
     """
+    arguments.scenario(scenario)
+    if not isinstance(schedule, Failure):
+        arguments.text(schedule, "schedule")
+    if not isinstance(client, DaskTracer):
+        arguments.dask_client(client)
+    arguments.flag(ordered_scatter, "ordered_scatter")
     if orders not in ("auto", "delays", "every"):
-        raise ValueError(f"orders must be 'auto', 'delays' or 'every', not {orders!r}")
+        raise ArgumentValueError(f"orders must be 'auto', 'delays' or 'every', not {orders!r}")
+    arguments.count(attempts, "attempts")
+    arguments.number(stall, "stall")
+    arguments.number(timeout, "timeout")
     if isinstance(client, DaskTracer) and ordered_scatter and not client.ordered_scatter:
         raise ConfirmError("this tracer was attached without ordered scatter: attach one with "
                            "attach(client, ordered_scatter=True) (%cluster --attach NAME "

@@ -38,7 +38,7 @@ from typing import Any
 import dask
 import distributed
 
-from .. import gcscope
+from .. import arguments, gcscope
 from ..checks import Checks, Violation, quiet_limit_for
 from ..errors import JupyterRefsError, UnknownMessageError
 from ..events import KINDS, namer
@@ -199,6 +199,7 @@ class DaskTracer:
                  remote_capacity: int | None = None,
                  interval: float = 0.05, lag: float = 0.25, ordered_scatter: bool = False,
                  buffer: int | None = None, stale: float = 5.0, keys: Any = None, sample: int = 1):
+        arguments.dask_client(client)  # before any hook or plugin goes in
         focus = Focus.of(keys, sample)  # a bad focus is refused before anything is installed
         self.client = client
         self.trace = Trace(max_events, clock=time.time_ns)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import TYPE_CHECKING
 
+from .. import arguments
 from ..trace import Trace
 
 if TYPE_CHECKING:
@@ -31,6 +33,9 @@ def timeline_html(source: ClusterHandle | Trace, keys: list[str] | None = None, 
 
 def export(source: ClusterHandle | Trace, path: str, keys: list[str] | None = None) -> str:
     """Write the trace to ``path``; the suffix picks the format.  Returns a description."""
+    arguments.trace_source(source)
+    path = os.fspath(arguments.expect(path, (str, os.PathLike), "path", "a file name"))
+    arguments.keys(keys)
     trace = source if isinstance(source, Trace) else source.trace
     if path.endswith(".jsonl"):
         trace.to_jsonl(path)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 
+from .. import arguments
 from ..beliefs import Beliefs
 from ..checks import Checks, KeyRefs
 from ..focus import Focus
@@ -158,6 +159,9 @@ class RefsTable(LiveView):
 
     def __init__(self, source: ClusterHandle | Trace, keys: list[str] | None = None, live: bool = True,
                  rate: float = 4.0):
+        arguments.trace_source(source)
+        arguments.keys(keys)
+        arguments.number(rate, "rate")
         if isinstance(source, Trace):
             self.trace, self.checks = source, Checks(source)
         else:

@@ -21,6 +21,7 @@ import threading
 import weakref
 from typing import Any
 
+from .. import arguments
 from ..trace import Trace
 from .timeline_model import _DEFAULT_COLOR, KIND_COLORS, OP_COLORS, STATE_COLORS, TimelineModel
 
@@ -118,6 +119,9 @@ class SavedTrace:
 
     def __init__(self, trace: Trace, **kwargs: Any):
         from .svg import picture
+
+        if not isinstance(trace, Trace):
+            trace = arguments.trace_source(trace, "trace").trace  # a cluster's or a tracer's
 
         self.bundle = trace_bundle(trace, **kwargs)
         #: Drawn now: the object keeps no reference to the trace.

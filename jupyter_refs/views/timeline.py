@@ -30,6 +30,7 @@ from bokeh.models import ColumnDataSource, FixedTicker, HoverTool, Range1d
 from bokeh.plotting import figure
 from bokeh.transform import linear_cmap
 
+from .. import arguments
 from ..trace import Batch, Trace
 from .pump import LiveView, Pump
 from .refs import focus_line
@@ -331,6 +332,9 @@ class Timeline(LiveView):
                  view: str = "logical", live: bool = True, rate: float = 6.0,
                  max_key_lanes: int = 8, title: str | None = None, live_window: int = 10_000,
                  since: int = 0, highlight: Any = None):
+        arguments.trace_source(source)
+        arguments.keys(keys)
+        arguments.number(rate, "rate")
         self.trace: Trace = source if isinstance(source, Trace) else source.trace
         self.cluster: ClusterHandle | None = None if isinstance(source, Trace) else source
         #: Names this timeline's outputs, so a front end can refresh their saved trace.
