@@ -1041,10 +1041,11 @@ class Client:
     def cancel(self, futures: Any, asynchronous: bool | None = None, force: bool = False,
                reason: str | None = None, msg: str | None = None) -> None:
         """Cancel the futures' keys (and what depends on them), as dask's ``Client.cancel``."""
-        flat: list[Future] = []
-        _futures_in(futures if not isinstance(futures, Future) else [futures], flat)
+        from .coordination import futures_of  # dask's: it looks into collections too
+
+        keys = dict.fromkeys(f.key for f in futures_of(futures))
         with self.cluster.call(_user_cell()) as user_call:
-            user_call.send(self._state.cancel((f.key for f in flat), force, reason, msg))
+            user_call.send(self._state.cancel(iter(keys), force, reason, msg))
 
     def _ask(self, op: str, keys: tuple[str, ...] = (), **payload: Any) -> dict[str, Any]:
         """An RPC to the scheduler, waited for (who_has, variables, queues …)."""
@@ -1305,4 +1306,5 @@ get_scheduler_logs processing call_stack benchmark_hardware
 get_versions wait_for_workers forward_logging log_event subscribe_topic unsubscribe_topic
 get_events start_ipython_workers start_ipython_scheduler dump_cluster_state
 write_scheduler_file amm get asynchronous sync loop scheduler
+nbytes normalize_collection retire_workers recreate_error_locally recreate_task_locally
 """.split())
