@@ -1633,8 +1633,7 @@ compared("examples_many_then_tree", EX_FUTURES, "cells 18-20, 24 (Submit many ta
         L = new_L                                   # swap old list for new
     out = (total.result(), L[0].result())
 """)
-loud("examples_scale", EX_FUTURES,
-     "cell 22 (client.cluster.scale(10))", "LocalCluster.scale to another size", """
+compared("examples_scale", EX_FUTURES, "cell 22 (client.cluster.scale(10))", """
     client.cluster.scale(10)  # ask for ten workers
     out = True
 """)
@@ -1730,9 +1729,8 @@ compared("examples_embarrassing_map", EX_APPS, "embarrassingly-parallel.ipynb ce
     results = client.gather(futures)
     out = (len(results), float(results[0]))
 """)
-loud("examples_embarrassing_scale", EX_APPS,
-     "embarrassingly-parallel.ipynb cell 24 (client.cluster.scale(10))",
-     "LocalCluster.scale to another size", """
+compared("examples_embarrassing_scale", EX_APPS,
+         "embarrassingly-parallel.ipynb cell 24 (client.cluster.scale(10))", """
     client.cluster.scale(10)  # ask for ten workers
     out = True
 """)
@@ -1773,13 +1771,6 @@ DIFFERENT: dict[str, str] = {
     "futures_queue_messages": (
         "hangs, as futures_queue_load_and_submit (error_queue captured by the task); "
         "dask: (None, 'division by zero')"),
-    "ui_futures_of": (
-        "x.persist() under the switch computes in place: dask.persist hands a collection to "
-        "the scheduler setting's client (client.get.__self__.persist); the model's setting, a "
-        "functools.partial, has none — futures_of(x) is [] (dask: 3 finished futures)"),
-    "debug_remove_failed_futures": (
-        "b.persist() computes in place (see ui_futures_of), so the failing part raises at "
-        "once: ValueError: 2 (dask: futures, two of five erred; then [0, 1, 3])"),
     "client_default_scheduler": (
         "dask.base.get_scheduler() == client.get is False on the model (its setting is a "
         "functools.partial), True on dask"),
