@@ -4,9 +4,11 @@ from .checks import Violation
 from .client import Client, Future
 from .cluster import Cluster
 from .coordination import Queue, Variable, as_completed, wait
+from .dropin import LocalCluster, futures_of, model
 from .errors import (
     ArgumentTypeError,
     ArgumentValueError,
+    ClosedClientError,
     ClusterClosedError,
     FutureCancelledError,
     FutureLostError,
@@ -46,6 +48,7 @@ __all__ = [
     "as_completed",
     "Client",
     "Cluster",
+    "ClosedClientError",
     "ClusterClosedError",
     "Event",
     "explore",
@@ -53,6 +56,7 @@ __all__ = [
     "export",
     "fire_and_forget",
     "Future",
+    "futures_of",
     "FutureCancelledError",
     "FuturesCancelledError",
     "FutureLostError",
@@ -73,6 +77,8 @@ __all__ = [
     "secede",
     "SerializationError",
     "LivelockError",
+    "LocalCluster",
+    "model",
     "ThreadsExhaustedError",
     "Timeline",
     "Trace",

@@ -403,6 +403,12 @@ class Beliefs:
             if oldest in self.forgotten and not self.holders.get(oldest):  # still quiet
                 self._erase(oldest)
 
+    def stop_erasing(self) -> None:
+        """Tell no one of erased keys any more: the callback of a bounded ``Checks`` is its
+        bound method, a cycle through it that ``Checks.close`` cuts (the explorer makes and
+        drops a cluster, and its checks, per run)."""
+        self._on_erase = None
+
     def _erase(self, key: str) -> None:
         self.forgotten.discard(key)
         self.forgotten_by.pop(key, None)

@@ -101,6 +101,25 @@ def _nothing() -> None:
     pass
 
 
+#: Quiet keys whose history is kept, at the least (``quiet_limit_for``).
+QUIET_KEPT = 1_000
+#: Events of ``max_events`` per quiet key whose history is kept (``quiet_limit_for``).
+EVENTS_PER_QUIET_KEY = 50
+
+
+def quiet_limit_for(max_events: int) -> int:
+    """How many quiet keys keep their history (``Beliefs.quiet_limit``) beside a trace of
+    ``max_events``, so that the checks' memory is bounded with the trace's.
+
+    A quiet key's history (the last desire and release of each client, what forgot it,
+    what waits to be judged) costs ~1.2 kB with its name, while a kept event costs ~215 B:
+    one quiet key per 20 events (as before) took ~60 B per event of ``max_events``, and a
+    session's trace, buffers and checks could not stay within 300 B per event.  One per 50
+    (~25 B) still keeps the keys of the newest ~2/5 of a trace of 20-odd events per key.
+    """
+    return max(QUIET_KEPT, max_events // EVENTS_PER_QUIET_KEY)
+
+
 _CLOSED_STATES = {"cancelled", "lost", "error"}
 _FIRE_AND_FORGET = "fire-and-forget"  # dask's pseudo-client (``distributed/client.py``)
 
@@ -152,6 +171,7 @@ class Checks:
         """Stop following the trace (and drop the handler table, a cycle through ``self``)."""
         self.unsubscribe()
         self.unsubscribe = _nothing  # the closure holds our callback: another cycle
+        self.beliefs.stop_erasing()  # a bounded Checks's beliefs hold our method: a third
 
     def _on_batch(self, batch: Batch) -> None:
         # The judges are the module's (plain functions): a Checks is made per explored run,

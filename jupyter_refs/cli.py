@@ -10,7 +10,7 @@ import textwrap
 from . import __version__
 from .demo import scatter_race
 from .network import POLICIES
-from .protocol.variants import PROTOCOL_NAMES
+from .protocol.variants import PROTOCOL_HELP, protocol_type
 from .views.text import around, format_events
 
 #: What ``--out`` can write, by file suffix.
@@ -39,20 +39,36 @@ def _positive_int(text: str) -> int:
 
 
 def _trace_path(text: str) -> str:
-    """Check ``--out`` before the run: a known suffix, in a folder that exists."""
+    """Check ``--out``'s suffix while parsing: a malformed argument is a usage error."""
     suffix = os.path.splitext(text)[1]
     if suffix not in TRACE_FORMATS:
         raise argparse.ArgumentTypeError(
             f"{text!r}: the trace is written as .json (Chrome trace) or .jsonl (JSON Lines), "
             f"not {suffix or 'a file without a suffix'}")
-    folder = os.path.dirname(text) or "."
-    if not os.path.isdir(folder):
-        raise argparse.ArgumentTypeError(f"{text!r}: the folder {folder!r} does not exist")
-    if not os.access(folder, os.W_OK):
-        raise argparse.ArgumentTypeError(f"{text!r}: the folder {folder!r} is not writable")
-    if os.path.isdir(text):
-        raise argparse.ArgumentTypeError(f"{text!r} is a folder")
     return text
+
+
+def _unwritable(path: str) -> str | None:
+    """Why the trace cannot be written to ``path``, or None: checked before the run, so a
+    bad place costs one line, not a whole demo and a traceback.
+
+    The file is really opened (for appending, so an existing one is left as it was):
+    permission bits do not tell, as root or on /proc and /sys.
+    """
+    folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder):
+        return f"{path!r}: the folder {folder!r} does not exist"
+    if os.path.isdir(path):
+        return f"{path!r} is a folder"
+    existed = os.path.lexists(path)
+    try:
+        with open(path, "a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        return f"cannot write the trace to {path!r}: {exc.strerror or exc}"
+    if not existed:
+        os.remove(path)
+    return None
 
 
 def demo_scatter_race(args: argparse.Namespace) -> int:
@@ -94,8 +110,7 @@ def make_parser() -> argparse.ArgumentParser:
         description="Crusaderky's loop from dask#8576 (scatter the same value, drop it, repeat) "
                     "until the first violation; prints the events around it and what the next "
                     "computation on the held future gives.")
-    race.add_argument("--protocol", choices=PROTOCOL_NAMES, default="dask",
-                      help="dask (today's; legacy is its old name), dask-2024.7, racy-ids or fixed")
+    race.add_argument("--protocol", type=protocol_type, default="dask", help=PROTOCOL_HELP)
     race.add_argument("--seed", type=int, default=0,
                       help="seed of the simulated latencies (random network): a seed replays exactly")
     race.add_argument("--network", choices=[p for p in POLICIES if p != "manual"], default="random",
@@ -111,7 +126,11 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = make_parser().parse_args(argv)
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    problem = _unwritable(args.out) if getattr(args, "out", None) else None
+    if problem:  # one line, no usage: the command was well formed
+        parser.exit(2, f"{parser.prog}: error: {problem}\n")
     try:
         return args.func(args)
     except BrokenPipeError:  # piped into head: stop quietly

@@ -22,7 +22,6 @@ cannot be pickled is refused with the cluster untouched.
 from __future__ import annotations
 
 import functools
-import os
 import queue
 import sys
 import threading
@@ -35,15 +34,19 @@ from itertools import count
 from typing import TYPE_CHECKING, Any
 
 import dask
-from dask.tokenize import tokenize
+
+try:
+    from dask.tokenize import normalize_token, tokenize
+except ImportError:  # dask 2024.8 (the zoo's old releases) keeps them in dask.base
+    from dask.base import normalize_token, tokenize
+from dask._task_spec import TaskRef
 from dask.utils import funcname, typename
 
 from . import arguments, gcscope, interrupts
 from .errors import (
-    ClusterClosedError,
+    ClosedClientError,
     FutureCancelledError,
     FutureLostError,
-    HeldMessagesError,
     NotModelledError,
     ResultSerializationError,
 )
@@ -53,22 +56,19 @@ from .protocol.client import BORROWED, CANCELLED, DONE, ERROR, ClientState, Futu
 from .protocol.messages import Message
 from .protocol.serialize import CONTAINERS, Dep, adopting, dumps, loads, reduce_future, sending
 from .protocol.variants import UUID
+from .userline import user_frame
 
 if TYPE_CHECKING:
     from .cluster import Cluster
 
-_PACKAGE = os.path.dirname(os.path.abspath(__file__))
-
 
 def _user_cell() -> str | None:
-    """``file:line`` of the first frame outside this package: the user's line.
+    """``file:line`` of the user's line (``userline.py``): the first frame outside libraries.
 
     Kept per (code, instruction): a frame's line number is found by walking its code's
     line table, and the same few lines call again and again (a loop, the explorer's runs).
     """
-    frame = sys._getframe(2)
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
-        frame = frame.f_back
+    frame = user_frame(sys._getframe(2))
     if frame is None:
         return None
     where = (frame.f_code, frame.f_lasti)
@@ -97,7 +97,7 @@ def _not_initialized() -> RuntimeError:
         "deserialized outside of the context of a Client or Worker.")
 
 
-class Future:
+class Future(TaskRef):
     """A reference to a key held by one client.  Drop it and the refcount drops.
 
     ``Future(key, client)`` makes another reference to a key the client knows,
@@ -105,7 +105,9 @@ class Future:
     (``status`` None; ``result()`` raises), as dask's is today.
     """
 
-    __slots__ = ("key", "client", "id", "_fs", "_released", "_id", "__weakref__")
+    # A TaskRef, as dask's Future is: inside a dask graph (``delayed(f)(future)``) it is a
+    # dependency, replaced by its value where the task runs; equal by key, as dask's.
+    __slots__ = ("client", "id", "_fs", "_released", "_id", "__weakref__")
     _uid = uuid.uuid4().hex
     _counter = count()
 
@@ -120,6 +122,13 @@ class Future:
             with client.cluster.call(_user_cell()):
                 fs, _, self.id = client._state.acquire(key, "future")
             self.client, self._fs = client, fs
+
+    # dask's Future, not its TaskRef: equal only to itself, hashed by its own id.
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __hash__(self) -> int:
+        return hash(self._id)
 
     @classmethod
     def _bound(cls, client: Client, key: str, fs: FutureState, future_id: int) -> Future:
@@ -308,8 +317,6 @@ def _tokenized(func: Callable[..., Any]) -> Any:
         return func  # builtins, partials, callables: dask's own rules, uncached
     hit = _remember(func)
     if hit[1] is None:
-        from dask.tokenize import normalize_token
-
         hit[1] = _Normalized(normalize_token(func))
     return hit[1]
 
@@ -522,6 +529,31 @@ def _dask_get(dsk: Any, keys: Any, **kwargs: Any) -> Any:
     return client.get(dsk, keys, **kwargs)
 
 
+class _Schedule:
+    """dask's scheduler setting while a kernel-side client is the default.
+
+    Called, it computes (:func:`_dask_get`).  dask's ``persist`` asks the setting for a
+    ``persist`` of its own, as it asks a dask ``Client``'s ``get``: this one persists on the
+    default kernel-side client, so ``x.persist()`` and ``dask.persist(x)`` keep futures, as
+    on dask; with none open, what dask would do without us.  Each setting is its own
+    object (see :func:`_use_as_dask_scheduler`).
+    """
+
+    def __call__(self, dsk: Any, keys: Any, **kwargs: Any) -> Any:
+        return _dask_get(dsk, keys, **kwargs)
+
+    def persist(self, collections: Any, **kwargs: Any) -> Any:
+        client = default_client()
+        if client is not None and client.cluster is not None and not client.cluster.closed:
+            return client.persist(collections, **kwargs)
+        try:
+            from distributed import get_client
+
+            return get_client().persist(collections, **kwargs)
+        except (ImportError, ValueError):  # no dask Client either: dask's threads
+            return list(dask.persist(*collections, scheduler="threads", **kwargs))
+
+
 @functools.cache
 def _cluster_class() -> type[Cluster]:
     """``Cluster``, imported once: a relative import in ``Client()`` cost a frame per client,
@@ -541,7 +573,7 @@ def _use_as_dask_scheduler() -> None:
     # ``dask.config.config`` read directly: ``dask.config.get("scheduler")`` says the same for
     # a top-level key with no "-" or "_", and the explorer makes a client per run.
     if not _dask_config or dask.config.config.get("scheduler") is not _dask_config[-1][0]:
-        mine = functools.partial(_dask_get)
+        mine = _Schedule()
         _dask_config.append((mine, dask.config.set(scheduler=mine)))
 
 
@@ -597,19 +629,23 @@ def _make_default(client: Client) -> None:
 class Client:
     """A client of a kernel-side :class:`~jupyter_refs.cluster.Cluster`, with dask's API.
 
-    ``Client(cluster)`` or ``cluster.client()``; ``Client()`` starts a cluster of
-    its own (``protocol="dask"``, live network) and closes it with the client.
+    ``Client(cluster)`` or ``cluster.client()``; ``Client()`` — or ``Client(n_workers=…,
+    threads_per_worker=…, processes=…)`` — starts a :class:`~jupyter_refs.dropin.LocalCluster`
+    of its own, shaped as dask's, and closes it with the client.
     """
 
     def __init__(self, address: Cluster | None = None, *, name: str | None = None,
                  set_as_default: bool = True, timeout: Any = None, **kwargs: Any):
         Cluster = _cluster_class()  # noqa: N806 - the class, imported late (a cycle)
         arguments.text(name, "name", none=True)  # before a cluster of its own is started
-        if kwargs:
-            raise NotModelledError(f"Client({', '.join(f'{k}=' for k in kwargs)})")
         self._own_cluster = address is None
         if address is None:
-            address = Cluster(protocol="dask", workers=1, network="live")
+            # dask's Client() starts a LocalCluster, and passes it the arguments it takes.
+            from .dropin import LocalCluster
+
+            address = LocalCluster(**kwargs)
+        elif kwargs:
+            raise NotModelledError(f"Client({', '.join(f'{k}=' for k in kwargs)})")
         elif not isinstance(address, Cluster):
             raise NotModelledError(
                 f"Client({address!r})", "a kernel-side client takes a jupyter_refs.Cluster; "
@@ -619,6 +655,14 @@ class Client:
         if set_as_default:
             _make_default(self)
             _use_as_dask_scheduler()
+
+    @classmethod
+    def current(cls, allow_global: bool = True) -> Client:
+        """dask's ``Client.current()``: the default client, the newest not closed."""
+        client = default_client() if allow_global else None
+        if client is None:
+            raise ValueError("No global client found and no address provided")
+        return client
 
     @classmethod
     def _wrap(cls, cluster: Cluster, state: ClientState) -> Client:
@@ -670,9 +714,9 @@ class Client:
         fs, messages, future_id = self._state.adopt(key, task)
         return Future._bound(self, key, fs, future_id), messages
 
-    def _check_open(self) -> None:
+    def _check_open(self, op: str = "update-graph") -> None:
         if self._closed:
-            raise ClusterClosedError(f"{self.name} is closed")
+            raise ClosedClientError(f"Client is closed. Can't send {op} message.")
 
     def _new_key(self, prefix: str, hexed: bool) -> str:
         """A non-hashed key: dask's uuid4, or the protocol's counter (race 3)."""
@@ -696,10 +740,12 @@ class Client:
         race #8576.  On a manual network the scatter RPC is left in flight and
         the future is ``pending`` until it is delivered.
         """
-        self._check_open()
+        self._check_open("scatter")
         if asynchronous:
             raise NotModelledError("scatter(asynchronous=True)")
         cell = _user_cell()
+        if isinstance(data, range):
+            data = list(data)  # dask's: a range scatters as a list
         if isinstance(data, dict):
             items = [(str(k), v) for k, v in data.items()]
         elif type(data) in CONTAINERS or isinstance(data, Iterator):
@@ -787,6 +833,9 @@ class Client:
         if not callable(func):
             raise TypeError("First input to map must be a callable function")
         self._check_options(resources, actor, actors, allow_other_workers, workers)
+        if iterables and all(isinstance(it, Iterator) for it in iterables):
+            raise TypeError("Dask no longer supports mapping over Iterators or Queues."
+                            "Consider using a normal for loop and Client.submit")
         iterables = [list(it) for it in iterables]
         calls = list(zip(*iterables))
         if isinstance(key, list):
@@ -858,22 +907,29 @@ class Client:
         cluster = self.cluster
         scattering = [d._fs.scatter_call for d in dep_futures.values() if d._fs.scatter_call]
         if scattering:
-            raise HeldMessagesError(f"{origin} on {', '.join(dep_futures)}",
-                                    [msg for msg in cluster.in_flight if msg.channel in scattering])
-        early: dict[str, Future] = {}
-        if len(tasks) < len(calls) and cluster._drops:
-            # A key held, and a drop waiting: a future the user deleted just before.  In dask
-            # its release runs later, on the event loop, so the new future takes its reference
-            # first and the release only decrements.  Taken before the call releases the drops.
-            with cluster._locked():
-                early = {k: self._future(k, origin)[0] for k, _, _ in calls
-                         if k not in tasks and k in held}
+            raise cluster._held_error(f"{origin} on {', '.join(dep_futures)}",
+                                      [msg for msg in cluster.in_flight if msg.channel in scattering])
+        early = (self._hold_first([k for k, _, _ in calls if k not in tasks], origin)
+                 if len(tasks) < len(calls) else {})
         with cluster.call(cell) as user_call:
             futures = [early.pop(key) if key in early else self._future(key, origin)[0]
                        for key, _, _ in calls]
             if tasks:
                 user_call.send(self._state.update_graph(tasks, list(tasks), dep_futures))
         return futures
+
+    def _hold_first(self, keys: list[str], origin: str) -> dict[str, Future]:
+        """Futures for the held ``keys`` a call will not submit again, taken before the call
+        releases the drops waiting: a future the user deleted just before (``d.compute()``
+        twice).  In dask its release runs later, on the event loop, so the new future takes
+        its reference first and the release only decrements; taken after, the key would be
+        released, and no graph sent for the new future."""
+        cluster = self.cluster
+        if not cluster._drops:
+            return {}
+        held = self._state.futures
+        with cluster._locked():
+            return {k: self._future(k, origin)[0] for k in keys if k in held}
 
     # -- waiting and gathering ---------------------------------------------------------------
 
@@ -992,7 +1048,7 @@ class Client:
 
     def _ask(self, op: str, keys: tuple[str, ...] = (), **payload: Any) -> dict[str, Any]:
         """An RPC to the scheduler, waited for (who_has, variables, queues …)."""
-        self._check_open()
+        self._check_open(op)
         replies = self._state.replies
         timeout = payload.get("timeout")
         with self.cluster.call(_user_cell()) as user_call:
@@ -1031,6 +1087,20 @@ class Client:
         return {w: threads for w in names}
 
     ncores = nthreads
+
+    def scheduler_info(self, n_workers: int = 5, **kwargs: Any) -> dict[str, Any]:
+        """dask's ``Client.scheduler_info``: the scheduler and up to ``n_workers`` workers
+        (``-1``: all), with the fields the model has (no metrics, no memory: it keeps none)."""
+        cluster = self.cluster
+        threads = getattr(cluster, "threads_per_worker", 1)
+        names = list(cluster.workers)
+        shown = names if n_workers == -1 else names[:n_workers]
+        workers = {w: {"type": "Worker", "id": i, "name": i, "host": "kernel", "nthreads": threads,
+                       "memory_limit": 0, "resources": {}, "status": "running", "nanny": None}
+                   for i, w in enumerate(shown)}
+        return {"type": "Scheduler", "id": f"Scheduler-{id(cluster):x}", "address": "scheduler",
+                "services": {}, "started": 0.0, "n_workers": len(names),
+                "total_threads": threads * len(names), "total_memory": 0, "workers": workers}
 
     def close(self, timeout: Any = None) -> None:
         """Release every key this client holds; then refuse new work.  Closing twice is fine."""
@@ -1160,9 +1230,11 @@ class Client:
                            "deps": tuple(_key(d) for d in deps), "allocated": False,
                            "carries": (), "workers": None, "retries": None, "priority": 0}
         dep_futures = {f.key: f for f in given.values()}
+        # Held keys not sent again, wanted or depended on, keep their reference through the call.
+        early = self._hold_first([_key(k) for k in graph if _key(k) not in tasks], "compute")
         with self.cluster.call(_user_cell()) as user_call:
-            futures = [given[k] if k in given else self._future(_key(k), "compute")[0]
-                       for k in wanted]
+            futures = [given[k] if k in given else early.pop(_key(k), None)
+                       or self._future(_key(k), "compute")[0] for k in wanted]
             if tasks:
                 user_call.send(self._state.update_graph(tasks, [_key(k) for k in wanted],
                                                         dep_futures))
@@ -1229,7 +1301,7 @@ run run_on_scheduler restart restart_workers upload_file publish_dataset unpubli
 get_dataset list_datasets datasets rebalance replicate retry story get_task_stream profile
 dashboard_link register_plugin unregister_worker_plugin register_worker_plugin
 register_scheduler_plugin get_executor get_metadata set_metadata get_worker_logs
-get_scheduler_logs scheduler_info processing call_stack benchmark_hardware
+get_scheduler_logs processing call_stack benchmark_hardware
 get_versions wait_for_workers forward_logging log_event subscribe_topic unsubscribe_topic
 get_events start_ipython_workers start_ipython_scheduler dump_cluster_state
 write_scheduler_file amm get asynchronous sync loop scheduler

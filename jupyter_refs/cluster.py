@@ -42,8 +42,10 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from dask.utils import parse_timedelta
+
 from . import arguments, gcscope, interrupts
-from .checks import Checks, Violation
+from .checks import Checks, Violation, quiet_limit_for
 from .client import Client, Future
 from .errors import (
     ArgumentValueError,
@@ -227,13 +229,13 @@ def _worker_names(workers: Any) -> list[str]:
 class Cluster:
     """A scheduler, workers and clients running inside this process.
 
-    >>> with Cluster(protocol="legacy", workers=1, network="manual") as cluster:
+    >>> with Cluster(protocol="dask", workers=1, network="manual") as cluster:
     ...     client = cluster.client()
     """
 
     def __init__(
         self,
-        protocol: str | ProtocolVariant = "legacy",
+        protocol: str | ProtocolVariant = "dask",
         workers: int | list[str] = 1,
         network: str | Policy = "live",
         seed: int | None = None,
@@ -304,7 +306,10 @@ class Cluster:
         #: Hand each call's events to the subscribers when it returns (the explorer, which
         #: reads the verdict once per run, turns this off).
         self._flush_calls = True
-        self.checks = Checks(self.trace) if checks else None
+        # Bounded with the trace, as a dask tracer's (``quiet_limit_for``): a live session
+        # makes keys without end, and the history of every one ever forgotten grew with it.
+        self.checks = (Checks(self.trace, quiet_limit=quiet_limit_for(trace_capacity))
+                       if checks else None)
         self._thread: threading.Thread | None = None
         if self.live:
             self._thread = threading.Thread(target=self._run_live, name="jupyter-refs-network",
@@ -321,6 +326,24 @@ class Cluster:
     def client(self, name: str | None = None) -> Client:
         """A new client of this cluster (the same as ``jupyter_refs.Client(cluster)``)."""
         return Client(self, name=name)
+
+    def add_worker(self) -> str:
+        """A new worker, ``worker:<n>``, with the cluster's threads per worker: the scheduler
+        places new tasks on it from now on (dask's ``LocalCluster.scale`` up)."""
+        with self._locked():
+            self._check_open()
+            name = f"worker:{len(self.workers)}"
+            while name in self.workers:
+                name += "'"
+            worker = WorkerState(name, self.variant, self.trace.record, self._bind,
+                                 self.threads_per_worker)
+            self.workers[name] = worker
+            self._actors[name] = worker
+            self._actors[worker.client.name] = worker.client
+            self.kinds[name], self.kinds[worker.client.name] = "worker", "client"
+            self.scheduler.add_worker(name, self.threads_per_worker)
+            self.trace.flush()
+            return name
 
     def get_client(self) -> Client:
         """The cluster's first open client, or a new one (dask's ``cluster.get_client()``)."""
@@ -419,6 +442,12 @@ class Cluster:
         """Whether messages wait for ``deliver`` / ``step``: the network delivers nothing on
         its own (``manual``), so a view offers the step controls."""
         return not self.policy.autonomous
+
+    @property
+    def actors(self) -> set[str]:
+        """The scheduler, the workers and the clients (the workers' own ones too)."""
+        with self._lock:
+            return set(self.kinds)
 
     def channels(self) -> set[str]:
         """The channels that have carried a message and still exist (streams; RPCs in use)."""
@@ -559,6 +588,11 @@ class Cluster:
     def title(self) -> str:
         """What a view calls this cluster: its protocol and network."""
         return f"protocol={self.variant.name} network={self.network_name}"
+
+    @property
+    def ended(self) -> str:
+        """How its end is told once closed (see :class:`~jupyter_refs.handle.ClusterHandle`)."""
+        return f"the cluster ({self.title}) was closed"
 
     def sync(self) -> None:
         """Hand the checks and views every event recorded so far.
@@ -742,6 +776,8 @@ class Cluster:
         while we wait is not the user's line.
         """
         self.trace.user_line = None
+        if isinstance(timeout, str):  # dask takes "10 ms", "0.5s", "2 minutes" everywhere
+            timeout = parse_timedelta(timeout, default="s")
         if self.live:
             mine = current_run.get()
             if mine is not None:
@@ -762,8 +798,8 @@ class Cluster:
             if not done():
                 if starved:
                     self._raise_stuck(what, needs)
-                raise HeldMessagesError(what, [m for m in self.in_flight
-                                               if self._network.is_held(m.channel)])
+                raise self._held_error(what, [m for m in self.in_flight
+                                              if self._network.is_held(m.channel)])
             return
         deadline = None if timeout is None else time.monotonic() + timeout
         next_, deliver = self._next, self._deliver
@@ -842,8 +878,14 @@ class Cluster:
         if self._network.held and not held:
             held = [m for m in self._network.in_flight.values()
                     if self._network.is_held(m.channel)]
-        raise HeldMessagesError(what, held or sorted(self._network.in_flight.values(),
-                                                     key=lambda m: m.msg_id))
+        raise self._held_error(what, held or sorted(self._network.in_flight.values(),
+                                                    key=lambda m: m.msg_id))
+
+    def _held_error(self, what: str, held: list[Message]) -> HeldMessagesError:
+        """The error for ``what`` waiting on ``held``, naming the holds that keep them: the
+        user lifts a hold (``%hold --off``), or steps a manual network — never confuse the two."""
+        holds = {p for m in held for p in self._network.holding(m.channel)}
+        return HeldMessagesError(what, held, holds, self.network_name)
 
     def _drain_network(self) -> None:
         """Immediate, at the end of a call: deliver every message — but run no task.

@@ -36,6 +36,29 @@ def _flat(fs: Any) -> list[Future]:
     return out
 
 
+def futures_of(obj: Any) -> list[Future]:
+    """The futures in ``obj``: in lists, tuples, sets and dicts, and in the tasks of a dask
+    collection's graph (dask's ``futures_of``)."""
+    from dask import is_dask_collection
+    from dask._task_spec import Task
+
+    out: list[Future] = []
+    stack = [obj]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Future):
+            out.append(x)
+        elif type(x) in (list, tuple, set, frozenset):
+            stack.extend(x)
+        elif type(x) is dict:
+            stack.extend(x.values())
+        elif isinstance(x, Task):
+            stack.extend((*x.args, *x.kwargs.values()))
+        elif is_dask_collection(x):
+            stack.extend(x.__dask_graph__().values())
+    return list(dict.fromkeys(reversed(out)))
+
+
 def _wait_for(futures: list[Future], done: Any, what: str, timeout: float | None,
               first: bool = False) -> None:
     if not futures or done():
@@ -50,11 +73,13 @@ def _wait_for(futures: list[Future], done: Any, what: str, timeout: float | None
 def wait(fs: Any, timeout: float | None = None,
          return_when: str = ALL_COMPLETED) -> DoneAndNotDoneFutures:
     """Wait until all (or the first) of the futures are done; raise if any was cancelled."""
+    if isinstance(timeout, str):
+        timeout = parse_timedelta(timeout, default="s")
     if timeout is not None and not isinstance(timeout, Number):
         raise TypeError("timeout= keyword received a non-numeric value.\n"
                         "Beware that wait expects a list of values\n"
                         "  Bad:  wait(x, y, z)\n  Good: wait([x, y, z])")
-    futures = _flat(fs)
+    futures = futures_of(fs)  # dask's: a collection's futures too (``wait(x.persist())``)
     if return_when == ALL_COMPLETED:
         done = lambda: all(f.status in DONE for f in futures)  # noqa: E731
     elif return_when == FIRST_COMPLETED:
@@ -89,7 +114,9 @@ class as_completed(Iterator[Any]):  # noqa: N801 - dask's name
         self.futures.append(future)
 
     def update(self, futures: Any) -> None:
-        for f in _flat(futures):
+        for f in futures:  # dask's: futures only, each one given (not looked into)
+            if not isinstance(f, Future):
+                raise TypeError(f"Input must be a future, got {f}")
             self.add(f)
 
     def count(self) -> int:
@@ -123,7 +150,7 @@ class as_completed(Iterator[Any]):  # noqa: N801 - dask's name
             exc = future.exception()
             if self.raise_errors:
                 raise exc
-            return future, exc
+            return future, (type(exc), exc, exc.__traceback__)  # dask's clean_exception
         try:
             return future, future.result()
         except FutureCancelledError as exc:

@@ -22,7 +22,7 @@ class ScatterRaceResult:
     aftermath: str | None
 
 
-def scatter_race(protocol: str = "legacy", seed: int | None = 0, iterations: int = 200,
+def scatter_race(protocol: str = "dask", seed: int | None = 0, iterations: int = 200,
                  network: str = "random") -> ScatterRaceResult:
     """Crusaderky's loop from dask#8576: scatter the same value, check, drop, repeat.
 

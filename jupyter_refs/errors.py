@@ -33,6 +33,10 @@ class ClusterClosedError(JupyterRefsError, RuntimeError):
     """The cluster (or the client) was closed; nothing can be sent any more."""
 
 
+class ClosedClientError(ClusterClosedError):
+    """dask's ``ClosedClientError``: a closed client was asked to send something."""
+
+
 class UnknownMessageError(JupyterRefsError, KeyError):
     """``deliver(msg_id)`` named a message that is not in flight."""
 
@@ -45,19 +49,32 @@ class NotDeliverableError(JupyterRefsError, ValueError):
 
 
 class HeldMessagesError(JupyterRefsError, TimeoutError):
-    """A blocking call needs messages that a manual network is holding.
+    """A blocking call needs messages that nothing will deliver on its own.
 
-    Raised instead of waiting forever: nothing will deliver them until the
-    user calls ``cluster.deliver`` / ``cluster.step``.
+    Raised instead of waiting forever.  What keeps them is said, because the
+    way out differs: a hold (``%hold CHANNEL`` / ``cluster.hold``, on any
+    network) is lifted with ``%hold --off``; a manual network delivers only
+    when stepped.  ``holds`` are the hold patterns that keep the messages;
+    ``network`` is the network's name.
     """
 
-    def __init__(self, what: str, held: Iterable[object]):
+    def __init__(self, what: str, held: Iterable[object], holds: Iterable[str] = (),
+                 network: str = "manual"):
         self.held = list(held)
+        self.holds = sorted(holds)
+        self.network = network
         listing = ", ".join(str(m) for m in self.held) or "none"
-        super().__init__(
-            f"{what} cannot complete: the messages it needs are held by the manual "
-            f"network ({listing}); deliver them with cluster.step() or cluster.deliver(msg_id)"
-        )
+        step = "deliver them with cluster.step() or cluster.deliver(msg_id) (%step)"
+        if network == "manual":
+            why = f"are held by the manual network ({listing}); {step}"
+        elif self.holds:
+            names = ", ".join(self.holds)
+            why = (f"wait on a held channel: the hold on {names} keeps {listing}; lift it with "
+                   f"%hold --off (cluster.release_holds()), or {step}")
+        else:
+            why = (f"are not delivered on their own by the {network} network ({listing}); "
+                   f"{step}")
+        super().__init__(f"{what} cannot complete: the messages it needs {why}")
 
 
 class FutureReleasedError(JupyterRefsError, RuntimeError):

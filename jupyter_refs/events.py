@@ -162,6 +162,9 @@ TRANSITION = _kind(
     "transition", "start", "finish", "stimulus_id", source="scheduler",
     text="transition {start} → {finish}  [{stimulus_id}]",
     doc="A scheduler task state change, with the stimulus that caused it (dask's names).")
+WORKER_ADDED = _kind(
+    "worker.added", "worker", "nthreads", source="scheduler", actor=("worker",),
+    doc="A worker joined the running cluster (``LocalCluster.scale`` up): it takes new tasks.")
 WHO_HAS_REMOVED = _kind(
     "who_has.removed", "worker", "who_has_after", source="scheduler",
     actor=("worker",), actors=("who_has_after",),

@@ -20,19 +20,23 @@ this process (each with its own seed); a copy sends back only its count and, per
 failure group, the picks of its smallest run, which is replayed here — a replay
 is exact — to give the failure its trace.
 
-A **schedule string** names a run: ``legacy@3f9a1c:4>1,9>2`` — the protocol, a
-fingerprint of the scenario's code, the cluster's shape when it is not one worker
-and one client (``legacy@3f9a1c/w2c2:4>1``), then each deviation as
+A **schedule string** names a run: ``dask@3f9a1c:4>1,9>2`` — the protocol (its
+registered name: ``legacy`` runs are written ``dask``, and old ``legacy@`` strings
+still replay), a fingerprint of the scenario's code, the cluster's shape when it is
+not one worker and one client (``dask@3f9a1c/w2c2:4>1``), then each deviation as
 ``decision>index`` (the index among the deliverable heads, oldest first).  Only
 deliveries with a choice (two or more deliverable heads) count as decisions.
 ``replay(scenario, schedule)`` reruns it, trace and violations included.
 
-**An exception is a failure.**  A scenario that raises under some order (a
-``FutureCancelledError`` from ``submit(len, y).result()``: #8576 as the user meets
-it) fails like a broken invariant, as ``scenario_raised``, grouped by the
-exception's type and the shape of its message.  Only when it raises under the
-plain in-order schedule too — the first run — is it the scenario's own bug:
-:class:`ScenarioError`.
+**An outcome that depends on the order is a finding.**  The first run — the plain
+in-order one — sets the baseline: what the scenario returned or raised.  A run that
+raises where the baseline did not (a ``FutureCancelledError`` from
+``submit(len, y).result()``: #8576 as the user meets it) fails as ``scenario_raised``;
+one that returns where the baseline raised, or returns another value, fails as
+``outcome_differs`` — and then the in-order run is reported too, as the failure it is
+(dask#8215: the in-order run is the one that raises).  Failures are grouped by the
+exception's type and the shape of its message.  Only when every order explored raises
+the same is it the scenario's own bug: :class:`ScenarioError`.
 """
 
 from __future__ import annotations
@@ -60,27 +64,29 @@ from .cluster import Cluster
 from .errors import JupyterRefsError, LivelockError
 from .network import Chooser
 from .protocol.messages import EXECUTE, Message
-from .protocol.variants import ALIASES, VARIANTS, ProtocolVariant
+from .protocol.variants import ALIASES, VARIANTS, ProtocolVariant, is_registered, release_variant
 from .trace import Trace
 
 Scenario = Callable[..., Any]
 
 
 class ScenarioError(JupyterRefsError, RuntimeError):
-    """The scenario raises under the plain in-order schedule: a bug of its own, not of an order.
+    """The scenario raises the same under every order explored: a bug of its own, not of an order.
 
-    The schedule it raised under is attached (an exception only some orders raise is
-    a ``scenario_raised`` failure instead).
+    The in-order schedule it raised under is attached (an exception only some orders
+    raise, or that some order avoids, is a failure of the search instead).
     """
 
-    def __init__(self, schedule: str, exc: BaseException | Raised):
+    def __init__(self, schedule: str, exc: BaseException | Raised, orders: int = 1):
         self.schedule = schedule
         self.exception = exc
         name, text = ((exc.name, exc.message) if isinstance(exc, Raised)
                       else (type(exc).__name__, _one_line(exc)))
-        super().__init__(f"the scenario raised {name}: {text} (under "
-                         f"schedule {schedule}, the in-order one: no message overtook another, "
-                         "so this is the scenario's own error, not a race)")
+        every = ("before any message could overtake another" if orders <= 1
+                 else f"and the same under every one of the {orders:,} orders explored")
+        super().__init__(f"the scenario raised {name}: {text} (under schedule {schedule}, the "
+                         f"in-order one, {every}: no order of messages changes it, so this is "
+                         "the scenario's own error, not a race)")
 
 
 def _one_line(exc: BaseException) -> str:
@@ -90,6 +96,9 @@ def _one_line(exc: BaseException) -> str:
 
 #: The name of the failure a scenario's own exception makes (see :class:`Raised`).
 SCENARIO_RAISED = "scenario_raised"
+#: The name of the failure of a run that returned where the in-order run raised, or returned
+#: something else (see :class:`Outcome`).
+OUTCOME_DIFFERS = "outcome_differs"
 
 
 class ScheduleError(JupyterRefsError, ValueError):
@@ -105,19 +114,22 @@ _SCHEDULE = re.compile(rf"^(?P<protocol>{_NAME})@(?P<fp>[0-9a-f]{{6}})"
 
 
 def protocol_name(protocol: str | ProtocolVariant) -> str:
-    """The name a schedule string carries for ``protocol``: a name as given (``legacy`` stays
-    ``legacy``), a :class:`ProtocolVariant`'s own ``name``.
+    """The name a schedule string carries for ``protocol``: a registered name as given, an old
+    name as its protocol's name today (``legacy`` is ``dask``), a :class:`ProtocolVariant`'s
+    own ``name``.
 
     A variant built from the flags (a student's "generations without incarnations") has a
     name of its own; it must not pass for a registered one it differs from, or a schedule
     string naming it would replay under the registered protocol instead.
     """
     if isinstance(protocol, str):
-        return protocol
+        alias = ALIASES.get(protocol)
+        return protocol if alias is None else alias.name
     if not re.fullmatch(_NAME, protocol.name):
         raise ValueError(f"a protocol variant's name goes into schedule strings: {protocol.name!r} "
                          "must be lower-case letters, digits, '.' and '-'")
-    known = VARIANTS.get(protocol.name) or ALIASES.get(protocol.name)
+    known = (VARIANTS.get(protocol.name) or ALIASES.get(protocol.name)
+             or release_variant(protocol.name))
     if known is not None and known != protocol:
         raise ValueError(f"the variant is named {protocol.name!r}, like a registered protocol it "
                          "differs from: give it a name of its own")
@@ -197,6 +209,14 @@ class Run:
     pruned: bool = False  # stopped early: every deliverable message was asleep
     #: What the scenario raised under this order, if it did (also in ``violations``).
     raised: Raised | None = None
+    #: What it returned, as :func:`value_text` writes it (None when it raised).
+    returned: str | None = None
+    #: The client whose scenario it is, when it has one (a violation of its outcome names it).
+    owner: str | None = None
+
+    @property
+    def outcome(self) -> Outcome:
+        return Outcome(self.raised, self.returned)
 
     @functools.cached_property
     def schedule(self) -> str:
@@ -238,6 +258,8 @@ class Raised:
     key: str | None  # the key it is about (a FutureCancelledError's), if any
     seq: int  # the trace's next event when it was raised
     traceback: str
+    #: Decisions made before it was raised: only an order that differs in them can avoid it.
+    decisions: int = 0
 
     @property
     def name(self) -> str:
@@ -247,26 +269,111 @@ class Raised:
         return f"{self.name}: {self.message}" if self.message else self.name
 
 
-def _raised(exc: BaseException, seq: int) -> Raised:
+def _raised(exc: BaseException, seq: int, decisions: int = 0) -> Raised:
     text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     traceback.clear_frames(exc.__traceback__)  # let go of the scenario's futures
     kind = type(exc)
     key = getattr(exc, "key", None)
     return Raised(f"{kind.__module__}.{kind.__qualname__}", _one_line(exc),
-                  key if isinstance(key, str) else None, seq, text)
+                  key if isinstance(key, str) else None, seq, text, decisions)
 
 
-def _raised_violation(cluster: Cluster, raised: Raised, client: str | None) -> Violation:
-    """The exception as a violation: recorded in the run's trace, so views mark it."""
-    explanation = (f"the scenario raised {raised}"
-                   + (f" (about {raised.key})" if raised.key else "")
-                   + ". It does not under the in-order schedule: this order of messages made it.")
-    trace = cluster.trace
+#: The parts of a returned value's repr that differ from run to run whatever the order:
+#: ``pure=False`` keys (a uuid4) and hex tokens of 32 digits.
+_RANDOM = re.compile(r"[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}|[0-9a-f]{32}")
+
+
+def value_text(value: Any) -> str:
+    """A returned value as an outcome compares it: its repr, short, random keys taken out."""
+    try:
+        text = repr(value)
+    except Exception as exc:  # noqa: BLE001 - a value that cannot be shown is still a value
+        text = f"<{type(value).__name__}: repr raised {type(exc).__name__}>"
+    text = _RANDOM.sub("…", text)
+    return text if len(text) <= 120 else text[:119] + "…"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the scenario did under one order: raised (by type and message shape) or returned.
+
+    Two runs with equal outcomes look the same to the user who ran the scenario; the
+    explorer compares each run's with the in-order run's.
+    """
+
+    raised: Raised | None
+    returned: str | None
+
+    def _key(self) -> tuple:
+        r = self.raised
+        return ("raised", r.type, _shape(r.message)) if r is not None else ("returned",
+                                                                             self.returned)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Outcome) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __str__(self) -> str:
+        return f"raised {self.raised}" if self.raised is not None else f"returned {self.returned}"
+
+
+def _outcome_violation(run: Run, name: str, explanation: str) -> Violation:
+    """The scenario's outcome as a violation: recorded in the run's trace, so views mark it."""
+    raised = run.raised
+    trace = run.trace
     seq = trace.next_seq
-    key = raised.key or ""
-    trace.record("checks", "violation", key, SCENARIO_RAISED, raised.seq, client, explanation)
+    key = (raised.key if raised is not None else None) or ""
+    first = raised.seq if raised is not None else seq
+    client = run.owner
+    trace.record("checks", "violation", key, name, first, client, explanation)
     trace.flush()
-    return Violation(SCENARIO_RAISED, key, client, raised.seq, seq, explanation)
+    return Violation(name, key, client, first, seq, explanation)
+
+
+def _judge(run: Run, baseline: Outcome | None) -> None:
+    """Add the scenario's own outcome to the run's violations where it is a finding.
+
+    Without a baseline (a replay), an exception is one, as an order made it.  Against the
+    in-order run's outcome: an exception the baseline did not raise, or a value where it
+    raised or returned another.  A value that differs where a check already failed adds
+    nothing: the check says why.
+    """
+    if run.pruned:
+        return
+    raised = run.raised
+    about = f" (about {raised.key})" if raised is not None and raised.key else ""
+    if baseline is None:
+        if raised is not None:
+            run.violations.append(_outcome_violation(
+                run, SCENARIO_RAISED, f"the scenario raised {raised}{about}. It does not under "
+                "the in-order schedule: this order of messages made it."))
+        return
+    outcome = run.outcome
+    if outcome == baseline:
+        return
+    if raised is not None:
+        run.violations.append(_outcome_violation(
+            run, SCENARIO_RAISED, f"the scenario raised {raised}{about}; under the in-order "
+            f"schedule it {baseline}: this order of messages made it."))
+    elif baseline.raised is not None or not run.violations:
+        run.violations.append(_outcome_violation(
+            run, OUTCOME_DIFFERS, f"the scenario {outcome} under this order; under the "
+            f"in-order schedule it {baseline}: what the user sees depends on the order of "
+            "messages."))
+
+
+def _judge_baseline(run: Run, other: Run) -> None:
+    """The in-order run that raised, once another order did not: a failure, and the first one
+    a user meets (dask#8215's cancel-then-resubmit raises in order and returns when the
+    cancellation's report overtakes the new run)."""
+    raised = run.raised
+    about = f" (about {raised.key})" if raised.key else ""
+    run.violations.append(_outcome_violation(
+        run, SCENARIO_RAISED, f"the scenario raised {raised}{about} under the in-order "
+        f"schedule, where no message overtook another; under {other.schedule} it "
+        f"{other.outcome}: the outcome depends on the order of messages."))
 
 
 class _Stop(BaseException):
@@ -312,12 +419,14 @@ def _wakes(sleeper: str, actor: str) -> bool:
 def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str, prefix: Sequence[int],
          strict: bool, entry_sleep: frozenset = frozenset(), explored: frozenset = frozenset(),
          rng: random.Random | None = None, capacity: int = 100_000, keep_open: bool = False,
-         clients: int | None = None) -> Run:
+         clients: int | None = None, baseline: Outcome | None = None, judge: bool = True) -> Run:
     """One run: follow ``prefix``, then the oldest awake message (or ``rng``) at each decision.
 
     At the prefix's last decision the node is re-entered with ``entry_sleep`` asleep and
     ``explored`` already tried; below it, a message stays asleep until a delivery to the
-    same receiver (one that may not commute with it) happens.
+    same receiver (one that may not commute with it) happens.  Its outcome is judged
+    against ``baseline`` (see :func:`_judge`); ``judge=False`` leaves it for the caller
+    (the in-order run, which is the baseline).
     """
     decisions: list[_Decision] = []
     policy = _policy(decisions, prefix, strict, entry_sleep, explored, rng)
@@ -325,7 +434,7 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
                       threads_per_worker=THREADS_PER_WORKER)
     cluster._flush_calls = keep_open  # the checks read the run once, at the end
     n_clients = _arity(scenario) if clients is None else clients
-    names, pruned, raised = _play(scenario, cluster, n_clients)
+    names, pruned, raised, returned = _play(scenario, cluster, n_clients, decisions)
     # A deviation past the run's last decision: replayed quietly, the run would pass for the
     # schedule's while being the in-order one.
     i = next((j for j in range(len(decisions), len(prefix)) if prefix[j]), None) if strict else None
@@ -336,13 +445,14 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
                             "decisions")
     picks = [d.pick for d in decisions]
     violations = [] if pruned else cluster.violations
-    if raised is not None and not pruned:
-        owner = names[0] if len(names) == 1 else None
-        violations.append(_raised_violation(cluster, raised, owner))
     if not keep_open:
         cluster.close()
-    return Run((protocol_name(protocol), fp, workers, n_clients), picks,
-               decisions, cluster.trace, violations, cluster, pruned, raised)
+    run = Run((protocol_name(protocol), fp, workers, n_clients), picks, decisions,
+              cluster.trace, violations, cluster, pruned, raised, returned,
+              names[0] if len(names) == 1 else None)
+    if judge:
+        _judge(run, baseline)
+    return run
 
 
 def _policy(decisions: list[_Decision], prefix: Sequence[int], strict: bool,
@@ -413,10 +523,11 @@ def _policy(decisions: list[_Decision], prefix: Sequence[int], strict: bool,
     return _Policy(choose, sleeping)
 
 
-def _play(scenario: Scenario, cluster: Cluster, n_clients: int
-          ) -> tuple[list[str], bool, Raised | None]:
+def _play(scenario: Scenario, cluster: Cluster, n_clients: int, decisions: list[_Decision]
+          ) -> tuple[list[str], bool, Raised | None, str | None]:
     """Run the scenario on fresh clients, then drain: the clients' names, whether the run was
-    pruned (every deliverable message asleep), and what the scenario raised, if it did.
+    pruned (every deliverable message asleep), what the scenario raised, if it did, and what
+    it returned otherwise.
 
     The clients are let go before the drain, so the futures they hold are released as if
     the scenario's caller had dropped them.
@@ -424,12 +535,12 @@ def _play(scenario: Scenario, cluster: Cluster, n_clients: int
     users = [cluster.client() for _ in range(n_clients)]
     names = [c.name for c in users]
     pruned = False
-    raised = None
+    raised = returned = None
     try:
         try:
-            scenario(*users)
+            returned = value_text(scenario(*users))
         except Exception as exc:  # noqa: BLE001 - the scenario's own error: a failure, judged later
-            raised = _raised(exc, cluster.trace.next_seq)
+            raised = _raised(exc, cluster.trace.next_seq, len(decisions))
         del users
         cluster.step(1 << 62)  # drain: every remaining delivery is a decision too
     except _Stop:
@@ -438,11 +549,11 @@ def _play(scenario: Scenario, cluster: Cluster, n_clients: int
         cluster.close()
         raise abort.error from None
     except _Livelock:
-        raised = _raised(_livelock(cluster), cluster.trace.next_seq)
+        raised, returned = _raised(_livelock(cluster), cluster.trace.next_seq, len(decisions)), None
     except Exception as exc:  # noqa: BLE001 - raised while draining (a task's call, a check)
         if raised is None:
-            raised = _raised(exc, cluster.trace.next_seq)
-    return names, pruned, raised
+            raised, returned = _raised(exc, cluster.trace.next_seq, len(decisions)), None
+    return names, pruned, raised, returned
 
 
 def _livelock(cluster: Cluster) -> LivelockError:
@@ -625,7 +736,7 @@ def default_processes() -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
 
-def explore(scenario: Scenario, protocol: str | ProtocolVariant = "legacy",
+def explore(scenario: Scenario, protocol: str | ProtocolVariant = "dask",
             max_schedules: int = 10_000,
             bound: int = 2, seed: int = 0, workers: int = 1, reduce: bool = True,
             sample: bool = True, first: bool = False,
@@ -688,6 +799,14 @@ class _Tally:
         self.progress = progress
         self.runs = 0
         self.groups: dict[tuple, Failure] = {}
+        #: The in-order run, whose outcome every other run is judged against.
+        self.baseline: Run | None = None
+        #: Runs that raised as the in-order run did.
+        self.same = 0
+
+    @property
+    def outcome(self) -> Outcome | None:
+        return self.baseline.outcome if self.baseline is not None else None
 
     def count(self, run: Run) -> None:
         """Count a run made here, judge it, and every 100 runs collect and report progress."""
@@ -698,9 +817,37 @@ class _Tally:
             if self.progress is not None:
                 self.progress(self.runs, self.max_schedules, len(self.groups))
 
+    def found(self) -> bool:
+        """Whether the search has its finding (``first=True`` stops there): a failure, or — when
+        the in-order run raised — a failure whose outcome is another."""
+        return bool(self.groups) if self.outcome is None or self.outcome.raised is None \
+            else self.differs() is not None
+
+    def differs(self) -> Run | None:
+        """A failure whose outcome is not the in-order run's, if one was found."""
+        outcome = self.outcome
+        return next((f.run for f in self.groups.values() if f.run.outcome != outcome), None)
+
+    def settle(self) -> None:
+        """The in-order run that raised: a failure once another order did not; otherwise the
+        scenario's own error — unless a check failed on the way."""
+        run = self.baseline
+        if run is None or run.raised is None:
+            return
+        other = self.differs()
+        if other is None:
+            if not self.groups:
+                raise ScenarioError(run.schedule, run.raised, self.runs)
+            run.cluster.dispose()
+            return
+        _judge_baseline(run, other)
+        self.record(run, 1 + self.same)
+
     def record(self, run: Run, count: int = 1) -> None:
         """Keep the run if it is the smallest of its failure group; free anything else at once."""
         if not run.failed:
+            if run.raised is not None:  # as the in-order run raised (or it would have failed)
+                self.same += count
             run.cluster.dispose()
             return
         group = _group(run)
@@ -723,9 +870,10 @@ def _explore(scenario: Scenario, protocol: str | ProtocolVariant, max_schedules:
     """The bounded search, then random runs with what budget is left (shared among processes)."""
     tally = _Tally(max_schedules, progress)
     exhaustive, pruned = _search(scenario, protocol, workers, fp, bound, reduce, first, tally)
-    found = first and bool(tally.groups)
+    found = first and tally.found()
     left = max_schedules - tally.runs if exhaustive and sample and not found else 0
     sampled = _sample_runs(scenario, protocol, workers, fp, seed, left, first, processes, tally)
+    tally.settle()
     failures = sorted(tally.groups.values(), key=lambda f: _size(f.run))
     return ExploreResult(getattr(scenario, "__name__", "scenario"), protocol_name(protocol), bound,
                          tally.runs, pruned, exhaustive, sampled, time.perf_counter() - start,
@@ -734,32 +882,64 @@ def _explore(scenario: Scenario, protocol: str | ProtocolVariant, max_schedules:
 
 def _search(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str, bound: int,
             reduce: bool, first: bool, tally: _Tally) -> tuple[bool, int]:
-    """Depth-first over the orders within ``bound``: whether it was exhausted, and how many runs
-    the sleep sets pruned."""
+    """Depth-first over the orders within each bound from 0 up to ``bound``: whether every
+    order within ``bound`` was covered, and how many runs the sleep sets pruned.
+
+    Iterative deepening: the orders that delay one message are all run before any that
+    delays two, so a one-message race is found in a few runs whatever the size of the
+    two-message space (dask#8215's is found in 20 runs; depth-first at bound 2 alone walked
+    thousands of two-message orders, many of them livelocks, first).  A pass whose bound
+    never cut an order covered every order: deeper passes are not run.
+    """
+    pruned = 0
+    for b in range(bound + 1):
+        exhaustive, cut, p = _pass(scenario, protocol, workers, fp, b, reduce, first, tally)
+        pruned += p
+        if not exhaustive or (first and tally.found()):
+            return False, pruned
+        if not cut:
+            break
+    return True, pruned
+
+
+def _pass(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str, bound: int,
+          reduce: bool, first: bool, tally: _Tally) -> tuple[bool, bool, int]:
+    """One depth-first pass at ``bound``: whether it was exhausted, whether the bound cut an
+    order, and how many runs the sleep sets pruned.  A run delaying fewer than ``bound``
+    messages was counted by an earlier pass; it is made again only to backtrack from."""
     prefix: list[int] = []
     entry_sleep: frozenset = frozenset()
     tried: frozenset = frozenset()
     pruned = 0
+    cut = [False]
     while tally.runs < tally.max_schedules:
+        in_order = not tally.runs
         run = _run(scenario, protocol, workers, fp, prefix, strict=False, entry_sleep=entry_sleep,
-                   explored=tried)
-        if not tally.runs and run.raised is not None:
+                   explored=tried, baseline=tally.outcome, judge=not in_order)
+        if in_order:
             # The first run is the in-order one (the oldest message first at every decision):
-            # an exception there is the scenario's, not an order's.
-            run.cluster.dispose()
-            raise ScenarioError(run.schedule, run.raised)
-        pruned += run.pruned
-        tally.count(run)
-        if first and tally.groups:
-            return False, pruned
+            # the baseline.  Raised before any decision, no order can avoid it.
+            if run.raised is not None and not run.raised.decisions:
+                run.cluster.dispose()
+                raise ScenarioError(run.schedule, run.raised)
+            tally.baseline = run
+        if in_order and run.raised is not None:
+            tally.runs += 1  # kept aside: a failure only if another order does not raise it
+        elif run.delays < bound:
+            run.cluster.dispose()  # an earlier pass counted it
+        else:
+            pruned += run.pruned
+            tally.count(run)
+        if first and tally.found():
+            return False, cut[0], pruned
         if run.raised is not None and run.raised.name == LivelockError.__name__:
             # Every order inside the loop loops too: go on from the prefix's own siblings.
             del run.decisions[len(prefix):]
-        nxt = _backtrack(run, bound, reduce)
+        nxt = _backtrack(run, bound, reduce, cut)
         if nxt is None:
-            return True, pruned
+            return True, cut[0], pruned
         prefix, entry_sleep, tried = nxt
-    return False, pruned
+    return False, cut[0], pruned
 
 
 def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str,
@@ -770,25 +950,29 @@ def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: i
     """
     helpers = min(processes - 1, left // _FORK_MIN_RUNS) if not first else 0
     share = left // (helpers + 1)
+    baseline = tally.outcome
     forked: list[tuple[Any, Any]] = []
     try:
         for i in range(1, helpers + 1):
-            forked.append(_fork(scenario, protocol, workers, fp, f"{seed}/{i}", share))
+            forked.append(_fork(scenario, protocol, workers, fp, f"{seed}/{i}", share, baseline))
         rng = random.Random(seed)
         mine = left - share * helpers
         sampled = 0
-        while mine > 0 and not (first and tally.groups):
-            run = _run(scenario, protocol, workers, fp, [], strict=False, rng=rng)
+        while mine > 0 and not (first and tally.found()):
+            run = _run(scenario, protocol, workers, fp, [], strict=False, rng=rng,
+                       baseline=baseline)
             sampled += 1
             mine -= 1
             tally.count(run)
         while forked:
-            done, found = _join(scenario, *forked[0])
+            done, same, found = _join(scenario, *forked[0])
             del forked[0]
             tally.runs += done
+            tally.same += same
             sampled += done
             for count, _, picks in found.values():
-                tally.record(_run(scenario, protocol, workers, fp, picks, strict=True), count)
+                tally.record(_run(scenario, protocol, workers, fp, picks, strict=True,
+                                  baseline=baseline), count)
     finally:
         _reap(forked)  # interrupted, or a run raised: no helper outlives the search
     if helpers and tally.progress is not None:
@@ -796,13 +980,16 @@ def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: i
     return sampled
 
 
-def _sample(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str, seed: str, n: int
-            ) -> dict[tuple, tuple[int, tuple, list[int]]]:
-    """``n`` random runs; per failure group: how many, and the size and picks of the smallest."""
+def _sample(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str, seed: str,
+            n: int, baseline: Outcome | None) -> tuple[int, dict[tuple, tuple[int, tuple, list[int]]]]:
+    """``n`` random runs: how many raised as the in-order run did, and per failure group how
+    many, and the size and picks of the smallest."""
     rng = random.Random(seed)
     found: dict[tuple, tuple[int, tuple, list[int]]] = {}
+    same = 0
     for i in range(n):
-        run = _run(scenario, protocol, workers, fp, [], strict=False, rng=rng)
+        run = _run(scenario, protocol, workers, fp, [], strict=False, rng=rng, baseline=baseline)
+        same += not run.failed and run.raised is not None
         if run.failed:
             group, size = _group(run), _size(run)
             count, best, picks = found.get(group, (0, None, []))
@@ -811,11 +998,11 @@ def _sample(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, f
         run.cluster.dispose()
         if i % 100 == 99:
             gc.collect(0)
-    return found
+    return same, found
 
 
-def _fork(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str, seed: str, n: int
-          ) -> tuple[Any, Any]:
+def _fork(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str, seed: str, n: int,
+          baseline: Outcome | None) -> tuple[Any, Any]:
     """Start ``_sample`` in a forked copy of this process; returns its process and pipe end.
 
     The copy writes nothing (a scenario's prints would repeat once per run) and leaves
@@ -830,7 +1017,7 @@ def _fork(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp:
         code = 0
         try:
             sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - dies with the process
-            send.send(("ok", n, _sample(scenario, protocol, workers, fp, seed, n)))
+            send.send(("ok", n, *_sample(scenario, protocol, workers, fp, seed, n, baseline)))
         except BaseException:  # noqa: BLE001 - reported as a failed helper, never raised here
             code = 1
         finally:
@@ -858,17 +1045,17 @@ def _reap(helpers: list[tuple[Any, Any]]) -> None:
         interrupts.leave(shield)
 
 
-def _join(scenario: Scenario, process: Any, receive: Any) -> tuple[int, dict]:
-    """A helper's runs and failure groups (a scenario's exception is one of them)."""
+def _join(scenario: Scenario, process: Any, receive: Any) -> tuple[int, int, dict]:
+    """A helper's runs, how many raised as the in-order run did, and its failure groups."""
     try:
-        _what, done, found = receive.recv()
+        _what, done, same, found = receive.recv()
     except EOFError:
         process.join()
         raise RuntimeError(f"an explorer process died (exit code {process.exitcode})") from None
     finally:
         receive.close()
     process.join()
-    return done, found
+    return done, same, found
 
 
 def _size(run: Run) -> tuple[int, int, int]:
@@ -882,12 +1069,13 @@ def _skipped(d: _Decision, pick: int) -> set[int]:
     return {h.msg_id for h in d.heads[:pick] if h.msg_id not in asleep}
 
 
-def _backtrack(run: Run, bound: int, reduce: bool = True
+def _backtrack(run: Run, bound: int, reduce: bool = True, cut: list[bool] | None = None
                ) -> tuple[list[int], frozenset, frozenset] | None:
     """The next run in depth-first order: its prefix, and its last node's sleep and explored sets.
 
     The bound counts *delayed messages*: a message is delayed when a younger one is
     delivered before it while it could have gone.  Race #8576-A needs one: the release.
+    ``cut[0]`` is set when the bound kept an order out.
     """
     decisions = run.decisions
     delayed: list[set[int]] = [set()]  # messages delayed before decision i
@@ -902,6 +1090,8 @@ def _backtrack(run: Run, bound: int, reduce: bool = True
             if d.heads[j].msg_id in asleep:
                 continue
             if len(delayed[i] | _skipped(d, j)) > bound:
+                if cut is not None:
+                    cut[0] = True
                 break  # later picks delay even more
             if not reduce:
                 return [x.pick for x in decisions[:i]] + [j], frozenset(), frozenset()
@@ -929,12 +1119,12 @@ def replay(scenario: Scenario, schedule: str, workers: int | None = None,
     parsed = parse_schedule(schedule)
     fp, devs = parsed.fingerprint, parsed.deviations
     if protocol is None:
-        if parsed.protocol not in VARIANTS and parsed.protocol not in ALIASES:
+        if not is_registered(parsed.protocol):
             raise ScheduleError(f"schedule {schedule} names protocol {parsed.protocol!r}, which is "
                                 "not registered: pass the ProtocolVariant it was explored with "
                                 "as protocol=")
         protocol = parsed.protocol
-    elif protocol_name(protocol) != parsed.protocol:
+    elif protocol_name(protocol) != protocol_name(parsed.protocol):
         raise ScheduleError(f"schedule {schedule} was recorded under protocol {parsed.protocol!r}, "
                             f"not {protocol.name!r}")
     if fp != fingerprint(scenario):
@@ -952,13 +1142,16 @@ def replay(scenario: Scenario, schedule: str, workers: int | None = None,
     return _run(scenario, protocol, parsed.workers, fp, prefix, strict=True, keep_open=keep_open)
 
 
-def cell_scenario(source: str, namespace: dict[str, Any], client_name: str = "client") -> Scenario:
+def cell_scenario(source: str, namespace: dict[str, Any], client_name: str = "client",
+                  filename: str = "<%%explore>", first_line: int = 1) -> Scenario:
     """A scenario from notebook code: ``source`` runs with ``client_name`` bound to the run's client.
 
     Each run gets a fresh copy of ``namespace``; the names the code binds die when it ends,
     as a function's locals do, so the futures it dropped or kept are released then.
+    ``filename`` and ``first_line`` say where the code is (``%%explore``: its cell, from
+    the line after the magic's), so its events name the user's cell and line.
     """
-    code = compile(source, "<%%explore>", "exec")
+    code = compile("\n" * (first_line - 1) + source, filename, "exec")
     base = dict(namespace)
 
     def scenario(client: Any) -> None:

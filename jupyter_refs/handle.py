@@ -53,7 +53,13 @@ class ClusterHandle(Protocol):
 
     @property
     def title(self) -> str:
-        """What a view calls this cluster (``protocol=legacy network=live``, ``dask tcp://…``)."""
+        """What a view calls this cluster (``protocol=dask network=live``, ``dask tcp://…``)."""
+        ...
+
+    @property
+    def ended(self) -> str:
+        """How its end is told once ``closed`` ("the cluster (…) was closed", "the tracer was
+        detached from tcp://…"): the magics and the sidebar say so, not "no cluster yet"."""
         ...
 
     @property
@@ -94,6 +100,13 @@ class ClusterHandle(Protocol):
 
     def channels(self) -> set[str]:
         """The channels seen so far (``client:1->scheduler``, ``rpc:client:1#3``, …)."""
+        ...
+
+    @property
+    def actors(self) -> set[str]:
+        """Who sends and receives here: the scheduler, the workers, the clients.  Every
+        stream runs between the scheduler and one of the others, so this names the channels
+        ``%hold`` may take before they carry a message (and refuses any other)."""
         ...
 
     def hold(self, pattern: str) -> None:

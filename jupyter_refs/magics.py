@@ -21,6 +21,7 @@ import io
 import re
 import shlex
 import sys
+from fnmatch import fnmatchcase
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -31,15 +32,16 @@ from traitlets import Float, Int, Unicode
 
 from .client import Future, check_serializable
 from .cluster import Cluster
-from .errors import JupyterRefsError
+from .errors import JupyterRefsError, ProtocolError
 from .handle import ClusterHandle
 from .network import POLICIES
-from .protocol.variants import PROTOCOL_HELP, PROTOCOL_NAMES, ProtocolVariant
+from .protocol.variants import PROTOCOL_HELP, PROTOCOL_NAMES, ProtocolVariant, is_registered, protocol_type
+from .userline import user_frame
 
 _ASSIGN = re.compile(r"^\s*(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<expr>.+?)\s*$")
 _SCATTER_OPTS = re.compile(r"(?:\s+(?:--no-hash|--client\s+\S+))+\s*$")
-#: What ``%hold`` takes for a channel it has not seen yet: a stream or an RPC call.
-_CHANNEL = re.compile(r"[\w:./*-]+->[\w:./*-]+|rpc:[\w:./*-]+#[\d*]+")
+#: An RPC call's channel: its sender and the call's number.
+_RPC = re.compile(r"rpc:(?P<sender>.+)#\d+")
 
 
 def _strip_comment(line: str) -> str:
@@ -152,7 +154,7 @@ class RefsMagics(Magics):
     ``%hold``, ``%%explore``, ``%replay``, ``%confirm`` — see each one's ``?`` help.  Defaults are
     configurable with ``%config``."""
 
-    protocol = Unicode("legacy", help="protocol of a new %cluster: legacy or fixed").tag(config=True)
+    protocol = Unicode("dask", help=f"protocol of a new %cluster: {PROTOCOL_HELP}").tag(config=True)
     network = Unicode("live", help="network of a new %cluster").tag(config=True)
     workers = Int(1, help="workers of a new %cluster").tag(config=True)
     trace_capacity = Int(1_000_000, help="events the trace keeps before dropping the oldest").tag(
@@ -188,19 +190,23 @@ class RefsMagics(Magics):
     def after_cell(self, _result: Any = None) -> None:
         """The end of a cell is the cluster's safe point: futures the cell dropped are released.
 
-        Then the outputs of live timelines are brought up to date, saved trace included.
+        Then the live views are brought up to date, saved outputs included — again, if
+        their own hook (``views/pump.py``) ran first: now they show the releases too.
         """
         if self._current is not None:
             self._current.apply_drops()
-        timeline = sys.modules.get("jupyter_refs.views.timeline")  # loaded once one was shown
-        if timeline is not None:
-            timeline.refresh_saved_outputs()
+        pump = sys.modules.get("jupyter_refs.views.pump")  # loaded once a view was made
+        if pump is not None:
+            pump.at_cell_end()
 
     # -- helpers --------------------------------------------------------------------------
 
     def _need_cluster(self) -> ClusterHandle:
-        if self.current is None or self.current.closed:
+        self._adopt_default()
+        if self.current is None:
             raise UsageError("no cluster yet: start one with %cluster (see %cluster?)")
+        if self.current.closed:
+            raise UsageError(f"{self.current.ended}: start another with %cluster (see %cluster?)")
         return self.current
 
     def _need_settled_cluster(self) -> ClusterHandle:
@@ -219,7 +225,10 @@ class RefsMagics(Magics):
     def _describe(self) -> str:
         c = self.current
         if c is None:
-            return "no cluster: start one with %cluster"
+            return "no cluster: start one with %cluster --protocol dask"
+        if c.closed:
+            return (f"{c.ended} ({len(c.trace)} events, its trace still readable): start "
+                    "another with %cluster --protocol dask")
         held = f", holding {', '.join(sorted(c.held))}" if c.held else ""
         return (f"{c!r}: {len(c.trace)} events, {len(c.violations)} violations, "
                 f"{len(c.in_flight)} messages in flight{held}")
@@ -227,7 +236,7 @@ class RefsMagics(Magics):
     # -- %cluster ---------------------------------------------------------------------------
 
     @magic_arguments()
-    @argument("--protocol", "-p", choices=PROTOCOL_NAMES, help=PROTOCOL_HELP)
+    @argument("--protocol", "-p", type=protocol_type, help=PROTOCOL_HELP)
     @argument("--workers", "-w", type=int, help="number of workers")
     @argument("--network", "-n", choices=[p for p in POLICIES],
               help="live (a thread, real latencies), random (seeded, simulated), "
@@ -240,6 +249,10 @@ class RefsMagics(Magics):
     @argument("--attach", metavar="NAME", help="trace the dask Client bound to NAME")
     @argument("--ordered-scatter", action="store_true",
               help="with --dask / --attach: scatters wait behind queued releases (dask#8576 workaround)")
+    @argument("--model", action="store_true",
+              help="the switch: dask's own lines (Client(), LocalCluster(...), every name from "
+                   "distributed) run on the kernel-side cluster until %%cluster --no-model")
+    @argument("--no-model", action="store_true", help="turn the switch off: dask's own again")
     @argument("--keys", "-k", nargs="+", metavar="PATTERN",
               help="trace only keys matching a PATTERN (a glob such as inc-*, or a key prefix), "
                    "from the start; on a dask cluster the scheduler and workers leave the rest out")
@@ -248,7 +261,8 @@ class RefsMagics(Magics):
     @line_magic
     def cluster(self, line: str) -> None:
         """Start (or replace) the kernel-side cluster and bind a client.  Alone: show the current
-        cluster, or start one with the defaults (``%config RefsMagics``) if there is none.
+        cluster (or the one closed last), or start one with the defaults (``%config RefsMagics``)
+        if there has been none (a new kernel, or one restarted).
 
         With ``--dask ADDRESS`` or ``--attach NAME`` it traces a real dask.distributed
         cluster instead: ``cluster`` becomes the tracer (same trace, checks and views).
@@ -256,10 +270,13 @@ class RefsMagics(Magics):
         (``cluster.focus()`` changes it later; ``%%trace --keys`` for one cell).
         """
         args = _parse(self.cluster, line)
-        if not _strip_comment(line).strip() and self.current is not None and not self.current.closed:
-            print(self._describe())
+        if not _strip_comment(line).strip() and self.current is not None:
+            print(self._describe())  # closed, it says so and how to start another
             return
         args.focus = _focus_of(args)
+        if args.model or args.no_model:
+            self._switch(args)
+            return
         if args.dask or args.attach:
             self._attach_dask(args)
             return
@@ -281,6 +298,47 @@ class RefsMagics(Magics):
         self.current = new
         self.shell.user_ns[self.client_name] = new.client()
         print(f"{self._describe()}; client bound to {self.client_name!r}")
+
+    def _switch(self, args: Any) -> None:
+        """``--model`` / ``--no-model``: the drop-in switch (:mod:`jupyter_refs.dropin`)."""
+        from . import dropin
+
+        if args.model and args.no_model:
+            raise UsageError("use either --model or --no-model, not both")
+        others = [f"--{n}" for n in ("workers", "seed", "threads", "dask", "attach")
+                  if getattr(args, n) is not None]
+        if others:
+            raise UsageError(f"{', '.join(others)} do not apply to the switch: dask's own "
+                             "Client(...) or LocalCluster(...) shapes the cluster")
+        if args.no_model:
+            if not dropin.active():
+                print("the model switch is off already")
+                return
+            while dropin.active():
+                dropin.stop()
+            print("the model switch is off: distributed's own names are back")
+            return
+        protocol, network = args.protocol or "dask", args.network or "live"
+        try:
+            dropin.start(protocol, network)
+        except JupyterRefsError as exc:
+            raise _usage(exc) from None
+        print(f"the model switch is on (protocol={protocol} network={network}): Client(), "
+              "LocalCluster(...) and every name imported from distributed or dask.distributed "
+              "from now on run on the kernel-side cluster; %cluster --no-model restores dask")
+
+    def _adopt_default(self) -> None:
+        """Under the switch, the cluster the user's own ``Client(...)`` started is the current
+        one: the views and ``%refs`` follow it."""
+        from . import dropin
+        from .client import default_client
+
+        if not dropin.active():
+            return
+        client = default_client()
+        cluster = getattr(client, "cluster", None)
+        if cluster is not None and not cluster.closed and cluster is not self.current:
+            self.current = cluster
 
     def _dask_client(self, name: str) -> Any:
         """The ``distributed.Client`` the user bound to ``name`` in the notebook."""
@@ -362,13 +420,20 @@ class RefsMagics(Magics):
     @argument("name", help="the name that holds the future")
     @line_magic
     def release(self, line: str) -> None:
-        """Drop the future held by NAME (as ``del NAME``)."""
+        """Drop the future held by NAME (as ``del NAME``) and say what that did to its key."""
         args = _parse(self.release, line)
         value = self.shell.user_ns.get(args.name)
         if not _is_future(value):
             raise UsageError(f"{args.name!r} does not hold a future")
+        key, refcount = value.key, value.client.refcount
+        before = refcount.get(key, 0)
         value.release()
         del self.shell.user_ns[args.name]
+        # Ours is released at once; dask's Future.release defers its _dec_ref to the loop.
+        after = refcount.get(key, 0) if isinstance(value, Future) else max(0, before - 1)
+        print(f"released {args.name}: {key} refcount {before} → {after}"
+              + ("; no future holds it now: the client sends client-releases-keys" if after == 0
+                 else "; other futures still hold it"))
 
     # -- views ---------------------------------------------------------------------------
 
@@ -517,7 +582,7 @@ class RefsMagics(Magics):
         from .views.timeline import Timeline
 
         try:
-            scenario = cell_scenario(cell, self.shell.user_ns, self.client_name)
+            scenario = cell_scenario(cell, self.shell.user_ns, self.client_name, **self._cell_body())
         except SyntaxError as exc:
             raise UsageError(f"the cell does not compile: {exc}") from None
         protocol = self._protocol(args.protocol or self.protocol)
@@ -546,19 +611,31 @@ class RefsMagics(Magics):
             print(first.explain())
             display(Timeline(first.run.trace, live=False))
 
+    def _cell_body(self) -> dict[str, Any]:
+        """Where the running cell magic's body is: its cell's file, from the line after the
+        magic's (nothing outside a notebook cell: the body then has a file of its own)."""
+        frame = user_frame(sys._getframe(1))
+        cells = getattr(self.shell.compile, "_filename_map", {})
+        if frame is None or frame.f_code.co_filename not in cells:
+            return {}
+        return {"filename": frame.f_code.co_filename, "first_line": frame.f_lineno + 1}
+
     def _protocol(self, name: str) -> str | ProtocolVariant:
         """A registered protocol's name, or the :class:`ProtocolVariant` the notebook binds it to
         (a variant of one's own, built from the flags, for ``%%explore``)."""
-        if name in PROTOCOL_NAMES:
-            return name
+        try:
+            if is_registered(name):
+                return name
+        except ProtocolError as exc:  # a release outside the range modelled
+            raise UsageError(str(exc)) from None
         variant = self.shell.user_ns.get(name)
         if isinstance(variant, ProtocolVariant):
             return variant
         raise UsageError(f"unknown protocol {name!r}: choose one of {', '.join(PROTOCOL_NAMES)}, "
-                         "or name a ProtocolVariant defined in the notebook")
+                         "dask-<release>, or name a ProtocolVariant defined in the notebook")
 
     @magic_arguments()
-    @argument("schedule", help="a schedule string printed by %%explore, e.g. legacy@3f9a1c:4>1")
+    @argument("schedule", help="a schedule string printed by %%explore, e.g. dask@3f9a1c:4>1")
     @line_magic
     def replay(self, line: str) -> None:
         """Replay a schedule of the last %%explore: it becomes the current cluster, timeline shown."""
@@ -628,13 +705,7 @@ class RefsMagics(Magics):
             released = cluster.release_holds()
             print(f"no longer holding {', '.join(sorted(released)) or 'anything'}")
             return
-        known = {m.channel for m in cluster.in_flight} | cluster.channels()
-        if (not any(re.fullmatch(_glob(args.channel), c) for c in known)
-                and "*" not in args.channel and not _CHANNEL.fullmatch(args.channel)):
-            streams = sorted(c for c in known if "->" in c)
-            hint = f"; channels so far: {', '.join(streams)}" if streams else ""
-            raise UsageError(f"{args.channel!r} is not a channel "
-                             f"(SENDER->RECEIVER or rpc:SENDER#N){hint}")
+        _check_channel(cluster, args.channel)
         try:
             cluster.hold(args.channel)
         except JupyterRefsError as exc:  # e.g. on dask, a channel whose receiver is elsewhere
@@ -724,8 +795,26 @@ def _is_future(obj: Any) -> bool:
         and callable(getattr(obj, "release", None)))
 
 
-def _glob(pattern: str) -> str:
-    return re.escape(pattern).replace(r"\*", ".*")
+def _check_channel(cluster: ClusterHandle, pattern: str) -> None:
+    """Refuse a ``%hold`` that names no channel of ``cluster``, listing those it has.
+
+    A channel may be held before it carries a message (the README holds
+    ``client:1->scheduler`` right after a scatter), so the channels it could have count:
+    every stream runs between the scheduler and another actor, and every actor makes RPC
+    calls (``rpc:SENDER#N``).  A glob must match one of them.
+    """
+    actors = cluster.actors
+    others = actors - {"scheduler"}
+    streams = ({m.channel for m in cluster.in_flight} | cluster.channels()
+               | {f"{a}->scheduler" for a in others} | {f"scheduler->{a}" for a in others})
+    streams = {c for c in streams if not c.startswith("rpc:")}
+    rpc = _RPC.fullmatch(pattern)
+    if (rpc is not None and rpc["sender"] in actors) or any(
+            fnmatchcase(c, pattern) for c in streams | {f"rpc:{a}#1" for a in actors}):
+        return
+    raise UsageError(f"{pattern!r} is not a channel of this cluster: its streams are "
+                     f"{', '.join(sorted(streams))}, "
+                     "and each sender's RPC calls are rpc:SENDER#N (e.g. rpc:client:1#*)")
 
 
 def load(shell: Any) -> RefsMagics:

@@ -165,6 +165,10 @@ class Network:
             held = self._held_cache[channel] = any(fnmatchcase(channel, p) for p in self.held)
         return held
 
+    def holding(self, channel: str) -> list[str]:
+        """The hold patterns that match ``channel`` (what the user would lift)."""
+        return [p for p in self.held if fnmatchcase(channel, p)]
+
     def channels(self) -> list[str]:
         """Channels that have carried a message and still exist (streams; RPCs in use)."""
         return list(self._channels)

@@ -17,6 +17,12 @@ The log is bounded.  When it overflows, the oldest events go and
 
 Consumers (the checks, the views) subscribe and receive batches when the
 driver calls :meth:`Trace.flush`, so a slow consumer never slows a record.
+
+A driver may keep events back and merge them later (a traced dask cluster sorts
+what its scheduler and workers send by time): it sets :attr:`Trace.before_read`,
+and every reader (``len``, ``events``, ``to_jsonl``, …) first brings them in, so
+what the user reads is never behind what happened.  A view's own thread, which
+follows the subscribed batches anyway, reads without asking (:func:`following`).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import time
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from itertools import islice
 from typing import Any, NamedTuple
 
@@ -139,6 +146,28 @@ class _ThreadName(threading.local):
 _THREAD = _ThreadName()
 
 
+class _Following(threading.local):
+    active = False
+
+
+_FOLLOWING = _Following()
+
+
+@contextmanager
+def following() -> Iterator[None]:
+    """On this thread, read traces as they are: do not ask a lazy driver to merge first.
+
+    For the threads of live views: they follow the subscribed batches (and a driver
+    merges in the background while anyone subscribes), and asking on every update —
+    a round trip to a dask scheduler and each worker — would cost more than it shows.
+    """
+    outer, _FOLLOWING.active = _FOLLOWING.active, True
+    try:
+        yield
+    finally:
+        _FOLLOWING.active = outer
+
+
 class Trace:
     """Bounded, append-only event log with batched subscribers."""
 
@@ -160,6 +189,15 @@ class Trace:
         self.user_line: str | None = None
         self._subscribers: list[list] = []  # [callback, next_seq]
         self._flush_lock = threading.RLock()  # any thread may flush; batches stay in order
+        #: Called before a read: a driver that merges lazily (``DaskTracer``) brings in what
+        #: it holds back.  None (the kernel-side cluster): every event is in the log at once.
+        self.before_read: Callable[[], None] | None = None
+
+    def settle(self) -> None:
+        """Bring in the events the driver still holds back (see :attr:`before_read`)."""
+        before_read = self.before_read
+        if before_read is not None and not _FOLLOWING.active:
+            before_read()
 
     # -- recording (hot path) ------------------------------------------------
 
@@ -287,14 +325,21 @@ class Trace:
         return self._dropped + self.lost
 
     def __len__(self) -> int:
+        if self.before_read is not None:
+            self.settle()
         return len(self._rows)
 
     @property
     def next_seq(self) -> int:
+        """One past the last event's seq: every event the log ever took, dropped ones too."""
+        if self.before_read is not None:
+            self.settle()
         return self._dropped + len(self._rows)
 
     def _snapshot(self, since: int = 0, until: int | None = None) -> tuple[int, list[Row]]:
         """The first seq and the rows of ``[since, until)``, copied under the trim lock."""
+        if self.before_read is not None:
+            self.settle()
         with self._trim_lock:
             start, n = self._dropped, len(self._rows)
             first = max(since - start, 0)
@@ -342,6 +387,8 @@ class Trace:
         return iter(self.events())
 
     def __getitem__(self, seq: int) -> Event:
+        if self.before_read is not None:
+            self.settle()
         with self._trim_lock:
             start, n = self._dropped, len(self._rows)
             if not start <= seq < start + n:

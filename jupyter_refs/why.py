@@ -31,7 +31,7 @@ from .trace import Event, Trace
 
 #: Violations that mean a loss, most telling first (refcount_mismatch only restates one).
 _LOSSES = ("dangling_future", "ghost_task", "set_twice", "leaked_key", "spurious_cancel",
-           "scenario_raised", "id_collision", "refcount_mismatch")
+           "scenario_raised", "outcome_differs", "id_collision", "refcount_mismatch")
 #: Events that change what some side believes about a key: the ones a chain shows.
 _CHANGES = {"release.applied", "desire.applied", "transition", "scatter.registered",
             "scatter.worker_put", "worker.put", "worker.free", "future.state", "refcount.inc",
@@ -110,22 +110,52 @@ def cell_label(cell: str | None) -> str:
     return f"{os.path.basename(filename) or filename}:{line}"
 
 
-def _cell_number(filename: str) -> int | None:
+def _shell() -> Any:
     try:
         from IPython import get_ipython
     except ImportError:  # pragma: no cover - IPython is a dependency
         return None
-    shell = get_ipython()
-    names = getattr(getattr(shell, "compile", None), "_filename_map", None)
+    return get_ipython()
+
+
+def _cell_number(filename: str) -> int | None:
+    names = getattr(getattr(_shell(), "compile", None), "_filename_map", None)
     return names.get(filename) if isinstance(names, dict) else None
 
 
 def _source(cell: str) -> str:
     filename, _, line = cell.rpartition(":")
     try:
-        return linecache.getline(filename, int(line)).strip()
+        number = int(line)
+        typed = _typed_line(filename, number)
+        return (typed if typed is not None else linecache.getline(filename, number)).strip()
     except (ValueError, OSError):
         return ""
+
+
+def _typed_line(filename: str, number: int) -> str | None:
+    """A notebook cell's line as the user typed it, or None (not a cell, or not known).
+
+    IPython's line cache holds a cell as it ran, transformed: ``%scatter x = 1`` reads
+    ``get_ipython().run_line_magic('scatter', 'x = 1')`` there, and a ``%%explore`` cell is
+    one line.  The cell as typed is in the history, under the cell's number; it is used
+    only if it transforms into exactly what ran in that file (a cell run without storing
+    its history leaves another cell under that number).
+    """
+    count = _cell_number(filename)
+    shell = _shell()
+    typed = getattr(getattr(shell, "history_manager", None), "input_hist_raw", None)
+    if count is None or not typed or not 0 < count < len(typed):
+        return None
+    raw = typed[count]
+    try:
+        ran = shell.transform_cell(raw)
+    except Exception:  # noqa: BLE001 - a cell IPython cannot transform again: not ours to read
+        return None
+    if ran.splitlines() != [x.rstrip("\n") for x in linecache.getlines(filename)]:
+        return None
+    lines = raw.splitlines()
+    return lines[number - 1] if 0 < number <= len(lines) else None
 
 
 def _where(cell: str | None) -> str:

@@ -172,6 +172,25 @@ def test_result_on_a_held_message_names_it():
         assert x.status == "finished"
 
 
+@pytest.mark.parametrize("network", ["live", "immediate", "random"])
+def test_result_behind_a_hold_names_the_hold_and_how_to_lift_it(network):
+    """Issue 46.4: after the README's %hold, a result on a live (or immediate) network blamed
+    "the manual network" and said nothing of the hold."""
+    with Cluster(protocol="dask", network=network, seed=1) as cluster:
+        client = cluster.client()
+        x = client.scatter(1)
+        cluster.hold("client:1->scheduler")
+        with pytest.raises(HeldMessagesError) as caught:
+            client.submit(inc, x).result(timeout=30)
+        text = str(caught.value)
+        assert "manual" not in text
+        assert "the hold on client:1->scheduler keeps #" in text and "update-graph" in text
+        assert "%hold --off (cluster.release_holds())" in text
+        assert caught.value.holds == ["client:1->scheduler"]
+        cluster.release_holds()
+        assert client.submit(inc, x).result(timeout=30) == 2
+
+
 def test_result_on_a_released_future(cluster):
     client = cluster.client()
     x = client.scatter(1)

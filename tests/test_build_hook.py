@@ -44,6 +44,8 @@ def test_skipped_for_editable_installs_only(tmp_path, monkeypatch, capsys):
     import sys
     import types
 
+    monkeypatch.setattr(build_hook, "TTY", str(tmp_path / "no-terminal"))
+
     calls = []
     fake = types.ModuleType("hatch_jupyter_builder")
     fake.npm_builder = lambda *a, **k: calls.append((a, k))
@@ -64,3 +66,48 @@ def test_pyproject_uses_the_hook():
     assert hook["build-function"] == "labextension.build_hook.build"
     assert hook["editable-build-kwargs"]["built"] == "jupyter_refs/labextension"
     assert "built" not in hook["build-kwargs"]  # a wheel always builds
+
+
+def test_a_build_says_it_takes_minutes_before_it_starts(tmp_path, monkeypatch, capsys):
+    """Issue 46.10: five minutes of pip's spinner, with nothing said."""
+    import sys
+    import types
+
+    said = []
+    fake = types.ModuleType("hatch_jupyter_builder")
+    fake.npm_builder = lambda *a, **k: said.append(capsys.readouterr().out)
+    monkeypatch.setitem(sys.modules, "hatch_jupyter_builder", fake)
+    monkeypatch.setattr(build_hook, "TTY", str(tmp_path / "no-terminal"))
+    build_hook.build("wheel", "standard", path="labextension", build_cmd="build:prod")
+    assert said == ["jupyter_refs: building the JupyterLab extension in labextension/ with jlpm "
+                    "(install, then build:prod): this takes several minutes, about 5 on two "
+                    "cores\n"]
+
+
+def test_say_writes_past_pips_capture_to_the_foreground_terminal(tmp_path):
+    """pip captures the build's output: the line goes to the controlling terminal, when the
+    build runs in its foreground; elsewhere (none, or a terminal not ours) it is printed."""
+    import subprocess
+    import sys
+
+    master, slave = os.openpty()
+    child = f"""
+import importlib.util, os
+spec = importlib.util.spec_from_file_location("hook", {str(ROOT / "labextension" / "build_hook.py")!r})
+hook = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(hook)
+hook.TTY = {os.ttyname(slave)!r}
+os.close(os.open(hook.TTY, os.O_RDWR))  # a session leader's first terminal: now its own
+hook.say("to the terminal")
+hook.TTY = {str(tmp_path / "none")!r}
+hook.say("to stdout")
+"""
+    try:
+        out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
+                             timeout=60, start_new_session=True)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout == "to stdout\n"
+        assert b"to the terminal" in os.read(master, 1000)
+    finally:
+        os.close(master)
+        os.close(slave)

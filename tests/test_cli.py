@@ -36,7 +36,7 @@ def test_console_script_runs():
     assert result.returncode == 0 and "dangling_future" in result.stdout
     bad = subprocess.run([sys.executable, "-m", "jupyter_refs.cli", "demo", "scatter-race",
                           "--protocol", "nope"], capture_output=True, text=True, timeout=60)
-    assert bad.returncode == 2 and "invalid choice" in bad.stderr
+    assert bad.returncode == 2 and "unknown protocol 'nope'" in bad.stderr
 
 
 @pytest.mark.parametrize("seed", range(41))
@@ -68,6 +68,31 @@ def test_out_is_checked_before_the_run(tmp_path, capsys, monkeypatch):
     line = _usage_error(["demo", "scatter-race", "--out", str(tmp_path / "t.txt")], capsys)
     assert ".json" in line and ".jsonl" in line and "not .txt" in line
     assert not ran and not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("out", ["/proc/t.json", "/sys/t.json"])
+def test_an_unwritable_out_stops_before_the_run_in_one_line(out, capsys, monkeypatch):
+    """Issue 46.5: the whole demo ran, then writing the trace ended in a 67-line traceback
+    (FileNotFoundError on /proc, PermissionError on /sys)."""
+    ran = []
+    monkeypatch.setattr("jupyter_refs.cli.scatter_race", lambda *a, **k: ran.append(1))
+    with pytest.raises(SystemExit) as exc:
+        main(["demo", "scatter-race", "--out", out])
+    assert exc.value.code == 2 and not ran
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.splitlines() == [captured.err.strip()]
+    assert f"cannot write the trace to {out!r}: " in captured.err
+
+
+def test_an_existing_out_is_left_as_it_was_until_written(tmp_path, capsys, monkeypatch):
+    """The check opens the file: an existing trace keeps its bytes, a new name leaves no file."""
+    monkeypatch.setattr("jupyter_refs.cli.demo_scatter_race", lambda args: 0)
+    old = tmp_path / "old.json"
+    old.write_text("{}")
+    assert main(["demo", "scatter-race", "--out", str(old)]) == 0
+    assert main(["demo", "scatter-race", "--out", str(tmp_path / "new.jsonl")]) == 0
+    assert old.read_text() == "{}" and [p.name for p in tmp_path.iterdir()] == ["old.json"]
 
 
 @pytest.mark.parametrize("bad", ["-3", "0", "many"])

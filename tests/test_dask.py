@@ -19,6 +19,7 @@ from helpers import inc  # noqa: E402
 
 from jupyter_refs.dask import attach, remote  # noqa: E402
 from jupyter_refs.dask.tracer import USER_CALLS  # noqa: E402
+from jupyter_refs.trace import following  # noqa: E402
 
 pytestmark = pytest.mark.dask
 
@@ -95,6 +96,34 @@ def test_detach_leaves_nothing_behind(inproc):
     workers = inproc.run(lambda dask_worker: sorted(dask_worker.plugins))
     assert all(remote.WORKER_PLUGIN not in p for p in workers.values())
     assert len(tracer.trace) > 0  # the trace outlives the attachment
+
+
+def test_a_detached_tracer_says_detached_from(inproc):
+    """Issue 46.6: the repr read "<DaskTracer detached to …>" and the magics "no cluster yet"."""
+    from IPython import get_ipython
+    from IPython.core.error import UsageError
+    from IPython.testing.globalipapp import start_ipython
+
+    from jupyter_refs.views.lab import refs_message
+
+    address = inproc.scheduler.address
+    ip = start_ipython() or get_ipython()
+    ip.run_line_magic("load_ext", "jupyter_refs")
+    try:
+        ip.user_ns["dc"] = inproc
+        ip.run_line_magic("cluster", "--attach dc")
+        tracer = ip.user_ns["cluster"]
+        assert repr(tracer).startswith(f"<DaskTracer attached to {address}: ")
+        tracer.detach()
+        assert repr(tracer).startswith(f"<DaskTracer detached from {address}: ")
+        with pytest.raises(UsageError, match=f"^the tracer was detached from {address}: start "
+                                             "another with %cluster"):
+            ip.run_line_magic("refs", "")
+        assert refs_message(tracer)["ended"] == f"the tracer was detached from {address}"
+    finally:
+        ip.run_line_magic("unload_ext", "jupyter_refs")
+        for name in ("client", "cluster", "dc"):
+            ip.user_ns.pop(name, None)
 
 
 def test_a_failing_hook_is_removed_and_reported_once(inproc):
@@ -290,8 +319,10 @@ def test_magics_attach_to_a_real_cluster(inproc, capsys):
         capsys.readouterr()
         ip.run_line_magic("step", "")  # nothing is held: nothing to deliver
         assert "delivered: nothing" in capsys.readouterr().out
-        with pytest.raises(UsageError, match="is not a channel"):
-            ip.run_line_magic("hold", "nonsense")
+        for nonsense in ("nonsense", "client:1->nowhere"):
+            with pytest.raises(UsageError, match="is not a channel of this cluster: its streams "
+                                                 "are client:1->scheduler, "):
+                ip.run_line_magic("hold", nonsense)
         ip.run_line_magic("hold", "client:1->scheduler")
         assert tracer.held == {"client:1->scheduler"}
         ip.run_line_magic("hold", "--off")
@@ -339,7 +370,8 @@ def test_a_late_source_holds_the_live_merge_back(inproc):
         x = inproc.scatter(5, hash=False)
         assert tracer.watermark(time.time_ns()) == t0 - second
         tracer._release(tracer.watermark(time.time_ns()))
-        assert not tracer.trace.events(key=x.key)  # held back behind the slow worker
+        with following():  # what the merge let in (a reader would sync it all)
+            assert not tracer.trace.events(key=x.key)  # held back behind the slow worker
         t1 = time.time_ns()
         tracer._on_remote((t1, {**slow, "batch": 2, "now": t1}))
         # The real scheduler and worker say so too, in their next (heartbeat) batches.
@@ -347,7 +379,8 @@ def test_a_late_source_holds_the_live_merge_back(inproc):
         while tracer.watermark(time.time_ns() + tracer.lag_ns) < t1 and time.monotonic() < deadline:
             time.sleep(0.05)
         tracer._release(tracer.watermark(time.time_ns() + tracer.lag_ns))
-        kinds = [e.kind for e in tracer.trace.events(key=x.key)]
+        with following():
+            kinds = [e.kind for e in tracer.trace.events(key=x.key)]
         assert "future.created" in kinds or "refcount.inc" in kinds
         del x
 
@@ -367,7 +400,9 @@ def test_the_merge_waits_for_someone_to_look(inproc):
     A live subscriber, or more than ``buffer`` waiting events, starts the background merge.
     """
     def scheduler_events(tracer) -> int:
-        return sum(1 for e in tracer.trace.events(kind="transition") if e.actor == "scheduler")
+        """What the trace holds now: read as a live view reads, without asking for a merge."""
+        with following():
+            return sum(1 for e in tracer.trace.events(kind="transition") if e.actor == "scheduler")
 
     with attach(inproc, lag=0.05) as tracer:
         inproc.gather(inproc.map(lambda v: v + 1, range(20), pure=False))
@@ -389,6 +424,20 @@ def test_the_merge_waits_for_someone_to_look(inproc):
         while scheduler_events(tracer) == 0 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert scheduler_events(tracer) > 0
+
+
+def test_every_reader_of_the_trace_sees_the_merged_trace(inproc):
+    """The merge waits for someone to look: ``len``, ``events``, iterating and exporting look,
+    as ``violations`` does — none of them shows a trace behind what happened."""
+    with attach(inproc) as tracer:
+        x = inproc.scatter(41)
+        y = inproc.submit(inc, x)
+        assert y.result(timeout=10) == 42
+        n = len(tracer.trace)
+        assert n > 0
+        assert any(e.actor == "scheduler" and e.key == y.key and e.kind == "transition"
+                   for e in tracer.trace)
+        assert tracer.trace.next_seq >= n and y.key in tracer.trace.to_jsonl()
 
 
 def test_why_explains_the_real_8576_loop(inproc):
@@ -443,6 +492,18 @@ def test_the_users_lines_are_stamped_on_dask(inproc):
         frees = [e for e in events if e.op == "free-keys"]
         assert [e.kind for e in frees] == ["msg.sent", "msg.received"]
         assert frees[0].actor == "scheduler" and frees[1].actor.startswith("worker:")
+
+
+def test_a_call_from_a_thread_pool_is_stamped_with_the_users_line(inproc):
+    """Lesson 04 scatters from a ``ThreadPoolExecutor``: the pool's thread runs only library
+    code, so its call (and a chain through it) is stamped with the user's line the main
+    thread runs — not ``concurrent/futures/thread.py``."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with attach(inproc) as tracer, ThreadPoolExecutor(1) as pool:
+        x = pool.submit(inproc.scatter, 37).result(timeout=10); line = sys._getframe().f_lineno  # noqa: E702
+        cells = {e.cell for e in tracer.trace.events(key=x.key) if e.actor == "client:1" and e.cell}
+        assert cells == {f"{__file__}:{line}"}
 
 
 def test_attach_returns_once_the_scheduler_has_taken_the_subscription(inproc):

@@ -203,3 +203,20 @@ def test_copies_of_a_focus_share_answers_and_a_predicates_keep_their_own():
     twin = cloudpickle.loads(cloudpickle.dumps(picky))
     assert twin.wants("a1") and "a1" not in picky.answers  # a label may name two functions
     assert picky.keep(("a1",)) == ("a1",) and picky.keep(("a2",)) == ()
+
+
+def test_a_single_key_submitted_under_a_focus_is_traced_and_no_hook_fails(inproc, caplog):
+    """``submit(key=…)`` of one focused key: dask hands a hook a *set* of one key, which the
+    focus read as ``keys[0]`` — a TypeError in dask's scheduler, and the key's events lost."""
+    import logging
+
+    caplog.set_level(logging.ERROR, logger="distributed")
+    with attach(inproc, keys="inc-focus*") as tracer:
+        f = inproc.submit(inc, 1, key="inc-focus-1")
+        assert f.result() == 2
+        del f
+        tracer.sync()
+        events = tracer.trace.events()
+        assert any(e.key == "inc-focus-1" and e.kind == "transition" for e in events)
+        assert not [e for e in events if e.kind == "hook.failed"]
+    assert not [r for r in caplog.records if "not subscriptable" in r.getMessage()]

@@ -245,6 +245,25 @@ def test_schedules_carry_the_clusters_shape():
         replay(scatter_race, f"legacy@{fingerprint(scatter_race)}:", workers=2)
 
 
+def test_schedules_say_dask_and_old_legacy_ones_still_replay():
+    """Issue 46.6: the default protocol was still called "legacy", so schedules read
+    ``legacy@…`` where the README shows ``dask@…``; an old string must still replay."""
+    from jupyter_refs.protocol.variants import DASK
+
+    runs = {protocol: explore(scatter_race, max_schedules=300, bound=1, sample=False, processes=1,
+                              **({} if protocol is None else {"protocol": protocol}))
+            for protocol in (None, "legacy")}
+    schedules = [f.schedule for f in runs[None].failures]
+    assert schedules and all(s.startswith("dask@") for s in schedules)
+    assert [f.schedule for f in runs["legacy"].failures] == schedules
+    assert runs[None].protocol == runs["legacy"].protocol == "dask"
+    old = "legacy@" + schedules[0].partition("@")[2]
+    for protocol in (None, DASK):
+        run = replay(scatter_race, old, protocol=protocol)
+        assert run.schedule == schedules[0]
+        assert {v.name for v in run.violations} == set(runs[None].failures[0].names)
+
+
 def test_an_exception_in_order_is_the_scenarios_own():
     def always(client):
         client.submit(len, 3).result()  # TypeError whatever the order
@@ -360,16 +379,68 @@ def test_a_key_deleted_and_submitted_again_in_one_breath_is_the_old_future():
         assert again.key == "b" and client.refcount["b"] == 1
 
 
-@pytest.mark.parametrize("protocol", ["dask", "fixed"])
-def test_an_order_that_repeats_for_ever_is_stopped_and_replays(protocol):
+def test_an_order_that_repeats_for_ever_is_stopped_and_replays():
     """The explorer runs a task between two messages of one batch, which dask never does:
     then a stale result re-sends its task, whose result is stale in turn, for ever.  The run
     stops at MAX_DELIVERIES with a LivelockError naming what it repeated, and the search
     goes on past it rather than exploring the loop."""
-    result = explore(resubmit_while_its_result_travels, protocol=protocol, bound=2,
+    result = explore(resubmit_while_its_result_travels, protocol="dask", bound=2,
                      max_schedules=1000, processes=1, sample=False)
     assert result.exhaustive and result.systematic < 1000
     [looping] = [f for f in result.failures if f.raised and f.raised.name == "LivelockError"]
     assert "task-finished" in looping.raised.message or "execute[b]" in looping.raised.message
     again = replay(resubmit_while_its_result_travels, looping.schedule)
     assert again.raised is not None and again.raised.name == "LivelockError"
+
+
+@pytest.mark.parametrize("scenario", [resubmit_while_its_result_travels, "cancel_then_same_key"])
+def test_fixed_never_repeats_for_ever(scenario):
+    """With incarnations the worker frees exactly a stale run's copy, so the scheduler lets the
+    new run go on instead of sending the task again: no order loops (dask#8215's scenario
+    looped under fixed before)."""
+    scenario = cancel_then_same_key if scenario == "cancel_then_same_key" else scenario
+    result = explore(scenario, protocol="fixed", bound=2, max_schedules=1500, processes=1)
+    assert not [f for f in result.failures if f.raised and f.raised.name == "LivelockError"]
+    assert result.failures == []
+
+
+def cancel_then_same_key(client):
+    """dask#8215 as its report has it: cancel a future, submit the same key again at once."""
+    f = client.submit(inc, 1, key="k")
+    client.cancel([f])
+    g = client.submit(inc, 1, key="k")
+    return g.result()
+
+
+def test_an_in_order_run_that_raises_is_a_finding_when_another_order_does_not():
+    """dask#8215: in order, the scheduler's cancelled-keys (it carries no epoch) reaches the
+    client after the new future was made and cancels it; when the old run's result and the
+    gather overtake the cancel, the scenario returns 2.  Both are reported, the in-order run
+    first — not a ScenarioError."""
+    result = explore(cancel_then_same_key, protocol="dask", max_schedules=200, processes=1,
+                     sample=False)
+    in_order, *others = result.failures
+    assert in_order.schedule.endswith(":") and in_order.names == ("scenario_raised",)
+    assert in_order.raised.name == "FutureCancelledError"
+    assert "under the in-order schedule" in in_order.violations[-1].explanation
+    returned = [f for f in others if "outcome_differs" in f.names]
+    assert returned and returned[0].run.returned == "2"
+    assert "raised FutureCancelledError" in returned[0].violations[-1].explanation
+    again = replay(cancel_then_same_key, returned[0].schedule)
+    assert again.raised is None and again.returned == "2"
+
+
+def test_a_run_keeps_what_the_scenario_returned():
+    """The value is part of the outcome: in order the cancelled future is skipped, and the
+    order where the old run's result overtakes the cancel returns it (a check says why)."""
+    def gather_after_cancel(client):
+        f = client.submit(inc, 1, key="k")
+        client.cancel([f])
+        g = client.submit(inc, 1, key="k")
+        return client.gather([g], errors="skip")
+
+    result = explore(gather_after_cancel, protocol="dask", max_schedules=200, processes=1,
+                     sample=False)
+    [found] = result.failures
+    assert found.names == ("dangling_future",) and found.run.returned == "[2]"
+    assert replay(gather_after_cancel, found.schedule.split(":")[0] + ":").returned == "[]"

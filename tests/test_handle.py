@@ -33,7 +33,7 @@ IN_FLIGHT = typing.get_type_hints(InFlight)
 def test_the_protocol_declares_what_the_magics_and_views_use():
     assert {"trace", "checks", "closed"} <= set(HINTS)
     assert {"title", "violations", "in_flight", "held", "can_hold", "steppable",
-            "focused"} <= set(PROPERTIES)
+            "focused", "ended", "actors"} <= set(PROPERTIES)
     assert {"channels", "hold", "release_holds", "deliver", "step", "run_until_idle",
             "apply_drops", "sync", "why", "scheduler_state", "close", "focus"} <= set(METHODS)
 

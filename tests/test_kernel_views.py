@@ -87,3 +87,83 @@ display(step_tl, table)
     assert flight and flight[-1]["_options_labels"] == []
     msgs = run(kernel, "print(fut.status, len(mc.in_flight))")
     assert any("finished 0" in m["content"].get("text", "") for m in msgs)
+
+
+def test_views_save_what_they_show_without_the_magics():
+    """README block 8, headless, with no ``%load_ext``: the saved outputs and widget state
+    hold the trace the cell ended with, not the empty one the views were shown with."""
+    nbclient = pytest.importorskip("nbclient")
+    import nbformat
+
+    from jupyter_refs.views.saved import MIME
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("""\
+from jupyter_refs import Cluster, Timeline, RefsTable
+
+cluster = Cluster(protocol="dask", network="immediate")
+client = cluster.client()
+display(Timeline(cluster), RefsTable(cluster))
+for i in range(20):
+    x = client.scatter(123); del x
+kept = client.scatter(7)
+print(cluster.trace.next_seq, kept.key)""")]
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3", store_widget_state=True).execute()
+    outputs = nb.cells[0].outputs
+    events, key = next(o.text for o in outputs if o.output_type == "stream").split()
+    assert int(events) > 100
+    [saved] = [o.data[MIME] for o in outputs if MIME in o.get("data", {})]
+    assert saved["window"]["total"] == int(events)
+    assert key in saved["seen_keys"]
+    state = nb.metadata.widgets["application/vnd.jupyter.widget-state+json"]["state"]
+    html = [m["state"].get("value", "") for m in state.values() if m["model_name"] == "HTMLModel"]
+    assert any(f"trace: {events} events" in h for h in html), html
+    [table] = [h for h in html if "jupyter-refs-table" in h or "no keys" in h]
+    assert key in table
+    # A reader with no widget state (nbconvert, GitHub) gets the same table as text and HTML.
+    [shown] = [o.data for o in outputs if "text/html" in o.get("data", {})]
+    assert key in shown["text/plain"] and key in shown["text/html"]
+
+
+def test_release_says_what_it_did_and_nothing_else(kernel):
+    """``%release x`` under a live timeline showed two BokehJS loaders and no word: the
+    timeline's refreshed output brought a loader into the running cell.  Now the cell shows
+    one line — the key released and its refcount — and the timeline's output is updated."""
+    run(kernel, "%load_ext jupyter_refs\n%cluster --network immediate\n%scatter x = 123\n"
+                "y = client.scatter(123)")
+    run(kernel, "%timeline")
+    msgs = run(kernel, "%release x")
+    shown = [m for m in msgs if m["msg_type"] in ("display_data", "execute_result", "stream")]
+    assert [m["msg_type"] for m in shown] == ["stream"], shown
+    text = shown[0]["content"]["text"]
+    assert text.startswith("released x: int-") and "refcount 2 → 1" in text, text
+    msgs = run(kernel, "%release y")
+    text = "".join(m["content"]["text"] for m in msgs if m["msg_type"] == "stream")
+    assert "refcount 1 → 0" in text and "client-releases-keys" in text, text
+    assert not [m for m in msgs if m["msg_type"] == "display_data"]
+    updated = [m for m in msgs if m["msg_type"] == "update_display_data"]
+    assert updated and "application/javascript" not in updated[-1]["content"]["data"]
+    run(kernel, "%unload_ext jupyter_refs")
+
+
+def test_a_reloaded_page_gets_the_timeline_as_it_is_now(kernel):
+    """A reloaded page asks each widget for its whole state (``request_state``).  jupyter_bokeh
+    answered with the figure as first shown — patches never touch its render_bundle — so lesson
+    01's restored timeline had a lane and a cross fewer than the live one."""
+    msgs = run(kernel, """
+from jupyter_refs import Cluster, Timeline
+rc = Cluster(protocol="dask", network="immediate")
+rclient = rc.client()
+first = rclient.scatter(1)
+rtl = Timeline(rc)
+display(rtl)""")
+    [bokeh] = [cid for cid, s in comm_models(msgs).items() if s.get("_model_name") == "BokehModel"]
+    msgs = run(kernel, "later = rclient.scatter(2)\nrtl.update()\nprint(later.key)")
+    key = "".join(m["content"]["text"] for m in msgs if m["msg_type"] == "stream").strip()
+    kernel.shell_channel.send(kernel.session.msg(
+        "comm_msg", {"comm_id": bokeh, "data": {"method": "request_state"}}))
+    replies = [m["content"]["data"]["state"] for m in collect(kernel, 3.0)
+               if m["msg_type"] == "comm_msg" and m["content"]["comm_id"] == bokeh
+               and "render_bundle" in m["content"]["data"].get("state", {})]
+    assert replies and f"key {key}" in replies[-1]["render_bundle"]
+    run(kernel, "rtl.close(); rc.close()")

@@ -92,6 +92,10 @@ def test_lesson_00_references(tmp_path, monkeypatch, caplog):
     nb = execute("00_references.ipynb", tmp_path, monkeypatch)
     # The kernel opens no comm of its own: a front end without the extension has nothing to refuse.
     assert "No handler found for comm target" not in caplog.text
+    # Run All shows no red boxes: dask's log of the workers this lesson removes on purpose is hushed.
+    stderr = [o.text for c in nb.cells for o in c.get("outputs", [])
+              if o.output_type == "stream" and o.name == "stderr"]
+    assert not stderr, stderr
     check_conventions(nb, 40)
     for side in ("dask", "model"):
         life = text_of(nb, "lifecycle")

@@ -42,6 +42,16 @@ def test_load_twice_and_help(ip, capsys):
     assert "client bound" not in capsys.readouterr().out
 
 
+def test_the_default_protocol_is_called_dask(ip, capsys):
+    """Issue 46.6: the defaults and the hints still said "legacy", dask's old name."""
+    from jupyter_refs.magics import RefsMagics
+
+    assert RefsMagics.protocol.default_value == "dask"
+    assert RefsMagics.protocol.help.startswith("protocol of a new %cluster: dask (today's)")
+    magic(ip, "cluster")  # none yet: one starts, with the default protocol
+    assert ip.user_ns["cluster"].variant.name == "dask"
+
+
 def test_config_sets_the_defaults(ip):
     ip.run_line_magic("config", "RefsMagics.protocol = 'fixed'")
     ip.run_line_magic("config", "RefsMagics.network = 'immediate'")
@@ -52,7 +62,7 @@ def test_config_sets_the_defaults(ip):
         assert ip.user_ns["cluster"].network_name == "immediate"
         assert len(ip.user_ns["cluster"].workers) == 2
     finally:
-        ip.run_line_magic("config", "RefsMagics.protocol = 'legacy'")
+        ip.run_line_magic("config", "RefsMagics.protocol = 'dask'")
         ip.run_line_magic("config", "RefsMagics.network = 'live'")
 
 
@@ -112,7 +122,8 @@ def test_release_trace_timeline_and_export(ip, tmp_path, capsys):
 # -- bad input: one line, nothing changed ---------------------------------------------------
 
 BAD = [
-    ("cluster --protocol nope", "invalid choice"),
+    ("cluster --protocol nope", "unknown protocol 'nope'"),
+    ("cluster --protocol dask-2023.3.0", "releases 2024.4.2 to 2026.8.0 of distributed are modelled"),
     ("cluster --workers 0", "at least 1"),
     ("cluster --bogus", "unrecognized arguments"),
     ("scatter x 123", "usage: %scatter NAME = EXPR"),
@@ -131,6 +142,31 @@ BAD = [
 ]
 
 
+@pytest.mark.parametrize("channel", ["client:1->nowhere", "nosuchchannel", "nowhere->scheduler",
+                                     "rpc:nobody#1", "nowhere*"])
+def test_hold_refuses_a_channel_the_cluster_does_not_have_and_lists_those_it_has(ip, channel):
+    """Issue 46.8: ``%hold client:1->nowhere`` was accepted ("holding client:1->nowhere")."""
+    magic(ip, "cluster --network immediate")
+    with pytest.raises(UsageError) as info:
+        magic(ip, f"hold {channel}")
+    said = str(info.value)
+    assert said.startswith(f"{channel!r} is not a channel of this cluster: its streams are ")
+    assert "client:1->scheduler, " in said and "scheduler->worker:0, " in said and "\n" not in said
+    assert ip.user_ns["cluster"].held == set()
+
+
+def test_hold_takes_a_channel_before_its_first_message(ip, capsys):
+    """What the README does: hold the client's stream after a scatter, before it carried one."""
+    magic(ip, "cluster --network immediate")
+    magic(ip, "scatter x = 1")
+    cluster = ip.user_ns["cluster"]
+    assert "client:1->scheduler" not in cluster.channels()
+    for channel in ("client:1->scheduler", "scheduler->worker:*", "rpc:client:1#*",
+                    "rpc:scheduler#3", "client:worker:0->scheduler"):
+        magic(ip, f"hold {channel}")
+    assert len(cluster.held) == 5
+
+
 @pytest.mark.parametrize("line, message", BAD)
 def test_bad_input_is_one_usage_error_and_changes_nothing(ip, line, message):
     magic(ip, "cluster --network manual")
@@ -141,6 +177,25 @@ def test_bad_input_is_one_usage_error_and_changes_nothing(ip, line, message):
     assert message in str(info.value) and "\n" not in str(info.value)
     assert state(ip) == before
     assert ip.user_ns["x"].status == "pending"  # the existing future is untouched
+
+
+@pytest.mark.parametrize("line", ["scatter x = 1", "refs", "step", "hold --off", "timeline"])
+def test_magics_after_close_say_the_cluster_was_closed(ip, capsys, line):
+    """Issue 46.6: after ``cluster.close()`` the magics said "no cluster yet"."""
+    from jupyter_refs.views.lab import refs_message
+
+    magic(ip, "cluster --protocol dask --network immediate")
+    cluster = ip.user_ns["cluster"]
+    cluster.close()
+    with pytest.raises(UsageError) as info:
+        magic(ip, line)
+    said = str(info.value)
+    assert said.startswith("the cluster (protocol=dask network=immediate) was closed: start another "
+                           "with %cluster") and "yet" not in said and "\n" not in said
+    capsys.readouterr()
+    magic(ip, "cluster")
+    assert capsys.readouterr().out.startswith("the cluster (protocol=dask network=immediate) was closed")
+    assert refs_message(cluster)["ended"] == cluster.ended  # the sidebar says it too
 
 
 @pytest.mark.parametrize("line", ["scatter x = 1", "refs", "step", "hold --off", "timeline",
@@ -219,3 +274,57 @@ def test_trace_keys_narrows_the_trace_for_the_cell(ip, capsys):
             ip.run_cell_magic("trace", line, "y = 1")
         assert "\n" not in str(raised.value) and len(cluster.trace) == before
         assert "y" not in ip.user_ns
+
+
+def test_why_starts_at_the_users_magic_line(ip):
+    """``%scatter``'s rebind drops the old future under IPython's ``run_line_magic``: the
+    chain starts at the cell's own line (the magic's), never at IPython's frame."""
+    ip.run_cell("%cluster --protocol legacy --network live\n%scatter x = 123", store_history=True)
+    ip.run_cell("%hold client:1->scheduler\n%scatter x = 123  # the rebind", store_history=True)
+    ip.run_cell("%hold --off", store_history=True)
+    cluster = ip.user_ns["cluster"]
+    cluster.run_until_idle()
+    chain = cluster.why(ip.user_ns["x"].key)
+    first = chain.steps[0]
+    assert first.kind == "refcount.dec" and first.cell, chain
+    assert "interactiveshell.py" not in first.text and "IPython" not in first.cell, chain
+    assert "line 2: `%scatter x = 123`" in first.text, chain
+    # The scatter that overtook the release is the same line's.
+    assert any(s.kind == "refcount.inc" and s.cell == first.cell for s in chain.steps), chain
+
+
+def test_a_replayed_explore_cell_is_explained_from_its_own_lines(ip):
+    """Lesson 07: the chain of a replayed ``%%explore`` failure starts at the cell's line that
+    dropped the future (not ``<%%explore>``), and ``%replay``'s own drop is its magic line."""
+    ip.run_cell("def inc(v):\n    return v + 1", store_history=True)
+    ip.run_cell("%%explore --max 300 --processes 1\nx = client.scatter(123)\ndel x\n"
+                "x = client.scatter(123)\nclient.submit(inc, x)", store_history=True)
+    explored = ip.user_ns["explored"]
+    ip.run_cell("%replay {explored.failures[0].schedule}", store_history=True)
+    chain = ip.user_ns["cluster"].why(explored.failures[0].violations[0].key)
+    assert "line 3: `del x` → client:1 refcount 1→0" in chain.steps[0].text, chain
+    lines = [s.text for s in chain.steps if s.cell]
+    assert any("line 4: `x = client.scatter(123)`" in t for t in lines), chain
+    assert not any("<%%explore>" in t or "interactiveshell" in t for t in lines), chain
+    ip.user_ns.pop("explored")
+
+
+def test_the_model_switch_in_a_notebook(ip, capsys):
+    """``%cluster --model``: the user's own dask lines, unchanged, run on the kernel-side
+    cluster, and ``%refs`` follows the cluster their ``Client(...)`` started."""
+    distributed = pytest.importorskip("distributed")
+    original = distributed.Client
+    magic(ip, "cluster --model --network immediate")
+    try:
+        assert "switch is on" in capsys.readouterr().out
+        ip.run_cell("from dask.distributed import Client\nc = Client(processes=False)\n"
+                    "x = c.submit(len, 'ab')\ny = x.result()", store_history=False)
+        assert ip.user_ns["y"] == 2 and isinstance(ip.user_ns["x"], distributed.Future)
+        magic(ip, "refs")
+        assert ip.user_ns["x"].key in capsys.readouterr().out
+        with pytest.raises(UsageError, match="--workers do not apply to the switch"):
+            magic(ip, "cluster --model --workers 3")
+    finally:
+        ip.user_ns.pop("c").close()
+        magic(ip, "cluster --no-model")
+    assert distributed.Client is original and "switch is off" in capsys.readouterr().out

@@ -303,14 +303,14 @@ def test_explore_lesson():
     assert re.search(r"^R1 R2 F1 F2 W1 W2 +delays 0 ", orders, re.M)  # the in-order run
     assert "no lucky timing" in text and "Not on dask." in text and "cannot hide" not in text
     legacy = text_of(nb, "legacy-8576")
-    assert "legacy: every order within bound 2" in legacy and "distinct failure(s)" in legacy
+    assert "dask: every order within bound 2" in legacy and "distinct failure(s)" in legacy
     variants = text_of(nb, "variants")
     for form in ("A: the late release", "B: the release inside the scatter",
                  "C: a late release-worker-data"):
         assert form in variants
     assert "the answer: {" in variants and "'A'" in variants.split("the answer: ")[1]
     assert "'B'" in variants.split("the answer: ")[1]
-    assert "replayed legacy@" in text_of(nb, "replay") and "dangling_future" in text_of(nb, "replay")
+    assert "replayed dask@" in text_of(nb, "replay") and "dangling_future" in text_of(nb, "replay")
     assert "ghost_task" in text_of(nb, "legacy-ghost")
     for tag in ("fixed-8576", "fixed-ghost"):
         assert "fixed: every order within bound 2" in text_of(nb, tag)

@@ -42,7 +42,7 @@ def test_every_block_is_covered():
     assert {lang for lang, _ in BLOCKS} == {"bash", "python", ""}  # "": printed output, not code
     covered = {block("from jupyter_refs import Cluster\n"), block("%load_ext jupyter_refs"),
                block("explore(race"), block("attach(client)"), block("Timeline(cluster), RefsTable"),
-               block("from jupyter_refs import Cluster, Client, wait")}
+               block("jupyter_refs.model(")}
     assert covered == set(PYTHON)
     assert {block("pip install", lang="bash"), block("dask scheduler", lang="bash")} == set(BASH)
 
@@ -100,7 +100,7 @@ def test_the_cluster_example(tmp_path, protocol):
 
 def test_the_dask_program_example(tmp_path):
     """The program the README says runs unchanged prints what its comments say."""
-    out = run_script(block("from jupyter_refs import Cluster, Client, wait"), tmp_path).splitlines()
+    out = run_script(block("jupyter_refs.model("), tmp_path).splitlines()
     assert re.fullmatch(r"<Future: finished, type: int, key: sum-[0-9a-f]{32}> 6", out[0])
     assert out[1] == "{'a': 1, 'b': (2, 7)}"
 

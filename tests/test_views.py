@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 
 import pytest
@@ -154,6 +155,22 @@ def test_exports_by_suffix(tmp_path):
     assert "timeline" in timeline_html(cluster.trace)
 
 
+@pytest.mark.parametrize("ran", ["nothing", "one scatter", "the race"])
+def test_an_html_export_passes_bokehs_validation(tmp_path, caplog, ran):
+    """Issue 46.1: every export logged two E-1001 errors (red boxes in a notebook): the
+    causal chain's sources, empty, lacked the columns their glyphs name."""
+    if ran == "the race":
+        cluster, _ = variant_a()
+    else:
+        cluster = Cluster(protocol="dask", network="immediate")
+        if ran == "one scatter":
+            cluster.client().scatter(1)
+    with caplog.at_level(logging.WARNING, logger="bokeh"):
+        export(cluster, str(tmp_path / "t.html"))
+    assert "<script" in (tmp_path / "t.html").read_text()
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("bokeh")] == []
+
+
 def test_a_saved_trace_has_a_timeline_too(tmp_path):
     cluster, _ = variant_a()
     trace = Trace.from_jsonl(cluster.trace.to_jsonl())
@@ -200,3 +217,22 @@ def test_refs_text_fits_a_notebook_cell():
     assert wide[0].split() == ["key", "clients", "scheduler", "who_wants", "workers", "checks"]
     assert len(wide) == len(rows) + 1 and any(line.startswith(y.key + " ") for line in wide)
     cluster.close()
+
+
+def test_an_empty_refs_table_says_what_became_of_the_keys():
+    """After 50 clean scatter/submit/gather rounds the table has no rows, and said "no keys
+    yet" as if nothing had happened: it says how many keys were forgotten, in how many events."""
+    with Cluster(network="immediate") as cluster:
+        client = cluster.client()
+        assert "no keys yet" in RefsTable(cluster, live=False).to_text()
+        for i in range(50):
+            x = client.scatter(i)
+            y = client.submit(inc, x)
+            assert client.gather(y) == i + 1
+            del x, y
+        cluster.apply_drops()
+        table = RefsTable(cluster, live=False)
+        assert table.rows() == []
+        said = f"no keys held: 100 keys forgotten ({cluster.trace.next_seq:,} events)"
+        assert said in table.to_text() and said in table.widget.value
+        table.close()

@@ -6,6 +6,8 @@ the story are in the chain, in this order (as dask's ``assert_story(strict=False
 
 from __future__ import annotations
 
+import sys
+
 import helpers
 import pytest
 from helpers import SCHEDULE_A, SCHEDULE_B, Box, deliver_op, in_threads, inc, keep, rescatter
@@ -211,3 +213,18 @@ def test_magics_why(capsys):
     finally:
         ip.run_line_magic("unload_ext", "jupyter_refs")
         ip.user_ns.pop("cluster", None)
+
+
+def test_a_call_on_a_library_thread_is_stamped_with_the_line_that_waits_for_it():
+    """A thread pool's thread runs only library code (``concurrent/futures/thread.py``): its
+    call is stamped with the user's line the main thread runs — here, this test's — never
+    with the pool's frame, so a chain through it starts at the user's line."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    cluster = Cluster(network="immediate")
+    client = cluster.client()
+    with ThreadPoolExecutor(1) as pool:
+        x = pool.submit(client.scatter, 7).result(timeout=10); line = sys._getframe().f_lineno  # noqa: E702
+    cells = {e.cell for e in cluster.trace.events(key=x.key) if e.actor == "client:1" and e.cell}
+    assert cells == {f"{__file__}:{line}"}
+    cluster.close()

@@ -29,7 +29,7 @@ from dask.utils import key_split
 from .. import arguments
 from ..checks import Violation
 from ..errors import ArgumentValueError, JupyterRefsError
-from ..explore import Failure, Run, Scenario, replay
+from ..explore import OUTCOME_DIFFERS, SCENARIO_RAISED, Failure, Run, Scenario, replay, value_text
 from ..protocol.variants import VARIANTS, ProtocolVariant
 from ..trace import Trace
 from .tracer import DaskTracer, attach
@@ -56,6 +56,9 @@ class Confirmation:
     version: str
     tracer: DaskTracer | None = field(default=None, repr=False)
     attempts: int = 1  # runs made until this verdict
+    #: What the scenario did on real dask ("raised …" or "returned …"): the verdict when the
+    #: model's failure is the scenario's own outcome (``scenario_raised``, ``outcome_differs``).
+    outcome: str | None = None
 
     def __str__(self) -> str:
         what = f"{self.expected.name} on {self.expected.key}"
@@ -68,6 +71,9 @@ class Confirmation:
             return (f"not confirmed on distributed {self.version}: the order could not be made "
                     f"({'; '.join(self.unmet[:2])}{more})")
         found = ", ".join(f"{v.name} on {v.key}" for v in self.violations) or "no violation"
+        if self.outcome and (self.expected.name in (SCENARIO_RAISED, OUTCOME_DIFFERS)
+                             or self.outcome.startswith("raised")):
+            found += f", and the scenario {self.outcome}"
         return f"not confirmed on distributed {self.version}: expected {what}, real dask showed {found}"
 
     def __bool__(self) -> bool:
@@ -277,10 +283,11 @@ def _confirm(scenario: Scenario, run: Run, fresh: set[str], client: Any, ordered
         _forgotten(dask_client, {e.key for e in run.trace.events() if e.key} - fresh, timeout)
         holds.steer(control)
         errors: list[BaseException] = []
+        returned: list[Any] = []
 
         def body() -> None:
             try:
-                scenario(dask_client)
+                returned.append(scenario(dask_client))
             except BaseException as exc:  # noqa: BLE001 - reported with the verdict
                 errors.append(exc)
 
@@ -307,12 +314,20 @@ def _confirm(scenario: Scenario, run: Run, fresh: set[str], client: Any, ordered
         _forgotten(dask_client, set(keys.real), stall)
         tracer.sync()
         violations = tracer.violations
-        if errors and not violations:
-            raise errors[0]
     finally:
         if own:
             tracer.detach()
-    confirmed = any(v.name == expected.name and keys.key(v.key) == expected.key for v in violations)
+    if expected.name == SCENARIO_RAISED:
+        # The scenario's own outcome: real dask raised the same type (dask#8215's in-order run).
+        confirmed = bool(errors) and type(errors[0]).__name__ == run.raised.name
+    elif expected.name == OUTCOME_DIFFERS:
+        confirmed = not errors and bool(returned) and value_text(returned[0]) == run.returned
+    else:
+        confirmed = any(v.name == expected.name and keys.key(v.key) == expected.key
+                        for v in violations)
+    outcome = (f"raised {type(errors[0]).__name__}: {errors[0]}" if errors
+               else f"returned {value_text(returned[0])}" if returned else None)
     said = [f"{_say(d)} after {', '.join(_say(n) for n in sorted(need))}" for d, need in waits.items()]
     return Confirmation(schedule, expected, confirmed, not unmet, said, unmet, violations,
-                        tracer.trace, distributed.__version__, None if own else tracer)
+                        tracer.trace, distributed.__version__, None if own else tracer,
+                        outcome=outcome)

@@ -598,7 +598,7 @@ class Holds:
                 if focus is not None:  # the trace holds only the keys in focus
                     sig = (*sig[:3], focus.keep(sig[3]))
                 waiting = tracer._unmatched.get(sig, ())
-                ids = [i for i, _ in waiting if i not in taken]
+                ids = [send[0] for send in waiting if send[0] not in taken]
                 if ids:
                     msg.msg_id = ids[0]
                     taken.add(msg.msg_id)

@@ -100,7 +100,9 @@ def followed(focus: Focus | None, keys: Any) -> Any:
     if focus is None:
         return keys
     if len(keys) == 1:
-        return keys if focus.wants(_k(keys[0])) else ()
+        # dask passes lists, tuples, sets and dict views: a set of one key has no [0].
+        (key,) = keys
+        return keys if focus.wants(_k(key)) else ()
     return tuple(k for k in keys if focus.wants(_k(k)))
 
 
@@ -400,11 +402,15 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
                 rest = _who(w for w in ts.who_wants or () if w is not cs)
                 rec.record("release.applied", key, extra=shared((client, 0, rest)))
 
-    def _desires_received(self, keys: Any = (), client: str = "", **kwargs: Any) -> None:
+    def _desires_received(self, keys: Any = (), client: str = "", **kwargs: Any) -> frozenset:
         self.rec.record("msg.received", None, "client-desires-keys", client,
                         tuple(_k(k) for k in keys))
+        # The keys the scheduler does not know: a desire that makes a task for one (dask
+        # until PR 8827, 2024.8.1 and before) made a ghost, a task with no run spec.
+        tasks = self.scheduler.tasks
+        return frozenset(k for k in keys if k not in tasks)
 
-    def _desires_applied(self, state: Any, result: Any, keys: Any = (), client: str = "",
+    def _desires_applied(self, unknown: Any, result: Any, keys: Any = (), client: str = "",
                          **kwargs: Any) -> None:
         tasks = self.scheduler.tasks
         for key in self._followed(keys):
@@ -412,7 +418,8 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
             if ts is None:
                 self.rec.record("desire.unknown", key, extra=(client, None))
             else:
-                self.rec.record("desire.applied", key, extra=_desired(client, ts.who_wants))
+                self.rec.record("desire.applied", key, extra=_desired(
+                    client, ts.who_wants, bool(unknown) and key in unknown))
 
     def _graph_received(self, client: str = "", keys: Any = (), **kwargs: Any) -> None:
         self.rec.record("msg.received", None, "update-graph", client, tuple(_k(k) for k in keys))
@@ -514,9 +521,10 @@ def _who(who_wants: Any) -> tuple[str, ...]:
     return tuple(sorted(cs.client_key for cs in who_wants or ()))
 
 
-def _desired(client: str, who_wants: Any) -> tuple:
-    """A ``desire.applied``'s extra: one tuple for every key of a graph (``shared``)."""
-    return shared((client, 0, _who(who_wants), False))
+def _desired(client: str, who_wants: Any, created: bool = False) -> tuple:
+    """A ``desire.applied``'s extra: one tuple for every key of a graph (``shared``);
+    ``created``: the desire made the task (a ghost)."""
+    return shared((client, 0, _who(who_wants), created))
 
 
 class WorkerRecorder(WorkerPlugin, _Periodic):

@@ -35,14 +35,16 @@ import time
 from collections import defaultdict, deque
 from typing import Any
 
+import dask
 import distributed
 
 from .. import arguments, gcscope
-from ..checks import Checks, Violation
+from ..checks import Checks, Violation, quiet_limit_for
 from ..errors import JupyterRefsError, UnknownMessageError
 from ..events import KINDS, namer
 from ..focus import Focus, filter_while_focused
 from ..trace import TRACE_ACTOR, Trace
+from ..userline import add_library, user_frame
 from . import holds as holds_mod
 from . import remote
 from .hooks import SKIP, Hooks
@@ -68,10 +70,10 @@ _user_line: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 _UNSTAMPED = frozenset({"msg.received", "future.state", "hook.failed"})
 #: The Client methods whose calls are stamped with the user's line.
 USER_CALLS = ("scatter", "submit", "map", "gather", "compute", "persist")
-#: Frames in these packages are not the user's (a drop runs ``Future.__del__`` and
-#: ``Future.release`` of distributed on its way to ``loop.add_callback``).
-_NOT_USER = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,  # jupyter_refs
-             os.path.dirname(os.path.abspath(distributed.__file__)) + os.sep)
+# dask's frames are not the user's (a drop runs ``Future.__del__`` and ``Future.release`` of
+# distributed on its way to ``loop.add_callback``), wherever dask is installed from.
+add_library(os.path.dirname(os.path.abspath(distributed.__file__)))
+add_library(os.path.dirname(os.path.abspath(dask.__file__)))
 
 
 _time = operator.itemgetter(0)
@@ -84,6 +86,23 @@ _ROW = 10
 _SEAL = 50_000
 #: Named extras kept for reuse (``DaskTracer._rename``).
 _RENAMED = 4096
+#: The share of ``max_events`` that may wait for the merge while nobody watches.
+#:
+#: Waiting events are memory besides the trace's: once the trace is full, each one merged
+#: drops one from the trace, but until then both are kept.  With the whole of
+#: ``max_events`` allowed to wait (as before), an unwatched session held the full trace
+#: *and* a second trace's worth of waiting rows (~155 B each), and each background merge
+#: turned them into rows all at once (another ~140 B each, briefly, and the process keeps
+#: that memory): a 2,000-task map in a loop under the default million grew from 264 to
+#: 502 MB at the first merge.  A sixteenth keeps both to ~20 B per event of ``max_events``.
+#: The merge's work per event is the same in any slices; only more of it falls during a
+#: computation instead of at ``sync()`` (``benchmarks/bench_memory.py``).
+BUFFER_SHARE = 16
+
+
+def buffer_for(max_events: int) -> int:
+    """The default ``buffer`` of a tracer keeping ``max_events``: see :data:`BUFFER_SHARE`."""
+    return max(1_000, max_events // BUFFER_SHARE)
 
 
 def _pending(t: int, actor: str, thread: str, kind: str, key: str | None, op: str | None,
@@ -114,10 +133,8 @@ def _interned(flat: list) -> list[tuple]:
 
 
 def _caller_line() -> str | None:
-    """``file:line`` of the first frame outside jupyter_refs and distributed: the user's line."""
-    frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(_NOT_USER):
-        frame = frame.f_back
+    """``file:line`` of the user's line (``userline.py``): the first frame outside libraries."""
+    frame = user_frame(sys._getframe(1))
     return _line(frame.f_code.co_filename, frame.f_lineno) if frame is not None else None
 
 
@@ -188,14 +205,12 @@ class DaskTracer:
         self.trace = Trace(max_events, clock=time.time_ns)
         # The checks forget what they keep of keys long gone (see Beliefs.quiet_limit), so
         # their memory is bounded by ``max_events`` too.
-        self.checks = Checks(self.trace, quiet_limit=max(1_000, max_events // 20))
+        self.checks = Checks(self.trace, quiet_limit=quiet_limit_for(max_events))
         self._watchers = self.trace.subscribers  # the checks: beyond them, someone watches live
         self.lag_ns = int(lag * 1e9)
         #: Events buffered before the background thread merges them even with nobody watching:
-        #: ``max_events`` by default.  A waiting event is already a row of the trace's shape,
-        #: so merging early saves no memory; it only takes the GIL from dask mid-run (on a
-        #: 100,000-task map, merging every 200,000 events made the traced run 9.8% slower).
-        self.buffer = buffer or max_events
+        #: ``max_events // 16`` by default (see :data:`BUFFER_SHARE`).
+        self.buffer = buffer or buffer_for(max_events)
         self.closed = False
         self.late = 0  # events that arrived after later ones had entered the trace
         #: CPU time spent merging and checking, in the background and in ``sync`` (seconds of
@@ -208,6 +223,9 @@ class DaskTracer:
         #: Guards the merge's own state (``_waiting``, ``_names``, the pairing tables): held for
         #: a whole merge, by one merging thread at a time.
         self._merging = threading.Lock()
+        #: Set on a thread while it merges or syncs: a read then (the checks judging) must
+        #: not ask for another merge.
+        self._busy = threading.local()
         #: Recorded here, not yet sorted: rows of ``_ROW`` items laid out flat, as a remote
         #: batch is (a tuple kept per event until the merge made the collector run more).
         self._incoming: deque[Any] = deque()
@@ -219,7 +237,8 @@ class DaskTracer:
         self._waiting: list[tuple] = []  # sorted by time, not yet old enough for the trace
         self._threads: dict[int, str] = {}
         self._msg_ids = itertools.count(1)
-        self._unmatched: dict[tuple, deque[int]] = defaultdict(deque)
+        #: (sender, receiver, op, keys) -> the sends not yet received: (msg id, channel, extra).
+        self._unmatched: dict[tuple, deque[tuple[int, str, tuple]]] = defaultdict(deque)
         #: (responder, requester, "op-reply", keys) -> the channels of requests not yet answered.
         self._awaiting_reply: dict[tuple, deque[str]] = defaultdict(deque)
         self._streams: dict[tuple[str, str], str] = {}  # (sender, receiver) -> its channel
@@ -266,6 +285,7 @@ class DaskTracer:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="jupyter-refs-dask", daemon=True)
         self._thread.start()
+        self.trace.before_read = self._before_read
 
     # -- public ------------------------------------------------------------------------
 
@@ -289,10 +309,27 @@ class DaskTracer:
 
     def sync(self, timeout: float = 10.0) -> None:
         """Bring every buffered event into the trace: scheduler and workers flush, we wait."""
-        expected = {"scheduler": self.client.run_on_scheduler(remote.flush_scheduler)}
-        expected.update(self.client.run(remote.flush_worker))
-        self._wait_for(expected, timeout)
-        self._release(None)
+        busy, self._busy.on = getattr(self._busy, "on", False), True
+        try:
+            expected = {"scheduler": self.client.run_on_scheduler(remote.flush_scheduler)}
+            expected.update(self.client.run(remote.flush_worker))
+            self._wait_for(expected, timeout)
+            self._release(None)
+        finally:
+            self._busy.on = busy
+
+    def _before_read(self) -> None:
+        """Someone reads the trace (``len``, ``events``, an export): :meth:`sync` first, as
+        ``violations`` does, so no reader sees a trace behind what happened.
+
+        Not on dask's event loop (it would wait for itself), nor while this thread merges or
+        syncs already, nor once detached (the trace then holds everything there was).
+        """
+        if self.closed or getattr(self._busy, "on", False):
+            return
+        if threading.get_ident() == getattr(self.client.loop.asyncio_loop, "_thread_id", None):
+            return
+        self.sync()
 
     def detach(self) -> None:
         """Remove every hook and plugin; the cluster is left as it was.  The trace stays."""
@@ -325,12 +362,17 @@ class DaskTracer:
         self.detach()
 
     def __repr__(self) -> str:
-        state = "detached" if self.closed else "attached"
-        return f"<DaskTracer {state} to {self.client.scheduler.address}: {len(self.trace)} events>"
+        state = "detached from" if self.closed else "attached to"
+        return f"<DaskTracer {state} {self.client.scheduler.address}: {len(self.trace)} events>"
 
     @property
     def title(self) -> str:
         return f"dask {self.client.scheduler.address}"
+
+    @property
+    def ended(self) -> str:
+        """How its end is told once detached (see :class:`~jupyter_refs.handle.ClusterHandle`)."""
+        return f"the tracer was detached from {self.client.scheduler.address}"
 
     # What the magics and views need of a cluster (see handle.ClusterHandle).  Holds: holds.py.
 
@@ -348,6 +390,13 @@ class DaskTracer:
     def channels(self) -> set[str]:
         """The channels the trace has seen messages on."""
         return self.trace.channels()
+
+    @property
+    def actors(self) -> set[str]:
+        """The scheduler, this client, the workers the scheduler last reported, the clients
+        seen: named as the trace names them."""
+        workers = self.client.scheduler_info().get("workers", {})
+        return {"scheduler", self.me, *map(self._name, workers), *self._names.values()}
 
     def apply_drops(self) -> None:
         """Nothing to do: dask releases a dropped future on its own event loop (``Future.release``
@@ -694,12 +743,14 @@ class DaskTracer:
         ``yield_gil`` (the background thread, during a computation): let dask's threads
         have the GIL between slices, since in-process the scheduler waits on us otherwise.
         """
+        busy, self._busy.on = getattr(self._busy, "on", False), True
         with self._merging, gcscope.scope():
             began = time.thread_time()
             try:
                 self._merge(upto, yield_gil)
             finally:
                 self.merge_seconds += time.thread_time() - began
+                self._busy.on = busy
 
     def _merge(self, upto: int | None, yield_gil: bool) -> None:
         """The body of :meth:`_release`, under its lock."""
@@ -731,7 +782,7 @@ class DaskTracer:
         for i in [i for i, row in enumerate(ready) if row[CHANNEL_AT] is not None]:
             t, actor, thread, kind, key, channel, peer, op, cell, extra = ready[i]
             sender, receiver = (actor, peer) if kind == "msg.sent" else (peer, actor)
-            msg_id, channel = pair(kind, sender, receiver, op, extra[0], channel)
+            msg_id, channel, extra = pair(kind, sender, receiver, op, extra, channel)
             ready[i] = (t, actor, thread, kind, key, msg_id, channel, op, cell, extra)
         extend, flush = self.trace.extend, self.trace.flush
         for start in range(0, n, _CHUNK):
@@ -741,11 +792,13 @@ class DaskTracer:
             if yield_gil:
                 time.sleep(0)
 
-    def _pair(self, kind: str, sender: str, receiver: str, op: str, keys: tuple,
-              channel: str | None = None) -> tuple[int, str]:
+    def _pair(self, kind: str, sender: str, receiver: str, op: str, extra: tuple,
+              channel: str | None = None) -> tuple[int, str, tuple]:
         """A msg id for a send; for a receipt, the id (and channel) of the oldest unmatched
-        identical send."""
-        channel_key = (sender, receiver, op, keys)
+        identical send.  Returns the row's extra too, ``(keys,)``: a receipt takes its send's,
+        an equal tuple, so a message's two rows hold one (its own and its keys', ~96 B, were
+        a tenth of what a kept event costs)."""
+        channel_key = (sender, receiver, op, extra[0])
         waiting = self._unmatched[channel_key]
         if kind == "msg.sent":
             msg_id = next(self._msg_ids)
@@ -759,20 +812,20 @@ class DaskTracer:
                     if not requests:
                         del self._awaiting_reply[channel_key]
             elif op in remote.REPLIED and channel is not None:
-                self._awaiting_reply[(receiver, sender, f"{op}-reply", keys)].append(channel)
+                self._awaiting_reply[(receiver, sender, f"{op}-reply", extra[0])].append(channel)
             if channel is None:
                 channel = self._channel(sender, receiver, op, msg_id)
-            waiting.append((msg_id, channel))
-            return msg_id, channel
+            waiting.append((msg_id, channel, extra))
+            return msg_id, channel, extra
         if waiting:
-            msg_id, channel = waiting.popleft()
+            msg_id, channel, extra = waiting.popleft()
         else:
             msg_id = next(self._msg_ids)
             if channel is None:
                 channel = self._channel(sender, receiver, op, msg_id)
         if not waiting:
             del self._unmatched[channel_key]
-        return msg_id, channel
+        return msg_id, channel, extra
 
     def _channel(self, sender: str, receiver: str, op: str, msg_id: int) -> str:
         """The channel of a message whose send did not name one: its batched stream
@@ -1021,7 +1074,10 @@ def attach(client: Any, **options: Any) -> DaskTracer:
     ``max_events`` bounds the memory: the trace keeps the newest that many events (each
     checked before it goes) and counts the rest, which every view shows as dropped; the
     scheduler's and each worker's buffer hold at most that many between two drains
-    (``remote_capacity``), and count what they drop as lost.
+    (``remote_capacity``), and count what they drop as lost; while nobody watches, a
+    sixteenth of it waits here for the merge (``buffer``), and the checks keep the history
+    of one quiet key per 50 events.  A session then holds at most ~300 B per event of
+    ``max_events`` more than untraced, plus a fixed part, however long it runs.
     ``ordered_scatter=True`` applies the workaround for dask#8576: each scatter
     first waits for a barrier on the client's batched stream.
 

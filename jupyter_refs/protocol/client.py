@@ -28,6 +28,11 @@ BORROWED = "borrowed"
 CONNECTION_LOST = "scheduler-connection-lost"
 #: The reason a future's state gives once its last reference was released (dask: none).
 RELEASED = "unknown"
+#: Keys no longer held whose last generation a client remembers (``ClientState._gens``).
+#: A session makes keys without end (every ``submit`` a new one); past this many, the
+#: oldest is forgotten, and every key met from then on starts above the generations
+#: forgotten, so a key's generations still only grow.
+GENS_KEPT = 10_000
 
 
 @dataclass(slots=True)
@@ -75,7 +80,11 @@ class ClientState:
         self._future_ids = 0
         self.refcount: dict[str, int] = {}
         self.futures: dict[str, FutureState] = {}
+        #: key -> the generation of its latest hold: every key held, and the newest
+        #: ``GENS_KEPT`` released ones, oldest first; ``_gen_floor`` is the highest generation
+        #: forgotten, where a key not here starts (see :meth:`_forget_oldest_gen`).
         self._gens: dict[str, int] = {}
+        self._gen_floor = 0
         self._calls = 0
         self.gathers: dict[str, GatherCall] = {}
         #: Scatter calls sent and not yet answered.
@@ -124,8 +133,9 @@ class ClientState:
         if fs is not None:
             return fs, False, future_id
         # A new hold of the key (or the first since the connection was lost): a new generation.
-        gen = self._gens.get(key, 0) + 1
-        self._gens[key] = gen
+        gens = self._gens
+        gen = gens.pop(key, self._gen_floor) + 1
+        gens[key] = gen  # the newest
         fs = self.futures[key] = FutureState(PENDING, gen)
         return fs, True, future_id
 
@@ -165,6 +175,8 @@ class ClientState:
         # After a lost connection the key may have no state left; it is released all the same.
         fs = self.futures.pop(key, None)
         gen = fs.gen if fs is not None else self._gens.get(key, 0)
+        if len(self._gens) - len(self.refcount) > GENS_KEPT:
+            self._forget_oldest_gen()
         if fs is not None and fs.state != CANCELLED:
             # As dask's _release_key: the key's state is cancelled, so a Future object
             # still around (released, then asked for its result) says so.  Not a traced
@@ -174,6 +186,29 @@ class ClientState:
                 self.on_done(key, fs)
         return [Message(self.name, m.SCHEDULER, m.CLIENT_RELEASES_KEYS, self._stream, True,
                         (key,), {"client": self.name, "gens": {key: gen}})]
+
+    def _forget_oldest_gen(self) -> None:
+        """Forget the generation of the key released longest ago (one per release: the
+        table stays at ``GENS_KEPT`` keys beside those held).
+
+        The generation must still only grow for that key: a late message of an old hold
+        is told from the new hold by it (the fixed protocol).  So the floor rises to it,
+        and a key met from now on starts above every generation forgotten.  Held keys
+        met on the way stay, moved to the newest end, so they are not looked at again soon.
+        """
+        gens, held = self._gens, self.refcount
+        passed: list[str] = []
+        for key in gens:  # the oldest first
+            if key not in held:
+                break
+            passed.append(key)
+        else:
+            return
+        gen = gens.pop(key)
+        if gen > self._gen_floor:
+            self._gen_floor = gen
+        for key in passed:
+            gens[key] = gens.pop(key)
 
     def scatter(self, data: dict[str, bytes], new: dict[str, FutureState],
                 workers: list[str] | None = None, broadcast: bool = False,

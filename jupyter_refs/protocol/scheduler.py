@@ -149,6 +149,16 @@ class SchedulerState:
         self._extensions: Extensions | None = None
         self._stealing: WorkStealing | None = None
 
+    def add_worker(self, worker: str, nthreads: int) -> None:
+        """A worker joins (dask's ``add_worker``): it takes new tasks from now on; nothing
+        already placed moves (work stealing may move queued tasks later)."""
+        if worker in self.processing:
+            raise ValueError(f"{worker} is a worker already")
+        self.workers.append(worker)
+        self.processing[worker] = {}
+        self.nthreads[worker] = nthreads
+        self.record(SCHEDULER, "worker.added", None, worker, nthreads)
+
     @property
     def extensions(self) -> Extensions:
         """The Variable and Queue extensions, made at their first call: most clusters (and
@@ -527,7 +537,20 @@ class SchedulerState:
             recs[ts.key] = WAITING
         for key in msg.keys:
             self._desire(client, key, gens.get(key, 0))
+            ts = known.get(key)
+            if ts is not None and ts.state in (MEMORY, ERRED):
+                # dask's update_graph reports a key already done to the client asking now:
+                # another client's (or task's) run of the same pure key serves it.
+                self._report_on_key(out, client, ts, gens.get(key, 0))
         self._transitions(recs, stimulus, out)
+
+    def _report_on_key(self, out: _Out, client: str, ts: TaskState, gen: int) -> None:
+        """Tell ``client`` where a done key stands (dask's ``report_on_key``)."""
+        if ts.state == MEMORY:
+            self._send(out, client, m.KEY_IN_MEMORY, (ts.key,), gen=gen, type=ts.type)
+        elif ts.state == ERRED:
+            self._send(out, client, m.TASK_ERRED_REPORT, (ts.key,), gen=gen,
+                       exception=ts.exception, text=ts.exception_text, traceback=ts.traceback)
 
     def _lost_keys(self, tasks: dict[str, Any]) -> dict[str, str | None]:
         """Keys whose dependencies the scheduler no longer has (dask's _find_lost_dependencies)."""
@@ -544,13 +567,17 @@ class SchedulerState:
         """A result from an earlier run of a task now processing again (dask's ``run_id`` check).
 
         From the worker running the new run: dask releases the task, which cancels that
-        run and sends the task again.  From another worker: that worker drops the result.
+        run and sends the task again — and when each new run's result also arrives after
+        the next release, it does so for ever (dask#8215's cancel-then-resubmit, under the
+        order that always runs the task before the worker hears of the release).  With
+        incarnations the worker frees exactly the stale copy, so the new run goes on.
+        From another worker: that worker drops the result.
         """
         if ts is None or ts.state != PROCESSING or msg.payload["incarnation"] == ts.run_id:
             return False
         key, worker = ts.key, msg.payload["worker"]
         self.record(SCHEDULER, "task.stale_run", key, worker, msg.payload["incarnation"], ts.run_id)
-        if ts.processing_on == worker:
+        if ts.processing_on == worker and not self.variant.incarnations:
             self._transitions({key: WAITING}, stimulus, out)
         elif msg.op == m.TASK_FINISHED:
             self._send(out, worker, m.FREE_KEYS, (key,),
@@ -626,14 +653,19 @@ class SchedulerState:
                 releasers.extend(sorted(ts.who_wants) if p["force"] else [client])
 
         cancel(list(msg.keys))
+        # The report names, for each client, the hold it cancels (its generation, read before
+        # the release forgets it): a hold taken after the cancel — dask#8215's resubmit — is
+        # newer, so under generations its report is stale; a hold the force released is not.
+        gens = {holder: {key: wants.get(key, 0) for key in cancelled}
+                for holder, wants in self.wants.items()}
         recs: dict[str, str] = {}
         for holder in dict.fromkeys(releasers):
             for key in cancelled:
                 self._release(holder, key, self.wants.get(holder, {}).get(key, 0), recs)
         self._transitions(recs, stimulus, out)
-        for holder in sorted(self.wants):
+        for holder in sorted(gens):
             if holder not in self.pseudo and cancelled:
-                self._send(out, holder, m.CANCELLED_KEYS, tuple(cancelled), gens={},
+                self._send(out, holder, m.CANCELLED_KEYS, tuple(cancelled), gens=gens[holder],
                            reason=p.get("reason"), msg=p.get("msg"))
 
     def _on_report_key(self, msg: Message, out: _Out, stimulus: str) -> None:
@@ -644,11 +676,8 @@ class SchedulerState:
         if ts is None:
             self._send(out, client, m.CANCELLED_KEYS, (key,), gens={key: gen},
                        reason="already forgotten")
-        elif ts.state == MEMORY:
-            self._send(out, client, m.KEY_IN_MEMORY, (key,), gen=gen, type=ts.type)
-        elif ts.state == ERRED:
-            self._send(out, client, m.TASK_ERRED_REPORT, (key,), gen=gen, exception=ts.exception,
-                       text=ts.exception_text, traceback=ts.traceback)
+        else:
+            self._report_on_key(out, client, ts, gen)
 
     # -- questions and extensions ----------------------------------------------------------
 

@@ -59,11 +59,24 @@ Both are needed: the property tests find lost futures with either one alone.
 Versions are named: ``dask`` is today's dask (distributed 2026.8); behaviour
 dask has since changed is a variant named for the last version that had it.
 ``legacy`` is an alias of ``dask``, so notebooks saved before the rename run.
+
+**Releases by name.**  ``dask-<release>`` (``dask-2024.5.0``, ``dask-2024.8.2``) is the
+model of that release of distributed: each change in :data:`HISTORY` (a mechanism
+the model carries, and the release that first shipped it, read with ``git tag
+--contains``) is switched on from its release.  Only releases from :data:`OLDEST`
+on are modelled: older ones differ in mechanisms the model does not carry (cancel
+as an RPC before 2023.3.1, PR 7583; published futures losing annotations before
+2024.4.2, PR 8577), and are refused with the range, not silently modelled as newer.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import re
 from dataclasses import dataclass
+
+from packaging.version import InvalidVersion, Version
 
 from ..errors import ProtocolError
 
@@ -121,21 +134,90 @@ FIXED = ProtocolVariant(
 )
 
 VARIANTS = {v.name: v for v in (DASK, DASK_2024_7, RACY_IDS, FIXED)}
+
+
+@dataclass(frozen=True)
+class Change:
+    """A change of dask the model carries: the first release with it, what dask did until
+    then, and the flags that model it."""
+
+    release: str
+    link: str
+    what: str
+    before: dict
+
+
+#: dask's changes the model carries, oldest first.
+HISTORY = (
+    Change("2024.8.2", "https://github.com/dask/distributed/pull/8827",
+           "a future deserialized in a task claims its key, and a claim on a forgotten key "
+           "creates a ghost task", {"deserialized_claims": True, "desire_creates": True}),
+)
+#: The oldest release modelled, and the newest (today's ``dask``).
+OLDEST, NEWEST = "2024.4.2", "2026.8.0"
+_RELEASE = re.compile(r"dask-(\d{4}\.\d+\.\d+)")
+
+
+@functools.lru_cache(maxsize=64)
+def release_variant(name: str) -> ProtocolVariant | None:
+    """``dask-<release>`` as a variant (None for a name of another form); a release outside
+    the modelled range raises :class:`ProtocolError` saying which range is."""
+    match = _RELEASE.fullmatch(name)
+    if match is None:
+        return None
+    try:
+        version = Version(match[1])
+    except InvalidVersion:
+        return None
+    if not Version(OLDEST) <= version <= Version(NEWEST):
+        raise ProtocolError(
+            f"{name}: releases {OLDEST} to {NEWEST} of distributed are modelled"
+            + (f"; {match[1]} differs in mechanisms the model does not carry (cancel as an RPC "
+               "before 2023.3.1, published futures before 2024.4.2)"
+               if version < Version(OLDEST) else f"; {match[1]} is newer than today's dask"))
+    flags: dict = {}
+    for change in HISTORY:
+        if version < Version(change.release):
+            flags.update(change.before)
+    summary = (f"distributed {match[1]}" + "".join(
+        f"; until {c.release}, {c.what} ({c.link})" for c in HISTORY
+        if version < Version(c.release)))
+    return dataclasses.replace(DASK, name=name, summary=summary, **flags)
 #: Old names that saved notebooks and schedule strings still use.
 ALIASES = {"legacy": DASK}
 #: Every name ``protocol=`` takes (magics and the command line offer these).
 PROTOCOL_NAMES = sorted([*VARIANTS, *ALIASES])
 PROTOCOL_HELP = ("dask (today's), dask-2024.7 (before PR 8827: ghost tasks), racy-ids "
-                 "(non-atomic ids), fixed; legacy = dask")
+                 "(non-atomic ids), fixed, or dask-<release> (2024.4.2 to 2026.8.0); "
+                 "legacy = dask")
 
 
 def get_variant(protocol: str | ProtocolVariant) -> ProtocolVariant:
     if isinstance(protocol, ProtocolVariant):
         return protocol
-    variant = VARIANTS.get(protocol) or ALIASES.get(protocol)
+    variant = VARIANTS.get(protocol) or ALIASES.get(protocol) or release_variant(protocol)
     if variant is None:
         raise ProtocolError(
             f"unknown protocol {protocol!r}; choose one of {', '.join(VARIANTS)} "
-            f"(or {', '.join(ALIASES)}, an alias of dask)"
+            f"(or {', '.join(ALIASES)}, an alias of dask), or dask-<release> for a release "
+            f"of distributed from {OLDEST} to {NEWEST}"
         )
     return variant
+
+
+def protocol_type(name: str) -> str:
+    """``name`` when it names a protocol: an argument parser's ``type=`` (choices cannot list
+    every release)."""
+    import argparse
+
+    try:
+        get_variant(name)
+    except ProtocolError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return name
+
+
+def is_registered(name: str) -> bool:
+    """Whether ``name`` names a protocol without a variant object: registered, an alias, or a
+    modelled release (one outside the range raises, saying so)."""
+    return name in VARIANTS or name in ALIASES or release_variant(name) is not None

@@ -61,7 +61,10 @@ def _describe(source: ClusterHandle) -> dict[str, Any]:
 def refs_message(source: ClusterHandle | None) -> dict[str, Any]:
     """What the sidebar shows for ``source`` (a cluster, a dask tracer, or None)."""
     if source is None or source.closed or source.checks is None:
-        return {"type": "refs", "cluster": None, "rows": [], "violations": [], "more": 0}
+        # ``ended``: the sidebar says the cluster was closed, not that there is none yet.
+        ended = source.ended if source is not None and source.closed else None
+        return {"type": "refs", "cluster": None, "rows": [], "violations": [], "more": 0,
+                "ended": ended}
     rows = source.checks.snapshot()
     violations = source.checks.violations[-MAX_VIOLATIONS:]
     return {

@@ -5,6 +5,11 @@ pump calls its owner's ``_apply_pending()`` at most ``rate`` times a second,
 counting the update's own time.  It holds its owner weakly, so a view nobody
 references goes away with its thread; an owner whose update raises is told
 once (``_failed``) and the pump stops — a broken view never breaks the cluster.
+
+The end of a notebook cell brings every live view up to date on the kernel's own
+thread (:func:`at_cell_end`, registered by the first live view): what a notebook
+saves — widget state, a timeline's saved trace — is then what the cell ended
+with, not whatever the pump had drawn, and the magics are not needed for it.
 """
 
 from __future__ import annotations
@@ -16,6 +21,11 @@ import warnings
 import weakref
 from collections.abc import Callable
 from typing import Any
+
+from ..trace import following
+
+#: Every live view still following its trace: brought up to date at the end of each cell.
+OPEN_VIEWS: weakref.WeakSet[LiveView] = weakref.WeakSet()
 
 
 class Pump:
@@ -29,6 +39,10 @@ class Pump:
         self.thread.start()
 
     def run(self) -> None:
+        with following():  # it reads what the trace holds; a cell end brings in the rest
+            self._run()
+
+    def _run(self) -> None:
         while True:
             self.wake.wait()
             self.wake.clear()
@@ -68,8 +82,19 @@ class LiveView:
     _status_widget: Any
     _view_name: str
 
+    def settle(self) -> bool:
+        """Bring the view up to date now, on the calling thread (the pump may be behind), and
+        its output if it was shown; returns whether the output was re-sent."""
+        raise NotImplementedError
+
+    def _follow_cells(self) -> None:
+        """Be brought up to date at the end of every notebook cell, from now on."""
+        OPEN_VIEWS.add(self)
+        _register_cell_end()
+
     def _failed(self, exc: Exception) -> None:
         """The pump broke: say so once, stop following the trace, leave the cluster alone."""
+        OPEN_VIEWS.discard(self)
         self._unsubscribe()
         self._status_widget.value = (f"<span style='color:#b00'>live updates stopped: "
                                      f"{type(exc).__name__}: {html.escape(str(exc))}</span>")
@@ -78,7 +103,33 @@ class LiveView:
 
     def close(self) -> None:
         """Stop following the trace and close the widgets."""
+        OPEN_VIEWS.discard(self)
         if self._pump is not None:
             self._pump.stop()
         self._unsubscribe()
         self.widget.close()
+
+
+def at_cell_end(_result: Any = None) -> None:
+    """The end of a cell: every live view brought up to date, saved outputs included.
+
+    An IPython ``post_run_cell`` hook, so it runs while the cell still counts as
+    running: the widget updates and ``update_display`` it sends reach the cell's
+    outputs in nbclient and in JupyterLab alike, before the notebook is saved.
+    """
+    for view in list(OPEN_VIEWS):
+        try:
+            view.settle()
+        except Exception as exc:  # noqa: BLE001 - one broken view must not break the cell
+            view._failed(exc)
+
+
+def _register_cell_end() -> None:
+    """Register :func:`at_cell_end` with the IPython shell, once (no shell: nothing to do)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython is a dependency
+        return
+    shell = get_ipython()
+    if shell is not None and at_cell_end not in shell.events.callbacks["post_run_cell"]:
+        shell.events.register("post_run_cell", at_cell_end)

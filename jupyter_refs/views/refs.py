@@ -7,12 +7,15 @@ actors, so the same table works for a traced dask cluster or a saved trace.
 from __future__ import annotations
 
 import html
+import itertools
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 
 from .. import arguments
+from ..beliefs import Beliefs
 from ..checks import Checks, KeyRefs
 from ..focus import Focus
 from ..trace import Batch, Trace
@@ -53,21 +56,34 @@ def missing_line(trace: Trace) -> list[str]:
     return ["missing: " + "; ".join(parts)] if parts else []
 
 
+def empty_line(beliefs: Beliefs, events: int) -> str:
+    """What a table with no rows says: that nothing happened yet, or what became of the keys
+    (after a clean run every key is forgotten, and "no keys yet" read as if nothing ran)."""
+    if not events:
+        return "no keys yet"
+    gone = len(beliefs.forgotten)
+    if not gone:
+        return f"no keys held ({events:,} events)"
+    # Past the quiet limit the oldest forgotten keys are no longer remembered one by one.
+    more = "+" if beliefs.quiet_limit is not None and gone >= beliefs.quiet_limit else ""
+    return f"no keys held: {gone:,}{more} key{'s' * (gone != 1 or bool(more))} forgotten ({events:,} events)"
+
+
 def focus_line(focus: Focus | None) -> str:
     """What a view says of a focused trace (nothing when every key is traced)."""
     return "" if focus is None else f"focused on {focus}: other keys are not traced"
 
 
-def refs_html(rows: list[KeyRefs], notes: list[str] | None = None, focus: Focus | None = None
-              ) -> str:
+def refs_html(rows: list[KeyRefs], notes: list[str] | None = None, focus: Focus | None = None,
+              empty: str = "no keys yet") -> str:
     """The table as HTML: what the trace is focused on above it, ``notes`` (workers gone,
-    events missing) under it."""
+    events missing) under it, ``empty`` instead of it when it has no rows."""
     line = focus_line(focus)
     caption = f"<div><small>{html.escape(line)}</small></div>" if line else ""
     footer = "".join(f"<div style='color:#bc4c00;font-size:12px'>{html.escape(line)}</div>"
                      for line in notes or ())
     if not rows:
-        return caption + "<i>no keys yet</i>" + footer
+        return caption + f"<i>{html.escape(empty)}</i>" + footer
     head = ("<tr><th>key</th><th>clients (refcount, future)</th><th>scheduler</th>"
             "<th>who_wants</th><th>on workers</th><th>checks</th></tr>")
     body = []
@@ -89,16 +105,19 @@ TEXT_WIDTH = 100
 
 
 def refs_text(rows: list[KeyRefs], width: int = TEXT_WIDTH, notes: list[str] | None = None,
-              focus: Focus | None = None) -> str:
+              focus: Focus | None = None, empty: str = "no keys yet") -> str:
     """The refs table as text, at most ``width`` columns wide: what the trace is focused on
-    first, the ``notes`` lines last.
+    first, the ``notes`` lines last, ``empty`` instead of the table when it has no rows.
 
     Columns are as wide as what they hold.  When a row would still be too wide —
     keys are long — each key gets a line of its own and its references go on the
     next, indented: wrapped on purpose, never by the output area.
     """
     if notes:
-        return "\n".join([refs_text(rows, width, focus=focus), *notes])
+        return "\n".join([refs_text(rows, width, focus=focus, empty=empty), *notes])
+    first = [focus_line(focus)] if focus is not None else []
+    if not rows:
+        return "\n".join([*first, empty])
     head = ("key", "clients", "scheduler", "who_wants", "workers", "checks")
     cells = [(r.key,
               " ".join(f"{c}={n}/{s}" for c, (n, s) in r.clients.items()) or "-",
@@ -111,7 +130,6 @@ def refs_text(rows: list[KeyRefs], width: int = TEXT_WIDTH, notes: list[str] | N
         widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
         return ["  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in lines]
 
-    first = [focus_line(focus)] if focus is not None else []
     flat = table([head, *cells])
     if max(map(len, flat)) <= width:
         return "\n".join(first + flat)
@@ -122,8 +140,16 @@ def refs_text(rows: list[KeyRefs], width: int = TEXT_WIDTH, notes: list[str] | N
     return "\n".join(out)
 
 
+_IDS = itertools.count(1)
+
+
 class RefsTable(LiveView):
-    """A live table of every key's references."""
+    """A live table of every key's references.
+
+    Shown under its own display id, with the table as text and HTML next to the
+    widget: a notebook read with no kernel (nbconvert, GitHub) shows the table as
+    the cell left it — :meth:`settle` re-sends the output at the end of the cell.
+    """
 
     _view_name = "the refs table"
 
@@ -143,10 +169,18 @@ class RefsTable(LiveView):
             self.checks = source.checks or Checks(source.trace)
         self.keys = list(keys) if keys else None
         self.updates = 0
+        self.id = f"{time.time_ns():x}-refs-{next(_IDS)}"
+        #: The table text in this table's last displayed output (None: not shown).
+        self.shown: str | None = None
+        #: One refresh at a time: the pump's and a cell end's (``settle``) must not
+        #: interleave, or an older snapshot could be written over a newer one.
+        self._lock = threading.Lock()
         self.trace.flush()
-        self.widget = w.HTML(refs_html(self.rows(), self.notes(), self.focus))
+        self.widget = w.HTML(self.to_html())
         self._unsubscribe = self.trace.subscribe(self._on_batch)
         self._pump = Pump(self, rate, "jupyter-refs-table") if live else None
+        if live:
+            self._follow_cells()
 
     @property
     def _thread(self) -> threading.Thread | None:
@@ -166,11 +200,34 @@ class RefsTable(LiveView):
         return self.checks.beliefs.focus
 
     def refresh(self) -> None:
-        self.widget.value = refs_html(self.rows(), self.notes(), self.focus)
-        self.updates += 1
+        with self._lock:
+            self.widget.value = self.to_html()
+            self.updates += 1
+
+    def settle(self) -> bool:
+        """Show every event the trace holds now (the pump may not have caught up yet) and,
+        if this table was shown and changed since, re-send its output; returns whether it did."""
+        from IPython.display import update_display
+
+        self.trace.settle()
+        self.trace.flush()
+        self.refresh()
+        bundle = self._repr_mimebundle_()
+        if self.shown is None or bundle["text/plain"] == self.shown:
+            return False
+        update_display(bundle, raw=True, display_id=self.id)
+        self.shown = bundle["text/plain"]
+        return True
+
+    def empty(self) -> str:
+        """What the table says when it has no rows (``empty_line``)."""
+        return empty_line(self.checks.beliefs, self.trace.next_seq)
 
     def to_text(self) -> str:
-        return refs_text(self.rows(), notes=self.notes(), focus=self.focus)
+        return refs_text(self.rows(), notes=self.notes(), focus=self.focus, empty=self.empty())
+
+    def to_html(self) -> str:
+        return refs_html(self.rows(), self.notes(), self.focus, self.empty())
 
     def _on_batch(self, batch: Batch) -> None:
         if self._pump is not None:
@@ -179,7 +236,17 @@ class RefsTable(LiveView):
     def _apply_pending(self) -> None:
         self.refresh()
 
+    def _ipython_display_(self) -> None:
+        """Display under this table's id, so its output can be brought up to date."""
+        from IPython.display import display
+
+        bundle = self._repr_mimebundle_()
+        display(bundle, raw=True, display_id=self.id)
+        self.shown = bundle["text/plain"]
+
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        return self.widget._repr_mimebundle_(**kwargs)
+        """The widget, and the table as text and HTML for a reader with no kernel."""
+        return {**self.widget._repr_mimebundle_(**kwargs), "text/plain": self.to_text(),
+                "text/html": self.to_html()}
 
 

@@ -100,6 +100,8 @@ _Y = {
     "refcounts": {"lane": "y"},
     "violations": {"lane": "y"},
 }
+#: What the chain's thick message segments need (``why_messages``).
+_WHY_MESSAGE_COLUMNS = ("x0", "x1", "y0", "y1")
 
 
 class TimelineFigure:
@@ -111,8 +113,11 @@ class TimelineFigure:
         #: Event seqs drawn ringed (a loss's causal chain, ``%timeline --why KEY``).
         self.highlight = set(highlight or ())
         self.sources = {name: ColumnDataSource(name=name) for name in _Y}
-        self.sources["why"] = ColumnDataSource(name="why")
-        self.sources["why_messages"] = ColumnDataSource(name="why_messages")
+        # The chain's sources start with the columns their glyphs name, empty: bokeh
+        # validates every glyph against its source when the figure is saved (E-1001).
+        self.sources["why"] = ColumnDataSource({"x": [], "y": []}, name="why")
+        self.sources["why_messages"] = ColumnDataSource(
+            {k: [] for k in _WHY_MESSAGE_COLUMNS}, name="why_messages")
         self.sources["open_states"] = ColumnDataSource(name="open_states")
         self.sources["open_refcounts"] = ColumnDataSource(name="open_refcounts")
         self._last_open: dict[str, dict[str, list[Any]]] = {}
@@ -208,7 +213,7 @@ class TimelineFigure:
         rows = [i for i, (a, b) in enumerate(zip(msg.get("seq0", ()), msg.get("seq1", ())))
                 if int(a) in chain or int(b) in chain]
         self.sources["why_messages"].data = {
-            k: [float(msg[k][i]) for i in rows] for k in ("x0", "x1", "y0", "y1")}
+            k: [float(msg[k][i]) for i in rows] for k in _WHY_MESSAGE_COLUMNS}
 
     def update(self, pause: Any = None, chunk: int = 1000, window: int | None = None) -> None:
         """Stream the rows added since the last update; redraw what is still open.
@@ -244,35 +249,14 @@ class TimelineFigure:
                 self.sources[name].data = self._data(name, cols, y)
 
 
-def refresh_saved_outputs() -> int:
-    """Re-send the outputs of the shown live timelines whose figure moved on; returns how many.
-
-    Called at the end of every cell (``%load_ext`` registers it): an output's saved
-    trace is what it was when shown, and a live timeline shown before the cell that
-    ran the race would otherwise be saved without it.  ``update_display`` replaces the
-    output's data by display id — nbclient/nbconvert apply it to the notebook; in
-    JupyterLab the extension does the same over its comm while the cell runs.
-    """
-    from IPython.display import update_display
-
-    sent = 0
-    for timeline in list(OPEN_TIMELINES):
-        if timeline.saved_until is None or timeline._pump is None:
-            continue
-        timeline.update()
-        if timeline.drawn_until != timeline.saved_until:
-            update_display(timeline._repr_mimebundle_(), raw=True, display_id=timeline.id)
-            timeline.saved_until = timeline.drawn_until
-            sent += 1
-    return sent
-
-
-def _batched_bokeh_model(fig: Any) -> Any:
-    """jupyter_bokeh's BokehModel, sending one PATCH-DOC per update instead of one per change.
+def _batched_bokeh_model(fig: Any, lock: Any) -> Any:
+    """jupyter_bokeh's BokehModel, sending one PATCH-DOC per update instead of one per change,
+    and the figure as it is now to a front end that asks for the whole state.
 
     An update streams rows into several sources; unbatched, each change is its
     own patch (three or four comm messages each), and their serialization is
-    what a live timeline costs the kernel.
+    what a live timeline costs the kernel.  ``lock`` is held while updates change
+    the figure.
     """
     from bokeh.core.serialization import Serializer
     from bokeh.protocol.messages.patch_doc import patch_doc
@@ -295,6 +279,17 @@ def _batched_bokeh_model(fig: Any) -> Any:
             if self._held:
                 events, self._held = self._held, []
                 self._send_patch(events)
+
+        def get_state(self, key: Any = None, drop_defaults: bool = False) -> dict[str, Any]:
+            if key is None and self.comm is not None:
+                # The whole state, for a front end that has no view yet (a reloaded page's
+                # request_states).  jupyter_bokeh's render_bundle is the figure as it was
+                # made — patches never touch it — so a reloaded page drew the timeline as
+                # first shown, without the lanes and crosses added since: make it now.  Set
+                # quietly: as a change it would also go out to every view, which re-renders.
+                with lock:
+                    self._trait_values["render_bundle"] = self._model_to_traits(self._model)
+            return super().get_state(key, drop_defaults)
 
         def _document_patched(self, event: Any) -> None:
             if event.setter is self:
@@ -355,7 +350,7 @@ class Timeline(LiveView):
         self._max_key_lanes = max_key_lanes
         self._title = title if title is not None else self._default_title()
         self._queue: deque[Batch] = deque()
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._pump: Pump | None = None
         self._unsubscribe = self.trace.subscribe(self._on_batch, from_start=True)
         self.trace.flush()
@@ -368,6 +363,7 @@ class Timeline(LiveView):
         if live:
             self._pump = Pump(self, rate, "jupyter-refs-timeline")
             self._pump.wake.set()  # catch up with whatever arrived while building
+            self._follow_cells()
         OPEN_TIMELINES.add(self)
 
     def _default_title(self) -> str:
@@ -412,6 +408,7 @@ class Timeline(LiveView):
 
     def update(self) -> None:
         """Bring the figure up to date now, redrawing the whole trace if a live window cut it."""
+        self.trace.settle()
         self.trace.flush()
         self._apply_pending()
         if any(len(self.figure.sources[n].data.get("x", self.figure.sources[n].data.get("x0", [])))
@@ -422,7 +419,7 @@ class Timeline(LiveView):
     # -- widget ------------------------------------------------------------------------
 
     def _build_widget(self) -> w.VBox:
-        self._bokeh = _batched_bokeh_model(self.figure.fig)
+        self._bokeh = _batched_bokeh_model(self.figure.fig, self._lock)
         self._key_filter = w.Combobox(placeholder="all keys", description="key",
                                       ensure_option=False, layout=w.Layout(width="360px"))
         self._key_filter.observe(self._on_key, names="value")
@@ -544,6 +541,25 @@ class Timeline(LiveView):
         """The static SVG of what the figure shows (of ``saved``, its saved bundle, if given)."""
         return picture(saved or self.saved_bundle(), lambda n: self.saved_bundle(max_events=n))
 
+    def settle(self) -> bool:
+        """Bring the figure and its status up to date now and, if this timeline was shown and
+        its figure moved on since, its output too; returns whether the output was re-sent.
+
+        At the end of a cell (``views/pump.py``): an output's saved trace is what it was
+        when shown, and a live timeline shown before the loop that ran the race would
+        otherwise be saved without it.  ``update_display`` replaces the output's data by
+        display id — nbclient/nbconvert apply it to the notebook, and JupyterLab to the
+        cell still running; for other cells its extension does the same over its comm.
+        """
+        from IPython.display import update_display
+
+        self.update()
+        if self.saved_until is None or self.drawn_until == self.saved_until:
+            return False
+        update_display(self._bundle(), raw=True, display_id=self.id)
+        self.saved_until = self.drawn_until
+        return True
+
     def _ipython_display_(self) -> None:
         """Display under this timeline's id, so its saved trace can be brought up to date."""
         from IPython.display import display
@@ -555,6 +571,11 @@ class Timeline(LiveView):
         from .resources import ensure_bokehjs
 
         ensure_bokehjs()
+        return self._bundle(**kwargs)
+
+    def _bundle(self, **kwargs: Any) -> dict[str, Any]:
+        """The output's data, without the BokehJS loader: a refreshed output is shown where
+        it already is, and a loader displayed then would land in whatever cell is running."""
         bundle = self.widget._repr_mimebundle_(**kwargs)
         exclude = kwargs.get("exclude") or ()
         if MIME not in exclude or SVG_MIME not in exclude:

@@ -57,6 +57,8 @@ export interface IRefs {
   violations: IViolation[];
   /** A request the kernel could not carry out (a focus), in its words. */
   error?: string;
+  /** With no cluster: how the last one ended ("the cluster (…) was closed"), or null. */
+  ended?: string | null;
 }
 
 /** What the sidebar can say about a notebook's kernel. */

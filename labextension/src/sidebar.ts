@@ -4,7 +4,8 @@
  * It follows the notebook in focus, shows the refs its kernel's feed sends
  * (client refcounts and future states, scheduler state, who_wants, where the
  * data is, the checks' verdict) and says plainly when there is nothing to show:
- * no notebook, no kernel, the extension not loaded, no cluster yet.  Clicking a
+ * no notebook, no kernel, the extension not loaded, no cluster yet, or the
+ * cluster closed (its tracer detached), as the kernel words it.  Clicking a
  * key filters the notebook's timelines to it — the live ones through the
  * kernel, the saved ones here; clicking it again shows every key.  A key's
  * "trace only this key" button narrows the running trace itself (the kernel's
@@ -17,6 +18,7 @@ import { Widget } from '@lumino/widgets';
 import { goneLines } from './gone';
 import { KeyFilter } from './keyfilter';
 import { IRefs, IRefsRow, KernelLink } from './link';
+import { statusText } from './status';
 
 const STATE_CLASS: Record<string, string> = {
   finished: 'ok', memory: 'ok', pending: 'muted', borrowed: 'muted', released: 'muted',
@@ -33,23 +35,6 @@ function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls = '', text?: stri
 function state(text: string): HTMLElement {
   const cls = text.endsWith('(ghost)') ? 'ghost' : STATE_CLASS[text] ?? '';
   return el('span', `jp-RefsSidebar-state ${cls ? `jp-RefsSidebar-${cls}` : ''}`, text);
-}
-
-/** What to say instead of a table, or null when there is a table to show. */
-export function statusText(link: KernelLink | null): string | null {
-  if (link === null) return 'Open a notebook to see the references its cluster holds.';
-  switch (link.status) {
-    case 'no-kernel':
-      return 'This notebook has no running kernel. Start one, then run %load_ext jupyter_refs.';
-    case 'probing':
-      return 'Asking the kernel…';
-    case 'not-loaded':
-      return 'jupyter_refs is not loaded in this kernel. Run %load_ext jupyter_refs in a cell.';
-  }
-  if (link.refs === null || link.refs.cluster === null) {
-    return 'This kernel has no cluster yet. Start one with %cluster (or %cluster --attach NAME for dask).';
-  }
-  return null;
 }
 
 export class RefsSidebar extends Widget {

@@ -62,6 +62,15 @@ RACE_CELLS = [
 ]
 
 
+LONG_CELLS = [
+    "%load_ext jupyter_refs",
+    "%cluster --protocol dask --network live\n%scatter x = 123\n%hold client:1->scheduler\n"
+    "%scatter x = 123\n%step --all\n%hold --off",
+    "long = client.submit(sum, [1, 2], key='a-rather-long-key-name-' + 'abcdef0123456789' * 3)\n"
+    "long.result()",
+]
+
+
 @pytest.fixture
 def shots(tmp_path) -> Path:
     """Where screenshots go: a temporary folder; ``docs/screenshots.py`` points it at docs/."""
@@ -76,6 +85,7 @@ def lab(tmp_path_factory):
     write_notebook(root / "plain.ipynb", ["1 + 1"])
     write_notebook(root / "focus.ipynb", FOCUS_CELLS)
     write_notebook(root / "gone.ipynb", GONE_CELLS)
+    write_notebook(root / "long.ipynb", LONG_CELLS)
     with browser() as b, jupyter_lab(root) as url:
         yield url, b, root
 
@@ -280,3 +290,23 @@ def test_saved_notebook_shows_static_timeline_without_kernel(lab, shots):
         page.wait_for_timeout(300)
         page.locator(".jp-Cell-outputArea").last.screenshot(path=str(shots / "saved-trace.png"))
         assert (shots / "saved-trace.png").stat().st_size > 10_000
+
+
+def test_long_keys_wrap_inside_the_sidebar(lab):
+    """Issue 46.9: a key is one long word (int-<32 hex>, a user's own name); in a violation, the
+    filter line or a card it must wrap, not run past the sidebar's right edge."""
+    url, b, _ = lab
+    with new_page(b) as page:
+        open_notebook(page, url, "long.ipynb")
+        show_sidebar(page)
+        run_cells(page, 0, 3)
+        page.wait_for_function(f"document.querySelectorAll({ROWS!r}).length >= 2 && document"
+                               ".querySelector('#jupyter-refs-sidebar .jp-RefsSidebar-violations')",
+                               timeout=30_000)
+        page.click(f"{ROWS}[data-key^='a-rather-long-key-name-']")  # the filter line names it too
+        page.wait_for_selector("#jupyter-refs-sidebar .jp-RefsSidebar-filter")
+        width = page.evaluate("""() => {
+            const side = document.querySelector('#jupyter-refs-sidebar');
+            return {scroll: side.scrollWidth, client: side.clientWidth};
+        }""")
+        assert width["scroll"] <= width["client"], width

@@ -74,6 +74,20 @@ MESSAGES_DRAWN = """() => {
 }"""
 
 
+#: README block 8, without %load_ext: its outputs must be saved as the cell left them.
+BLOCK_8 = """\
+from jupyter_refs import Cluster, Timeline, RefsTable
+
+cluster = Cluster(protocol="dask", network="immediate")
+client = cluster.client()
+display(Timeline(cluster), RefsTable(cluster))
+for i in range(20):
+    x = client.scatter(123); del x
+kept = client.scatter(7)
+print(cluster.trace.next_seq, kept.key)
+"""
+
+
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory, chromium):
     root = tmp_path_factory.mktemp("lab")
@@ -81,6 +95,7 @@ def lab(tmp_path_factory, chromium):
         write_notebook(root / f"{protocol}.ipynb", [RACE.format(protocol=protocol)])
     write_notebook(root / "live.ipynb", [LIVE])
     write_notebook(root / "reload.ipynb", [RACE.format(protocol="legacy")])
+    write_notebook(root / "block8.ipynb", [BLOCK_8])
     shutil.copy(NOTEBOOKS / "01_scatter_race.ipynb", root / "lesson1.ipynb")
     with jupyter_lab(root) as url:
         yield url, chromium, root
@@ -164,7 +179,8 @@ def test_live_timeline_grows_while_the_cell_runs(lab):
 
 
 def test_lesson_one_runs_with_run_all(lab):
-    """The teaching notebook, as a teacher runs it: Run All, no edits."""
+    """The teaching notebook, as a teacher runs it: Run All, no edits.  Then a page reload
+    restores its timeline as it was left (issue 46.9: a lane and a cross fewer)."""
     url, b, _ = lab
     page = b.new_page(viewport={"width": 1400, "height": 900})
     try:
@@ -201,6 +217,32 @@ def test_lesson_one_runs_with_run_all(lab):
         assert "fixed: 0 of 12 seeds failed in 2000 iterations" in text
         assert "Error" not in text.replace("FutureCancelledError", "")
         page.wait_for_selector(".jp-OutputArea canvas", timeout=30_000)
+        page.wait_for_function("window.Bokeh && window.Bokeh.documents.length > 0", timeout=30_000)
+        before = page.evaluate(READ_PLOT)
+        # The %timeline cell comes before the cells that add a key and a violation to it.
+        assert before is not None and before["violations"] >= 2, before
+        assert sum(label.startswith("key ") for label in before["labels"]) >= 2, before
+        page.evaluate("async () => { await window.jupyterapp.commands.execute('docmanager:save'); }")
+        page.reload()
+        page.wait_for_function("window.jupyterapp && window.jupyterapp.shell.currentWidget "
+                               "&& window.jupyterapp.shell.currentWidget.context.isReady", timeout=60_000)
+        # JupyterLab renders only the cells in view: bring the %timeline cell there.
+        page.evaluate("""() => {
+            const nb = window.jupyterapp.shell.currentWidget.content;
+            const cells = nb.model.cells;
+            for (let i = 0; i < cells.length; i++) {
+                if (cells.get(i).sharedModel.getSource().trim() === '%timeline') {
+                    nb.activeCellIndex = i;
+                    return nb.scrollToItem(i, 'center');
+                }
+            }
+        }""")
+        page.wait_for_function("window.Bokeh && window.Bokeh.documents.length > 0 "
+                               "&& window.Bokeh.documents.some(d => d.roots().some("
+                               "r => r.name === 'timeline'))", timeout=60_000)
+        after = page.evaluate(READ_PLOT)
+        assert after is not None and sorted(after["labels"]) == sorted(before["labels"]), (before, after)
+        assert after["violations"] == before["violations"], (before, after)
     finally:
         page.close()
 
@@ -281,3 +323,24 @@ def test_violation_tooltip_wraps_inside_the_plot(tmp_path, chromium):
         assert "VIOLATION" in tips.first.inner_text()
     finally:
         page.close()
+
+
+def test_the_python_api_saves_what_it_shows_from_jupyterlab(lab):
+    """README block 8 run and saved in JupyterLab, no magics: the saved file's timeline holds
+    the trace the cell ended with and its refs table the key it kept (issue 46.2)."""
+    import nbformat
+
+    from jupyter_refs.views.saved import MIME
+
+    url, b, root = lab
+    with new_page(b) as page:
+        run_notebook_in_lab(page, url, "block8.ipynb")
+        page.wait_for_function(ALL_RAN, arg=1)
+        page.wait_for_selector(".jp-OutputArea canvas")
+        page.evaluate("async () => { await window.jupyterapp.commands.execute('docmanager:save'); }")
+    outputs = nbformat.read(str(root / "block8.ipynb"), as_version=4).cells[0].outputs
+    events, key = next(o.text for o in outputs if o.output_type == "stream").split()
+    [saved] = [o.data[MIME] for o in outputs if MIME in o.get("data", {})]
+    assert saved["window"]["total"] == int(events) > 100 and key in saved["seen_keys"]
+    [table] = [o.data for o in outputs if "text/html" in o.get("data", {})]
+    assert key in table["text/plain"] and key in table["text/html"]

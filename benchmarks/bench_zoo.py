@@ -1,0 +1,48 @@
+"""The race zoo: how soon each race is found under the release it affects, and that it is absent
+under its fix.
+
+For each race of ``jupyter_refs.zoo``: the schedules and seconds to its first failure under its
+release (``first=True``, one process; median of ``--runs``), then a search of ``--schedules``
+under each protocol that models its fix, with the failures of the race found there (0 expected).
+
+Usage: ``python benchmarks/bench_zoo.py [--runs N] [--schedules N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+from jupyter_refs.zoo import RACES
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--schedules", type=int, default=50_000)
+    args = parser.parse_args()
+    print(f"{'race':6} {'found under':15} {'schedules':>9} {'seconds':>8}   absent under (schedules)")
+    medians = []
+    for race in RACES.values():
+        times, schedules = [], 0
+        for _ in range(args.runs):
+            start = time.perf_counter()
+            result = race.find(first=True, processes=1)
+            times.append(time.perf_counter() - start)
+            schedules = result.schedules
+            assert race.failures(result), f"{race.name} not found under {race.found_under}"
+        medians.append(statistics.median(times))
+        absent = []
+        for protocol in race.absent_under:
+            clean = race.find(protocol, max_schedules=args.schedules)
+            absent.append(f"{protocol}: {len(race.failures(clean))} found in {clean.schedules:,}"
+                          f" ({clean.rate:,.0f}/s)")
+        print(f"{race.name:6} {race.found_under:15} {schedules:9,} {medians[-1]:8.3f}   "
+              + "; ".join(absent))
+    print(f"median of the zoo: {statistics.median(medians):.3f} s to the first failure "
+          "(target <= 2 s, one process)")
+
+
+if __name__ == "__main__":
+    main()

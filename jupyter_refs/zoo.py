@@ -1,0 +1,134 @@
+"""The race zoo: dask's known ordering races, each a scenario the explorer finds under its release.
+
+Each :class:`Race` says where it comes from (dask's tracker and the pull request that
+fixed it, with the first release that shipped the fix, read with ``git tag --contains``),
+the message order in words, the symptom a user saw, and a scenario: a function of one
+client, written as the report's reproducer was.  ``race.find()`` explores it under the
+release it affects; ``race.find(race.absent_under[0])`` under one it does not.
+
+Only races whose mechanisms the model carries are here; the others of dask's history are
+listed in :data:`NOT_MODELLED` with what the model lacks (see ``protocol.variants`` for the
+releases modelled).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .explore import ExploreResult, Failure, explore
+
+
+def inc(x: int) -> int:
+    return x + 1
+
+
+def keep(box: Any) -> Any:
+    return box
+
+
+class Box:
+    """An object of the user's own class: dask does not look inside it, so a future in it
+    travels pickled, as a Future (the ghost task's way in)."""
+
+    def __init__(self, items: list):
+        self.items = items
+
+
+def scatter_drop_scatter(client: Any) -> None:
+    """crusaderky's loop from dask#8576, once: the same value scattered, dropped, scattered."""
+    x = client.scatter(123)
+    del x
+    x = client.scatter(123)
+    client.submit(inc, x)
+
+
+def future_in_a_task(client: Any) -> None:
+    """dask#7498: a future inside an object dask does not unpack, its owner's hold dropped."""
+    x = client.scatter(41)
+    g = client.submit(keep, Box([x]))  # noqa: F841 - held until the scenario ends
+    del x
+
+
+def cancel_then_same_key(client: Any) -> int:
+    """dask#8215 as reported: cancel a future, then submit the same key again at once."""
+    f = client.submit(inc, 1, key="k")
+    client.cancel([f])
+    g = client.submit(inc, 1, key="k")
+    return g.result()
+
+
+@dataclass(frozen=True)
+class Race:
+    """One race of dask's history: where from, which releases, the order, the symptom."""
+
+    name: str
+    title: str
+    links: tuple[str, ...]
+    releases: str  # the releases of distributed it affects, in words
+    found_under: str  # the protocol that models an affected release
+    absent_under: tuple[str, ...]  # protocols that model the fix (a release, or ``fixed``)
+    order: str
+    symptom: str
+    scenario: Callable[..., Any]
+    #: The failures that are this race (the checks' names, or ``scenario_raised``).
+    names: frozenset[str]
+
+    def find(self, protocol: str | None = None, **kwargs: Any) -> ExploreResult:
+        """Explore the scenario under ``protocol`` (default: the release it affects)."""
+        kwargs.setdefault("max_schedules", 3000)
+        return explore(self.scenario, protocol=protocol or self.found_under, **kwargs)
+
+    def failures(self, result: ExploreResult) -> list[Failure]:
+        """The failures of ``result`` that are this race."""
+        return [f for f in result.failures if self.names & set(f.names)]
+
+
+RACES: dict[str, Race] = {r.name: r for r in (
+    Race("8576", "scatter, drop, scatter: a late release forgets the new hold",
+         ("https://github.com/dask/distributed/issues/8576",),
+         "every release modelled (open on 2026.8.0)", "dask", ("fixed",),
+         "the batched client-releases-keys of the dropped future is overtaken by the next "
+         "scatter RPC of the same value (form A), or lands inside it, between the worker's put "
+         "and the scheduler's registration (form B)",
+         "a future that says finished points at a forgotten key; the next submit on it is "
+         "cancelled: 'lost dependencies'",
+         scatter_drop_scatter, frozenset({"dangling_future"})),
+    Race("7498", "a claim on a forgotten key creates a ghost task",
+         ("https://github.com/dask/distributed/issues/7498",
+          "https://github.com/dask/distributed/pull/8827"),
+         "until 2024.8.1 (fixed in 2024.8.2, PR 8827)", "dask-2024.8.1", ("dask-2024.8.2", "fixed"),
+         "the owner's release forgets the key before the task's deserialized future sends "
+         "client-desires-keys, which creates a task with no run spec",
+         "the scheduler trips over the ghost and drops the client: FutureCancelledError "
+         "… scheduler-connection-lost",
+         future_in_a_task, frozenset({"ghost_task"})),
+    Race("8215", "cancel, then the same key again",
+         ("https://github.com/dask/distributed/issues/8215",),
+         "every release modelled (open on 2026.8.0)", "dask", ("fixed",),
+         "cancelled-keys (sent to every client, with no epoch) reaches the client after it "
+         "made the new future of the same key, and cancels it; only when the first run's "
+         "result and the gather overtake the cancel does the new future survive",
+         "FutureCancelledError: k cancelled for reason: unknown — on real dask in most runs "
+         "(20 of 20 on 2026.8.0 here), the in-order one included",
+         cancel_then_same_key, frozenset({"scenario_raised", "outcome_differs"})),
+)}
+
+#: Races of dask's history whose mechanisms the model does not carry, and what it lacks.
+NOT_MODELLED: dict[str, str] = {
+    "9217": "publish_dataset / get_dataset vs unpublish (fixed in 2026.6.0): the model has no "
+            "published datasets",
+    "8577": "publish_put vs update-graph losing annotations (fixed in 2024.4.2): before the "
+            "oldest release modelled",
+    "7583/6016": "cancel as an RPC overtaking update-graph (fixed in 2023.3.1 / 2022.5.1): "
+                 "before the oldest release modelled",
+    "7200/7348": "a resubmitted key accepting the first run's result (fixed in 2022.12.0): the "
+                 "model has run ids in every release it models",
+    "5370/5379": "a late steal-response moving a re-processed task (fixed in 2021.10.0): before "
+                 "the oldest release modelled",
+    "1132/1133": "Variable / Queue get overtaken by a set (fixed in 1.17.0): before the oldest "
+                 "release modelled",
+    "8522": "retire_workers' heartbeat between remove_worker and the close (fixed in 2024.2.1): "
+            "before the oldest release modelled",
+}

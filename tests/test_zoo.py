@@ -1,0 +1,94 @@
+"""The race zoo: each race found under the release it affects, absent under its fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from jupyter_refs import replay
+from jupyter_refs.errors import ProtocolError
+from jupyter_refs.protocol.variants import DASK, DASK_2024_7, get_variant
+from jupyter_refs.zoo import RACES
+
+
+@pytest.mark.parametrize("name", sorted(RACES))
+def test_each_race_is_found_under_its_release_and_replays(name):
+    race = RACES[name]
+    result = race.find(first=True, processes=1)
+    found = race.failures(result)[0]
+    again = replay(race.scenario, found.schedule)
+    assert race.names & {v.name for v in again.violations}
+
+
+@pytest.mark.parametrize("name,protocol", [(n, p) for n, r in sorted(RACES.items())
+                                           for p in r.absent_under])
+def test_each_race_is_absent_under_its_fix(name, protocol):
+    race = RACES[name]
+    result = race.find(protocol, max_schedules=1500, processes=1)
+    assert race.failures(result) == [], result.summary()
+    if protocol == "fixed":
+        assert result.failures == [], [f.explain() for f in result.failures]
+
+
+def test_a_release_is_modelled_by_the_changes_before_it():
+    before, after = get_variant("dask-2024.8.1"), get_variant("dask-2024.8.2")
+    assert (before.deserialized_claims, before.desire_creates) == (True, True)
+    assert (after.deserialized_claims, after.desire_creates) == (False, False)
+    # The named variants agree with the releases they stand for.
+    assert (DASK_2024_7.deserialized_claims, DASK_2024_7.desire_creates) == (True, True)
+    assert get_variant("dask-2026.8.0").desire_creates == DASK.desire_creates
+
+
+@pytest.mark.parametrize("name,says", [("dask-2023.3.0", "cancel as an RPC"),
+                                       ("dask-2027.1.0", "newer than today's"),
+                                       ("dask-2024", "dask-<release>")])
+def test_a_release_outside_the_range_says_which_range_is_modelled(name, says):
+    with pytest.raises(ProtocolError, match=says) as raised:
+        get_variant(name)
+    assert "2024.4.2" in str(raised.value) and "2026.8.0" in str(raised.value)
+
+
+def test_8215_is_a_finding_in_order_and_the_smallest_fix_is_a_generation():
+    """The in-order run is the failing one; cancelled-keys carrying the hold's generation
+    (fixed's ``generations``, incarnations off) is enough for no order to cancel the new
+    future.  (Without incarnations the explorer's task run between two messages of one batch
+    still loops, as under dask: a LivelockError, not this race.)"""
+    import dataclasses
+
+    from jupyter_refs import explore
+    from jupyter_refs.protocol.variants import FIXED
+
+    race = RACES["8215"]
+    found = race.find(max_schedules=300, processes=1, sample=False)
+    assert found.failures[0].schedule.endswith(":")  # the in-order one, first
+    generations = dataclasses.replace(FIXED, name="generations-only", incarnations=False,
+                                      fire_and_forget_ended=False)
+    clean = explore(race.scenario, protocol=generations, max_schedules=1500, processes=1)
+    cancelled = [f for f in clean.failures
+                 if "outcome_differs" in f.names or (f.raised and "Cancelled" in f.raised.name)]
+    assert cancelled == [], clean.summary()
+
+
+@pytest.mark.dask
+def test_8215_in_order_is_confirmed_on_real_dask(inproc):
+    """The model's in-order failure — the new future cancelled — is what real dask does."""
+    from jupyter_refs.dask.confirm import confirm
+
+    race = RACES["8215"]
+    in_order = race.find(max_schedules=300, processes=1, sample=False).failures[0]
+    result = confirm(race.scenario, in_order, inproc)
+    assert result.confirmed, str(result)
+    assert result.outcome.startswith("raised FutureCancelledError")
+    assert in_order.confirmed.startswith("confirmed on distributed")
+
+
+@pytest.mark.dask
+def test_the_ghosts_order_forced_on_2026_8_shows_the_fix_holding(inproc):
+    """PR 8827 shipped in 2024.8.2: under the order that makes the ghost on dask-2024.8.1, the
+    real 2026.8 scheduler creates no task for the forgotten key."""
+    from jupyter_refs.dask.confirm import confirm
+
+    race = RACES["7498"]
+    failure = race.failures(race.find(first=True, processes=1))[0]
+    result = confirm(race.scenario, failure, inproc, attempts=1, stall=1.0, timeout=20)
+    assert result.enforced and not result.confirmed, str(result)
+    assert "ghost_task" not in {v.name for v in result.violations}
