@@ -435,6 +435,14 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
     cluster._flush_calls = keep_open  # the checks read the run once, at the end
     n_clients = _arity(scenario) if clients is None else clients
     names, pruned, raised, returned = _play(scenario, cluster, n_clients, decisions)
+    # A deviation past the run's last decision: replayed quietly, the run would pass for the
+    # schedule's while being the in-order one.
+    i = next((j for j in range(len(decisions), len(prefix)) if prefix[j]), None) if strict else None
+    if i is not None:
+        cluster.close()
+        raise ScheduleError(f"the schedule does not fit this scenario: it deviates at decision "
+                            f"{i} ({i}>{prefix[i]}), but the run makes only {len(decisions)} "
+                            "decisions")
     picks = [d.pick for d in decisions]
     violations = [] if pruned else cluster.violations
     if not keep_open:
@@ -490,8 +498,8 @@ def _policy(decisions: list[_Decision], prefix: Sequence[int], strict: bool,
             if pick >= len(heads):
                 if strict:
                     raise _Abort(ScheduleError(
-                        f"the schedule does not fit this scenario: decision {i} has "
-                        f"{len(heads)} deliverable messages, not {pick + 1}"))
+                        f"the schedule does not fit this scenario: decision {i} ({i}>{pick}) "
+                        f"has {len(heads)} deliverable messages, not {pick + 1}"))
                 pick = 0
             entry = entry_sleep if i == last else _EMPTY
             base = set(entry_sleep) | set(explored) if i == last else set()

@@ -6,7 +6,8 @@
 ``magic_arguments`` (so ``%cluster?`` shows real help), calls the library, and
 displays a view.  Bad input raises ``UsageError`` with one line, before anything
 in the cluster or the trace is touched.  A trailing ``# comment`` is ignored, as
-Python ignores one (users paste the README's blocks).
+Python ignores one (users paste the README's blocks), and a line is split as a shell
+splits one, so a key of any text is named quoted (``%refs --why 'my key'``).
 
 The magics talk to the current cluster through :class:`~jupyter_refs.handle.ClusterHandle`
 — the kernel-side ``Cluster`` and an attached dask cluster's ``DaskTracer`` both
@@ -15,14 +16,17 @@ implement it — and use only the library's public API, never an actor.
 
 from __future__ import annotations
 
+import ast
+import io
 import re
+import shlex
 import sys
 from fnmatch import fnmatchcase
 from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 from traitlets import Float, Int, Unicode
 
@@ -66,6 +70,64 @@ def _strip_comment(line: str) -> str:
             return line[:i].rstrip()
         i += 1
     return line
+
+
+def _parse(magic: Any, line: str) -> Any:
+    """The magic's arguments, its line split as a shell splits one: quotes group words and go,
+    so a key of any text can be named (``%refs 'my key'``, ``--keys "('x', 0)"``).
+
+    IPython's own splitting keeps the quotes in the word, and a quoted key then named no key.
+    """
+    try:
+        words = shlex.split(_strip_comment(line))
+    except ValueError as exc:  # "No closing quotation"
+        raise UsageError(f"cannot read {line.strip()!r}: {str(exc).lower()}") from None
+    return magic.parser.parse_args(words)
+
+
+def _key(text: str) -> str:
+    """A key as the trace names it: a tuple key written as Python writes it (``('x',0)``)
+    becomes its ``str()``, as dask's keys are recorded; any other text is the key itself."""
+    if text.startswith("("):
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return text
+        if isinstance(value, tuple):
+            return str(value)
+    return text
+
+
+def _parse_why(magic: Any, line: str) -> Any:
+    """``_parse`` for a magic that takes keys (``%refs``, ``%timeline``): each read by
+    :func:`_key`, and ``--why KEY``'s any text: quoted, as a shell quotes (``--why 'my key'``),
+    or as it stands, up to the magic's next option (``--why my key``, ``--why ('x', 0)``)."""
+    line = _strip_comment(line)
+    found = re.search(r"(?:^|\s)--why(?:=|\s+)", line)
+    if found is None:
+        args = _parse(magic, line)
+        args.keys = [_key(k) for k in args.keys] if args.keys else args.keys
+        return args
+    before, rest = line[:found.start()], line[found.end():]
+    if rest[:1] in ("'", '"'):
+        lexer = shlex.shlex(io.StringIO(rest), posix=True)
+        lexer.whitespace_split, lexer.commenters = True, ""
+        try:
+            key = lexer.get_token() or ""
+        except ValueError as exc:
+            raise UsageError(f"cannot read --why {rest.strip()}: {str(exc).lower()}") from None
+        after = rest[lexer.instream.tell():]
+    else:
+        options = "|".join(re.escape(o) for o in magic.parser._option_string_actions)
+        stop = re.search(rf"\s(?:{options})(?=[\s=]|$)", rest)
+        key, after = (rest[:stop.start()], rest[stop.start():]) if stop else (rest, "")
+        key = key.strip()
+    args = _parse(magic, f"{before} {after}")
+    if not key:
+        raise UsageError("--why needs a KEY")
+    args.why = _key(key)
+    args.keys = [_key(k) for k in args.keys] if args.keys else args.keys
+    return args
 
 
 def _focus_of(args: Any) -> Any:
@@ -198,16 +260,18 @@ class RefsMagics(Magics):
               help="trace one key in N (of those matching --keys), the same keys on every process")
     @line_magic
     def cluster(self, line: str) -> None:
-        """Start (or replace) the kernel-side cluster and bind a client; alone, show the current one.
+        """Start (or replace) the kernel-side cluster and bind a client.  Alone: show the current
+        cluster (or the one closed last), or start one with the defaults (``%config RefsMagics``)
+        if there has been none (a new kernel, or one restarted).
 
         With ``--dask ADDRESS`` or ``--attach NAME`` it traces a real dask.distributed
         cluster instead: ``cluster`` becomes the tracer (same trace, checks and views).
         ``--keys PATTERN … [--sample N]`` traces only those keys from the start
         (``cluster.focus()`` changes it later; ``%%trace --keys`` for one cell).
         """
-        args = parse_argstring(self.cluster, _strip_comment(line))
-        if not line.strip():
-            print(self._describe())
+        args = _parse(self.cluster, line)
+        if not _strip_comment(line).strip() and self.current is not None:
+            print(self._describe())  # closed, it says so and how to start another
             return
         args.focus = _focus_of(args)
         if args.model or args.no_model:
@@ -328,7 +392,7 @@ class RefsMagics(Magics):
         line = _strip_comment(line)
         opts = _SCATTER_OPTS.search(line)
         assignment = line[: opts.start()] if opts else line
-        args = parse_argstring(self.scatter, opts.group(0) if opts else "")
+        args = _parse(self.scatter, opts.group(0) if opts else "")
         match = _ASSIGN.match(assignment)
         if match is None:
             raise UsageError("usage: %scatter NAME = EXPR [--no-hash] [--client NAME]")
@@ -357,7 +421,7 @@ class RefsMagics(Magics):
     @line_magic
     def release(self, line: str) -> None:
         """Drop the future held by NAME (as ``del NAME``) and say what that did to its key."""
-        args = parse_argstring(self.release, _strip_comment(line))
+        args = _parse(self.release, line)
         value = self.shell.user_ns.get(args.name)
         if not _is_future(value):
             raise UsageError(f"{args.name!r} does not hold a future")
@@ -393,7 +457,7 @@ class RefsMagics(Magics):
         With ``--why KEY``: the chain of events, from the line of yours that started it to
         the loss of KEY (what a FutureCancelledError's last line points to).
         """
-        args = parse_argstring(self.refs, _strip_comment(line))
+        args = _parse_why(self.refs, line)
         cluster = self._need_settled_cluster()
         if args.why:
             if args.keys or args.text:
@@ -426,7 +490,7 @@ class RefsMagics(Magics):
         With ``--keys PATTERN …`` / ``--sample N`` the trace follows only those keys while
         the cell runs (``cluster.focus``), then what it followed before.
         """
-        args = parse_argstring(self.trace, _strip_comment(line))
+        args = _parse(self.trace, line)
         cluster = self._need_cluster()
         focused = args.keys is not None or args.sample is not None
         focus = _focus_of(args)
@@ -463,7 +527,7 @@ class RefsMagics(Magics):
 
         ``--why KEY`` draws only KEY and highlights the events of its loss's causal chain.
         """
-        args = parse_argstring(self.timeline, _strip_comment(line))
+        args = _parse_why(self.timeline, line)
         cluster = self._need_settled_cluster()
         if args.why:
             if args.export or args.keys:
@@ -509,7 +573,7 @@ class RefsMagics(Magics):
         progress bar, a summary, the smallest failing schedule explained, and its
         timeline; ``%replay SCHEDULE`` reruns any schedule it reports.
         """
-        args = parse_argstring(self.explore, _strip_comment(line))
+        args = _parse(self.explore, line)
         if args.max < 1 or args.bound < 0:
             raise UsageError("--max must be at least 1 and --bound at least 0")
         if not cell.strip():
@@ -575,7 +639,7 @@ class RefsMagics(Magics):
     @line_magic
     def replay(self, line: str) -> None:
         """Replay a schedule of the last %%explore: it becomes the current cluster, timeline shown."""
-        args = parse_argstring(self.replay, _strip_comment(line))
+        args = _parse(self.replay, line)
         scenario = getattr(self, "_explored", None)
         if scenario is None:
             raise UsageError("nothing to replay yet: run a %%explore cell first")
@@ -601,7 +665,7 @@ class RefsMagics(Magics):
     @line_magic
     def step(self, line: str) -> None:
         """Deliver in-flight messages (held ones too) and show what changed."""
-        args = parse_argstring(self.step, _strip_comment(line))
+        args = _parse(self.step, line)
         cluster = self._need_cluster()
         if args.n < 1:
             raise UsageError("N must be at least 1")
@@ -633,7 +697,7 @@ class RefsMagics(Magics):
     @line_magic
     def hold(self, line: str) -> None:
         """Hold a channel's messages so a race can be forced by hand (see %step)."""
-        args = parse_argstring(self.hold, _strip_comment(line))
+        args = _parse(self.hold, line)
         cluster = self._need_cluster()
         if args.off == bool(args.channel):
             raise UsageError("usage: %hold CHANNEL  or  %hold --off")
@@ -667,7 +731,7 @@ class RefsMagics(Magics):
         Each message the schedule delays is held in dask until the messages that overtook
         it have been delivered.  The real trace becomes ``confirmed`` (``.trace``).
         """
-        args = parse_argstring(self.confirm, _strip_comment(line))
+        args = _parse(self.confirm, line)
         scenario = getattr(self, "_explored", None)
         if scenario is None:
             raise UsageError("nothing to confirm yet: run a %%explore cell first")

@@ -130,6 +130,18 @@ def test_bad_input_is_named():
         explore(scatter_race, protocol="nope")
 
 
+def test_a_schedule_that_does_not_fit_the_run_names_its_first_step_that_does_not():
+    fp = fingerprint(scatter_race)
+    n = len(replay(scatter_race, f"dask@{fp}:").decisions)  # the in-order run's decisions
+    for schedule, first in [(f"dask@{fp}:999999>99", r"999999 \(999999>99\)"),
+                            (f"dask@{fp}:{n}>1,{n + 5}>1", rf"{n} \({n}>1\)")]:
+        with pytest.raises(ScheduleError, match=rf"deviates at decision {first}, but the run "
+                                                 rf"makes only {n} decisions"):
+            replay(scatter_race, schedule)
+    with pytest.raises(ScheduleError, match=r"decision 0 \(0>7\) has 2 deliverable messages"):
+        replay(scatter_race, f"dask@{fp}:0>7")  # a choice past the options
+
+
 def test_magics_explore_and_replay(capsys):
     from IPython import get_ipython
     from IPython.core.error import UsageError

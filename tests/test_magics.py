@@ -35,8 +35,11 @@ def test_load_twice_and_help(ip, capsys):
         assert name in magics["line"], name
         assert f"%{name}" in magics["line"][name].__doc__  # %name? shows the argument help
     assert "trace" in magics["cell"]
-    magic(ip, "cluster")
-    assert "no cluster" in capsys.readouterr().out
+    capsys.readouterr()
+    magic(ip, "cluster")  # none yet: one is started with the defaults
+    assert "client bound to 'client'" in capsys.readouterr().out
+    magic(ip, "cluster")  # then shown, not replaced
+    assert "client bound" not in capsys.readouterr().out
 
 
 def test_the_default_protocol_is_called_dask(ip, capsys):
@@ -45,8 +48,8 @@ def test_the_default_protocol_is_called_dask(ip, capsys):
 
     assert RefsMagics.protocol.default_value == "dask"
     assert RefsMagics.protocol.help.startswith("protocol of a new %cluster: dask (today's)")
-    magic(ip, "cluster")
-    assert "%cluster --protocol dask" in capsys.readouterr().out
+    magic(ip, "cluster")  # none yet: one starts, with the default protocol
+    assert ip.user_ns["cluster"].variant.name == "dask"
 
 
 def test_config_sets_the_defaults(ip):
