@@ -796,8 +796,8 @@ class DaskTracer:
               channel: str | None = None) -> tuple[int, str, tuple]:
         """A msg id for a send; for a receipt, the id (and channel) of the oldest unmatched
         identical send.  Returns the row's extra too, ``(keys,)``: a receipt takes its send's,
-        an equal tuple, so a message's two rows hold one (its own and its keys', ~96 B, were
-        a tenth of what a kept event costs)."""
+        an equal tuple, so a message's two rows hold one (a receipt's own and its keys' were
+        ~96 B: on a map, ~7 B of the ~220 a kept event cost)."""
         channel_key = (sender, receiver, op, extra[0])
         waiting = self._unmatched[channel_key]
         if kind == "msg.sent":
