@@ -45,6 +45,7 @@ import functools
 import gc
 import hashlib
 import inspect
+import linecache
 import multiprocessing
 import os
 import random
@@ -954,7 +955,14 @@ def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: i
     forked: list[tuple[Any, Any]] = []
     try:
         for i in range(1, helpers + 1):
-            forked.append(_fork(scenario, protocol, workers, fp, f"{seed}/{i}", share, baseline))
+            # Started and kept in one shielded step: an interrupt between the two would leave
+            # a helper nobody reaps.
+            shield = interrupts.enter()
+            try:
+                forked.append(_fork(scenario, protocol, workers, fp, f"{seed}/{i}", share,
+                                    baseline))
+            finally:
+                interrupts.leave(shield)
         rng = random.Random(seed)
         mine = left - share * helpers
         sampled = 0
@@ -1151,7 +1159,14 @@ def cell_scenario(source: str, namespace: dict[str, Any], client_name: str = "cl
     ``filename`` and ``first_line`` say where the code is (``%%explore``: its cell, from
     the line after the magic's), so its events name the user's cell and line.
     """
-    code = compile("\n" * (first_line - 1) + source, filename, "exec")
+    padded = "\n" * (first_line - 1) + source
+    if filename != "<%%explore>":
+        # The body's own file, at the cell's line numbers: a traceback through it shows the
+        # user's lines, and IPython's formatter, which parses a frame's whole file, finds
+        # Python there (the cell's own file starts with the ``%%explore`` line).
+        filename = f"{filename}:%%explore"
+        linecache.cache[filename] = (len(padded), None, padded.splitlines(True), filename)
+    code = compile(padded, filename, "exec")
     base = dict(namespace)
 
     def scenario(client: Any) -> None:

@@ -618,7 +618,10 @@ class RefsMagics(Magics):
         cells = getattr(self.shell.compile, "_filename_map", {})
         if frame is None or frame.f_code.co_filename not in cells:
             return {}
-        return {"filename": frame.f_code.co_filename, "first_line": frame.f_lineno + 1}
+        filename = frame.f_code.co_filename
+        # The body runs from a file of its own (see cell_scenario), the same cell to the reader.
+        cells[f"{filename}:%%explore"] = cells[filename]
+        return {"filename": filename, "first_line": frame.f_lineno + 1}
 
     def _protocol(self, name: str) -> str | ProtocolVariant:
         """A registered protocol's name, or the :class:`ProtocolVariant` the notebook binds it to

@@ -188,8 +188,8 @@ def test_an_interrupted_explore_leaves_no_child_process(km_kc):
     assert execute(kc, "%load_ext jupyter_refs")[1] is None
     # Bound 0 leaves nearly all of the budget to the random runs, shared with a forked helper.
     cell = "%%explore --max 1000000 --bound 0 --processes 2\nx = client.scatter(1)\ndel x\n"
-    _, error = execute(kc, cell, until=lambda _: bool(children(pid)), then=km.interrupt_kernel)
-    assert error == "KeyboardInterrupt"
+    out, error = execute(kc, cell, until=lambda _: bool(children(pid)), then=km.interrupt_kernel)
+    assert error == "KeyboardInterrupt", out
     assert children(pid) == {}  # a helper never waited for would stay, state Z
 
 
