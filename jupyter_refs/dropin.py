@@ -130,12 +130,7 @@ def _get_client(*args: Any, **kwargs: Any) -> Client:
     try:
         return get_client()
     except ValueError:
-        client = default_client()
-        if client is None:
-            raise ValueError("No clients found\nStart a client and point it to the scheduler "
-                             "address\n  from distributed import Client\n  client = Client()\n"
-                             ) from None
-        return client
+        return _default_client()
 
 
 def _default_client(c: Client | None = None) -> Client:

@@ -44,6 +44,11 @@ _SCATTER_OPTS = re.compile(r"(?:\s+(?:--no-hash|--client\s+\S+))+\s*$")
 _RPC = re.compile(r"rpc:(?P<sender>.+)#\d+")
 
 
+def _given(args: Any, *names: str) -> list[str]:
+    """The options among ``names`` the line set, as the user wrote them (``--workers``)."""
+    return [f"--{n}" for n in names if getattr(args, n) is not None]
+
+
 def _strip_comment(line: str) -> str:
     """``line`` without a trailing ``# comment``, as Python reads one.
 
@@ -305,8 +310,7 @@ class RefsMagics(Magics):
 
         if args.model and args.no_model:
             raise UsageError("use either --model or --no-model, not both")
-        others = [f"--{n}" for n in ("workers", "seed", "threads", "dask", "attach")
-                  if getattr(args, n) is not None]
+        others = _given(args, "workers", "seed", "threads", "dask", "attach")
         if others:
             raise UsageError(f"{', '.join(others)} do not apply to the switch: dask's own "
                              "Client(...) or LocalCluster(...) shapes the cluster")
@@ -350,8 +354,7 @@ class RefsMagics(Magics):
     def _attach_dask(self, args: Any) -> None:
         if args.dask and args.attach:
             raise UsageError("use either --dask ADDRESS or --attach NAME, not both")
-        kernel_only = [f"--{n}" for n in ("protocol", "workers", "network", "seed", "threads")
-                       if getattr(args, n) is not None]
+        kernel_only = _given(args, "protocol", "workers", "network", "seed", "threads")
         if kernel_only:
             raise UsageError(f"{', '.join(kernel_only)} only apply to the kernel-side cluster")
         distributed = _distributed("tracing dask")

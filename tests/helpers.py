@@ -123,6 +123,19 @@ def in_threads(work: Callable[[int], None], n: int, switch_interval: float | Non
         sys.setswitchinterval(before)
 
 
+#: README block 8, without %load_ext: its outputs must be saved as the cell left them.
+BLOCK_8 = """\
+from jupyter_refs import Cluster, Timeline, RefsTable
+
+cluster = Cluster(protocol="dask", network="immediate")
+client = cluster.client()
+display(Timeline(cluster), RefsTable(cluster))
+for i in range(20):
+    x = client.scatter(123); del x
+kept = client.scatter(7)
+print(cluster.trace.next_seq, kept.key)"""
+
+
 # -- a real kernel, read from the wire (jupyter_client) ---------------------------------
 
 

@@ -8,7 +8,7 @@ comm message.
 from __future__ import annotations
 
 import pytest
-from helpers import collect, comm_models, is_patch, run
+from helpers import BLOCK_8, collect, comm_models, is_patch, run
 
 jupyter_client = pytest.importorskip("jupyter_client")
 
@@ -98,16 +98,7 @@ def test_views_save_what_they_show_without_the_magics():
     from jupyter_refs.views.saved import MIME
 
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell("""\
-from jupyter_refs import Cluster, Timeline, RefsTable
-
-cluster = Cluster(protocol="dask", network="immediate")
-client = cluster.client()
-display(Timeline(cluster), RefsTable(cluster))
-for i in range(20):
-    x = client.scatter(123); del x
-kept = client.scatter(7)
-print(cluster.trace.next_seq, kept.key)""")]
+    nb.cells = [nbformat.v4.new_code_cell(BLOCK_8)]
     nbclient.NotebookClient(nb, timeout=120, kernel_name="python3", store_widget_state=True).execute()
     outputs = nb.cells[0].outputs
     events, key = next(o.text for o in outputs if o.output_type == "stream").split()

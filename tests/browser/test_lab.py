@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from helpers import BLOCK_8
 from lab import browser, jupyter_lab, new_page, run_notebook_in_lab, write_notebook
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
@@ -74,18 +75,6 @@ MESSAGES_DRAWN = """() => {
 }"""
 
 
-#: README block 8, without %load_ext: its outputs must be saved as the cell left them.
-BLOCK_8 = """\
-from jupyter_refs import Cluster, Timeline, RefsTable
-
-cluster = Cluster(protocol="dask", network="immediate")
-client = cluster.client()
-display(Timeline(cluster), RefsTable(cluster))
-for i in range(20):
-    x = client.scatter(123); del x
-kept = client.scatter(7)
-print(cluster.trace.next_seq, kept.key)
-"""
 
 
 @pytest.fixture(scope="module")
