@@ -18,6 +18,7 @@ one read back from a file.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -101,7 +102,10 @@ class Beliefs:
         #: long trace (a million-task map) the oldest quiet keys are erased, and memory is
         #: bounded by the keys in play rather than by every key ever seen.
         self.quiet_limit = quiet_limit
-        self._quiet: dict[str, None] = {}  # insertion-ordered: the oldest quiet key first
+        # The oldest quiet key first.  An OrderedDict, not a dict: a dict used as a queue
+        # keeps the slots of the keys taken from its front until it resizes, and finding its
+        # first key walks them — 46 µs a key, the whole merge's growth, at 40,000 tasks.
+        self._quiet: OrderedDict[str, None] = OrderedDict()
         self._on_erase = on_erase
         #: Every actor that appears in a (client, key) pair below: the pairs to erase.
         self._pair_clients: set[str] = set()
@@ -395,11 +399,10 @@ class Beliefs:
     def _quiet_key(self, key: str) -> None:
         """``key`` is quiet now: past ``quiet_limit`` quiet keys, erase the oldest one."""
         quiet = self._quiet
-        quiet.pop(key, None)
         quiet[key] = None
+        quiet.move_to_end(key)
         if len(quiet) > self.quiet_limit:
-            oldest = next(iter(quiet))
-            del quiet[oldest]
+            oldest = quiet.popitem(last=False)[0]
             if oldest in self.forgotten and not self.holders.get(oldest):  # still quiet
                 self._erase(oldest)
 
