@@ -34,12 +34,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .checks import Invariant, invariant_name
-from .explore import ExploreResult, Failure, explore
+from .explore import ExploreResult, Failure, Scenario, explore
 from .protocol import messages as m
 from .protocol.variants import DASK, Arrival, ProtocolVariant, Rule, get_variant, with_rules
 from .zoo import RACES
 
-__all__ = ["LAB_BASE", "Grade", "fix_protocol", "grade_check", "grade_fix"]
+__all__ = ["LAB_BASE", "Grade", "LabError", "arrivals", "fix_protocol", "grade_check", "grade_fix",
+           "reproduced"]
 
 #: Today's dask with every worker copy numbered (``incarnations``): the base of the labs' fixes.
 LAB_BASE = dataclasses.replace(
@@ -114,15 +115,16 @@ def fix_protocol(rule: Rule, ops: Sequence[str] | None = None, *,
 
 def grade_fix(rule: Rule, ops: Sequence[str] | None = None, *, race: str = "8576",
               base: str | ProtocolVariant = LAB_BASE, bound: int = BOUND,
-              quiet: bool = False) -> Grade:
-    """Explore ``race``'s scenario at ``bound`` under ``rule``: pass when no order fails.
+              scenario: Scenario | None = None, quiet: bool = False) -> Grade:
+    """Explore ``race``'s scenario (or ``scenario``) at ``bound`` under ``rule``: pass when no
+    order fails.
 
     Prints the verdict (unless ``quiet``): PASS with what was explored, or FAIL with the
     smallest failing schedule and its ``explain()``.
     """
     guarded = _Guarded(rule)
     protocol = fix_protocol(guarded, ops, base=base, race=race)
-    scenario = RACES[race].scenario
+    scenario = RACES[race].scenario if scenario is None else scenario
     result = explore(scenario, protocol=protocol, bound=bound, max_schedules=MAX_SCHEDULES,
                      sample=False, processes=1)
     what = (f"{race}'s scenario ({scenario.__name__}) under {get_variant(base).name} with your "
@@ -185,13 +187,34 @@ def grade_check(check: Invariant, *, race: str = "8576", name: str = "dangling_f
     return grade
 
 
+def reproduced(result: ExploreResult, error: str = "FutureCancelledError",
+               says: str = "cancelled for reason: unknown") -> Failure:
+    """The failure of ``result`` (an ``explore`` or ``%%explore`` result) that shows the
+    report's error, printed with the orders that did otherwise; :class:`LabError` if none does.
+    """
+    for f in result.failures:
+        raised = f.raised
+        if raised is not None and raised.name == error and says in raised.message:
+            print(f"reproduced: under {f.schedule} ({f.run.delays} messages late) the scenario "
+                  f"raised {raised.name}: {raised.message}")
+            for other in result.failures:
+                if other is not f:
+                    print(f"  and under {other.schedule}: {', '.join(other.names)}"
+                          + (f" ({other.run.returned})" if other.run.returned else ""))
+            return f
+    seen = "; ".join(f"{f.schedule}: {', '.join(f.names)}" for f in result.failures) or "no failure"
+    raise LabError(f"not the report yet: no order raised {error} ({says}); the explorer found "
+                   f"{seen}. Write the report's steps in the %%explore cell, with `client`.")
+
+
 def arrivals(rule: Rule) -> Callable[[Arrival], bool]:
     """``rule``, printing each :class:`Arrival` it is asked about and its answer (to watch it)."""
 
     def watched(arrival: Arrival) -> bool:
         said = rule(arrival)
-        print(f"  {arrival.op} gen {arrival.gen} for {arrival.client}, the hold now "
-              f"{arrival.held} ({arrival.state}) -> {'applies' if said else 'dropped'}")
+        key = arrival.key if len(arrival.key) <= 16 else arrival.key[:13] + "…"
+        print(f"  {arrival.op}[{key}] gen {arrival.gen} from {arrival.client}; the hold now: "
+              f"gen {arrival.held}, {arrival.state} -> {'applies' if said else 'dropped'}")
         return said
 
     watched.__name__ = getattr(rule, "__name__", "rule")
