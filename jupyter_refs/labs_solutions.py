@@ -106,14 +106,16 @@ def report_applies(arrival: Arrival) -> bool:
 REPORT_OPS = ("cancelled-keys", "key-in-memory")
 
 
-def _source(fn) -> str:
-    return textwrap.dedent(inspect.getsource(fn))
+def _source(fn, name: str | None = None) -> str:
+    """``fn``'s source, its ``def`` renamed to the notebook's ``name``."""
+    source = textwrap.dedent(inspect.getsource(fn))
+    return source if name is None else source.replace(f"def {fn.__name__}(", f"def {name}(", 1)
 
 
 #: The notebooks' student cells (by tag), filled in: what the tests run.
 CELLS = {
     "student-rule": _source(release_applies),
-    "student-check": _source(lost_reference),
+    "student-check": _source(lost_reference, "my_invariant"),
     "student-scenario": ("%%explore --max 60\n"
                          "f = client.submit(inc, 1, key=\"k\")\n"
                          "client.cancel([f])\n"
