@@ -207,6 +207,26 @@ def reproduced(result: ExploreResult, error: str = "FutureCancelledError",
                    f"{seen}. Write the report's steps in the %%explore cell, with `client`.")
 
 
+#: What :func:`story` tells of a key: the futures, the messages, the scheduler's transitions.
+_STORY = ("future.created", "future.state", "msg.sent", "msg.received", "transition")
+
+
+def story(source: Any, key: str, until: str = "cancelled") -> None:
+    """Print the life of ``key`` in ``source`` (a cluster or a trace), from its first event to
+    the last future of it becoming ``until``: each event, and the user's line that made it."""
+    from .views.text import format_events
+    from .why import cell_label
+
+    trace = getattr(source, "trace", source)
+    events = [e for e in trace.filter(key=key) if e.kind in _STORY and e.op != "execute"]
+    ends = [i for i, e in enumerate(events)
+            if e.kind == "future.state" and e.get("to") == until]
+    events = events[:ends[-1] + 1] if ends else events
+    for e, line in zip(events, format_events(events).splitlines()):
+        where = cell_label(e.cell) if e.cell else ""
+        print(f"{line}   [{where}]" if where else line)
+
+
 def arrivals(rule: Rule) -> Callable[[Arrival], bool]:
     """``rule``, printing each :class:`Arrival` it is asked about and its answer (to watch it)."""
 

@@ -4,6 +4,8 @@ bottom with the student cells filled from the solutions."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from jupyter_refs import Cluster, explore, labs, replay
@@ -153,3 +155,121 @@ def test_the_capstone_rule_needs_both_reports():
     assert whole, whole.verdict
     none = labs.grade_fix(solutions.dask_today, solutions.REPORT_OPS, race="8215", quiet=True)
     assert not none and none.failure.schedule.endswith(":")  # the in-order run raises
+
+
+# -- the notebooks, run top to bottom -----------------------------------------------------------
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
+
+
+def run_notebook(name: str, tmp_path, monkeypatch, filled: bool = True):
+    """Execute a notebook in a fresh kernel importing *this* tree, its student cells (tagged as
+    in ``labs_solutions.CELLS``) filled with the reference solutions unless ``filled`` is off."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    nb = nbformat.read(ROOT / "notebooks" / name, as_version=4)
+    for cell in nb.cells:
+        for tag in cell.metadata.get("tags", []):
+            if filled and tag in solutions.CELLS:
+                cell.source = solutions.CELLS[tag]
+    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=not filled,
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    return nb
+
+
+def output(nb, tag: str) -> str:
+    cell = next(c for c in nb.cells if tag in c.metadata.get("tags", []))
+    out = []
+    for o in cell.outputs:
+        if o.output_type == "stream":
+            out.append(o.text)
+        elif o.output_type == "error":
+            out.append(f"{o.ename}: {o.evalue}")
+        elif "data" in o:
+            out.append(o.data.get("text/plain", ""))
+    return "".join(out)
+
+
+def assert_lab_shape(nb, minutes: int) -> None:
+    """A header with goal, prerequisites and time; student cells tagged; a takeaway and the
+    model-vs-dask box; no solution in the notebook."""
+    head = nb.cells[0].source
+    assert head.startswith("# Lesson ") and "**Goal.**" in head and "**Prerequisites.**" in head
+    assert f"**Time.** {minutes} minutes" in head
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert "## Takeaway" in text and "> **Model vs dask.**" in text
+    students = [c for c in nb.cells if "your-code" in c.metadata.get("tags", [])]
+    assert students and not any("solution" in c.metadata.get("tags", []) for c in nb.cells)
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    assert "labs_solutions" not in code
+
+
+@pytest.mark.slow
+def test_lab_fix_notebook(tmp_path, monkeypatch):
+    nb = run_notebook("07_lab_fix.ipynb", tmp_path, monkeypatch)
+    assert_lab_shape(nb, 30)
+    today = output(nb, "grade-dask")
+    assert today.startswith("FAIL") and "scatter on rpc:client:1#2 was delivered before #5 " \
+        "client-releases-keys" in today
+    watch = output(nb, "watch")
+    assert "client-releases-keys[int-0de51ff37…] gen 1 from client:1; the hold now: gen 2, " \
+        "memory -> applies" in watch and "violations: dangling_future" in watch
+    assert output(nb, "grade").startswith("PASS: 8576's scenario")
+    workers = output(nb, "workers")  # what the text says of the smallest failure on dask's workers
+    assert workers.startswith("FAIL") and re.search(
+        r"schedule your-fix@[0-9a-f]{6}:4>1: dangling_future\n  - #10 update-data-reply on "
+        r"rpc:scheduler#2 was delivered before #9 release-worker-data", workers)
+    why = output(nb, "why")
+    assert "cell 1, line 16: `del x`" in why and "cell 1, line 17: `x = client.scatter(123)`" in why
+    assert "late: a younger message overtook it" in why and "thread.py" not in why
+
+
+@pytest.mark.slow
+def test_lab_fix_notebook_as_shipped_fails_the_grade(tmp_path, monkeypatch):
+    nb = run_notebook("07_lab_fix.ipynb", tmp_path, monkeypatch, filled=False)
+    assert output(nb, "grade").startswith("FAIL")
+    assert not any(o.output_type == "error" for c in nb.cells if c.cell_type == "code"
+                   for o in c.outputs)
+
+
+@pytest.mark.slow
+def test_lab_invariant_notebook(tmp_path, monkeypatch):
+    nb = run_notebook("08_lab_invariant.ipynb", tmp_path, monkeypatch)
+    assert_lab_shape(nb, 25)
+    beliefs = output(nb, "beliefs")
+    assert "dangling_future at event 40" in beliefs
+    assert "clients={'client:1': (1, 'finished')}, scheduler='forgotten'" in beliefs
+    assert output(nb, "grade").startswith("PASS: my_invariant flagged all 4")
+    judged = output(nb, "judge")
+    assert re.search(r"dask@a17369: +-> quiet", judged)
+    assert re.search(r"dask@a17369:2>1,4>1 +-> my_invariant at event 42", judged)
+
+
+@pytest.mark.slow
+@pytest.mark.dask
+def test_capstone_notebook(tmp_path, monkeypatch):
+    pytest.importorskip("distributed")
+    nb = run_notebook("09_capstone.ipynb", tmp_path, monkeypatch)
+    assert_lab_shape(nb, 45)
+    text = "\n".join(c.source for c in nb.cells)
+    assert "8215" not in output(nb, "student-scenario")  # the explorer found it from the cell
+    found = output(nb, "reproduced")
+    assert re.search(r"reproduced: under dask@[0-9a-f]{6}: \(0 messages late\) the scenario raised "
+                     r"FutureCancelledError: k cancelled for reason: unknown\.", found)
+    assert "outcome_differs" in found
+    story = output(nb, "story")
+    assert re.search(r"→ sent #2 cancel-keys on client:1->scheduler +\[cell \d+, line 3\]", story)
+    assert re.search(r"future #2 created by submit +\[cell \d+, line 4\]", story)
+    assert story.rstrip().endswith("future pending → cancelled (unknown)")
+    assert re.search(r"confirmed on distributed 2026\.8\.0: scenario_raised on k", output(nb, "confirm"))
+    assert output(nb, "grade").startswith("PASS: 8215's scenario")
+    assert "not dask's fix" in text
+
+
+def test_no_lesson_before_the_capstone_names_8215():
+    nbformat = pytest.importorskip("nbformat")
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        if path.name < "09":
+            nb = nbformat.read(path, as_version=4)
+            assert "8215" not in "\n".join(c.source for c in nb.cells), path.name
