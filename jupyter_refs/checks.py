@@ -48,11 +48,21 @@ and judges what it made true.
 Each violation is recorded in the trace (kind ``violation``) and kept in
 :attr:`Checks.violations`, naming the first event that broke the invariant
 and explaining, in words a student can follow, what each side believed.
+
+**Invariants of one's own.**  An :data:`Invariant` is a function of what each side
+believes about one key (a :class:`KeyRefs`, as the refs table shows it) that returns None
+while all is well, or a sentence saying what is wrong.  :func:`judge` runs invariants over
+a finished trace, after every event about a key, and reports each as a :class:`Violation`
+named after its function, at the event that first made it true (once per episode: again
+only after it held in between); ``explore(..., invariants=[f])`` judges every run with it,
+so a student's invariant becomes a finding like the ones above.  It sees the beliefs, not
+the protocol's state, so it judges a trace of real dask as well.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from . import events as ev
@@ -75,7 +85,11 @@ from .protocol import messages as m
 from .protocol.messages import CONNECTION_LOST
 from .trace import ACTOR, EXTRA, KEY, THREAD, Batch, Trace
 
-__all__ = ["Checks", "KeyRefs", "Violation"]
+__all__ = ["NAMES", "Checks", "Invariant", "KeyRefs", "Violation", "judge"]
+
+#: The checks' names (a violation's ``name``): an invariant of one's own takes another.
+NAMES = frozenset({"dangling_future", "spurious_cancel", "id_collision", "set_twice", "ghost_task",
+                   "leaked_key", "refcount_mismatch"})
 
 # Where the judges' other values sit in an event's ``extra`` (events.py); the beliefs' own are theirs.
 _ASSERTION_TEXT = ev.SCHEDULER_ASSERTION.at("message")
@@ -594,3 +608,50 @@ _JUDGES: dict[str, Judge] = {
     "future.put_rejected": Checks._put_rejected,
     "focus.changed": Checks._refocus,
 }
+
+
+#: An invariant of one's own: what each side believes about one key -> None, or what is wrong.
+Invariant = Callable[[KeyRefs], str | None]
+
+
+def invariant_name(invariant: Invariant) -> str:
+    """The name an invariant's violations carry: its function's (refused if a check has it)."""
+    name = getattr(invariant, "__name__", None)
+    if not callable(invariant) or not name or name == "<lambda>":
+        raise ValueError("an invariant is a named function of a KeyRefs (def my_check(key): ...)")
+    if name in NAMES:
+        raise ValueError(f"{name!r} is the name of one of the checks: give the invariant its own")
+    return name
+
+
+def judge(trace: Trace, invariants: Sequence[Invariant]) -> list[Violation]:
+    """Run ``invariants`` over ``trace``: after each event about a key, each is asked about
+    that key; a violation is reported when one first answers (again after it answered None).
+
+    An invariant that raises is a violation of its own, with the exception as the
+    explanation: the student sees their bug where it happened, and the run goes on.
+    """
+    named = [(invariant_name(f), f) for f in invariants]
+    beliefs = Beliefs()
+    found: list[Violation] = []
+    broken: set[tuple[str, str]] = set()  # (name, key) reported and still answering
+    batch = trace.batch(0)
+    for seq, row in enumerate(batch.rows, batch.start):
+        beliefs.apply(Batch(seq, [row], 0))
+        key = row[KEY]
+        if key is None:
+            continue
+        [refs] = beliefs.snapshot([key])
+        for name, invariant in named:
+            try:
+                said = invariant(refs)
+            except Exception as exc:  # noqa: BLE001 - the student's bug, reported as found
+                said = f"the invariant raised {type(exc).__name__}: {exc}"
+            episode = (name, key)
+            if not said:
+                broken.discard(episode)
+            elif episode not in broken:
+                broken.add(episode)
+                client = next(iter(refs.clients), None)
+                found.append(Violation(name, key, client, seq, seq, str(said)))
+    return found

@@ -1,4 +1,5 @@
-"""Lesson 00 (references) and lesson 07 (the capstone) run top to bottom and show what they claim.
+"""Lesson 00 (references) runs top to bottom and shows what it claims (the labs and the capstone:
+``tests/test_labs.py``).
 
 Every claim the lessons make about dask is printed by a cell that checked it, on real
 ``distributed`` and on the model; these tests read those outputs.  They also check the course's
@@ -160,43 +161,6 @@ def test_lesson_00_references(tmp_path, monkeypatch, caplog):
     [picture] = timeline_svgs(nb)
     assert picture.findall(".//{http://www.w3.org/2000/svg}g[@class='violation']")
     assert static_html_pictures(nb) == 1
-
-
-@pytest.mark.slow
-def test_lesson_07_capstone(tmp_path, monkeypatch, caplog):
-    nb = execute("07_capstone.ipynb", tmp_path, monkeypatch)
-    assert "No handler found for comm target" not in caplog.text
-    check_conventions(nb, 45)
-    table = text_of(nb, "side-by-side")
-    for race, protocol, verdict in (("8576", "dask", "dangling_future"), ("8576", "fixed", "no failure"),
-                                    ("ghost", "dask-2024.7", "ghost_task"), ("ghost", "fixed", "no failure"),
-                                    ("ids", "racy-ids", "id_collision"), ("ids", "dask", "no failure")):
-        assert re.search(rf"^{race}\s+{protocol}\s+{verdict}\b", table, re.M), (race, protocol)
-    assert re.search(r"ids\s+racy-ids\s+id_collision\s+client:1: id.alloc\s+no message: [1-9]\d* ids", table)
-    assert "the answer: '8576'" in text_of(nb, "check-kind")
-    explored = text_of(nb, "explore-variant")
-    assert "generations-only: every order within bound 2" in explored
-    assert "distinct failure(s); smallest: generations-only@" in explored and "dangling_future" in explored
-    found = text_of(nb, "check-found")
-    assert "the answer: True" in found
-    assert re.search(r"smallest: generations-only@[0-9a-f]{6}:\S+ \| .*(release-worker-data|free-keys)",
-                     found)
-    replayed = text_of(nb, "replay")
-    assert re.search(r"replayed generations-only@[0-9a-f]{6}:\S+: dangling_future on int-", replayed)
-    why = text_of(nb, "why")
-    assert why.startswith("why int-") and "free-keys" in why and "scatter" in why
-    incarnations = text_of(nb, "solution-incarnations")
-    assert "incarnations-only: every order within bound 2" in incarnations
-    assert "replayed: dangling_future" in incarnations
-    assert "the late release (variant A): True" in incarnations
-    creates = text_of(nb, "solution-creates")
-    assert "desire-creates: every order" in creates and "ghost_task | late messages: 0 | in order" in creates
-    ids = text_of(nb, "solution-ids")
-    assert re.search(r"atomic-ids 4000 futures, 4000 distinct keys, violations: 0, e\.g\. inc-\d+\n", ids)
-    assert re.search(r"dask\s+4000 futures, 4000 distinct keys, violations: 0, e\.g\. inc-[0-9a-f]{8}-", ids)
-    pictures = timeline_svgs(nb)
-    assert len(pictures) == 2  # %%explore's smallest failure, and its %replay
-    assert static_html_pictures(nb) == 2
 
 
 def static_html_pictures(nb) -> int:

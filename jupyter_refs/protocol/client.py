@@ -19,7 +19,7 @@ from typing import Any
 
 from . import messages as m
 from .messages import Message
-from .variants import ProtocolVariant
+from .variants import Arrival, ProtocolVariant
 
 PENDING, FINISHED, LOST, CANCELLED, ERROR = "pending", "finished", "lost", "cancelled", "error"
 DONE = frozenset((FINISHED, CANCELLED, ERROR))
@@ -300,11 +300,19 @@ class ClientState:
     def _held(self, msg: Message, key: str) -> FutureState | None:
         """The state a report about ``key`` applies to, or None if it is about an older hold."""
         fs = self.futures.get(key)
-        if fs is None or not self.variant.generations:
+        variant = self.variant
+        if fs is None or not (variant.generations or variant.rules):
             return fs  # without generations every report applies to the hold there is
         gens = msg.payload.get("gens")
         gen = gens.get(key, 0) if gens is not None else msg.payload.get("gen", 0)
-        if gen < fs.gen:
+        rule = variant.rule(msg.op) if variant.rules else None
+        if rule is not None:
+            # A protocol's own rule (``ProtocolVariant.rules``) decides, in place of the
+            # generations' comparison.
+            stale = not rule(Arrival(msg.op, self.name, self.name, key, gen, fs.gen, fs.state))
+        else:
+            stale = variant.generations and gen < fs.gen
+        if stale:
             self.record(self.name, "report.stale", key, msg.op, gen, fs.gen)
             return None
         return fs
