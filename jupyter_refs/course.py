@@ -52,7 +52,7 @@ def predict(guess: Any, name: str) -> Any:
 
     >>> guess = course.predict("forgotten", "01-state")
     """
-    if guess is not ... and guess is not None:
+    if guess is not ...:  # None is a guess: a future's status can be None
         return guess
     answers = _answers()
     if answers is not None:
@@ -66,11 +66,10 @@ def predict(guess: Any, name: str) -> Any:
 def check(guess: Any, actual: Any, *, why: str = "") -> None:
     """Print how ``guess`` compares with ``actual``, the true answer always in the line.
 
-    ``guess`` left as ``...`` (or ``None``) means the student did not answer: the answer is
-    shown. Strings compare without case or surrounding blanks, since "Forgotten" and
+    ``guess`` left as ``...`` means the student did not answer: the answer is shown. Strings compare without case or surrounding blanks, since "Forgotten" and
     "forgotten " are the same guess.  Returns nothing: a check is read, not computed with.
     """
-    if guess is ... or guess is None:
+    if guess is ...:
         verdict = "no guess yet"
     elif _norm(guess) == _norm(actual):
         verdict = "right"

@@ -495,7 +495,10 @@ class Timeline(LiveView):
         return w.VBox([self._in_flight, w.HBox(buttons), self._step_status])
 
     def _in_flight_options(self) -> list[tuple[str, int]]:
-        return [(str(m), m.msg_id) for m in self.cluster.in_flight]
+        # The channel's kind with each message: a stream's messages go in the order sent,
+        # an RPC's whenever (what a student delivering by hand must know).
+        return [(f"{m}  · {'RPC' if m.channel.startswith('rpc:') else 'stream'} {m.channel}",
+                 m.msg_id) for m in self.cluster.in_flight]
 
     def _refresh_in_flight(self) -> None:
         options = self._in_flight_options()
