@@ -66,8 +66,9 @@ def predict(guess: Any, name: str) -> Any:
 def check(guess: Any, actual: Any, *, why: str = "") -> None:
     """Print how ``guess`` compares with ``actual``, the true answer always in the line.
 
-    ``guess`` left as ``...`` means the student did not answer: the answer is shown. Strings compare without case or surrounding blanks, since "Forgotten" and
-    "forgotten " are the same guess.  Returns nothing: a check is read, not computed with.
+    ``guess`` left as ``...`` means the student did not answer: the answer is shown.  Strings
+    compare without case or surrounding blanks, since "Forgotten" and "forgotten " are the same
+    guess.  Returns nothing: a check is read, not computed with.
     """
     if guess is ...:
         verdict = "no guess yet"
