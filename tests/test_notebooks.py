@@ -335,6 +335,10 @@ def test_explore_lesson():
     assert "the answer: {" in variants and "'A'" in variants.split("the answer: ")[1]
     assert "'B'" in variants.split("the answer: ")[1]
     assert "replayed dask@" in text_of(nb, "replay") and "dangling_future" in text_of(nb, "replay")
+    grammar = text_of(nb, "grammar")  # the schedule string's grammar, read back from one
+    assert re.search(r"^dask@[0-9a-f]{6}:\S+: protocol dask, scenario fingerprint [0-9a-f]{6}, "
+                     r"1 worker\(s\), 1 client\(s\)$", grammar, re.M)
+    assert re.search(r"at decision \d+: message [1-9]\d* of the deliverable ones", grammar)
     assert "ghost_task" in text_of(nb, "legacy-ghost")
     for tag in ("fixed-8576", "fixed-ghost"):
         assert "fixed: every order within bound 2" in text_of(nb, tag)
