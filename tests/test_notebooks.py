@@ -301,6 +301,9 @@ def test_real_dask_lesson():
     assert "release first: the key was lost 0 times out of 3" in text_of(nb, "exercise-1")
     chain = text_of(nb, "exercise-2")
     assert "starts at: cell" in chain and "`del x`" in chain and "deletes the data: worker:" in chain
+    # every line of yours in the chain is the notebook's, never a library frame (issue 42)
+    assert "`second = pool.submit(lambda: dc.scatter(value))` → `scatter` RPC" in chain
+    assert not re.search(r"\w+\.py:\d+", chain), chain
     workaround = text_of(nb, "exercise-3")
     assert "not confirmed on distributed" in workaround and "the order could not be made" in workaround
     assert "enforced: False" in workaround
