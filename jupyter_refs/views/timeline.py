@@ -497,8 +497,8 @@ class Timeline(LiveView):
     def _in_flight_options(self) -> list[tuple[str, int]]:
         # The channel's kind with each message: a stream's messages go in the order sent,
         # an RPC's whenever (what a student delivering by hand must know).
-        return [(f"{m}  · {'RPC' if m.channel.startswith('rpc:') else 'stream'} {m.channel}",
-                 m.msg_id) for m in self.cluster.in_flight]
+        return [(f"{m}  · {'RPC' if m.channel.startswith('rpc:') else 'stream'}", m.msg_id)
+                for m in self.cluster.in_flight]
 
     def _refresh_in_flight(self) -> None:
         options = self._in_flight_options()

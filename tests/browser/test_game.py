@@ -8,6 +8,7 @@ shortest order that loses the future, and the widget says the goal is reached.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import nbformat
@@ -85,3 +86,6 @@ def test_a_student_wins_the_game_by_delivering_by_hand(lab):
         won = status.inner_text()
         assert "Goal reached in 5 deliveries (budget 6)" in won and "dangling_future" in won
         assert deliver.is_disabled()  # the game is over
+        shots = os.environ.get("JUPYTER_REFS_SCREENSHOTS")  # docs/screenshots.py sets it
+        if shots:
+            page.locator(".jp-Cell-outputArea").first.screenshot(path=str(Path(shots) / "game.png"))
