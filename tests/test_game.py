@@ -96,6 +96,26 @@ def test_the_ghost_task_game():
         game.close()
 
 
+def test_the_fire_and_forget_game():
+    """Lesson 6: the result overtakes fire_and_forget's desire (7 deliveries at the least)."""
+    from jupyter_refs import fire_and_forget
+    from jupyter_refs.zoo import inc
+
+    def fire_once(client):
+        f = client.submit(inc, 1, pure=False)
+        fire_and_forget(f)
+        del f
+
+    game = course.goal(fire_once, check="leaked_key", within=8)
+    try:
+        for op in ("update-graph", "compute-task", "execute", "task-finished",
+                   "client-desires-keys", "client-releases-keys", "key-in-memory"):
+            deliver(game, op)
+        assert game.verdict.outcome == "won" and game.verdict.reached_at == 7
+    finally:
+        game.close()
+
+
 def test_judge_reads_only_the_trace():
     from jupyter_refs.trace import Event
 

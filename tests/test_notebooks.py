@@ -376,6 +376,8 @@ def test_tasks_that_submit_lesson():
     cancel = text_of(nb, "cancel")
     assert "executing -> cancelled" in cancel and "cancelled -> released" in cancel
     assert "on the worker afterwards: False" in cancel and "the answer: False " in cancel
+    game = text_of(nb, "game")  # be the scheduler before the explorer: leaked_key
+    assert "Goal: make the scheduler keep a fire_and_forget result" in game and "0 of 8" in game
     ff = text_of(nb, "ff-legacy")
     assert "leaked_key" in ff and "1 distinct failure(s)" in ff
     assert "no failure" in text_of(nb, "ff-fixed")
