@@ -146,12 +146,12 @@ class Game:
     def refresh(self) -> None:
         """Say how the game stands; once it is decided, no more deliveries."""
         verdict = self.verdict
+        assert self.timeline is not None
+        self.timeline.enable_delivery(verdict.outcome == "playing")  # before the status says so
         color = {"won": "#1a7f37", "spent": "#b00", "playing": "#333"}[verdict.outcome]
         self._status.value = (f"<div class='jupyter-refs-goal jupyter-refs-goal-{verdict.outcome}' "
                               f"style='color:{color}'>{html.escape(verdict.sentence(self.goal))}"
                               "</div>")
-        assert self.timeline is not None
-        self.timeline.enable_delivery(verdict.outcome == "playing")
 
     # -- display -----------------------------------------------------------------------------
 

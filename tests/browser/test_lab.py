@@ -175,7 +175,7 @@ def test_live_timeline_grows_while_the_cell_runs(lab):
 
 def test_lesson_one_runs_with_run_all(lab):
     """The teaching notebook, as a teacher runs it: Run All, no edits but the predictions, which
-    the tests' answers file fills (unanswered, Run All stops at the first: test_game.py).  Then a
+    the tests' answers file fills (unanswered, Run All stops at the first: browser/test_play.py).  Then a
     page reload restores its timeline as it was left (issue 46.9: a lane and a cross fewer)."""
     url, b, _ = lab
     page = b.new_page(viewport={"width": 1400, "height": 900})

@@ -85,7 +85,9 @@ def test_a_student_wins_the_game_by_delivering_by_hand(lab):
                                timeout=30_000)
         won = status.inner_text()
         assert "Goal reached in 5 deliveries (budget 6)" in won and "dangling_future" in won
-        assert deliver.is_disabled()  # the game is over
+        page.wait_for_function(  # the game is over: no more deliveries
+            "() => [...document.querySelectorAll('button')].some("
+            "b => b.textContent.includes('deliver selected') && b.disabled)", timeout=10_000)
         shots = os.environ.get("JUPYTER_REFS_SCREENSHOTS")  # docs/screenshots.py sets it
         if shots:
             page.locator(".jp-Cell-outputArea").first.screenshot(path=str(Path(shots) / "game.png"))
