@@ -116,6 +116,18 @@ def test_the_fire_and_forget_game():
         game.close()
 
 
+def test_a_game_needs_a_manual_network():
+    from jupyter_refs import Cluster
+    from jupyter_refs.views.game import Game
+
+    def start():
+        cluster = Cluster(protocol="dask", network="immediate")
+        return cluster, cluster.client()
+
+    with pytest.raises(ValueError, match="needs a manual network"):
+        Game(Goal("dangling_future", within=3), start)
+
+
 def test_judge_reads_only_the_trace():
     from jupyter_refs.trace import Event
 

@@ -121,9 +121,11 @@ class Game:
     def restart(self) -> None:
         """A fresh cluster, the scenario run again, the count back to 0."""
         old, old_cluster = self.timeline, self.cluster
-        self.cluster, self.held = self._start()
-        if not self.cluster.steppable:
+        cluster, held = self._start()
+        if not cluster.steppable:  # the game as it was goes on
+            cluster.close()
             raise ValueError("a game needs a manual network: the student delivers every message")
+        self.cluster, self.held = cluster, held
         self.cluster.trace.flush()
         self._since = self.cluster.trace.next_seq
         self.timeline = Timeline(self.cluster, title=self._title)
