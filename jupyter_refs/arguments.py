@@ -17,7 +17,7 @@ from typing import Any
 from .errors import ArgumentTypeError, ArgumentValueError, ClusterClosedError
 
 
-def _shown(value: Any) -> str:
+def shown(value: Any) -> str:
     text = repr(value)
     return f"{type(value).__name__} {text if len(text) <= 40 else text[:37] + '...'}"
 
@@ -29,7 +29,7 @@ def expect(value: Any, kinds: type | tuple[type, ...], name: str, wanted: str) -
     """
     if isinstance(value, kinds) and not (isinstance(value, bool) and bool not in _tuple(kinds)):
         return value
-    raise ArgumentTypeError(f"{name} must be {wanted}, not {_shown(value)}")
+    raise ArgumentTypeError(f"{name} must be {wanted}, not {shown(value)}")
 
 
 def _tuple(kinds: type | tuple[type, ...]) -> tuple[type, ...]:
@@ -57,7 +57,7 @@ def function(value: Any, name: str, wanted: str = "a function", *, none: bool = 
     if (none and value is None) or callable(value):
         return value
     raise ArgumentTypeError(f"{name} must be {wanted}{' or None' if none else ''}, "
-                            f"not {_shown(value)}")
+                            f"not {shown(value)}")
 
 
 def scenario(value: Any) -> Callable[..., Any]:
@@ -65,7 +65,7 @@ def scenario(value: Any) -> Callable[..., Any]:
     if callable(value) and (hasattr(value, "__code__") or hasattr(value, "fingerprint")):
         return value
     raise ArgumentTypeError("scenario must be a function of one or more clients "
-                            f"(def scenario(client): ...), not {_shown(value)}")
+                            f"(def scenario(client): ...), not {shown(value)}")
 
 
 def protocol(value: Any, none: bool = False) -> Any:
@@ -80,16 +80,6 @@ def protocol(value: Any, none: bool = False) -> Any:
            + (" or None" if none else ""))
     get_variant(value)
     return value
-
-
-def trace_source(value: Any, name: str = "source") -> Any:
-    """What views read: a kernel-side ``Cluster``, an attached ``DaskTracer`` or a ``Trace``."""
-    from .trace import Trace
-
-    if isinstance(value, Trace) or isinstance(getattr(value, "trace", None), Trace):
-        return value
-    raise ArgumentTypeError(f"{name} must be a Cluster, a DaskTracer (attach(client)) or a "
-                            f"Trace, not {_shown(value)}")
 
 
 def dask_client(value: Any, name: str = "client") -> Any:
@@ -133,7 +123,7 @@ def keys(value: Any, name: str = "keys") -> list[str] | None:
     if value is None:
         return None
     if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple, set, frozenset)):
-        raise ArgumentTypeError(f"{name} must be a list of keys or None, not {_shown(value)}"
+        raise ArgumentTypeError(f"{name} must be a list of keys or None, not {shown(value)}"
                                 + (f" (for one key: {name}=[{value!r}])" if isinstance(value, str)
                                    else ""))
     return [key(k, f"each of {name}") for k in value]

@@ -20,9 +20,10 @@ nudged forward by 1 ns where needed to keep the log's order on screen.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .trace import Event
+if TYPE_CHECKING:  # the trace imports this module when it exports: no cycle at run time
+    from .trace import Event
 
 ACTORS, CHANNELS, KEYS = 1, 2, 3
 _PROCESS_NAMES = {ACTORS: "actors", CHANNELS: "channels", KEYS: "keys"}

@@ -39,6 +39,7 @@ from itertools import islice
 from typing import Any, NamedTuple
 
 from . import arguments
+from .errors import ArgumentTypeError
 from .events import FIELDS, describe
 from .focus import Focus, filter_while_focused
 from .protocol.messages import Message
@@ -515,3 +516,11 @@ def _about(row: Row, key: str) -> bool:
     if row[MSG_ID] is not None:
         return key in row[EXTRA][0]
     return False
+
+
+def trace_source(value: Any, name: str = "source") -> Any:
+    """What views read: a kernel-side ``Cluster``, an attached ``DaskTracer`` or a ``Trace``."""
+    if isinstance(value, Trace) or isinstance(getattr(value, "trace", None), Trace):
+        return value
+    raise ArgumentTypeError(f"{name} must be a Cluster, a DaskTracer (attach(client)) or a "
+                            f"Trace, not {arguments.shown(value)}")

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import arguments
-from .trace import Event, Trace
+from .trace import Event, Trace, trace_source
 
 #: Violations that mean a loss, most telling first (refcount_mismatch only restates one).
 _LOSSES = ("dangling_future", "ghost_task", "set_twice", "leaked_key", "spurious_cancel",
@@ -89,7 +89,7 @@ class Chain:
 
 def why(source: Any, key: str, client: str | None = None) -> Chain:
     """The causal chain that lost ``key`` (for ``client``, if given), from a trace or a cluster."""
-    arguments.trace_source(source)
+    trace_source(source)
     key = arguments.key(key)
     arguments.text(client, "client", none=True)
     trace = source if isinstance(source, Trace) else source.trace

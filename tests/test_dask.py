@@ -369,7 +369,7 @@ def test_a_late_source_holds_the_live_merge_back(inproc):
         tracer._on_remote((t0, gone))
         x = inproc.scatter(5, hash=False)
         assert tracer.watermark(time.time_ns()) == t0 - second
-        tracer._release(tracer.watermark(time.time_ns()))
+        tracer.merge_upto(tracer.watermark(time.time_ns()))
         with following():  # what the merge let in (a reader would sync it all)
             assert not tracer.trace.events(key=x.key)  # held back behind the slow worker
         t1 = time.time_ns()
@@ -378,7 +378,7 @@ def test_a_late_source_holds_the_live_merge_back(inproc):
         deadline = time.monotonic() + 10
         while tracer.watermark(time.time_ns() + tracer.lag_ns) < t1 and time.monotonic() < deadline:
             time.sleep(0.05)
-        tracer._release(tracer.watermark(time.time_ns() + tracer.lag_ns))
+        tracer.merge_upto(tracer.watermark(time.time_ns() + tracer.lag_ns))
         with following():
             kinds = [e.kind for e in tracer.trace.events(key=x.key)]
         assert "future.created" in kinds or "refcount.inc" in kinds

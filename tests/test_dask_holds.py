@@ -219,7 +219,7 @@ def test_a_message_let_through_counts_as_delivered_once_its_receiver_handled_it(
     # behind asyncio.gather): a release that must follow the reply would overtake it if the
     # reply counted as delivered at its gate (CI, 8576 group 0>1,1>1,2>1, 1 run in 2 here).
     with attach(inproc) as tracer:
-        holds = tracer._need_holds()
+        holds = tracer.need_holds()
         witness = _Witness(inproc.cluster.scheduler)
         holds.steer(witness)
         try:
@@ -271,7 +271,7 @@ def test_a_worker_that_joins_after_the_first_hold_is_held_too():
             [new] = set(client.scheduler_info()["workers"]) - {first}
             f = client.submit(inc, 1, workers=[new], pure=False)
             [held] = tracer.wait_held("compute-task", timeout=5)
-            assert held.channel == f"scheduler->{tracer._name(new)}" and f.status == "pending"
+            assert held.channel == f"scheduler->{tracer.actor_name(new)}" and f.status == "pending"
             tracer.release_holds()
             assert f.result(timeout=10) == 2
 

@@ -190,7 +190,7 @@ def test_a_removed_source_is_not_waited_for_and_its_last_batch_is_still_merged(i
         _until(lambda: tracer.watermark(time.time_ns()) > t0, 10, "the watermark moving on")
         late = (t0 - SECOND // 2, "worker.put", "late-key", None, None, (), (0, ()))
         tracer._on_remote((t0, {**slow, "events": remote.flatten([late]), "batch": 2, "now": t0}))
-        tracer._release(None)
+        tracer.merge_upto(None)
         put = tracer.trace.events(key="late-key")
         assert [(e.kind, e.actor) for e in put] == [("worker.put", "worker:127.0.0.1:1")]
         (gone,) = tracer.trace.events(kind="worker.removed")

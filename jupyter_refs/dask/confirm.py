@@ -268,7 +268,7 @@ def _confirm(scenario: Scenario, run: Run, fresh: set[str], client: Any, ordered
     tracer = attach(client, ordered_scatter=ordered_scatter) if own else client
     dask_client = tracer.client
     try:
-        holds = tracer._need_holds()
+        holds = tracer.need_holds()
         workers = sorted(holds.workers)
         model_workers = sorted({e.actor for e in run.trace.events() if e.actor.startswith("worker:")})
         if len(model_workers) > len(workers) or holds.elsewhere:

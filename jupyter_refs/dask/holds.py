@@ -162,7 +162,7 @@ class Holds:
         self.controller: Any = None
         #: Record every message the gates see (not only held ones) in the trace.
         self.record_all = False
-        self.hooks = Hooks(tracer._hook_failed)
+        self.hooks = Hooks(tracer.hook_failed)
         self._install()
 
     # -- what the user calls ------------------------------------------------------------
@@ -381,8 +381,8 @@ class Holds:
     # -- arriving at a gate --------------------------------------------------------------------
 
     def _name(self, raw: str) -> str:
-        with self.tracer._merging:
-            return self.tracer._name(raw)
+        with self.tracer.merging:
+            return self.tracer.actor_name(raw)
 
     def _channel(self, sender: str, receiver: str, op: str, keys: tuple,
                  batched: bool) -> tuple[str, bool]:
@@ -392,7 +392,7 @@ class Holds:
         expected = self._expected.get((sender, receiver, op, keys))
         if expected:
             return expected.popleft(), True
-        return self.tracer._rpc_channel(sender), False
+        return self.tracer.rpc_channel(sender), False
 
     def expect(self, channel: str, sender: str, receiver: str, op: str, keys: tuple) -> None:
         """A request sent on ``channel`` (by a proxy here): its handler's gate will know it by it."""
@@ -476,7 +476,7 @@ class Holds:
         if skip:
             return
         actor, peer = (sender, receiver) if kind == "msg.sent" else (receiver, sender)
-        self.tracer._push(t, actor, actor, kind, None, op, peer, keys, (remote.CHANNEL, channel))
+        self.tracer.push(t, actor, actor, kind, None, op, peer, keys, (remote.CHANNEL, channel))
 
     # -- replies, at the caller -----------------------------------------------------------------
 
@@ -589,14 +589,14 @@ class Holds:
         tracer = self.tracer
         if again:
             tracer.sync()
-        with self._cond, tracer._merging:
+        with self._cond, tracer.merging:
             taken = {m.msg_id for q in self._queues.values() for m in q if m.msg_id is not None}
             focus = tracer.focused
             for msg in sorted(pending, key=lambda m: m.t_ns):
                 sig = msg.signature
                 if focus is not None:  # the trace holds only the keys in focus
                     sig = (*sig[:3], focus.keep(sig[3]))
-                waiting = tracer._unmatched.get(sig, ())
+                waiting = tracer.unmatched.get(sig, ())
                 ids = [send[0] for send in waiting if send[0] not in taken]
                 if ids:
                     msg.msg_id = ids[0]
@@ -608,7 +608,7 @@ class Holds:
             for msg in missing:
                 self._record("msg.sent", msg.sender, msg.receiver, msg.op, msg.keys, msg.channel,
                              msg.t_ns)
-            tracer._release(None)
+            tracer.merge_upto(None)
             self._resolve(again=False)
 
 
@@ -661,7 +661,7 @@ class _RPCProxy:
         async def call(*args: Any, **kwargs: Any) -> Any:
             keys = tuple(remote._k(k) for k in kwargs.get("data") or ())
             tracer = holds.tracer
-            channel = tracer._rpc_channel("scheduler")
+            channel = tracer.rpc_channel("scheduler")
             worker = holds._name(addr)
             holds._record("msg.sent", "scheduler", worker, "update-data", keys, channel,
                           time.time_ns())

@@ -174,7 +174,7 @@ class _SchedulerProxy:
 
         async def call(*args: Any, **kwargs: Any) -> Any:
             keys = tuple(remote._k(k) for k in (kwargs.get("data") or kwargs.get("who_has") or ()))
-            channel = tracer._rpc_channel(tracer.me)
+            channel = tracer.rpc_channel(tracer.me)
             holds = tracer._holds
             if holds is not None:
                 holds.expect(channel, tracer.me, "scheduler", op, keys)
@@ -221,7 +221,7 @@ class DaskTracer:
         self._lock = threading.Lock()
         #: Guards the merge's own state (``_waiting``, ``_names``, the pairing tables): held for
         #: a whole merge, by one merging thread at a time.
-        self._merging = threading.Lock()
+        self.merging = threading.Lock()
         #: Set on a thread while it merges or syncs: a read then (the checks judging) must
         #: not ask for another merge.
         self._busy = threading.local()
@@ -237,7 +237,7 @@ class DaskTracer:
         self._threads: dict[int, str] = {}
         self._msg_ids = itertools.count(1)
         #: (sender, receiver, op, keys) -> the sends not yet received: (msg id, channel, extra).
-        self._unmatched: dict[tuple, deque[tuple[int, str, tuple]]] = defaultdict(deque)
+        self.unmatched: dict[tuple, deque[tuple[int, str, tuple]]] = defaultdict(deque)
         #: (responder, requester, "op-reply", keys) -> the channels of requests not yet answered.
         self._awaiting_reply: dict[tuple, deque[str]] = defaultdict(deque)
         self._streams: dict[tuple[str, str], str] = {}  # (sender, receiver) -> its channel
@@ -259,7 +259,7 @@ class DaskTracer:
         self.me = "client:1"
         self._rpc_calls: dict[str, itertools.count] = {}
         self._holds: Any = None  # holds.Holds, installed by the first hold
-        self.hooks = Hooks(self._hook_failed)
+        self.hooks = Hooks(self.hook_failed)
         #: Whether remote batches reach us serialized (see ``_unpack_remote``).
         self._serialized = not str(client.scheduler.address).startswith("inproc://")
         if client.run_on_scheduler(remote.installed):
@@ -313,7 +313,7 @@ class DaskTracer:
             expected = {"scheduler": self.client.run_on_scheduler(remote.flush_scheduler)}
             expected.update(self.client.run(remote.flush_worker))
             self._wait_for(expected, timeout)
-            self._release(None)
+            self.merge_upto(None)
         finally:
             self._busy.on = busy
 
@@ -350,7 +350,7 @@ class DaskTracer:
             client.unsubscribe_topic(remote.TOPIC)
             client.unregister_scheduler_plugin(remote.SCHEDULER_PLUGIN)
             client.unregister_worker_plugin(remote.WORKER_PLUGIN)
-            self._release(None)
+            self.merge_upto(None)
 
     close = detach
 
@@ -395,7 +395,7 @@ class DaskTracer:
         """The scheduler, this client, the workers the scheduler last reported, the clients
         seen: named as the trace names them."""
         workers = self.client.scheduler_info().get("workers", {})
-        return {"scheduler", self.me, *map(self._name, workers), *self._names.values()}
+        return {"scheduler", self.me, *map(self.actor_name, workers), *self._names.values()}
 
     def apply_drops(self) -> None:
         """Nothing to do: dask releases a dropped future on its own event loop (``Future.release``
@@ -405,7 +405,7 @@ class DaskTracer:
         """What can be held on this cluster from here, in one sentence."""
         return holds_mod.reach(self.client)
 
-    def _need_holds(self) -> holds_mod.Holds:
+    def need_holds(self) -> holds_mod.Holds:
         if self.closed:
             raise NotOnDaskError("this tracer is detached: nothing can be held")
         if self._holds is None:
@@ -424,7 +424,7 @@ class DaskTracer:
     def hold(self, pattern: str) -> None:
         """Hold the messages of channels matching ``pattern`` (e.g. ``client:1->scheduler``,
         ``rpc:scheduler#*``) in dask until ``deliver`` / ``step`` / ``release_holds``."""
-        self._need_holds().hold(pattern)
+        self.need_holds().hold(pattern)
 
     def deliver(self, msg_id: int) -> holds_mod.HeldMessage:
         """Let dask handle one held message (the first on its channel); returns when it has."""
@@ -447,7 +447,7 @@ class DaskTracer:
         A message sent is not yet held: it reaches its gate a moment later.  This waits for
         that, never for a race: what is held stays held until delivered.
         """
-        holds = self._need_holds()
+        holds = self.need_holds()
         if until is None:
             def until(held: list) -> bool:
                 return sum(op is None or m.op == op for m in held) >= n
@@ -503,13 +503,13 @@ class DaskTracer:
         self._record(TRACE_ACTOR, "focus.changed", None, *fields, joined, t=t)
 
     def _refocus(self, focus: Focus | None) -> None:
-        """Filter this client's events by ``focus``: ``_local`` and ``_push`` become
+        """Filter this client's events by ``focus``: ``_local`` and ``push`` become
         filtering ones (instance attributes) only while focused."""
         self._focus: Focus | None = focus
         #: The focus's answers so far ({} unfocused), which the client's pre-checks read
         #: (:func:`remote.turned_down_key`).
         self.answers: dict[str, bool] = {} if focus is None else focus.answers
-        filter_while_focused(self, focus, _local="_local_focused", _push="_push_focused")
+        filter_while_focused(self, focus, _local="_local_focused", push="_push_focused")
 
     def _in_focus(self, key: str | None, keys: tuple) -> tuple | None:
         """The keys an event keeps under the focus, or None if it is left out."""
@@ -531,16 +531,16 @@ class DaskTracer:
                       extra: tuple = ()) -> None:
         kept = self._in_focus(key, keys)
         if kept is not None:
-            DaskTracer._push(self, t, actor, thread, kind, key, op, peer, kept, extra)
+            DaskTracer.push(self, t, actor, thread, kind, key, op, peer, kept, extra)
 
     def _record(self, actor: str, kind: str, key: str | None, *extra: Any,
                 t: int | None = None) -> None:
         """An event of this process with no client's hook behind it (the trace's own)."""
-        self._push(time.time_ns() if t is None else t, actor, actor, kind, key, extra=extra)
+        self.push(time.time_ns() if t is None else t, actor, actor, kind, key, extra=extra)
 
     # -- recording -----------------------------------------------------------------------
 
-    def _push(self, t: int, actor: str, thread: str, kind: str, key: str | None,
+    def push(self, t: int, actor: str, thread: str, kind: str, key: str | None,
               op: str | None = None, peer: str | None = None, keys: tuple = (),
               extra: tuple = ()) -> None:
         # A deque extend by a tuple is atomic (no Python code runs in it): recording takes no
@@ -560,7 +560,7 @@ class DaskTracer:
             self._incoming.extend((time.time_ns(), self.me, thread, kind, key, None, None, None,
                                    cell, extra))
 
-    def _name(self, raw: str | None) -> str | None:
+    def actor_name(self, raw: str | None) -> str | None:
         if raw is None:
             return None
         name = self._names.get(raw)
@@ -613,8 +613,8 @@ class DaskTracer:
         once merged): actor name -> when, in ns.  The merge no longer waits for them."""
         with self._lock:
             gone = dict(self._gone)
-        with self._merging:  # the names are the merge's
-            return {self._name(address): t for address, t in gone.items()}
+        with self.merging:  # the names are the merge's
+            return {self.actor_name(address): t for address, t in gone.items()}
 
     def _unpack_remote(self) -> list[tuple]:
         """The queued remote batches as pending rows (see :func:`_pending`), named (call while
@@ -627,7 +627,7 @@ class DaskTracer:
         """
         out: list[tuple] = []
         append = out.append
-        name = self._name
+        name = self.actor_name
         renamed = self._renamed
         batches = self._remote
         for _ in range(len(batches)):
@@ -663,9 +663,9 @@ class DaskTracer:
         full collection over everything dask holds (0.36 s).  A shared extra is older than
         the rows that hold it, and they are untracked at the first look.
         """
-        return _NAMED[kind](self._name, extra)
+        return _NAMED[kind](self.actor_name, extra)
 
-    def _hook_failed(self, label: str, exc: BaseException) -> None:
+    def hook_failed(self, label: str, exc: BaseException) -> None:
         self._local("hook.failed", None, extra=(label, f"{type(exc).__name__}: {exc}"))
 
     # -- merging into the trace ------------------------------------------------------------
@@ -683,7 +683,7 @@ class DaskTracer:
             if (self.trace.subscribers > self._watchers
                     or (len(self._incoming) // _ROW + self._sealed_rows + self._buffered
                         > self.buffer)):
-                self._release(self.watermark(time.time_ns()), yield_gil=True)
+                self.merge_upto(self.watermark(time.time_ns()), yield_gil=True)
             elif len(self._incoming) >= _SEAL:
                 self._seal()
 
@@ -700,7 +700,7 @@ class DaskTracer:
         lock, whole rows); only a merging thread takes rows out, so sealing takes the
         merge's lock (and skips a turn while it is held).
         """
-        if not self._merging.acquire(blocking=False):
+        if not self.merging.acquire(blocking=False):
             return
         try:
             incoming = self._incoming
@@ -709,7 +709,7 @@ class DaskTracer:
             self._sealed.append(rows)
             self._sealed_rows += len(rows) // _ROW
         finally:
-            self._merging.release()
+            self.merging.release()
 
     def watermark(self, now: int) -> int:
         """How far the trace can be merged in order: ``lag`` ago, and no later than any source
@@ -731,7 +731,7 @@ class DaskTracer:
                 upto = min(upto, mark)
         return upto
 
-    def _release(self, upto: int | None, yield_gil: bool = False) -> None:
+    def merge_upto(self, upto: int | None, yield_gil: bool = False) -> None:
         """Move buffered events up to time ``upto`` (all if None) into the trace, in time order.
 
         The work per event is kept to what needs Python: rows are built once, in their
@@ -743,7 +743,7 @@ class DaskTracer:
         have the GIL between slices, since in-process the scheduler waits on us otherwise.
         """
         busy, self._busy.on = getattr(self._busy, "on", False), True
-        with self._merging, gcscope.scope():
+        with self.merging, gcscope.scope():
             began = time.thread_time()
             try:
                 self._merge(upto, yield_gil)
@@ -752,7 +752,7 @@ class DaskTracer:
                 self._busy.on = busy
 
     def _merge(self, upto: int | None, yield_gil: bool) -> None:
-        """The body of :meth:`_release`, under its lock."""
+        """The body of :meth:`merge_upto`, under its lock."""
         fresh: list[tuple] = []
         sealed = self._sealed
         while sealed:  # older than what is still in _incoming
@@ -798,7 +798,7 @@ class DaskTracer:
         an equal tuple, so a message's two rows hold one (a receipt's own and its keys' were
         ~96 B: on a map, ~7 B of the ~220 a kept event cost)."""
         channel_key = (sender, receiver, op, extra[0])
-        waiting = self._unmatched[channel_key]
+        waiting = self.unmatched[channel_key]
         if kind == "msg.sent":
             msg_id = next(self._msg_ids)
             if op.endswith("-reply"):
@@ -823,7 +823,7 @@ class DaskTracer:
             if channel is None:
                 channel = self._channel(sender, receiver, op, msg_id)
         if not waiting:
-            del self._unmatched[channel_key]
+            del self.unmatched[channel_key]
         return msg_id, channel, extra
 
     def _channel(self, sender: str, receiver: str, op: str, msg_id: int) -> str:
@@ -837,7 +837,7 @@ class DaskTracer:
             name = self._streams[(sender, receiver)] = f"{sender}->{receiver}"
         return name
 
-    def _rpc_channel(self, sender: str) -> str:
+    def rpc_channel(self, sender: str) -> str:
         """A new RPC channel of ``sender``: ``rpc:client:1#3``, as the kernel-side cluster names them."""
         calls = self._rpc_calls.get(sender)
         if calls is None:

@@ -7,7 +7,7 @@ import os
 from typing import TYPE_CHECKING
 
 from .. import arguments
-from ..trace import Trace
+from ..trace import Trace, trace_source
 
 if TYPE_CHECKING:
     from ..handle import ClusterHandle
@@ -33,7 +33,7 @@ def timeline_html(source: ClusterHandle | Trace, keys: list[str] | None = None, 
 
 def export(source: ClusterHandle | Trace, path: str, keys: list[str] | None = None) -> str:
     """Write the trace to ``path``; the suffix picks the format.  Returns a description."""
-    arguments.trace_source(source)
+    trace_source(source)
     path = os.fspath(arguments.expect(path, (str, os.PathLike), "path", "a file name"))
     arguments.keys(keys)
     trace = source if isinstance(source, Trace) else source.trace

@@ -18,7 +18,7 @@ from .. import arguments
 from ..beliefs import Beliefs
 from ..checks import Checks, KeyRefs
 from ..focus import Focus
-from ..trace import Batch, Trace
+from ..trace import Batch, Trace, trace_source
 from .pump import LiveView, Pump
 
 if TYPE_CHECKING:
@@ -159,7 +159,7 @@ class RefsTable(LiveView):
 
     def __init__(self, source: ClusterHandle | Trace, keys: list[str] | None = None, live: bool = True,
                  rate: float = 4.0):
-        arguments.trace_source(source)
+        trace_source(source)
         arguments.keys(keys)
         arguments.number(rate, "rate")
         if isinstance(source, Trace):

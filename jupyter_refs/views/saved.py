@@ -21,9 +21,8 @@ import threading
 import weakref
 from typing import Any
 
-from .. import arguments
-from ..trace import Trace
-from .timeline_model import _DEFAULT_COLOR, KIND_COLORS, OP_COLORS, STATE_COLORS, TimelineModel
+from ..trace import Trace, trace_source
+from .timeline_model import DEFAULT_COLOR, KIND_COLORS, OP_COLORS, STATE_COLORS, TimelineModel
 
 MIME = "application/vnd.jupyter-refs.trace+json"
 VERSION = 1
@@ -102,7 +101,7 @@ def trace_bundle(trace: Trace, keys: list[str] | None = None, view: str = "logic
         **columns,
         "seen_keys": list(model.seen_keys)[:500],
         "colors": {"op": OP_COLORS, "kind": KIND_COLORS, "state": STATE_COLORS,
-                   "default": _DEFAULT_COLOR},
+                   "default": DEFAULT_COLOR},
     }
 
 
@@ -121,7 +120,7 @@ class SavedTrace:
         from .svg import picture
 
         if not isinstance(trace, Trace):
-            trace = arguments.trace_source(trace, "trace").trace  # a cluster's or a tracer's
+            trace = trace_source(trace, "trace").trace  # a cluster's or a tracer's
 
         self.bundle = trace_bundle(trace, **kwargs)
         #: Drawn now: the object keeps no reference to the trace.

@@ -31,12 +31,12 @@ from bokeh.plotting import figure
 from bokeh.transform import linear_cmap
 
 from .. import arguments
-from ..trace import Batch, Trace
+from ..trace import Batch, Trace, trace_source
 from .pump import LiveView, Pump
 from .refs import focus_line
 from .saved import MIME, trace_bundle
 from .svg import SVG_MIME, picture
-from .timeline_model import _DEFAULT_COLOR, KIND_COLORS, OP_COLORS, TimelineModel
+from .timeline_model import DEFAULT_COLOR, KIND_COLORS, OP_COLORS, TimelineModel
 
 if TYPE_CHECKING:
     from ..handle import ClusterHandle
@@ -85,8 +85,8 @@ VIOLATION_TOOLTIP = """
 """
 
 _TEXT = {"key", "desc", "cell", "keys", "state", "client", "color", "name", "explanation"}
-_KIND_PALETTE = [_DEFAULT_COLOR, *KIND_COLORS.values()]
-_OP_PALETTE = [_DEFAULT_COLOR, *OP_COLORS.values()]
+_KIND_PALETTE = [DEFAULT_COLOR, *KIND_COLORS.values()]
+_OP_PALETTE = [DEFAULT_COLOR, *OP_COLORS.values()]
 _CODED = {
     "kind": ("kind_id", {k: i for i, k in enumerate(KIND_COLORS, 1)}),
     "op": ("op_id", {k: i for i, k in enumerate(OP_COLORS, 1)}),
@@ -332,7 +332,7 @@ class Timeline(LiveView):
                  view: str = "logical", live: bool = True, rate: float = 6.0,
                  max_key_lanes: int = 8, title: str | None = None, live_window: int = 10_000,
                  since: int = 0, highlight: Any = None):
-        arguments.trace_source(source)
+        trace_source(source)
         arguments.keys(keys)
         arguments.number(rate, "rate")
         self.trace: Trace = source if isinstance(source, Trace) else source.trace

@@ -85,7 +85,7 @@ KIND_COLORS = {
     "connection.lost": "#a50f15",
     "worker.removed": "#a50f15",
 }
-_DEFAULT_COLOR = "#969696"
+DEFAULT_COLOR = "#969696"
 _HIDDEN = {"msg.sent", "msg.received", "network.drained", "violation"}
 
 
@@ -328,7 +328,7 @@ class TimelineModel:
             return
         prev = self._open_state.pop(key, None)
         if prev is not None:
-            self.states.add(prev[0], x, lane, prev[1], STATE_COLORS.get(prev[1], _DEFAULT_COLOR), key)
+            self.states.add(prev[0], x, lane, prev[1], STATE_COLORS.get(prev[1], DEFAULT_COLOR), key)
         if state != "forgotten":
             self._open_state[key] = (x, state)
 
@@ -371,7 +371,7 @@ class TimelineModel:
             if lane is None:
                 continue
             for name, value in zip(STATE_COLS, (left, self.last_x, lane, state,
-                                                 STATE_COLORS.get(state, _DEFAULT_COLOR), key)):
+                                                 STATE_COLORS.get(state, DEFAULT_COLOR), key)):
                 cols[name].append(value)
         return cols
 
