@@ -966,6 +966,8 @@ class Client:
             raise ValueError(f"Bad value, `errors={errors}`")
         if asynchronous:
             raise NotModelledError("gather(asynchronous=True)")
+        if isinstance(futures, Iterator):  # dask: an iterator of the values, one at a time
+            return (self.gather(f, errors=errors, timeout=timeout) for f in futures)
         cell = _user_cell()
         flat: list[Future] = []
         _futures_in(futures, flat)
@@ -1183,10 +1185,10 @@ class Client:
             flat = _flatten(keys)
             graph = dict(item.__dask_graph__())
             if len(flat) == 1 and finalize.__name__ == "single_key" and not extra:
-                return self._submit_graph(graph, flat)[0]
+                return self._submit_graph(graph, flat, kwargs.get("retries"))[0]
             name = f"finalize-{tokenize(item)}"
             graph[name] = (_finalize, finalize, keys, list(extra))
-            return self._submit_graph(graph, [name])[0]
+            return self._submit_graph(graph, [name], kwargs.get("retries"))[0]
 
         single, out = _each_collection(collections, one, kwargs)
         results = self.gather(out) if sync else out
@@ -1196,7 +1198,7 @@ class Client:
         """The collections with their keys computed and held here (futures in their graphs)."""
         def one(item: Any) -> Any:
             flat = _flatten(item.__dask_keys__())
-            futures = self._submit_graph(dict(item.__dask_graph__()), flat)
+            futures = self._submit_graph(dict(item.__dask_graph__()), flat, kwargs.get("retries"))
             rebuild, extra = item.__dask_postpersist__()
             return rebuild(dict(zip(flat, futures)), *extra)
 
@@ -1207,14 +1209,18 @@ class Client:
         """dask's scheduler interface: compute ``keys`` of the graph ``dsk`` here and return
         their values in the shape of ``keys``.  A default client is dask's scheduler, so
         ``collection.compute()`` runs on the kernel-side cluster, as on dask's."""
+        sync = kwargs.pop("sync", True)
         _check_graph_options(kwargs)
         if hasattr(dsk, "__dask_graph__"):  # dask hands its schedulers an expression
             dsk = dsk.__dask_graph__()
         flat = _flatten(keys)
-        values = dict(zip(flat, self.gather(self._submit_graph(dict(dsk), flat))))
-        return _unflatten(keys, values)
+        futures = self._submit_graph(dict(dsk), flat, kwargs.get("retries"))
+        if not sync:  # dask: the futures, in the shape of keys
+            return _unflatten(keys, dict(zip(flat, futures)))
+        return _unflatten(keys, dict(zip(flat, self.gather(futures))))
 
-    def _submit_graph(self, dsk: dict[Any, Any], wanted: list[Any]) -> list[Future]:
+    def _submit_graph(self, dsk: dict[Any, Any], wanted: list[Any],
+                      retries: int | None = None) -> list[Future]:
         """Send a dask graph as tasks; futures for ``wanted`` (keys of the graph)."""
         from dask._task_spec import convert_legacy_graph
 
@@ -1229,7 +1235,7 @@ class Client:
             deps = {d: Dep(_key(d)) for d in node.dependencies}
             tasks[name] = {"func": _RUN_NODE, "args": dumps(((node, deps), {})),
                            "deps": tuple(_key(d) for d in deps), "allocated": False,
-                           "carries": (), "workers": None, "retries": None, "priority": 0}
+                           "carries": (), "workers": None, "retries": retries, "priority": 0}
         dep_futures = {f.key: f for f in given.values()}
         # Held keys not sent again, wanted or depended on, keep their reference through the call.
         early = self._hold_first([_key(k) for k in graph if _key(k) not in tasks], "compute")
@@ -1291,7 +1297,8 @@ def _each_collection(collections: Any, one: Callable[[Any], Any],
 
 def _check_graph_options(kwargs: dict[str, Any]) -> None:
     unmodelled = [k for k, v in kwargs.items() if v not in (None, False) and k not in (
-        "optimize_graph", "sync", "traverse", "fifo_timeout", "priority", "actors", "pure")]
+        "optimize_graph", "sync", "traverse", "fifo_timeout", "priority", "actors", "pure",
+        "retries")]
     if unmodelled:
         raise NotModelledError(f"{', '.join(unmodelled)}= for dask collections")
 
