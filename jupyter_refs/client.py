@@ -542,6 +542,17 @@ class _Schedule:
     def __call__(self, dsk: Any, keys: Any, **kwargs: Any) -> Any:
         return _dask_get(dsk, keys, **kwargs)
 
+    def __eq__(self, other: object) -> bool:
+        """dask's setting is the default client's ``get``: ``get_scheduler() == client.get``
+        holds here too, for the default kernel-side client's ``get``."""
+        if other is self:
+            return True
+        client = default_client()
+        return client is not None and getattr(other, "__self__", None) is client \
+            and getattr(other, "__func__", None) is Client.get
+
+    __hash__ = object.__hash__
+
     def persist(self, collections: Any, **kwargs: Any) -> Any:
         client = default_client()
         if client is not None and client.cluster is not None and not client.cluster.closed:
@@ -865,7 +876,7 @@ class Client:
     @staticmethod
     def _check_options(resources: Any, actor: bool, actors: bool, allow_other_workers: bool,
                        workers: Any) -> None:
-        if resources is not None:
+        if resources is not None or "resources" in dask.get_annotations():
             raise NotModelledError("resources=", "the kernel-side workers have no resources")
         if actor or actors:
             raise NotModelledError("actors")
@@ -1093,13 +1104,20 @@ class Client:
 
     def scheduler_info(self, n_workers: int = 5, **kwargs: Any) -> dict[str, Any]:
         """dask's ``Client.scheduler_info``: the scheduler and up to ``n_workers`` workers
-        (``-1``: all), with the fields the model has (no metrics, no memory: it keeps none)."""
+        (``-1``: all), with dask's fields; the model measures nothing, so memory, metrics and
+        directories are zeros and empty."""
+        import time
+
         cluster = self.cluster
         threads = getattr(cluster, "threads_per_worker", 1)
         names = list(cluster.workers)
         shown = names if n_workers == -1 else names[:n_workers]
+        now = time.time()
         workers = {w: {"type": "Worker", "id": i, "name": i, "host": "kernel", "nthreads": threads,
-                       "memory_limit": 0, "resources": {}, "status": "running", "nanny": None}
+                       "memory_limit": 0, "resources": {}, "status": "running", "nanny": None,
+                       "last_seen": now, "local_directory": "", "services": {},
+                       "metrics": {"task_counts": {}, "managed_bytes": 0, "memory": 0,
+                                   "spilled_bytes": {"memory": 0, "disk": 0}, "cpu": 0.0}}
                    for i, w in enumerate(shown)}
         return {"type": "Scheduler", "id": f"Scheduler-{id(cluster):x}", "address": "scheduler",
                 "services": {}, "started": 0.0, "n_workers": len(names),

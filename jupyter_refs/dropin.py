@@ -120,6 +120,9 @@ class LocalCluster(Cluster):
         while len(self.workers) < n:
             self.add_worker()
 
+    def get_logs(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotModelledError("LocalCluster.get_logs", "the kernel-side cluster keeps no logs")
+
     def __repr__(self) -> str:
         return (f"LocalCluster(kernel-side, protocol={self.variant.name}, "
                 f"workers={len(self.workers)}, threads per worker={self.threads_per_worker})")
@@ -153,8 +156,9 @@ MODEL: dict[str, Any] = {
 #: dask's names left as they are: data, not behaviour (its config, exceptions, enums).
 KEPT = frozenset({"config", "dask", "CancelledError", "TimeoutError", "Status",
                   "annotations", "versions"})
-#: The modules users import dask's names from.
-MODULES = ("distributed", "dask.distributed")
+#: The modules users import dask's names from (``distributed.diagnostics``: MemorySampler,
+#: SchedulerPlugin, which would otherwise reach real dask unannounced).
+MODULES = ("distributed", "dask.distributed", "distributed.diagnostics")
 
 
 def _stand_in(name: str) -> type:

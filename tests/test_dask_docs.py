@@ -108,6 +108,13 @@ DELAYED_BP = "dask/dask docs/source/delayed-best-practices.rst"
 DELAYED_COLL = "dask/dask docs/source/delayed-collections.rst"
 GRAPHS_DOCS = "dask/dask docs/source/{custom-graphs,graph_manipulation,optimize,phases-of-computation}.rst"
 SCHEDULING = "dask/dask docs/source/{scheduling,best-practices,caching}.rst"
+JOURNEY = "dask/distributed docs/source/journey.rst"
+WORKER_DOCS = "dask/distributed docs/source/worker.rst"
+LIMITS = "dask/distributed docs/source/limitations.rst"
+SPANS = "dask/distributed docs/source/spans.rst"
+AMM = "dask/distributed docs/source/active_memory_manager.rst"
+DIAG = "dask/{dask,distributed} docs/source/{diagnostics-distributed,diagnosing-performance}.rst"
+PLUGINS = "dask/distributed docs/source/plugins.rst"
 
 # -- dask/dask docs/source/futures.rst ----------------------------------------------------------
 
@@ -1027,7 +1034,7 @@ loud("resources_submit", RESOURCES, "Example (resources={'GPU': 1})", "resources
     processed = [client.submit(process, d, resources={'GPU': 1}) for d in data]
     out = [p.status for p in processed]  # no worker has a GPU: they wait
 """)
-compared("resources_annotate", RESOURCES, "Example (dask.annotate(resources=...))", """
+loud("resources_annotate", RESOURCES, "Example (dask.annotate(resources=...))", "resources=", """
     def load(fn):
         return fn
     def process(d):
@@ -1589,7 +1596,8 @@ compared("tutorial_local_cluster", TUTORIAL, "04_distributed.ipynb cells 2, 3, 1
     cluster.close()
 """)
 # 04_distributed cell 7 (cluster.get_logs()): see DIFFERENT; cells 20, 24: async — left out.
-compared("tutorial_get_logs", TUTORIAL, "04_distributed.ipynb cell 7 (cluster.get_logs())", """
+loud("tutorial_get_logs", TUTORIAL,
+     "04_distributed.ipynb cell 7 (cluster.get_logs())", "LocalCluster.get_logs", """
     out = type(client.cluster.get_logs()).__name__
 """)
 
@@ -2575,19 +2583,386 @@ compared("futures_of_nested", CLIENT_PY, "futures_of (lists and dicts)", """
     out = (len(futures_of([a, {"k": b}, (a,)])), futures_of(5))
 """)
 
+# -- dask/distributed: variable.py, queues.py (the parameters their docstrings give) --------------
+
+compared("variable_name_shared", VARIABLE_PY, "Variable (name=: another Variable of the name sees it)", """
+    from dask.distributed import Variable
+    x = Variable("shared-x")
+    x.set(123)
+    out = Variable("shared-x").get()
+""")
+compared("variable_set_future", VARIABLE_PY, "Variable (x.set(future))", """
+    from dask.distributed import Variable
+    def inc(x):
+        return x + 1
+    x = Variable("vf")
+    future = client.submit(inc, 1)
+    x.set(future)
+    got = x.get()
+    out = (type(got).__name__, got.key == future.key, got.result())
+""")
+compared("variable_get_timeout", VARIABLE_PY, "Variable.get (timeout=: nothing set yet)", """
+    from dask.distributed import Variable
+    x = Variable("never-set")
+    try:
+        x.get(timeout=0.1)
+        out = "got"
+    except Exception as e:
+        out = type(e).__name__
+""")
+compared("variable_overwrite", VARIABLE_PY, "Variable.set (a new value replaces the old)", """
+    from dask.distributed import Variable
+    x = Variable("over")
+    x.set(1)
+    x.set([1, 2, 3])
+    out = x.get()
+""")
+compared("variable_delete", VARIABLE_PY, "Variable.delete", """
+    from dask.distributed import Variable
+    x = Variable("del-me")
+    x.set(1)
+    x.delete()  # dask sends it and returns: a get straight after may still see 1
+    x.set(2)
+    out = x.get()
+""")
+compared("variable_in_task", VARIABLE_PY, "Variable (passed to a task, read there)", """
+    from dask.distributed import Variable
+    x = Variable("in-task")
+    x.set(41)
+    def read(v):
+        return v.get() + 1
+    out = client.submit(read, x).result()
+""")
+compared("variable_random_name", VARIABLE_PY, "Variable (no name: a random one)", """
+    from dask.distributed import Variable
+    a, b = Variable(), Variable()
+    a.set("a")
+    b.set("b")
+    out = (a.name != b.name, a.get(), b.get())
+""")
+compared("queue_put_get", QUEUES_PY, "Queue.put, Queue.get", """
+    from dask.distributed import Queue
+    q = Queue("q-basic")
+    for i in range(3):
+        q.put(i)
+    out = (q.qsize(), [q.get() for _ in range(3)], q.qsize())
+""")
+compared("queue_get_batch_true", QUEUES_PY, "Queue.get (batch=True: all waiting)", """
+    from dask.distributed import Queue
+    q = Queue("q-batch")
+    for i in range(4):
+        q.put(i)
+    out = (q.get(batch=True), q.qsize())
+""")
+compared("queue_get_batch_int", QUEUES_PY, "Queue.get (batch=2: that many)", """
+    from dask.distributed import Queue
+    q = Queue("q-batch2")
+    for i in range(4):
+        q.put(i)
+    out = (q.get(batch=2), q.qsize())
+""")
+compared("queue_get_timeout", QUEUES_PY, "Queue.get (timeout=: an empty queue)", """
+    from dask.distributed import Queue
+    q = Queue("q-empty")
+    try:
+        q.get(timeout=0.1)
+        out = "got"
+    except Exception as e:
+        out = type(e).__name__
+""")
+compared("queue_get_timeout_string", QUEUES_PY, "Queue.get (timeout='200ms', a string)", """
+    from dask.distributed import Queue
+    q = Queue("q-str")
+    q.put("x", timeout="200ms")
+    out = q.get(timeout="200ms")
+""")
+compared("queue_future", QUEUES_PY, "Queue (queue.put(future))", """
+    from dask.distributed import Queue
+    def inc(x):
+        return x + 1
+    queue = Queue("x")
+    future = client.submit(inc, 10)
+    queue.put(future)
+    got = queue.get()
+    out = (type(got).__name__, got.result())
+""")
+compared("queue_same_name", QUEUES_PY, "Queue (name=: two handles, one queue)", """
+    from dask.distributed import Queue
+    Queue("q-shared").put("hello")
+    out = Queue("q-shared").get()
+""")
+compared("queue_in_task_put", QUEUES_PY, "Queue (a task puts, the client gets)", """
+    from dask.distributed import Queue
+    q = Queue("q-from-task")
+    def produce(q, n):
+        for i in range(n):
+            q.put(i * i)
+        return n
+    client.submit(produce, q, 3).result()
+    out = q.get(batch=True)
+""")
+
+# -- dask/distributed: worker_client.py, worker.py (tasks that launch tasks) ----------------------
+
+compared("worker_client_separate_threads", WORKER_PY, "worker_client (separate_thread=True, the default)", """
+    from dask.distributed import worker_client
+    def inc(x):
+        return x + 1
+    def tree(n):
+        with worker_client() as c:
+            futures = c.map(inc, range(n))
+            return sum(c.gather(futures))
+    out = client.submit(tree, 5).result()
+""")
+compared("get_client_compute_in_task", WORKER_PY, "get_client (compute a collection in a task)", """
+    from dask.distributed import get_client
+    import dask.array as da
+    def total(n):
+        c = get_client()
+        return int(c.compute(da.arange(n, chunks=3).sum()).result())
+    out = client.submit(total, 10).result()
+""")
+compared("get_client_scatter_in_task", WORKER_PY, "get_client (scatter from a task)", """
+    from dask.distributed import get_client
+    def share(x):
+        c = get_client()
+        [f] = c.scatter([x])
+        return c.submit(len, f).result()
+    out = client.submit(share, "abcd").result()
+""")
+compared("secede_rejoin_loop", WORKER_PY, "secede, rejoin (a task waits for others)", """
+    from dask.distributed import get_client, rejoin, secede
+    def inc(x):
+        return x + 1
+    def run(n):
+        c = get_client()
+        futures = c.map(inc, range(n))
+        secede()
+        results = c.gather(futures)
+        rejoin()
+        return sum(results)
+    out = client.map(run, [3, 4])
+    out = client.gather(out)
+""")
+compared("launch_delayed_in_task", LAUNCH,
+         "Submit tasks from worker (dask.delayed inside, compute with the worker's client)", """
+    from dask.distributed import worker_client
+    def inner(n):
+        with worker_client() as c:
+            parts = [dask.delayed(lambda i: i * 2)(i) for i in range(n)]
+            return sum(c.gather(c.compute(parts)))
+    out = client.submit(inner, 4).result()
+""")
+compared("launch_fib_map", LAUNCH, "Submit tasks from worker (fib over several n)", """
+    from dask.distributed import worker_client
+    def fib(n):
+        if n < 2:
+            return n
+        with worker_client() as c:
+            a = c.submit(fib, n - 1)
+            b = c.submit(fib, n - 2)
+            return a.result() + b.result()
+    out = client.gather(client.map(fib, [4, 6]))
+""")
+compared("fire_and_forget_from_task", WORKER_PY, "fire_and_forget (from a task, to a Variable)", """
+    import time
+    from dask.distributed import Variable, fire_and_forget, get_client
+    v = Variable("ff-done")
+    def side(v):
+        v.set("done")
+    def launcher(v):
+        fire_and_forget(get_client().submit(side, v))
+        return "launched"
+    first = client.submit(launcher, v).result()
+    out = (first, v.get(timeout=10))
+""")
+
+# -- dask/distributed docs: memory, manage-computation, journey, worker, limitations ----------------
+
+compared("memory_del_keeps_dependents", MEMORY, "Clearing data (del df; df2 still tracks the futures)", """
+    import dask.array as da
+    df = client.persist(da.arange(20, chunks=5))
+    df2 = df[df < 10]
+    del df
+    out = df2.compute().tolist()
+""")
+compared("memory_persist_future_in_graph", MEMORY, "Persisting Collections (the graph holds futures)", """
+    from dask.distributed import Future
+    import dask.array as da
+    x = da.arange(20, chunks=5) + 1
+    x = client.persist(x)
+    graph = dict(x.__dask_graph__())
+    out = (len(graph), all(isinstance(v, Future) for v in graph.values()))
+""")
+compared("memory_compute_small_result", MEMORY,
+         "Difference with dask.compute (client.compute(df.x.sum()))", """
+    import dask.array as da
+    df = client.persist(da.ones((100, 4), chunks=(25, 4)))
+    future = client.compute(df[:, 0].sum())
+    out = (float(df[:, 0].sum().compute()), float(future.result()))
+""")
+compared("manage_dask_graph_futures", MANAGE, "client.persist (df.dask points to running futures)", """
+    from dask.distributed import Future, wait
+    import dask.array as da
+    x = da.arange(12, chunks=4) * 2
+    x = client.persist(x)
+    wait(x)
+    out = sorted({type(v).__name__ for v in dict(x.dask).values()})
+""")
+compared("manage_compute_many_futures", MANAGE, "client.compute (a list of collections)", """
+    import dask.array as da
+    x = da.arange(12, chunks=4)
+    total, biggest = client.compute([x.sum(), x.max()])
+    out = (int(total.result()), int(biggest.result()))
+""")
+compared("manage_delayed_sum_product", MANAGE,
+         "Futures to Dask Collections (delayed(sum)(futures) + delayed(product))", """
+    from math import prod
+    def inc(x):
+        return x + 1
+    futures = client.map(inc, range(1, 5))
+    x = dask.delayed(sum)(futures)
+    y = dask.delayed(prod)(futures)
+    future = client.compute(x + y)
+    out = future.result()
+""")
+compared("journey_user_code", JOURNEY, "User code (x, y, z = add(x, y); print(z.result()))", """
+    from operator import add
+    x = client.submit(add, 1, 2)
+    y = client.submit(add, 10, 20)
+    z = client.submit(add, x, y)
+    out = (z.result(), z.status)
+""")
+compared("journey_gc", JOURNEY, "Step 8: Garbage Collection (del z: the key goes)", """
+    import time
+    from operator import add
+    z = client.submit(add, 1, 2)
+    z.result()
+    key = z.key
+    del z
+    deadline = time.monotonic() + 10
+    while key in client.who_has() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    out = key in client.who_has()
+""")
+compared("worker_overview_exchange", WORKER_DOCS, "Overview (x on Alice, y on Bob: Bob fetches x)", """
+    from operator import add
+    alice, bob = sorted(client.scheduler_info()["workers"])
+    x = client.submit(add, 1, 2, workers=[alice])
+    y = client.submit(add, x, 10, workers=[bob])
+    out = (y.result(), sorted(map(len, client.who_has([x]).values())))
+""")
+compared("worker_storing_data", WORKER_DOCS, "Storing Data (the worker holds x and y)", """
+    from operator import add
+    x = client.submit(add, 1, 2)
+    y = client.submit(add, x, 10)
+    y.result()
+    held = sorted(k for keys in client.has_what().values() for k in keys)
+    out = (x.key in held, y.key in held)
+""")
+compared("limitations_cloudpickle", LIMITS, "Assumptions on Functions and Data (loads(dumps(obj)))", """
+    from cloudpickle import dumps, loads
+    class Point:
+        def __init__(self, x):
+            self.x = x
+    p = loads(dumps(Point(3)))
+    def get_x(pt):
+        return pt.x
+    out = (p.x, client.submit(get_x, Point(4)).result())
+""")
+compared("limitations_unpicklable", LIMITS, "Assumptions on Functions and Data (a lock cannot travel)", """
+    import threading
+    lock = threading.Lock()
+    def use(l):
+        return 1
+    out = client.submit(use, lock).result()
+""")
+
+# -- dask/distributed docs the model lacks: spans, the AMM, diagnostics, plugins --------------------
+
+loud("spans_span", SPANS, "Spans (with span('Alice's workflow'))", "distributed.span", """
+    from dask.distributed import span
+    import dask.array as da
+    with span("Alice's workflow"):
+        x = da.arange(10, chunks=5).sum()
+        out = int(x.compute())
+""")
+loud("amm_client", AMM, "Enabling the Active Memory Manager (client.amm.running())", "Client.amm", """
+    out = client.amm.running()
+""")
+loud("diag_performance_report", DIAG, "diagnostics-distributed.rst: Capture diagnostics (performance_report)",
+     "distributed.performance_report", """
+    import os, tempfile
+    from dask.distributed import performance_report
+    import dask.array as da
+    path = os.path.join(tempfile.mkdtemp(), "report.html")
+    with performance_report(filename=path):
+        out = int(da.arange(10, chunks=5).sum().compute())
+""")
+loud("diag_get_task_stream", DIAG, "diagnostics-distributed.rst: Capture diagnostics (get_task_stream)",
+     "distributed.get_task_stream", """
+    from dask.distributed import get_task_stream
+    import dask.array as da
+    with get_task_stream() as ts:
+        da.arange(10, chunks=5).sum().compute()
+    out = len(ts.data) > 0
+""")
+loud("diag_progress_persist", DIAG, "diagnostics-distributed.rst: Progress bar (x.persist(); progress(x))",
+     "distributed.progress", """
+    from dask.distributed import progress
+    import dask.array as da
+    x = da.arange(10, chunks=5).persist()
+    progress(x)
+    out = int(x.sum().compute())
+""")
+loud("diag_memory_sampler", DIAG,
+     "diagnosing-performance.rst: Analysing memory usage over time (MemorySampler)",
+     "distributed.diagnostics.MemorySampler", """
+    from distributed.diagnostics import MemorySampler
+    import dask.array as da
+    ms = MemorySampler()
+    with ms.sample("collection 1"):
+        da.arange(10, chunks=5).sum().compute()
+    out = "collection 1" in ms.samples
+""")
+loud("diag_transfer_log", DIAG,
+     "diagnosing-performance.rst: Bandwidth (client.run(... transfer_outgoing_log))",
+     "Client.run", """
+    out = client.run(lambda dask_worker: len(dask_worker.transfer_outgoing_log))
+""")
+loud("plugins_worker_plugin", PLUGINS, "Worker Plugins (register_plugin)", "distributed.WorkerPlugin", """
+    from dask.distributed import WorkerPlugin
+    class Setup(WorkerPlugin):
+        def setup(self, worker):
+            self.ready = True
+    client.register_plugin(Setup(), name="setup")
+    out = True
+""")
+loud("actors_attribute", ACTORS, "Access Attributes (counter.n)", "actors (submit(actor=True))", """
+    class Counter:
+        n = 0
+        def increment(self):
+            self.n += 1
+            return self.n
+    counter = client.submit(Counter, actor=True).result()
+    counter.increment().result()
+    out = counter.n
+""")
+loud("actors_actors_kwarg", ACTORS,
+     "Create an Actor (submit(Counter, actors=True))", "actors (submit(actor=True))", """
+    class Counter:
+        def __init__(self):
+            self.n = 0
+        def add(self, x):
+            self.n += x
+            return self.n
+    counter = client.submit(Counter, actors=True).result()
+    out = counter.add(10).result()
+""")
+
 
 #: Where the model differs from dask (measured): xfail(strict=True), the team's next items.
 DIFFERENT: dict[str, str] = {
-    "futures_queue_load_and_submit": (
-        "hangs: a Queue a task's function captures is rebuilt on the worker, and Queue() asks "
-        "the scheduler (queue_create) from the model's delivery thread (protocol/worker.py "
-        "begin -> load_function), which waits for its own reply; dask: [10, 20, 30]"),
-    "futures_queue_messages": (
-        "hangs, as futures_queue_load_and_submit (error_queue captured by the task); "
-        "dask: (None, 'division by zero')"),
-    "client_default_scheduler": (
-        "dask.base.get_scheduler() == client.get is False on the model (its setting is a "
-        "functools.partial), True on dask"),
     "launch_fib_delayed": (
         "compute() inside a task does not secede on the model: ThreadsExhaustedError "
         "('real dask would hang here'); dask secedes and rejoins, and returns 55"),
@@ -2600,23 +2975,20 @@ DIFFERENT: dict[str, str] = {
     "locality_compute_allow_other": (
         "the model says NotModelledError (workers= for dask collections); dask 2026.8 rejects "
         "the docs' form itself: TypeError: allow_other_workers= must be True, False, or None"),
-    "resources_annotate": (
-        "silent: submit under dask.annotate(resources=...) runs on the model (['finished', "
-        "'finished']; submit(resources=) says NotModelledError); dask keeps the tasks waiting "
-        "for a worker with a GPU (['pending', 'pending'])"),
-    "doc_scheduler_info": (
-        "the model's worker entries lack last_seen, local_directory, metrics and services"),
+    "worker_overview_exchange": (
+        "a worker that fetched a dependency keeps no replica on the model: who_has(x) names "
+        "one worker ([1]); dask's Bob holds x too after computing y ([2])"),
+    "limitations_unpicklable": (
+        "both refuse a lock as an argument, with another error: dask TypeError ('Could not "
+        "serialize object of type LLGExpr', ...), the model SerializationError naming the lock"),
     "optimize_custom_function": (
         "dask 2026.8 with a distributed Client does not call a delayed_optimize= setting "
         "(False); the model's scheduler setting is a function, so dask calls it (True)"),
-    "tutorial_get_logs": (
-        "LocalCluster.get_logs raises AttributeError on the model, not NotModelledError "
-        "(dask: a Logs mapping)"),
 }
 
 
 #: Programs the model never finishes (measured): run in a child process, and given up on.
-HANGS: set[str] = {"futures_queue_load_and_submit", "futures_queue_messages"}
+HANGS: set[str] = set()
 HANG_AFTER = 15.0  # seconds; dask runs each of them in under 1
 
 
