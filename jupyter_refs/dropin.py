@@ -35,7 +35,7 @@ from .worker_context import fire_and_forget, get_client, rejoin, secede, worker_
 HARMLESS = frozenset({"dashboard_address", "silence_logs", "host", "ip", "scheduler_port",
                       "worker_dashboard_address", "local_directory", "name", "memory_limit",
                       "protocol_dask", "interface", "security", "blocked_handlers",
-                      "service_kwargs", "scheduler_kwargs", "worker_kwargs"})
+                      "service_kwargs", "scheduler_kwargs", "worker_kwargs", "nanny"})
 
 
 def _cores() -> int:
@@ -119,6 +119,9 @@ class LocalCluster(Cluster):
                                    f"{len(self.workers)}")
         while len(self.workers) < n:
             self.add_worker()
+
+    def adapt(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotModelledError("LocalCluster.adapt", "scale(n) up is modelled")
 
     def get_logs(self, *args: Any, **kwargs: Any) -> Any:
         raise NotModelledError("LocalCluster.get_logs", "the kernel-side cluster keeps no logs")
