@@ -1235,7 +1235,20 @@ class Client:
         futures = self._submit_graph(dict(dsk), flat, kwargs.get("retries"))
         if not sync:  # dask: the futures, in the shape of keys
             return _unflatten(keys, dict(zip(flat, futures)))
-        return _unflatten(keys, dict(zip(flat, self.gather(futures))))
+        from .cluster import current_run
+
+        # In a task (compute() inside one) dask secedes while it waits, then rejoins; a task
+        # already seceded (worker_client) stays so.
+        entry = current_run.get()
+        if entry is not None and entry[1].key in entry[0].workers[entry[1].worker].long_running:
+            entry = None
+        if entry is not None:
+            entry[0].secede(entry[1])
+        try:
+            return _unflatten(keys, dict(zip(flat, self.gather(futures))))
+        finally:
+            if entry is not None:
+                entry[0].rejoin(entry[1])
 
     def _submit_graph(self, dsk: dict[Any, Any], wanted: list[Any],
                       retries: int | None = None) -> list[Future]:

@@ -3528,9 +3528,6 @@ loud("faq_upload_file", FAQ, "How do I use external modules? (client.upload_file
 
 #: Where the model differs from dask (measured): xfail(strict=True), the team's next items.
 DIFFERENT: dict[str, str] = {
-    "launch_fib_delayed": (
-        "compute() inside a task does not secede on the model: ThreadsExhaustedError "
-        "('real dask would hang here'); dask secedes and rejoins, and returns 55"),
     "priority_order": (
         "a worker runs its ready tasks in arrival order on the model: ['low', 'high']; "
         "dask runs the higher priority first: ['high', 'low']"),
