@@ -714,7 +714,12 @@ class Client:
         return dict(self._state.futures)
 
     def __repr__(self) -> str:
-        return f"<Client {self.name} holding {len(self._state.refcount)} keys>"
+        # dask's shape, "<Client: 'address' processes=n threads=t, ...>", and the keys held
+        cluster = self.cluster
+        workers = len(cluster.workers) if cluster is not None else 0
+        threads = workers * getattr(cluster, "threads_per_worker", 1)
+        return (f"<Client: '{self.name}' processes={workers} threads={threads}, holding "
+                f"{len(self._state.refcount)} keys>")
 
     def _future(self, key: str, origin: str) -> tuple[Future, bool]:
         fs, new, future_id = self._state.acquire(key, origin)

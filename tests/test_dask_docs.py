@@ -3525,6 +3525,109 @@ loud("faq_upload_file", FAQ, "How do I use external modules? (client.upload_file
     out = True
 """)
 
+# -- dask/dask docs/source/10-minutes-to-dask.rst: the Array and Bag tabs, the Delayed tab ----------
+# The page makes a Client in "Scheduling"; with one made, every compute below runs on it.
+
+TENMIN_ARRAY = '''
+    import numpy as np
+    import dask.array as da
+    data = np.arange(100_000).reshape(200, 500)
+    a = da.from_array(data, chunks=(100, 100))
+'''
+TENMIN_BAG = '''
+    import dask.bag as db
+    b = db.from_sequence([1, 2, 3, 4, 5, 6, 2, 1], npartitions=2)
+'''
+compared("tenmin_array_create", TENMIN,
+         "Creating a Dask Object (tab Array: chunks, blocks[1, 3])", TENMIN_ARRAY + """
+    out = (a.chunks, a.numblocks, a.blocks[1, 3].compute().shape, int(a.blocks[1, 3].compute()[0, 0]))
+""")
+compared("tenmin_array_index_compute", TENMIN,
+         "Indexing; Computation (tab Array: a[:50, 200])", TENMIN_ARRAY + """
+    out = a[:50, 200].compute()[:5].tolist()
+""")
+compared("tenmin_array_methods", TENMIN, "Methods (tab Array: mean, np.sin, a.T)", TENMIN_ARRAY + """
+    out = (float(a.mean().compute()), round(float(np.sin(a).compute()[0, 1]), 6),
+           a.T.compute()[1, :3].tolist())
+""")
+compared("tenmin_array_chained", TENMIN, "Methods (tab Array: a.max(axis=1)[::-1] + 10)", TENMIN_ARRAY + """
+    b = a.max(axis=1)[::-1] + 10
+    out = b[:10].compute().tolist()
+""")
+compared("tenmin_array_graph_layers", TENMIN,
+         "Visualize the Task Graph (tab Array: b.dask layers)", TENMIN_ARRAY + """
+    b = a.max(axis=1)[::-1] + 10
+    out = (len(b.dask.layers) > 1, b.compute()[-1].item())
+""")
+compared("tenmin_bag_create_compute", TENMIN,
+         "Creating a Dask Object; Computation (tab Bag)", TENMIN_BAG + """
+    out = (b.npartitions, b.compute())
+""")
+compared("tenmin_bag_methods", TENMIN, "Methods (tab Bag: filter, distinct, db.zip)", TENMIN_BAG + """
+    c = db.zip(b, b.map(lambda x: x * 10))
+    out = (b.filter(lambda x: x % 2).compute(), sorted(b.distinct().compute()), c.compute())
+""")
+compared("tenmin_delayed", TENMIN, "Low-Level Interfaces (tab Delayed: inc, add, c.compute())", """
+    @dask.delayed
+    def inc(x):
+        return x + 1
+    @dask.delayed
+    def add(x, y):
+        return x + y
+    a = inc(1)
+    b = inc(2)
+    c = add(a, b)
+    c = c.compute()
+    out = c
+""")
+compared("tenmin_client_repr", TENMIN, "Scheduling (tab Local: client shows its workers and threads)", """
+    from dask.distributed import Client
+    c = Client(processes=False, n_workers=2, threads_per_worker=1, dashboard_address=":0")
+    out = (repr(c).startswith("<Client:"), len(c.nthreads()))
+    c.close()
+""")
+
+# -- dask/distributed docs/source/locality.rst, resilience.rst, priority.rst: further blocks ---------
+
+compared("locality_workers_set", LOCALITY, "User Control (workers= a set of addresses)", """
+    def inc(x):
+        return x + 1
+    w = set(sorted(client.scheduler_info()["workers"])[:1])
+    f = client.submit(inc, 1, workers=w)
+    f.result()
+    out = set(list(client.who_has([f]).values())[0]) == w
+""")
+compared("locality_map_workers", LOCALITY, "User Control (client.map(..., workers=[address]))", """
+    def inc(x):
+        return x + 1
+    w = sorted(client.scheduler_info()["workers"])[0]
+    fs = client.map(inc, range(4), workers=[w])
+    client.gather(fs)
+    out = sorted({tuple(v) for v in client.who_has(fs).values()}) == [(w,)]
+""")
+compared("resilience_erred_dependents", RESILIENCE,
+         "User code failures (dependents of a failure fail with it)", """
+    from dask.distributed import wait
+    def fail(x):
+        raise RuntimeError("boom")
+    def inc(x):
+        return x + 1
+    x = client.submit(fail, 1)
+    ys = client.map(inc, [x, x])
+    wait(ys)
+    out = ([y.status for y in ys], type(ys[0].exception()).__name__)
+""")
+compared("priority_compute_kwarg", PRIORITY, "User priorities (client.compute(..., priority=-1))", """
+    import dask.array as da
+    x = da.arange(10, chunks=5).sum()
+    out = int(client.compute(x, priority=-1).result())
+""")
+compared("priority_map_kwarg", PRIORITY, "User priorities (client.map(..., priority=1))", """
+    def inc(x):
+        return x + 1
+    out = client.gather(client.map(inc, range(3), priority=1))
+""")
+
 
 #: Where the model differs from dask (measured): xfail(strict=True), the team's next items.
 DIFFERENT: dict[str, str] = {
