@@ -1,14 +1,16 @@
 """dask's own documentation as the yardstick (issue #40, item 7: the suite grows from the same
 sources).
 
-Each program below makes the calls of one block of dask's documentation — the futures and
-distributed docs, distributed's docstrings, the tutorial's and the examples' futures notebooks —
-and cites it: repository, path, and the section heading (or the object whose docstring it is,
-or the notebook's cell numbers).  The programs are written here, not copied; they use only
-dask's names, and set ``out``.  Each runs on a real in-process dask cluster and under
-``jupyter_refs.model()`` (the live network) with ``test_dropin``'s harness (``_outcome``: the
-harness's ``client`` is ``Client(n_workers=2, threads_per_worker=1, processes=False)``), and the
-outcomes — the value's repr, or the exception's type and first line — must be equal.
+Each program below makes the calls of one block of dask's documentation — dask's futures,
+delayed, graph, scheduling and collection-creation pages, distributed's docs and docstrings
+(the parameters each documents included), the tutorial's notebooks 00-05 and the examples'
+futures, delayed, array, bag and application notebooks — and cites it: repository, path,
+and the section heading (or the object whose docstring it is, or the notebook's cell numbers).
+The programs are written here, not copied; they use only dask's names, and set ``out``.  Each
+runs on a real in-process dask cluster and under ``jupyter_refs.model()`` (the live network)
+with ``test_dropin``'s harness (``_outcome``: the harness's ``client`` is
+``Client(n_workers=2, threads_per_worker=1, processes=False)``), and the outcomes — the
+value's repr, or the exception's type and first line — must be equal.
 
 Where a block needs what the model does not have, the model must say so (``NotModelledError``):
 those are in ``LOUD``, with what is missing; they are run on dask as well, to show the program
@@ -20,7 +22,9 @@ Left out: blocks that need a remote scheduler, the network, the dashboard, files
 (``Client()``'s default starts worker processes), or asyncio/await; blocks whose outcome on
 dask depends on timing are made deterministic (no random failures, no sleeps of random length)
 or left out, with a comment where they would have been.  pandas is not a test dependency: where
-a block uses a dask dataframe for a collection like any other, a dask array stands in for it.
+a block uses a dask dataframe for a collection like any other, a dask array or bag stands in for
+it; files, S3 and zarr stores are values in memory.  The notebooks' ``Client(n_workers=4)``
+(worker processes) is the harness's in-process client.
 
 Sources, as stored when these were written:
 dask/dask 817e5ffc (docs/source), dask/distributed 40fcd99a (docs/source, docstrings),
