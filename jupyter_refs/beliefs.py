@@ -25,6 +25,8 @@ from typing import Any
 
 from . import events as ev
 from .focus import Focus
+from .protocol import messages as m
+from .protocol.messages import CONNECTION_LOST
 from .trace import ACTOR, EXTRA, KEY, KIND, MSG_ID, OP, Batch, Trace
 
 # Where each update's values sit in an event's ``extra``, read from the declarations
@@ -56,9 +58,7 @@ _COPIES = ("worker.put", "worker.free")
 #: Operations a client sends that may start a hold of their keys.
 DESIRES = ("scatter", "update-graph", "client-desires-keys")
 #: The sends whose keys the beliefs note (see ``Beliefs._sent_about_holds``).
-_ABOUT_HOLDS = frozenset({*DESIRES, "client-releases-keys", "cancel-keys"})
-#: The reason a future is cancelled when the scheduler dropped its client's connection.
-CONNECTION_LOST = "scheduler-connection-lost"
+_ABOUT_HOLDS = frozenset({*DESIRES, m.CLIENT_RELEASES_KEYS, m.CANCEL_KEYS})
 
 #: A judge of the checks: ``judge(checks, beliefs, seq, row)`` (see ``Beliefs.apply``).
 Judge = Callable[[Any, "Beliefs", int, tuple], None]
@@ -307,7 +307,7 @@ class Beliefs:
             # A message that may start a hold (only clients send these, whatever their name).
             for key in row[EXTRA][_MSG_KEYS]:
                 self.desired_by[(sender, key)] = (msg_id, seq, op)
-        elif op == "client-releases-keys":
+        elif op == m.CLIENT_RELEASES_KEYS:
             for key in row[EXTRA][_MSG_KEYS]:
                 self.released_by[(sender, key)] = (msg_id, seq)
         else:  # cancel-keys

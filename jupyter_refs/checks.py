@@ -57,7 +57,6 @@ from dataclasses import dataclass
 
 from . import events as ev
 from .beliefs import (
-    CONNECTION_LOST,
     DESIRE_CLIENT,
     DESIRE_CREATED,
     FINISH,
@@ -73,6 +72,7 @@ from .beliefs import (
     KeyRefs,
 )
 from .protocol import messages as m
+from .protocol.messages import CONNECTION_LOST
 from .trace import ACTOR, EXTRA, KEY, THREAD, Batch, Trace
 
 __all__ = ["Checks", "KeyRefs", "Violation"]
@@ -121,7 +121,6 @@ def quiet_limit_for(max_events: int) -> int:
 
 
 _CLOSED_STATES = {"cancelled", "lost", "error"}
-_FIRE_AND_FORGET = "fire-and-forget"  # dask's pseudo-client (``distributed/client.py``)
 
 
 class Checks:
@@ -284,7 +283,7 @@ class Checks:
     def _desire_applied(self, b: Beliefs, seq: int, row: tuple) -> None:
         key, extra = row[KEY], row[EXTRA]
         client, created = extra[DESIRE_CLIENT], extra[DESIRE_CREATED]
-        if client == _FIRE_AND_FORGET and b.sched.get(key) in ("memory", "erred"):
+        if client == m.FIRE_AND_FORGET and b.sched.get(key) in ("memory", "erred"):
             self._late_ff.setdefault(key, seq)
         # What the scheduler had done with the key before this desire re-created it.
         release = b.forgotten_by.get(key) if created and key in b.forgotten else None
@@ -297,7 +296,7 @@ class Checks:
         # A desire comes on the client's stream, or inside an RPC (Variable.set before PR 8827).
         op = receiving[1] if receiving else m.CLIENT_DESIRES_KEYS
         via = f"{client}'s stream" if op == m.CLIENT_DESIRES_KEYS else f"the {op} RPC"
-        if release and release[1] == "client-releases-keys":
+        if release and release[1] == m.CLIENT_RELEASES_KEYS:
             sender = release[3]
             before = (f"The scheduler had forgotten {key} when {sender}'s client-releases-keys "
                       f"(msg #{release[0]}) emptied who_wants; that release travelled on "
@@ -434,7 +433,7 @@ class Checks:
                             "value cannot be fetched and no message in flight will bring it back.")
         if self._late_ff:
             for key, first in list(self._late_ff.items()):
-                if (b.who_wants.get(key) == (_FIRE_AND_FORGET,)
+                if (b.who_wants.get(key) == (m.FIRE_AND_FORGET,)
                         and b.sched.get(key) in ("memory", "erred")):
                     del self._late_ff[key]
                     self._report(
@@ -444,7 +443,7 @@ class Checks:
                         "scheduler lets go of a fire-and-forget key only when the task finishes, "
                         "which has already happened: the result stays on its worker, wanted by no "
                         "one, for the life of the cluster.")
-                elif _FIRE_AND_FORGET not in b.who_wants.get(key, ()):
+                elif m.FIRE_AND_FORGET not in b.who_wants.get(key, ()):
                     del self._late_ff[key]
         if self._cancelled:
             for (client, key), first in list(self._cancelled.items()):
@@ -550,7 +549,7 @@ class Checks:
     def _overtaken(b: Beliefs, client: str, key: str, release: tuple | None) -> str:
         """Why a release that forgot ``key`` was late, if it was sent before the client's last desire."""
         desire = b.desired_by.get((client, key))
-        if not (release and release[1] == "client-releases-keys" and desire
+        if not (release and release[1] == m.CLIENT_RELEASES_KEYS and desire
                 and release[2] < desire[1]):
             return ""
         return (f"{client} sent client-releases-keys for {key} (msg #{release[0]}) before it "

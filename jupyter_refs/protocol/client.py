@@ -25,9 +25,9 @@ PENDING, FINISHED, LOST, CANCELLED, ERROR = "pending", "finished", "lost", "canc
 DONE = frozenset((FINISHED, CANCELLED, ERROR))
 #: A future deserialized inside a task under ``fixed``: it names a key, holds nothing.
 BORROWED = "borrowed"
-CONNECTION_LOST = "scheduler-connection-lost"
+CONNECTION_LOST = m.CONNECTION_LOST
 #: The reason a future's state gives once its last reference was released (dask: none).
-RELEASED = "unknown"
+RELEASE_REASON = "unknown"
 #: Keys no longer held whose last generation a client remembers (``ClientState._gens``).
 #: A session makes keys without end (every ``submit`` a new one); past this many, the
 #: oldest is forgotten, and every key met from then on starts above the generations
@@ -181,7 +181,7 @@ class ClientState:
             # As dask's _release_key: the key's state is cancelled, so a Future object
             # still around (released, then asked for its result) says so.  Not a traced
             # transition: the refcount reaching zero, just recorded, is the event.
-            fs.state, fs.reason = CANCELLED, RELEASED
+            fs.state, fs.reason = CANCELLED, RELEASE_REASON
             if self.on_done is not None:
                 self.on_done(key, fs)
         return [Message(self.name, m.SCHEDULER, m.CLIENT_RELEASES_KEYS, self._stream, True,

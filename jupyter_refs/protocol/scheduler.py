@@ -25,7 +25,7 @@ from typing import Any
 
 from . import messages as m
 from .extensions import EXTENSION_OPS, Extensions
-from .messages import SCHEDULER, Message
+from .messages import FIRE_AND_FORGET, SCHEDULER, Message
 from .serialize import dumps
 from .stealing import WorkStealing
 from .variants import ProtocolVariant
@@ -34,8 +34,6 @@ RELEASED, WAITING, PROCESSING, MEMORY, ERRED, FORGOTTEN = (
     "released", "waiting", "processing", "memory", "erred", "forgotten",
 )
 
-#: dask's pseudo-client for ``fire_and_forget`` (see ``jupyter_refs.worker_context``).
-FIRE_AND_FORGET = "fire-and-forget"
 LOST_DEPENDENCIES = "lost dependencies"
 SET_TWICE = "Future can be set only once"
 
