@@ -2377,6 +2377,76 @@ compared("param_context_manager", CLIENT_PY, "Client (with Client(...) as client
         r = c.submit(sum, [1, 2, 3]).result()
     out = (r, c.status)
 """)
+compared("param_compute_optimize_false", CLIENT_PY, "Client.compute (optimize_graph=False)", """
+    import dask.array as da
+    x = (da.arange(12, chunks=4) + 1).sum()
+    out = int(client.compute(x, optimize_graph=False).result())
+""")
+compared("param_persist_optimize_false", CLIENT_PY, "Client.persist (optimize_graph=False)", """
+    import dask.array as da
+    x = client.persist(da.arange(12, chunks=4) * 3, optimize_graph=False)
+    out = x.compute().tolist()
+""")
+compared("param_wait_all_completed", CLIENT_PY, "wait (return_when='ALL_COMPLETED', the default)", """
+    from dask.distributed import wait
+    def inc(x):
+        return x + 1
+    fs = client.map(inc, range(4))
+    done, not_done = wait(fs, return_when="ALL_COMPLETED")
+    out = (len(done), len(not_done))
+""")
+compared("param_as_completed_timeout", CLIENT_PY, "as_completed (timeout=)", """
+    from dask.distributed import as_completed
+    def inc(x):
+        return x + 1
+    out = sorted(f.result() for f in as_completed(client.map(inc, range(3)), timeout=10))
+""")
+compared("param_cancel_force", CLIENT_PY, "Client.cancel (force=True)", """
+    def inc(x):
+        return x + 1
+    f = client.submit(inc, 1)
+    f.result()
+    client.cancel([f], force=True)
+    out = f.status
+""")
+compared("param_gather_direct_false", CLIENT_PY, "Client.gather (direct=False: through the scheduler)", """
+    def inc(x):
+        return x + 1
+    out = client.gather(client.map(inc, range(3)), direct=False)
+""")
+compared("param_scatter_broadcast_all", CLIENT_PY,
+         "Client.scatter (broadcast=True: every worker holds it)", """
+    [f] = client.scatter([10], broadcast=True)
+    out = (f.result(), len(client.who_has([f])[f.key]) == len(client.nthreads()))
+""")
+compared("param_map_dict_values", CLIENT_PY, "Client.map (over a dict's values)", """
+    def inc(x):
+        return x + 1
+    d = {"a": 1, "b": 2}
+    out = client.gather(client.map(inc, list(d.values())))
+""")
+compared("future_client_attribute", CLIENT_PY, "Future (its client)", """
+    def inc(x):
+        return x + 1
+    f = client.submit(inc, 1)
+    out = (f.client is client, f.result())
+""")
+compared("client_futures_mapping", CLIENT_PY, "Client (client.futures: the keys this client holds)", """
+    def inc(x):
+        return x + 1
+    a = client.submit(inc, 1)
+    b = client.submit(inc, 2)
+    out = sorted(k in client.futures for k in (a.key, b.key))
+""")
+compared("client_status_running", CLIENT_PY, "Client (status 'running' while connected)", """
+    out = client.status
+""")
+compared("param_submit_allow_other_workers", CLIENT_PY, "Client.submit (allow_other_workers=True)", """
+    def inc(x):
+        return x + 1
+    w = sorted(client.scheduler_info()["workers"])[0]
+    out = client.submit(inc, 1, workers=[w], allow_other_workers=True).result()
+""")
 
 # -- dask/distributed distributed/client.py: Future's methods -------------------------------------
 
