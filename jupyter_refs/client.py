@@ -542,6 +542,17 @@ class _Schedule:
     def __call__(self, dsk: Any, keys: Any, **kwargs: Any) -> Any:
         return _dask_get(dsk, keys, **kwargs)
 
+    def __eq__(self, other: object) -> bool:
+        """dask's setting is the default client's ``get``: ``get_scheduler() == client.get``
+        holds here too, for the default kernel-side client's ``get``."""
+        if other is self:
+            return True
+        client = default_client()
+        return client is not None and getattr(other, "__self__", None) is client \
+            and getattr(other, "__func__", None) is Client.get
+
+    __hash__ = object.__hash__
+
     def persist(self, collections: Any, **kwargs: Any) -> Any:
         client = default_client()
         if client is not None and client.cluster is not None and not client.cluster.closed:
@@ -703,7 +714,12 @@ class Client:
         return dict(self._state.futures)
 
     def __repr__(self) -> str:
-        return f"<Client {self.name} holding {len(self._state.refcount)} keys>"
+        # dask's shape, "<Client: 'address' processes=n threads=t, ...>", and the keys held
+        cluster = self.cluster
+        workers = len(cluster.workers) if cluster is not None else 0
+        threads = workers * getattr(cluster, "threads_per_worker", 1)
+        return (f"<Client: '{self.name}' processes={workers} threads={threads}, holding "
+                f"{len(self._state.refcount)} keys>")
 
     def _future(self, key: str, origin: str) -> tuple[Future, bool]:
         fs, new, future_id = self._state.acquire(key, origin)
@@ -865,7 +881,7 @@ class Client:
     @staticmethod
     def _check_options(resources: Any, actor: bool, actors: bool, allow_other_workers: bool,
                        workers: Any) -> None:
-        if resources is not None:
+        if resources is not None or "resources" in dask.get_annotations():
             raise NotModelledError("resources=", "the kernel-side workers have no resources")
         if actor or actors:
             raise NotModelledError("actors")
@@ -966,6 +982,8 @@ class Client:
             raise ValueError(f"Bad value, `errors={errors}`")
         if asynchronous:
             raise NotModelledError("gather(asynchronous=True)")
+        if isinstance(futures, Iterator):  # dask: an iterator of the values, one at a time
+            return (self.gather(f, errors=errors, timeout=timeout) for f in futures)
         cell = _user_cell()
         flat: list[Future] = []
         _futures_in(futures, flat)
@@ -1091,13 +1109,20 @@ class Client:
 
     def scheduler_info(self, n_workers: int = 5, **kwargs: Any) -> dict[str, Any]:
         """dask's ``Client.scheduler_info``: the scheduler and up to ``n_workers`` workers
-        (``-1``: all), with the fields the model has (no metrics, no memory: it keeps none)."""
+        (``-1``: all), with dask's fields; the model measures nothing, so memory, metrics and
+        directories are zeros and empty."""
+        import time
+
         cluster = self.cluster
         threads = getattr(cluster, "threads_per_worker", 1)
         names = list(cluster.workers)
         shown = names if n_workers == -1 else names[:n_workers]
+        now = time.time()
         workers = {w: {"type": "Worker", "id": i, "name": i, "host": "kernel", "nthreads": threads,
-                       "memory_limit": 0, "resources": {}, "status": "running", "nanny": None}
+                       "memory_limit": 0, "resources": {}, "status": "running", "nanny": None,
+                       "last_seen": now, "local_directory": "", "services": {},
+                       "metrics": {"task_counts": {}, "managed_bytes": 0, "memory": 0,
+                                   "spilled_bytes": {"memory": 0, "disk": 0}, "cpu": 0.0}}
                    for i, w in enumerate(shown)}
         return {"type": "Scheduler", "id": f"Scheduler-{id(cluster):x}", "address": "scheduler",
                 "services": {}, "started": 0.0, "n_workers": len(names),
@@ -1183,10 +1208,10 @@ class Client:
             flat = _flatten(keys)
             graph = dict(item.__dask_graph__())
             if len(flat) == 1 and finalize.__name__ == "single_key" and not extra:
-                return self._submit_graph(graph, flat)[0]
+                return self._submit_graph(graph, flat, kwargs.get("retries"))[0]
             name = f"finalize-{tokenize(item)}"
             graph[name] = (_finalize, finalize, keys, list(extra))
-            return self._submit_graph(graph, [name])[0]
+            return self._submit_graph(graph, [name], kwargs.get("retries"))[0]
 
         single, out = _each_collection(collections, one, kwargs)
         results = self.gather(out) if sync else out
@@ -1196,7 +1221,7 @@ class Client:
         """The collections with their keys computed and held here (futures in their graphs)."""
         def one(item: Any) -> Any:
             flat = _flatten(item.__dask_keys__())
-            futures = self._submit_graph(dict(item.__dask_graph__()), flat)
+            futures = self._submit_graph(dict(item.__dask_graph__()), flat, kwargs.get("retries"))
             rebuild, extra = item.__dask_postpersist__()
             return rebuild(dict(zip(flat, futures)), *extra)
 
@@ -1207,14 +1232,31 @@ class Client:
         """dask's scheduler interface: compute ``keys`` of the graph ``dsk`` here and return
         their values in the shape of ``keys``.  A default client is dask's scheduler, so
         ``collection.compute()`` runs on the kernel-side cluster, as on dask's."""
+        sync = kwargs.pop("sync", True)
         _check_graph_options(kwargs)
         if hasattr(dsk, "__dask_graph__"):  # dask hands its schedulers an expression
             dsk = dsk.__dask_graph__()
         flat = _flatten(keys)
-        values = dict(zip(flat, self.gather(self._submit_graph(dict(dsk), flat))))
-        return _unflatten(keys, values)
+        futures = self._submit_graph(dict(dsk), flat, kwargs.get("retries"))
+        if not sync:  # dask: the futures, in the shape of keys
+            return _unflatten(keys, dict(zip(flat, futures)))
+        from .cluster import current_run
 
-    def _submit_graph(self, dsk: dict[Any, Any], wanted: list[Any]) -> list[Future]:
+        # In a task (compute() inside one) dask secedes while it waits, then rejoins; a task
+        # already seceded (worker_client) stays so.
+        entry = current_run.get()
+        if entry is not None and entry[1].key in entry[0].workers[entry[1].worker].long_running:
+            entry = None
+        if entry is not None:
+            entry[0].secede(entry[1])
+        try:
+            return _unflatten(keys, dict(zip(flat, self.gather(futures))))
+        finally:
+            if entry is not None:
+                entry[0].rejoin(entry[1])
+
+    def _submit_graph(self, dsk: dict[Any, Any], wanted: list[Any],
+                      retries: int | None = None) -> list[Future]:
         """Send a dask graph as tasks; futures for ``wanted`` (keys of the graph)."""
         from dask._task_spec import convert_legacy_graph
 
@@ -1229,7 +1271,7 @@ class Client:
             deps = {d: Dep(_key(d)) for d in node.dependencies}
             tasks[name] = {"func": _RUN_NODE, "args": dumps(((node, deps), {})),
                            "deps": tuple(_key(d) for d in deps), "allocated": False,
-                           "carries": (), "workers": None, "retries": None, "priority": 0}
+                           "carries": (), "workers": None, "retries": retries, "priority": 0}
         dep_futures = {f.key: f for f in given.values()}
         # Held keys not sent again, wanted or depended on, keep their reference through the call.
         early = self._hold_first([_key(k) for k in graph if _key(k) not in tasks], "compute")
@@ -1291,7 +1333,8 @@ def _each_collection(collections: Any, one: Callable[[Any], Any],
 
 def _check_graph_options(kwargs: dict[str, Any]) -> None:
     unmodelled = [k for k, v in kwargs.items() if v not in (None, False) and k not in (
-        "optimize_graph", "sync", "traverse", "fifo_timeout", "priority", "actors", "pure")]
+        "optimize_graph", "sync", "traverse", "fifo_timeout", "priority", "actors", "pure",
+        "retries")]
     if unmodelled:
         raise NotModelledError(f"{', '.join(unmodelled)}= for dask collections")
 

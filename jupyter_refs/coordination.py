@@ -251,18 +251,26 @@ class Queue:
         self.name = name or f"queue-{uuid.uuid4().hex}"
         self._client = client
         self.maxsize = maxsize
-        self.client._ask(m.QUEUE_CREATE, name=self.name, maxsize=maxsize)
+        self._created = False
+        self._create()
+
+    def _create(self) -> None:
+        if not self._created:
+            self.client._ask(m.QUEUE_CREATE, name=self.name, maxsize=self.maxsize)
+            self._created = True
 
     @property
     def client(self) -> Client:
         return _client(self._client)
 
     def put(self, value: Any, timeout: float | None = None, **kwargs: Any) -> None:
+        self._create()
         keys, payload = _stored(self.name, value)
         self.client._ask(m.QUEUE_PUT, keys, timeout=timeout, **payload)
 
     def get(self, timeout: float | None = None, batch: bool | int = False, **kwargs: Any) -> Any:
         """The next item (``batch=True``: all of them; ``batch=n``: the next n)."""
+        self._create()
         client = self.client
         n = None if batch is True else (batch or None)
         reply = client._ask(m.QUEUE_GET, name=self.name, timeout=timeout, batch=bool(batch), n=n)
@@ -272,13 +280,23 @@ class Queue:
         return out if batch else out[0]
 
     def qsize(self, **kwargs: Any) -> int:
+        self._create()
         return self.client._ask(m.QUEUE_QSIZE, name=self.name)["qsize"]
 
     def close(self) -> None:
         self.client._ask(m.QUEUE_RELEASE, name=self.name)
 
     def __reduce__(self) -> tuple:
-        return Queue, (self.name,)
+        return _unpickled_queue, (self.name, self.maxsize)
 
     def __repr__(self) -> str:
         return f"<Queue: {self.name}>"
+
+
+def _unpickled_queue(name: str, maxsize: int) -> Queue:
+    """A Queue arriving in a task's arguments or closure: it asks the scheduler for its queue
+    when first used, in the task's thread, not while being unpickled (that runs on the
+    thread that delivers the scheduler's replies, so asking there waited for ever)."""
+    queue = Queue.__new__(Queue)
+    queue.name, queue._client, queue.maxsize, queue._created = name, None, maxsize, False
+    return queue

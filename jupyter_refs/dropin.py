@@ -35,7 +35,7 @@ from .worker_context import fire_and_forget, get_client, rejoin, secede, worker_
 HARMLESS = frozenset({"dashboard_address", "silence_logs", "host", "ip", "scheduler_port",
                       "worker_dashboard_address", "local_directory", "name", "memory_limit",
                       "protocol_dask", "interface", "security", "blocked_handlers",
-                      "service_kwargs", "scheduler_kwargs", "worker_kwargs"})
+                      "service_kwargs", "scheduler_kwargs", "worker_kwargs", "nanny"})
 
 
 def _cores() -> int:
@@ -120,6 +120,12 @@ class LocalCluster(Cluster):
         while len(self.workers) < n:
             self.add_worker()
 
+    def adapt(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotModelledError("LocalCluster.adapt", "scale(n) up is modelled")
+
+    def get_logs(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotModelledError("LocalCluster.get_logs", "the kernel-side cluster keeps no logs")
+
     def __repr__(self) -> str:
         return (f"LocalCluster(kernel-side, protocol={self.variant.name}, "
                 f"workers={len(self.workers)}, threads per worker={self.threads_per_worker})")
@@ -153,8 +159,9 @@ MODEL: dict[str, Any] = {
 #: dask's names left as they are: data, not behaviour (its config, exceptions, enums).
 KEPT = frozenset({"config", "dask", "CancelledError", "TimeoutError", "Status",
                   "annotations", "versions"})
-#: The modules users import dask's names from.
-MODULES = ("distributed", "dask.distributed")
+#: The modules users import dask's names from (``distributed.diagnostics``: MemorySampler,
+#: SchedulerPlugin, which would otherwise reach real dask unannounced).
+MODULES = ("distributed", "dask.distributed", "distributed.diagnostics")
 
 
 def _stand_in(name: str) -> type:
