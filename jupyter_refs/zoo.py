@@ -59,6 +59,17 @@ def cancel_then_same_key(client: Any) -> int:
     return g.result()
 
 
+def get_then_unpublish(client: Any) -> int:
+    """PR 9217's test (``test_publish_unpublish_wait_for_batched_comms``), its second race:
+    the user takes a published dataset, then unpublishes it at once."""
+    x = client.submit(inc, 122, key="x")
+    client.publish_dataset(x=x)
+    del x
+    y = client.get_dataset("x")
+    client.unpublish_dataset("x")
+    return y.result()
+
+
 @dataclass(frozen=True)
 class Race:
     """One race of dask's history: where from, which releases, the order, the symptom."""
@@ -113,12 +124,23 @@ RACES: dict[str, Race] = {r.name: r for r in (
          "FutureCancelledError: k cancelled for reason: unknown — on real dask in most runs "
          "(20 of 20 on 2026.8.0 here), the in-order one included",
          cancel_then_same_key, frozenset({"scenario_raised", "outcome_differs"})),
+    Race("9217", "get_dataset, then unpublish: the delete overtakes the reader's claim",
+         ("https://github.com/dask/distributed/pull/9217",),
+         "until 2026.5.1 (fixed in 2026.6.0, PR 9217)", "dask-2026.5.1",
+         ("dask-2026.6.0", "dask", "fixed"),
+         "get_dataset binds the dataset's futures and announces them with client-desires-keys "
+         "on the batched stream; unpublish_dataset's publish_delete RPC overtakes it and "
+         "releases published-<name>, the last holder, so the key is forgotten before the "
+         "desire lands (or a late key-in-memory of the key's previous hold finishes the new "
+         "future first)",
+         "the future never finishes: result() waits for ever, the scheduler logs 'Client … "
+         "desires key 'x' but key is unknown' (or it says finished and the gather is "
+         "cancelled: 'x cancelled for reason: already forgotten')",
+         get_then_unpublish, frozenset({"hung_future", "dangling_future"})),
 )}
 
 #: Races of dask's history whose mechanisms the model does not carry, and what it lacks.
 NOT_MODELLED: dict[str, str] = {
-    "9217": "publish_dataset / get_dataset vs unpublish (fixed in 2026.6.0): the model has no "
-            "published datasets",
     "8577": "publish_put vs update-graph losing annotations (fixed in 2024.4.2): before the "
             "oldest release modelled",
     "7583/6016": "cancel as an RPC overtaking update-graph (fixed in 2023.3.1 / 2022.5.1): "

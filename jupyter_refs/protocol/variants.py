@@ -49,6 +49,19 @@ Both are needed: the property tests find lost futures with either one alone.
     created: the scheduler records a warning (``desire.unknown``) and reports
     the future cancelled, saying the key was unknown.
 
+``unpublish_unordered`` (releases before 2026.6.0, PR 9217)
+    ``unpublish_dataset``'s ``publish_delete`` RPC does not wait for the client's
+    stream: sent just after ``get_dataset``, it can overtake the batched
+    ``client-desires-keys`` with which the reader announced the dataset's futures,
+    and forget their keys (check ``hung_future``).  The put, too, waits as dask
+    did then: by a ``publish_wait_flush`` RPC before each name's ``publish_put``.
+    Since PR 9217 both calls carry the marker's ``uid`` and the scheduler holds
+    them until the client's stream has brought it.
+
+``override_keeps_keys`` (releases before 2026.6.0, PR 9217)
+    ``publish_dataset(..., override=True)`` replaces a dataset without releasing
+    the old one's keys: they stay wanted by ``published-<name>`` for good.
+
 ``ids``
     Where the keys of ``submit(pure=False)`` and ``scatter(hash=False)`` come
     from.  dask draws a ``uuid4``: no coordination, no collision.  ``racy-ids``
@@ -94,6 +107,8 @@ class ProtocolVariant:
     deserialized_claims: bool = False
     desire_creates: bool = False
     fire_and_forget_ended: bool = False
+    unpublish_unordered: bool = False
+    override_keeps_keys: bool = False
 
     @property
     def atomic_ids(self) -> bool:
@@ -115,6 +130,8 @@ DASK_2024_7 = ProtocolVariant(
     "and a claim on a forgotten key creates a ghost task",
     deserialized_claims=True,
     desire_creates=True,
+    unpublish_unordered=True,
+    override_keeps_keys=True,
 )
 RACY_IDS = ProtocolVariant(
     name="racy-ids",
@@ -152,6 +169,10 @@ HISTORY = (
     Change("2024.8.2", "https://github.com/dask/distributed/pull/8827",
            "a future deserialized in a task claims its key, and a claim on a forgotten key "
            "creates a ghost task", {"deserialized_claims": True, "desire_creates": True}),
+    Change("2026.6.0", "https://github.com/dask/distributed/pull/9217",
+           "unpublish_dataset's RPC does not wait for the client's stream (it can overtake "
+           "get_dataset's desire), and override keeps the old dataset's keys",
+           {"unpublish_unordered": True, "override_keeps_keys": True}),
 )
 #: The oldest release modelled, and the newest (today's ``dask``).
 OLDEST, NEWEST = "2024.4.2", "2026.8.0"
