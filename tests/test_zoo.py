@@ -38,6 +38,21 @@ def test_a_release_is_modelled_by_the_changes_before_it():
     assert get_variant("dask-2026.8.0").desire_creates == DASK.desire_creates
 
 
+def test_9217_is_a_hung_future_before_2026_6_and_none_after():
+    """PR 9217 shipped in 2026.6.0: before, the delete overtakes the reader's desire and the
+    reader's future hangs (``hung_future``); from 2026.6.0 the delete waits for the stream."""
+    assert get_variant("dask-2026.5.1").unpublish_unordered
+    assert not get_variant("dask-2026.6.0").unpublish_unordered and not DASK.unpublish_unordered
+    race = RACES["9217"]
+    found = race.find(first=True, processes=1)
+    [failure] = race.failures(found)
+    assert "hung_future" in failure.names and failure.raised.name == "HeldMessagesError"
+    assert "publish_delete" in failure.explain() and "client-desires-keys" in failure.explain()
+    # In order (no message overtakes another) the same release returns the value.
+    in_order = replay(race.scenario, failure.schedule.split(":")[0] + ":")
+    assert (in_order.raised, in_order.returned, in_order.violations) == (None, "123", [])
+
+
 @pytest.mark.parametrize("name,says", [("dask-2023.3.0", "cancel as an RPC"),
                                        ("dask-2027.1.0", "newer than today's"),
                                        ("dask-2024", "dask-<release>")])
