@@ -105,6 +105,8 @@ def get_dataset(client: Client, name: Any, default: Any = no_default) -> Any:
                     f.client = client
                     user_call.send(messages)
             outs.append(value)
+        if "token" in reply:  # fixed: after our desires on the stream, let the get's hold go
+            user_call.send(client._state.send(m.PUBLISH_GET_CONFIRM, token=reply["token"]))
     return outs if isinstance(name, list) else outs[0]
 
 

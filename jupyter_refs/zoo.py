@@ -3,7 +3,7 @@
 Each :class:`Race` says where it comes from (dask's tracker and the pull request that
 fixed it, with the first release that shipped the fix, read with ``git tag --contains``),
 the message order in words, the symptom a user saw, and a scenario: a function of one
-client, written as the report's reproducer was.  ``race.find()`` explores it under the
+client (or two), written as the report's reproducer was.  ``race.find()`` explores it under the
 release it affects; ``race.find(race.absent_under[0])`` under one it does not.
 
 Only races whose mechanisms the model carries are here; the others of dask's history are
@@ -67,6 +67,16 @@ def get_then_unpublish(client: Any) -> int:
     del x
     y = client.get_dataset("x")
     client.unpublish_dataset("x")
+    return y.result()
+
+
+def reader_then_owner_unpublishes(owner: Any, reader: Any) -> int:
+    """PR 9217's race with two clients: one takes the dataset, then its owner unpublishes it."""
+    x = owner.submit(inc, 122, key="x")
+    owner.publish_dataset(x=x)
+    del x
+    y = reader.get_dataset("x")
+    owner.unpublish_dataset("x")
     return y.result()
 
 
@@ -137,6 +147,17 @@ RACES: dict[str, Race] = {r.name: r for r in (
          "desires key 'x' but key is unknown' (or it says finished and the gather is "
          "cancelled: 'x cancelled for reason: already forgotten')",
          get_then_unpublish, frozenset({"hung_future", "dangling_future"})),
+    Race("9217-two-clients", "get_dataset by one client, unpublish by another: still open",
+         ("https://github.com/dask/distributed/pull/9217",),
+         "every release modelled (open on 2026.8.0: PR 9217's marker orders the unpublishing "
+         "client's own stream only)", "dask", ("fixed",),
+         "the reader's get_dataset returns and its client-desires-keys waits on its batched "
+         "stream; the owner's unpublish_dataset flushes the owner's stream, not the reader's, "
+         "so its publish_delete still overtakes the reader's desire",
+         "the reader's future never finishes: result() waits for ever, and the scheduler logs "
+         "'Client … desires key 'x' but key is unknown' (on 2026.8.0 here, over TCP, with the "
+         "reader's stream flushing 0.5 s late: 1 of 1, tests/test_zoo.py)",
+         reader_then_owner_unpublishes, frozenset({"hung_future", "dangling_future"})),
 )}
 
 #: Races of dask's history whose mechanisms the model does not carry, and what it lacks.

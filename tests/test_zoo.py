@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from jupyter_refs import replay
 from jupyter_refs.errors import ProtocolError
 from jupyter_refs.protocol.variants import DASK, DASK_2024_7, get_variant
-from jupyter_refs.zoo import RACES
+from jupyter_refs.zoo import RACES, inc
 
 
 @pytest.mark.parametrize("name", sorted(RACES))
@@ -107,3 +109,49 @@ def test_the_ghosts_order_forced_on_2026_8_shows_the_fix_holding(inproc):
     result = confirm(race.scenario, failure, inproc, attempts=1, stall=1.0, timeout=20)
     assert result.enforced and not result.confirmed, str(result)
     assert "ghost_task" not in {v.name for v in result.violations}
+
+
+def _publish_then_get_late(readers: str, stream_late: float) -> tuple[object, bool]:
+    """On real dask 2026.8.0, over TCP (in-process comms hand the published objects back
+    unserialized): the owner publishes x and lets go, the reader takes the dataset while its
+    stream flushes ``stream_late`` s late, then the owner unpublishes.  The reader's result
+    (or the exception's type), and whether the scheduler still knows x."""
+    import logging
+
+    import distributed
+    from distributed.metrics import time as dask_time
+
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+    with distributed.LocalCluster(processes=False, protocol="tcp", n_workers=1,
+                                  threads_per_worker=1, dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as owner, distributed.Client(cluster) as other:
+        reader = owner if readers == "owner" else other
+        scheduler = cluster.scheduler
+        x = owner.submit(inc, 122, key="x")
+        owner.publish_dataset(x=x)
+        x.release()
+        deadline = dask_time() + 10
+        while scheduler.clients[owner.id] in scheduler.tasks["x"].who_wants:
+            assert dask_time() < deadline
+            time.sleep(0.01)
+        reader.scheduler_comm.next_deadline = dask_time() + stream_late
+        y = reader.get_dataset("x")
+        owner.unpublish_dataset("x")
+        try:
+            outcome = y.result(timeout=stream_late + 1)
+        except Exception as exc:  # noqa: BLE001 - the outcome compared
+            outcome = type(exc).__name__
+        return outcome, "x" in scheduler.tasks
+
+
+@pytest.mark.dask
+def test_9217_two_clients_is_open_on_real_dask_and_the_fix_holds_for_one():
+    """2026.8.0: with the reader's stream late, the owner's unpublish forgets x under the
+    reader's future, which then never finishes; when the reader is the owner (PR 9217's own
+    case), the delete waits for its stream and the value comes back."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Client … desires key 'x' but key is unknown"
+        assert _publish_then_get_late("other", 0.5) == ("TimeoutError", False)
+        assert _publish_then_get_late("owner", 0.5) == (123, True)

@@ -54,7 +54,7 @@ EXTENSION_OPS = (m.WHO_HAS, m.HAS_WHAT, m.VARIABLE_SET, m.VARIABLE_GET, m.VARIAB
                  m.QUEUE_CREATE, m.QUEUE_PUT, m.QUEUE_GET, m.QUEUE_QSIZE, m.QUEUE_RELEASE,
                  m.VARIABLE_CONFIRM, m.QUEUE_FUTURE_RELEASE, m.CALL_TIMEOUT,
                  m.PUBLISH_PUT, m.PUBLISH_GET, m.PUBLISH_DELETE, m.PUBLISH_LIST,
-                 m.PUBLISH_WAIT_FLUSH, m.PUBLISH_FLUSH)
+                 m.PUBLISH_WAIT_FLUSH, m.PUBLISH_FLUSH, m.PUBLISH_GET_CONFIRM)
 
 
 class Extensions:
@@ -78,6 +78,8 @@ class Extensions:
         self.datasets: dict[str, dict[str, Any]] = {}
         #: Markers (``uid``) the clients' streams have brought, not yet waited for.
         self.flushed: set[str] = set()
+        #: fixed: a get's token -> the keys held for it until the reader confirms.
+        self.get_holds: dict[str, list[str]] = {}
 
     def handle(self, msg: Message, out: list[Message], stimulus: str) -> dict[str, Any] | None:
         reply = self._handlers[msg.op](self, msg, out, stimulus)
@@ -293,7 +295,23 @@ class Extensions:
         return {}
 
     def _publish_get(self, msg, out, stimulus):
-        return {"datasets": [self.datasets.get(name) for name in msg.payload["names"]]}
+        found = [self.datasets.get(name) for name in msg.payload["names"]]
+        keys = sorted({k for record in found if record is not None for k in record["keys"]})
+        if not self.scheduler.variant.get_desires or not keys:
+            return {"datasets": found}
+        # fixed: the keys are held for this answer until the reader confirms, on its stream
+        # after its own desire, that it holds them (as a Variable's get is): no other
+        # client's unpublish can forget them while the reader's desire travels.
+        token = f"dataset-get-{next(self._tokens)}"
+        self.scheduler.desire(self._pseudo(token), keys, out, stimulus)
+        self.get_holds[token] = keys
+        return {"datasets": found, "token": token}
+
+    def _publish_get_confirm(self, msg, out, stimulus):
+        keys = self.get_holds.pop(msg.payload["token"], None)
+        if keys is not None:
+            self.scheduler.release(msg.payload["token"], keys, out, stimulus)
+        return {}
 
     def _publish_delete(self, msg, out, stimulus):
         if not self._caught_up(msg):
@@ -327,4 +345,5 @@ class Extensions:
         m.PUBLISH_GET: _publish_get,
         m.PUBLISH_DELETE: _publish_delete,
         m.PUBLISH_LIST: _publish_list,
+        m.PUBLISH_GET_CONFIRM: _publish_get_confirm,
     }

@@ -29,6 +29,8 @@ QUEUE_FUTURE_RELEASE = "queue-future-release"
 #: A marker on the stream that an RPC of the same client waits for (dask's publish extension,
 #: since PR 8577: "the batched stream has caught up with this call").
 PUBLISH_FLUSH = "publish_flush_batched_send"
+#: fixed only: the reader holds what its get was handed (the scheduler lets go of the get's hold).
+PUBLISH_GET_CONFIRM = "publish-get-confirm"
 # client -> scheduler, RPC
 SCATTER = "scatter"
 SCATTER_REPLY = "scatter-reply"

@@ -62,6 +62,16 @@ Both are needed: the property tests find lost futures with either one alone.
     ``publish_dataset(..., override=True)`` replaces a dataset without releasing
     the old one's keys: they stay wanted by ``published-<name>`` for good.
 
+``get_desires`` (fixed only)
+    ``publish_get`` desires the dataset's keys for a pseudo-client of its own
+    (``dataset-get-<n>``) as it answers, and the reader, once it has sent its own
+    desire, confirms on its stream (``publish-get-confirm``), which lets that hold
+    go — as dask's ``Variable.get`` does with its tokens.  dask
+    (2026.8.0 too) leaves that to the reader's batched ``client-desires-keys``; the
+    marker of PR 9217 orders it before the *reader's own* unpublish only, so an
+    unpublish by another client, sent after the reader's get returned, can still
+    overtake it (zoo race ``9217-two-clients``, open).
+
 ``ids``
     Where the keys of ``submit(pure=False)`` and ``scatter(hash=False)`` come
     from.  dask draws a ``uuid4``: no coordination, no collision.  ``racy-ids``
@@ -109,6 +119,7 @@ class ProtocolVariant:
     fire_and_forget_ended: bool = False
     unpublish_unordered: bool = False
     override_keeps_keys: bool = False
+    get_desires: bool = False
 
     @property
     def atomic_ids(self) -> bool:
@@ -148,6 +159,7 @@ FIXED = ProtocolVariant(
     summary="releases carry the hold's generation and frees the key's incarnation; "
     "stale ones are ignored; an unknown key is never created",
     fire_and_forget_ended=True,
+    get_desires=True,
 )
 
 VARIANTS = {v.name: v for v in (DASK, DASK_2024_7, RACY_IDS, FIXED)}

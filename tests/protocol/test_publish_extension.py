@@ -89,3 +89,26 @@ def test_a_put_on_an_existing_name_without_override_is_refused():
     [reply] = net.handle(rpc(m.PUBLISH_PUT, names=["ds"], holds=[()], data=[b"x"],
                              override=False))
     assert reply.payload == {"error": "KeyError", "text": "Dataset ds already exists"}
+
+
+def test_fixed_holds_a_gets_keys_until_the_reader_confirms():
+    """``fixed`` (``get_desires``): another client's unpublish between the get and the reader's
+    desire finds the keys held for the get; the confirm, behind the desire, lets that hold go."""
+    net = Net("fixed", clients=("c", "r"))
+    published(net)
+    [reply] = net.handle(rpc(m.PUBLISH_GET, client="r", names=["ds"]))
+    token = reply.payload["token"]
+    assert net.scheduler.tasks["k"].who_wants == {"published-ds", token}
+    net.handle(rpc(m.PUBLISH_DELETE, names=["ds"], uid=None))
+    assert net.scheduler.tasks["k"].who_wants == {token}  # not forgotten
+    net.handle(desires("r", "k", gen=1))
+    net.handle(stream("r", SCHEDULER, m.PUBLISH_GET_CONFIRM, (), client="r", token=token))
+    assert net.state("k") == "memory" and net.scheduler.tasks["k"].who_wants == {"r"}
+
+
+def test_dask_hands_a_get_over_with_no_hold():
+    net = Net("dask", clients=("c", "r"))
+    published(net)
+    [reply] = net.handle(rpc(m.PUBLISH_GET, client="r", names=["ds"]))
+    assert "token" not in reply.payload
+    assert net.scheduler.tasks["k"].who_wants == {"published-ds"}
