@@ -30,6 +30,11 @@ and judges what it made true.
     run (``desire.applied`` with ``created_task``): no run spec, so the next
     transition that reaches it fails.  Reported again, for the client whose
     connection the failure drops, when that happens.
+``annotations_dropped``
+    An ``update-graph`` found its task already made — with no run spec, by a
+    desire that overtook the graph (``publish_put`` before PR 8577, 2024.4.2) —
+    and, as dask's ``update_graph`` then did, gave it the run spec without the
+    annotations (``retries``, ``workers``): the task runs, but not as submitted.
 ``leaked_key``
     Once the channels are drained, the scheduler keeps a key for a client
     (it is in ``who_wants``) that holds no reference to it (refcount 0): that
@@ -89,6 +94,7 @@ _ASSERTION_TEXT = ev.SCHEDULER_ASSERTION.at("message")
 _UNKNOWN_CLIENT = ev.DESIRE_UNKNOWN.at("client")
 _ALLOC_VALUE = ev.ID_ALLOC.at("value")
 _REJECT_REASON = ev.FUTURE_PUT_REJECTED.at("reason")
+_DROPPED = ev.GRAPH_ANNOTATIONS_DROPPED.at("dropped")
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,7 +305,10 @@ class Checks:
         release = b.forgotten_by.get(key) if created and key in b.forgotten else None
         b.desire_applied(seq, row)
         self._who_wants_changed(b, seq, key)
-        if not created:
+        if not created or client.startswith("published-"):
+            # A dataset's desire that overtook its graph (publish_put before PR 8577): the
+            # graph, already on the publisher's stream, gives the task its run spec
+            # (``annotations_dropped`` says what it loses).
             return
         receiving = b.receiving
         msg = f" (msg #{receiving[0]})" if receiving else ""
@@ -352,6 +361,23 @@ class Checks:
         self._update_suspect(b, pair, seq)
         if b.refcount.get(pair):
             self._unheard.setdefault(pair, seq)
+
+    def _annotations_dropped(self, b: Beliefs, seq: int, row: tuple) -> None:
+        key, dropped = row[KEY], row[EXTRA][_DROPPED]
+        b.ghosts.pop(key, None)  # a run spec at last: no longer a ghost
+        if not dropped:
+            return
+        receiving = b.receiving
+        client = receiving[3] if receiving else None
+        self._report(
+            "annotations_dropped", key, client, seq,
+            f"{client or 'a client'}'s update-graph (msg #{receiving[0] if receiving else '?'}) "
+            f"found {key} already made, with no run spec: a desire for it had arrived first "
+            "(publish_dataset's publish_put RPC, which did not wait for the client's stream "
+            "before PR 8577, overtook the graph on the stream and, as every release before PR "
+            "8827 did, made a task for the unknown key). dask's update_graph gave the task its "
+            f"run spec but applies annotations to the tasks it creates only: {key} runs without "
+            f"its {', '.join(dropped)}.")
 
     def _registered(self, b: Beliefs, seq: int, row: tuple) -> None:
         b.registered(seq, row)
@@ -623,6 +649,7 @@ _JUDGES: dict[str, Judge] = {
     "worker.free": Checks._worker_free,
     "scheduler.assertion": Checks._assertion,
     "desire.unknown": Checks._desire_unknown,
+    "graph.annotations_dropped": Checks._annotations_dropped,
     "network.drained": Checks._drained,
     "id.alloc": Checks._id_alloc,
     "future.put_rejected": Checks._put_rejected,

@@ -9,10 +9,11 @@ Signatures and behaviour are dask 2026.8.0's (``distributed/client.py``,
 
 The messages are dask's too, on dask's channels (``protocol/extensions.py``):
 every call is an RPC; the futures a reader gets are announced on its batched
-stream (``client-desires-keys``), and the put and — since PR 9217 (2026.6.0) — the
-delete first send the marker ``publish_flush_batched_send`` on the stream and wait
-for it on the scheduler.  Before PR 9217 (``unpublish_unordered``) the delete went
-at once, and the put waited by a ``publish_wait_flush`` RPC per name.
+stream (``client-desires-keys``), and the put — since PR 8577 (2024.4.2) — and the
+delete — since PR 9217 (2026.6.0) — first send the marker ``publish_flush_batched_send``
+on the stream and wait for it on the scheduler.  Before PR 9217 (``unpublish_unordered``)
+the delete went at once, and the put waited by a ``publish_wait_flush`` RPC per name;
+before PR 8577 (``publish_unordered``) the put went at once too.
 
 A dataset travels pickled, as over dask's network, so a reader's futures are new
 objects with a reference each (in-process dask hands back the very objects published,
@@ -70,6 +71,12 @@ def publish_dataset(client: Client, *args: Any, name: Any = None, override: bool
         data.extend(args[0].values())
     keys = [tuple(f.key for f in futures_of(d)) for d in data]
     blobs = [dumps(d) for d in data]
+    if client.cluster.variant.publish_unordered:
+        # Until PR 8577: a put per name, at once (it may overtake the graph on the stream).
+        for name_i, keys_i, blob in zip(names, keys, blobs, strict=True):
+            _raise(client._ask(m.PUBLISH_PUT, keys_i, names=[name_i], holds=[keys_i],
+                               data=[blob], override=override))
+        return
     uid = _marker(client)
     if client.cluster.variant.unpublish_unordered:
         # Until PR 9217: per name, an RPC that waits for the marker, then the put.

@@ -59,6 +59,14 @@ def cancel_then_same_key(client: Any) -> int:
     return g.result()
 
 
+def publish_right_after_submit(client: Any) -> int:
+    """PR 8577's test (``test_publish_submit_ordering``): publish a future just submitted with
+    an annotation (there ``resources=``, which the model does not carry; here ``retries=``)."""
+    f = client.submit(inc, 1, retries=2)
+    client.publish_dataset(f, name="foo")
+    return f.result()
+
+
 def get_then_unpublish(client: Any) -> int:
     """PR 9217's test (``test_publish_unpublish_wait_for_batched_comms``), its second race:
     the user takes a published dataset, then unpublishes it at once."""
@@ -134,6 +142,17 @@ RACES: dict[str, Race] = {r.name: r for r in (
          "FutureCancelledError: k cancelled for reason: unknown — on real dask in most runs "
          "(20 of 20 on 2026.8.0 here), the in-order one included",
          cancel_then_same_key, frozenset({"scenario_raised", "outcome_differs"})),
+    Race("8577", "publish right after submit: the put overtakes the graph, annotations dropped",
+         ("https://github.com/dask/distributed/pull/8577",),
+         "until 2024.4.1 (fixed in 2024.4.2, PR 8577)", "dask-2024.4.1",
+         ("dask-2024.4.2", "fixed"),
+         "publish_dataset's publish_put RPC overtakes the batched update-graph of the future it "
+         "publishes; its desire for published-<name> makes the unknown key's task (as every "
+         "release before PR 8827 did), and update_graph, finding the task made, gives it the "
+         "run spec but not the annotations, which it applies to new tasks only",
+         "the task runs without its annotations: resources, worker restrictions, retries "
+         "(PR 8577's test: the task's annotations came back {} instead of {'resources': …})",
+         publish_right_after_submit, frozenset({"annotations_dropped"})),
     Race("9217", "get_dataset, then unpublish: the delete overtakes the reader's claim",
          ("https://github.com/dask/distributed/pull/9217",),
          "until 2026.5.1 (fixed in 2026.6.0, PR 9217)", "dask-2026.5.1",
@@ -162,8 +181,6 @@ RACES: dict[str, Race] = {r.name: r for r in (
 
 #: Races of dask's history whose mechanisms the model does not carry, and what it lacks.
 NOT_MODELLED: dict[str, str] = {
-    "8577": "publish_put vs update-graph losing annotations (fixed in 2024.4.2): before the "
-            "oldest release modelled",
     "7583/6016": "cancel as an RPC overtaking update-graph (fixed in 2023.3.1 / 2022.5.1): "
                  "before the oldest release modelled",
     "7200/7348": "a resubmitted key accepting the first run's result (fixed in 2022.12.0): the "

@@ -56,12 +56,37 @@ def test_9217_is_a_hung_future_before_2026_6_and_none_after():
 
 
 @pytest.mark.parametrize("name,says", [("dask-2023.3.0", "cancel as an RPC"),
+                                       ("dask-2024.2.1", "tokens of futures"),
                                        ("dask-2027.1.0", "newer than today's"),
                                        ("dask-2024", "dask-<release>")])
 def test_a_release_outside_the_range_says_which_range_is_modelled(name, says):
     with pytest.raises(ProtocolError, match=says) as raised:
         get_variant(name)
-    assert "2024.4.2" in str(raised.value) and "2026.8.0" in str(raised.value)
+    assert "2024.3.0" in str(raised.value) and "2026.8.0" in str(raised.value)
+
+
+def test_8577_drops_the_annotations_before_2024_4_2_and_not_after():
+    """PR 8577 shipped in 2024.4.2: before, publish_put overtakes the graph; its desire makes
+    the task and update_graph gives it the run spec without ``retries``."""
+    assert get_variant("dask-2024.3.0").publish_unordered
+    assert get_variant("dask-2024.4.1").publish_unordered
+    assert not get_variant("dask-2024.4.2").publish_unordered
+    race = RACES["8577"]
+    [failure] = race.failures(race.find(first=True, processes=1))
+    assert failure.names == ("annotations_dropped",) and "runs without its retries" in str(
+        failure.violations[0])
+    run = replay(race.scenario, failure.schedule, keep_open=True)
+    try:
+        [ts] = run.cluster.scheduler.tasks.values()
+        assert (ts.retries, ts.run_spec["retries"], run.returned) == (0, None, "2")
+    finally:
+        run.cluster.close()
+    in_order = replay(race.scenario, failure.schedule.split(":")[0] + ":", keep_open=True)
+    try:
+        [ts] = in_order.cluster.scheduler.tasks.values()
+        assert (ts.retries, in_order.violations) == (2, [])
+    finally:
+        in_order.cluster.close()
 
 
 def test_8215_is_a_finding_in_order_and_the_smallest_fix_is_a_generation():

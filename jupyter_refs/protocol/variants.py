@@ -49,6 +49,14 @@ Both are needed: the property tests find lost futures with either one alone.
     created: the scheduler records a warning (``desire.unknown``) and reports
     the future cancelled, saying the key was unknown.
 
+``publish_unordered`` (releases before 2024.4.2, PR 8577)
+    ``publish_dataset``'s ``publish_put`` RPC goes at once, without the stream
+    marker: it can overtake the batched ``update-graph`` of the futures it
+    publishes.  Its desire then makes their tasks (``desire_creates``, as every
+    release then did), and when the graph comes, dask's ``update_graph`` gives
+    them the run spec but not the annotations (``retries``, ``workers``), which
+    it applies to the tasks it creates only (check ``annotations_dropped``).
+
 ``unpublish_unordered`` (releases before 2026.6.0, PR 9217)
     ``unpublish_dataset``'s ``publish_delete`` RPC does not wait for the client's
     stream: sent just after ``get_dataset``, it can overtake the batched
@@ -87,9 +95,12 @@ dask has since changed is a variant named for the last version that had it.
 model of that release of distributed: each change in :data:`HISTORY` (a mechanism
 the model carries, and the release that first shipped it, read with ``git tag
 --contains``) is switched on from its release.  Only releases from :data:`OLDEST`
-on are modelled: older ones differ in mechanisms the model does not carry (cancel
-as an RPC before 2023.3.1, PR 7583; published futures losing annotations before
-2024.4.2, PR 8577), and are refused with the range, not silently modelled as newer.
+on are modelled: older ones differ in mechanisms the model does not carry (futures'
+tokens not unique before 2024.3.0, PR 8569; retire_workers' heartbeat before 2024.2.1,
+PR 8522; cancel as an RPC before 2023.3.1, PR 7583), and are refused with the range,
+not silently modelled as newer.  Between 2024.3.0 and 2024.4.2, dask changed nothing
+else a zoo scenario uses (read with ``git log 2024.3.0..2024.4.2 -- distributed/``:
+restarts, p2p, scatter's choice among workers, the dashboard, in-process comms).
 """
 
 from __future__ import annotations
@@ -117,6 +128,7 @@ class ProtocolVariant:
     deserialized_claims: bool = False
     desire_creates: bool = False
     fire_and_forget_ended: bool = False
+    publish_unordered: bool = False
     unpublish_unordered: bool = False
     override_keeps_keys: bool = False
     get_desires: bool = False
@@ -178,6 +190,10 @@ class Change:
 
 #: dask's changes the model carries, oldest first.
 HISTORY = (
+    Change("2024.4.2", "https://github.com/dask/distributed/pull/8577",
+           "publish_dataset's RPC does not wait for the client's stream (it can overtake the "
+           "graph of the futures it publishes, whose annotations are then dropped)",
+           {"publish_unordered": True}),
     Change("2024.8.2", "https://github.com/dask/distributed/pull/8827",
            "a future deserialized in a task claims its key, and a claim on a forgotten key "
            "creates a ghost task", {"deserialized_claims": True, "desire_creates": True}),
@@ -187,7 +203,7 @@ HISTORY = (
            {"unpublish_unordered": True, "override_keeps_keys": True}),
 )
 #: The oldest release modelled, and the newest (today's ``dask``).
-OLDEST, NEWEST = "2024.4.2", "2026.8.0"
+OLDEST, NEWEST = "2024.3.0", "2026.8.0"
 _RELEASE = re.compile(r"dask-(\d{4}\.\d+\.\d+)")
 
 
@@ -205,8 +221,9 @@ def release_variant(name: str) -> ProtocolVariant | None:
     if not Version(OLDEST) <= version <= Version(NEWEST):
         raise ProtocolError(
             f"{name}: releases {OLDEST} to {NEWEST} of distributed are modelled"
-            + (f"; {match[1]} differs in mechanisms the model does not carry (cancel as an RPC "
-               "before 2023.3.1, published futures before 2024.4.2)"
+            + (f"; {match[1]} differs in mechanisms the model does not carry (tokens of "
+               "futures not unique before 2024.3.0, retire_workers' heartbeat before 2024.2.1, "
+               "cancel as an RPC before 2023.3.1)"
                if version < Version(OLDEST) else f"; {match[1]} is newer than today's dask"))
     flags: dict = {}
     for change in HISTORY:
@@ -221,7 +238,7 @@ ALIASES = {"legacy": DASK}
 #: Every name ``protocol=`` takes (magics and the command line offer these).
 PROTOCOL_NAMES = sorted([*VARIANTS, *ALIASES])
 PROTOCOL_HELP = ("dask (today's), dask-2024.7 (before PR 8827: ghost tasks), racy-ids "
-                 "(non-atomic ids), fixed, or dask-<release> (2024.4.2 to 2026.8.0); "
+                 "(non-atomic ids), fixed, or dask-<release> (2024.3.0 to 2026.8.0); "
                  "legacy = dask")
 
 
