@@ -181,14 +181,24 @@ RACES: dict[str, Race] = {r.name: r for r in (
 
 #: Races of dask's history whose mechanisms the model does not carry, and what it lacks.
 NOT_MODELLED: dict[str, str] = {
-    "7583/6016": "cancel as an RPC overtaking update-graph (fixed in 2023.3.1 / 2022.5.1): "
-                 "before the oldest release modelled",
-    "7200/7348": "a resubmitted key accepting the first run's result (fixed in 2022.12.0): the "
-                 "model has run ids in every release it models",
+    "7583": "cancel as an RPC (fixed in 2023.3.1): until then Client.cancel awaited a cancel RPC "
+            "whose handler polled up to 1 s for the key to be known and wanted, so a cancel "
+            "sent right after submit overtook its update-graph; before the oldest release "
+            "modelled (2024.3.0)",
+    "6016": "one client's cancel cancelling another's future (fixed in 2022.5.1): until then "
+            "cancel_key reported cancelled-key to every client whether it cancelled the key or "
+            "not (who_wants == {client} guarded only the dependents), and its retry dropped "
+            "force=; an order decides only whether the other client's graph came first; before "
+            "the oldest release modelled",
+    "7200/7348": "a stale task-finished accepted by a resubmitted, queued task (fixed in "
+                 "2022.12.0, PR 7348: queued joins released among the states that ignore it); "
+                 "run ids signed compute-task only from 2023.1.1 (PR 7463) and task-erred from "
+                 "2023.7.0 (PR 7933); the model has no queued state and has run ids in every "
+                 "release it models",
     "5370/5379": "a late steal-response moving a re-processed task (fixed in 2021.10.0): before "
                  "the oldest release modelled",
     "1132/1133": "Variable / Queue get overtaken by a set (fixed in 1.17.0): before the oldest "
                  "release modelled",
     "8522": "retire_workers' heartbeat between remove_worker and the close (fixed in 2024.2.1): "
-            "before the oldest release modelled",
+            "the model does not retire workers, and the release is before the oldest modelled",
 }
