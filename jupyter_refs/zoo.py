@@ -155,7 +155,7 @@ RACES: dict[str, Race] = {r.name: r for r in (
          publish_right_after_submit, frozenset({"annotations_dropped"})),
     Race("9217", "get_dataset, then unpublish: the delete overtakes the reader's claim",
          ("https://github.com/dask/distributed/pull/9217",),
-         "until 2026.5.1 (fixed in 2026.6.0, PR 9217)", "dask-2026.5.1",
+         "until 2026.3.0 (fixed in 2026.6.0, PR 9217; no release between)", "dask-2026.3.0",
          ("dask-2026.6.0", "dask", "fixed"),
          "get_dataset binds the dataset's futures and announces them with client-desires-keys "
          "on the batched stream; unpublish_dataset's publish_delete RPC overtakes it and "

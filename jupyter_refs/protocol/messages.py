@@ -52,7 +52,7 @@ PUBLISH_PUT = "publish_put"
 PUBLISH_GET = "publish_get"
 PUBLISH_DELETE = "publish_delete"
 PUBLISH_LIST = "publish_list"
-PUBLISH_WAIT_FLUSH = "publish_wait_flush"  # 2024.4.2 to 2026.5.1: wait for the marker
+PUBLISH_WAIT_FLUSH = "publish_wait_flush"  # 2024.4.2 to 2026.3.0: wait for the marker
 QUERY_REPLY = "reply"
 # scheduler -> worker
 UPDATE_DATA = "update-data"  # RPC: the worker put of a scatter
