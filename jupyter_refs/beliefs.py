@@ -18,6 +18,7 @@ one read back from a file.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -25,6 +26,8 @@ from typing import Any
 
 from . import events as ev
 from .focus import Focus
+from .protocol import messages as m
+from .protocol.messages import CONNECTION_LOST
 from .trace import ACTOR, EXTRA, KEY, KIND, MSG_ID, OP, Batch, Trace
 
 # Where each update's values sit in an event's ``extra``, read from the declarations
@@ -56,9 +59,7 @@ _COPIES = ("worker.put", "worker.free")
 #: Operations a client sends that may start a hold of their keys.
 DESIRES = ("scatter", "update-graph", "client-desires-keys")
 #: The sends whose keys the beliefs note (see ``Beliefs._sent_about_holds``).
-_ABOUT_HOLDS = frozenset({*DESIRES, "client-releases-keys", "cancel-keys"})
-#: The reason a future is cancelled when the scheduler dropped its client's connection.
-CONNECTION_LOST = "scheduler-connection-lost"
+_ABOUT_HOLDS = frozenset({*DESIRES, m.CLIENT_RELEASES_KEYS, m.CANCEL_KEYS})
 
 #: A judge of the checks: ``judge(checks, beliefs, seq, row)`` (see ``Beliefs.apply``).
 Judge = Callable[[Any, "Beliefs", int, tuple], None]
@@ -101,7 +102,10 @@ class Beliefs:
         #: long trace (a million-task map) the oldest quiet keys are erased, and memory is
         #: bounded by the keys in play rather than by every key ever seen.
         self.quiet_limit = quiet_limit
-        self._quiet: dict[str, None] = {}  # insertion-ordered: the oldest quiet key first
+        # The oldest quiet key first.  An OrderedDict, not a dict: a dict used as a queue
+        # keeps the slots of the keys taken from its front until it resizes, and finding its
+        # first key walks them — 46 µs a key, the whole merge's growth, at 40,000 tasks.
+        self._quiet: OrderedDict[str, None] = OrderedDict()
         self._on_erase = on_erase
         #: Every actor that appears in a (client, key) pair below: the pairs to erase.
         self._pair_clients: set[str] = set()
@@ -307,7 +311,7 @@ class Beliefs:
             # A message that may start a hold (only clients send these, whatever their name).
             for key in row[EXTRA][_MSG_KEYS]:
                 self.desired_by[(sender, key)] = (msg_id, seq, op)
-        elif op == "client-releases-keys":
+        elif op == m.CLIENT_RELEASES_KEYS:
             for key in row[EXTRA][_MSG_KEYS]:
                 self.released_by[(sender, key)] = (msg_id, seq)
         else:  # cancel-keys
@@ -395,11 +399,10 @@ class Beliefs:
     def _quiet_key(self, key: str) -> None:
         """``key`` is quiet now: past ``quiet_limit`` quiet keys, erase the oldest one."""
         quiet = self._quiet
-        quiet.pop(key, None)
         quiet[key] = None
+        quiet.move_to_end(key)
         if len(quiet) > self.quiet_limit:
-            oldest = next(iter(quiet))
-            del quiet[oldest]
+            oldest = quiet.popitem(last=False)[0]
             if oldest in self.forgotten and not self.holders.get(oldest):  # still quiet
                 self._erase(oldest)
 

@@ -60,16 +60,25 @@ and judges what it made true.
 Each violation is recorded in the trace (kind ``violation``) and kept in
 :attr:`Checks.violations`, naming the first event that broke the invariant
 and explaining, in words a student can follow, what each side believed.
+
+**Invariants of one's own.**  An :data:`Invariant` is a function of what each side
+believes about one key (a :class:`KeyRefs`, as the refs table shows it) that returns None
+while all is well, or a sentence saying what is wrong.  :func:`judge` runs invariants over
+a finished trace, after every event about a key, and reports each as a :class:`Violation`
+named after its function, at the event that first made it true (once per episode: again
+only after it held in between); ``explore(..., invariants=[f])`` judges every run with it,
+so a student's invariant becomes a finding like the ones above.  It sees the beliefs, not
+the protocol's state, so it judges a trace of real dask as well.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from . import events as ev
 from .beliefs import (
-    CONNECTION_LOST,
     DESIRE_CLIENT,
     DESIRE_CREATED,
     FINISH,
@@ -85,9 +94,14 @@ from .beliefs import (
     KeyRefs,
 )
 from .protocol import messages as m
+from .protocol.messages import CONNECTION_LOST
 from .trace import ACTOR, EXTRA, KEY, THREAD, Batch, Trace
 
-__all__ = ["Checks", "KeyRefs", "Violation"]
+__all__ = ["NAMES", "Checks", "Invariant", "KeyRefs", "Violation", "judge"]
+
+#: The checks' names (a violation's ``name``): an invariant of one's own takes another.
+NAMES = frozenset({"dangling_future", "spurious_cancel", "id_collision", "set_twice", "ghost_task",
+                   "leaked_key", "refcount_mismatch"})
 
 # Where the judges' other values sit in an event's ``extra`` (events.py); the beliefs' own are theirs.
 _ASSERTION_TEXT = ev.SCHEDULER_ASSERTION.at("message")
@@ -134,7 +148,6 @@ def quiet_limit_for(max_events: int) -> int:
 
 
 _CLOSED_STATES = {"cancelled", "lost", "error"}
-_FIRE_AND_FORGET = "fire-and-forget"  # dask's pseudo-client (``distributed/client.py``)
 
 
 class Checks:
@@ -299,7 +312,7 @@ class Checks:
     def _desire_applied(self, b: Beliefs, seq: int, row: tuple) -> None:
         key, extra = row[KEY], row[EXTRA]
         client, created = extra[DESIRE_CLIENT], extra[DESIRE_CREATED]
-        if client == _FIRE_AND_FORGET and b.sched.get(key) in ("memory", "erred"):
+        if client == m.FIRE_AND_FORGET and b.sched.get(key) in ("memory", "erred"):
             self._late_ff.setdefault(key, seq)
         # What the scheduler had done with the key before this desire re-created it.
         release = b.forgotten_by.get(key) if created and key in b.forgotten else None
@@ -315,7 +328,7 @@ class Checks:
         # A desire comes on the client's stream, or inside an RPC (Variable.set before PR 8827).
         op = receiving[1] if receiving else m.CLIENT_DESIRES_KEYS
         via = f"{client}'s stream" if op == m.CLIENT_DESIRES_KEYS else f"the {op} RPC"
-        if release and release[1] == "client-releases-keys":
+        if release and release[1] == m.CLIENT_RELEASES_KEYS:
             sender = release[3]
             before = (f"The scheduler had forgotten {key} when {sender}'s client-releases-keys "
                       f"(msg #{release[0]}) emptied who_wants; that release travelled on "
@@ -473,7 +486,7 @@ class Checks:
                             "value cannot be fetched and no message in flight will bring it back.")
         if self._late_ff:
             for key, first in list(self._late_ff.items()):
-                if (b.who_wants.get(key) == (_FIRE_AND_FORGET,)
+                if (b.who_wants.get(key) == (m.FIRE_AND_FORGET,)
                         and b.sched.get(key) in ("memory", "erred")):
                     del self._late_ff[key]
                     self._report(
@@ -483,7 +496,7 @@ class Checks:
                         "scheduler lets go of a fire-and-forget key only when the task finishes, "
                         "which has already happened: the result stays on its worker, wanted by no "
                         "one, for the life of the cluster.")
-                elif _FIRE_AND_FORGET not in b.who_wants.get(key, ()):
+                elif m.FIRE_AND_FORGET not in b.who_wants.get(key, ()):
                     del self._late_ff[key]
         if self._cancelled:
             for (client, key), first in list(self._cancelled.items()):
@@ -609,7 +622,7 @@ class Checks:
     def _overtaken(b: Beliefs, client: str, key: str, release: tuple | None) -> str:
         """Why a release that forgot ``key`` was late, if it was sent before the client's last desire."""
         desire = b.desired_by.get((client, key))
-        if not (release and release[1] == "client-releases-keys" and desire
+        if not (release and release[1] == m.CLIENT_RELEASES_KEYS and desire
                 and release[2] < desire[1]):
             return ""
         return (f"{client} sent client-releases-keys for {key} (msg #{release[0]}) before it "
@@ -655,3 +668,50 @@ _JUDGES: dict[str, Judge] = {
     "future.put_rejected": Checks._put_rejected,
     "focus.changed": Checks._refocus,
 }
+
+
+#: An invariant of one's own: what each side believes about one key -> None, or what is wrong.
+Invariant = Callable[[KeyRefs], str | None]
+
+
+def invariant_name(invariant: Invariant) -> str:
+    """The name an invariant's violations carry: its function's (refused if a check has it)."""
+    name = getattr(invariant, "__name__", None)
+    if not callable(invariant) or not name or name == "<lambda>":
+        raise ValueError("an invariant is a named function of a KeyRefs (def my_check(key): ...)")
+    if name in NAMES:
+        raise ValueError(f"{name!r} is the name of one of the checks: give the invariant its own")
+    return name
+
+
+def judge(trace: Trace, invariants: Sequence[Invariant]) -> list[Violation]:
+    """Run ``invariants`` over ``trace``: after each event about a key, each is asked about
+    that key; a violation is reported when one first answers (again after it answered None).
+
+    An invariant that raises is a violation of its own, with the exception as the
+    explanation: the student sees their bug where it happened, and the run goes on.
+    """
+    named = [(invariant_name(f), f) for f in invariants]
+    beliefs = Beliefs()
+    found: list[Violation] = []
+    broken: set[tuple[str, str]] = set()  # (name, key) reported and still answering
+    batch = trace.batch(0)
+    for seq, row in enumerate(batch.rows, batch.start):
+        beliefs.apply(Batch(seq, [row], 0))
+        key = row[KEY]
+        if key is None:
+            continue
+        [refs] = beliefs.snapshot([key])
+        for name, invariant in named:
+            try:
+                said = invariant(refs)
+            except Exception as exc:  # noqa: BLE001 - the student's bug, reported as found
+                said = f"the invariant raised {type(exc).__name__}: {exc}"
+            episode = (name, key)
+            if not said:
+                broken.discard(episode)
+            elif episode not in broken:
+                broken.add(episode)
+                client = next(iter(refs.clients), None)
+                found.append(Violation(name, key, client, seq, seq, str(said)))
+    return found

@@ -1,36 +1,125 @@
-"""What the lessons share: "predict, then run" cells, and telling the forms of #8576 apart.
+"""What the lessons share: predictions that commit, hidden solutions, goals to play, and telling
+the forms of #8576 apart.
 
-A lesson asks the student to write a guess in one cell (``guess = ...``) and checks it in the
-next, after the experiment has run. The check never raises: a lesson executed top to bottom in CI
-leaves every guess at ``...`` and still has to run through, so an unanswered guess prints the
-answer instead of failing. The printed line always holds the true answer, so CI can assert it.
+* **Predict, then run.** A prediction cell reads ``guess = course.predict(..., "01-state")``: it
+  raises a one-line :class:`NoGuessError` until the student writes a guess in place of the
+  ``...``, so "Run All" stops there instead of running past the question.  A later cell checks
+  it with :func:`check`, which prints a sentence (the true answer always in it, so a test can
+  assert it) and returns nothing, so no cell echoes a bare value.
+* **Solutions run on purpose.** An exercise's solution cell starts with ``%%solution 1``: it does
+  not run (it says how to) until the student changes that line to ``%%solution 1 run``.
+* **Tests fill the guesses.** With :data:`ANSWERS_ENV` naming a file of answers (a Python dict
+  literal, name → guess), every unanswered ``predict`` returns the file's answer and every
+  ``%%solution`` cell runs: a lesson runs end to end and its checks and solutions still run.
+* **Be the scheduler.** :func:`goal` starts a game on a manual network (``views/game.py``).
 """
 
 from __future__ import annotations
 
+import ast
+import os
+from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .trace import Trace
+    from .views.game import Game
 
-__all__ = ["check", "form_of_8576"]
+__all__ = ["ANSWERS_ENV", "NoGuessError", "check", "form_of_8576", "goal", "predict"]
+
+#: Names a file of answers that the tests use to fill every prediction and run every solution.
+ANSWERS_ENV = "JUPYTER_REFS_COURSE_ANSWERS"
 
 
-def check(guess: Any, actual: Any, *, why: str = "") -> bool:
-    """Print how ``guess`` compares with ``actual`` and return whether they agree.
+class NoGuessError(Exception):
+    """A prediction cell run before the student wrote a guess."""
 
-    ``guess`` left as ``...`` (or ``None``) means the student did not answer: the answer is
-    shown. Strings compare without case or surrounding blanks, since "Forgotten" and
-    "forgotten " are the same guess.
+    def _render_traceback_(self) -> list[str]:
+        # IPython shows this instead of a traceback: the one line is the whole message.
+        return [f"{type(self).__name__}: {self}"]
+
+
+def _answers() -> dict[str, Any] | None:
+    path = os.environ.get(ANSWERS_ENV)
+    if not path:
+        return None
+    return ast.literal_eval(Path(path).read_text())
+
+
+def predict(guess: Any, name: str) -> Any:
+    """The student's guess for the prediction ``name``; raises while it is still ``...``.
+
+    >>> guess = course.predict("forgotten", "01-state")
     """
-    if guess is ... or guess is None:
-        verdict, agreed = "no guess yet", False
+    if guess is not ...:  # None is a guess: a future's status can be None
+        return guess
+    answers = _answers()
+    if answers is not None:
+        if name not in answers:
+            raise NoGuessError(f"the answers file {os.environ[ANSWERS_ENV]} has no {name!r}")
+        return answers[name]
+    raise NoGuessError(f"prediction {name!r}: write your guess in place of the ... in this cell, "
+                       "then run it again (a wrong guess is fine; no guess is not)")
+
+
+def check(guess: Any, actual: Any, *, why: str = "") -> None:
+    """Print how ``guess`` compares with ``actual``, the true answer always in the line.
+
+    ``guess`` left as ``...`` means the student did not answer: the answer is shown.  Strings
+    compare without case or surrounding blanks, since "Forgotten" and "forgotten " are the same
+    guess.  Returns nothing: a check is read, not computed with.
+    """
+    if guess is ...:
+        verdict = "no guess yet"
+    elif _norm(guess) == _norm(actual):
+        verdict = "right"
     else:
-        agreed = _norm(guess) == _norm(actual)
-        verdict = "right" if agreed else f"not quite: you guessed {guess!r}"
+        verdict = f"not quite: you guessed {guess!r}"
     line = f"[{verdict}] the answer: {actual!r}"
     print(line + (f" ({why})" if why else ""))
-    return agreed
+
+
+def goal(scenario: Callable[[Any], Any], *, check: str, within: int, protocol: str = "dask",
+         text: str = "", workers: int = 1) -> Game:
+    """A game: ``scenario(client)`` runs on a fresh cluster with a manual network, and the
+    student delivers its messages until the checks flag ``check`` — in at most ``within``
+    deliveries to win.  'start again' runs the scenario on a new cluster.
+
+    What ``scenario`` returns (the user's futures) is kept alive while the game is played.
+    """
+    from .cluster import Cluster
+    from .views.game import Game, Goal
+
+    target = Goal(check, within, text)
+
+    def start() -> tuple[Any, Any]:
+        cluster = Cluster(protocol=protocol, workers=workers, network="manual")
+        client = cluster.client()
+        return cluster, (client, scenario(client))
+
+    return Game(target, start)
+
+
+def load_magics(shell: Any) -> None:
+    """Register ``%%solution`` (called by ``%load_ext jupyter_refs``)."""
+    from IPython.core.magic import Magics, cell_magic, magics_class
+
+    @magics_class
+    class CourseMagics(Magics):
+        @cell_magic
+        def solution(self, line: str, cell: str) -> None:
+            """``%%solution N``: the solution to exercise N, run only as ``%%solution N run``."""
+            words = line.split()
+            name = words[0] if words else "?"
+            if "run" not in words[1:] and _answers() is None:
+                print(f"Exercise {name}'s solution is in this cell, hidden and not run. Try the "
+                      f"exercise first; then open the cell and change its first line to "
+                      f"`%%solution {name} run`.")
+                return
+            self.shell.run_cell(cell, store_history=False).raise_error()
+
+    shell.register_magics(CourseMagics)
 
 
 def _norm(value: Any) -> Any:

@@ -154,7 +154,7 @@ RELEASE_APPLIED = _kind(
     doc="A client's release took it out of the key's who_wants.")
 RELEASE_STALE = _kind(
     "release.stale", "client", "gen", "current_gen", source="scheduler", actor=("client",),
-    doc="A release of an older generation was ignored (fixed protocol).")
+    doc="A release of an older generation was ignored (fixed protocol, or a protocol's rule).")
 SCATTER_STALE = _kind(
     "scatter.stale", "client", "gen", "current_gen", source="scheduler", actor=("client",),
     doc="A scatter of an older generation was ignored (fixed protocol).")

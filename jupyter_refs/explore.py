@@ -60,9 +60,10 @@ from typing import Any
 
 from . import arguments, interrupts
 from .beliefs import Beliefs
-from .checks import Violation
+from .checks import Invariant, Violation, invariant_name
+from .checks import judge as judge_invariants
 from .cluster import Cluster
-from .errors import JupyterRefsError, LivelockError
+from .errors import ArgumentTypeError, ArgumentValueError, JupyterRefsError, LivelockError
 from .network import Chooser
 from .protocol.messages import EXECUTE, Message
 from .protocol.variants import ALIASES, VARIANTS, ProtocolVariant, is_registered, release_variant
@@ -420,7 +421,8 @@ def _wakes(sleeper: str, actor: str) -> bool:
 def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str, prefix: Sequence[int],
          strict: bool, entry_sleep: frozenset = frozenset(), explored: frozenset = frozenset(),
          rng: random.Random | None = None, capacity: int = 100_000, keep_open: bool = False,
-         clients: int | None = None, baseline: Outcome | None = None, judge: bool = True) -> Run:
+         clients: int | None = None, baseline: Outcome | None = None, judge: bool = True,
+         invariants: Sequence[Invariant] = ()) -> Run:
     """One run: follow ``prefix``, then the oldest awake message (or ``rng``) at each decision.
 
     At the prefix's last decision the node is re-entered with ``entry_sleep`` asleep and
@@ -446,6 +448,10 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
                             "decisions")
     picks = [d.pick for d in decisions]
     violations = [] if pruned else cluster.violations
+    if invariants and not pruned:
+        # Invariants of one's own (checks.judge) after the checks' own: the first violation
+        # still names what the checks saw, and a run only they flag fails with theirs.
+        violations += judge_invariants(cluster.trace, invariants)
     if not keep_open:
         cluster.close()
     run = Run((protocol_name(protocol), fp, workers, n_clients), picks, decisions,
@@ -742,7 +748,8 @@ def explore(scenario: Scenario, protocol: str | ProtocolVariant = "dask",
             bound: int = 2, seed: int = 0, workers: int = 1, reduce: bool = True,
             sample: bool = True, first: bool = False,
             progress: Callable[[int, int, int], None] | None = None,
-            processes: int | None = None) -> ExploreResult:
+            processes: int | None = None,
+            invariants: Sequence[Invariant] = ()) -> ExploreResult:
     """Run ``scenario`` under many delivery orders; group the failures, smallest first.
 
     ``sample=False`` stops once the bounded space is exhausted (no random runs);
@@ -752,6 +759,8 @@ def explore(scenario: Scenario, protocol: str | ProtocolVariant = "dask",
     The result depends on ``seed`` and ``processes``, never on timing.
     ``protocol`` is a registered name or a :class:`ProtocolVariant` of one's own (its
     ``name`` goes into the schedule strings; ``replay`` then needs the same variant).
+    ``invariants`` are functions of one's own that judge each run beside the checks (see
+    :func:`jupyter_refs.checks.judge`): a run one of them flags fails, named after it.
     """
     # Every argument is refused before anything runs (arguments.py).
     arguments.scenario(scenario)
@@ -765,16 +774,31 @@ def explore(scenario: Scenario, protocol: str | ProtocolVariant = "dask",
         arguments.flag(value, name)
     arguments.function(progress, "progress", "a function (done, total, failures)", none=True)
     processes = default_processes() if processes is None else arguments.count(processes, "processes")
+    invariants = _invariants(invariants)
     fp = fingerprint(scenario)
     start = time.perf_counter()
     collecting = gc.isenabled()
     gc.disable()  # every run leaves young cycles (a cluster and its actors): collect in bulk
     try:
         return _explore(scenario, protocol, max_schedules, bound, seed, workers, reduce, sample,
-                        first, progress, fp, start, processes)
+                        first, progress, fp, start, processes, invariants)
     finally:
         if collecting:
             gc.enable()
+
+
+def _invariants(invariants: Sequence[Invariant]) -> tuple[Invariant, ...]:
+    """``invariants`` as a tuple, each refused before anything runs if it has no name of its own."""
+    if callable(invariants) or isinstance(invariants, (str, bytes)):
+        raise ArgumentTypeError("invariants must be a list of functions, not one")
+    invariants = tuple(invariants)
+    try:
+        names = [invariant_name(f) for f in invariants]
+    except ValueError as exc:
+        raise ArgumentValueError(str(exc)) from None
+    if len(set(names)) != len(names):
+        raise ArgumentValueError(f"two invariants share a name: {names}")
+    return invariants
 
 
 def _group(run: Run) -> tuple:
@@ -867,13 +891,15 @@ class _Tally:
 def _explore(scenario: Scenario, protocol: str | ProtocolVariant, max_schedules: int, bound: int, seed: int,
              workers: int, reduce: bool, sample: bool, first: bool,
              progress: Callable[[int, int, int], None] | None, fp: str,
-             start: float, processes: int = 1) -> ExploreResult:
+             start: float, processes: int = 1, invariants: tuple = ()) -> ExploreResult:
     """The bounded search, then random runs with what budget is left (shared among processes)."""
     tally = _Tally(max_schedules, progress)
-    exhaustive, pruned = _search(scenario, protocol, workers, fp, bound, reduce, first, tally)
+    exhaustive, pruned = _search(scenario, protocol, workers, fp, bound, reduce, first, tally,
+                                 invariants)
     found = first and tally.found()
     left = max_schedules - tally.runs if exhaustive and sample and not found else 0
-    sampled = _sample_runs(scenario, protocol, workers, fp, seed, left, first, processes, tally)
+    sampled = _sample_runs(scenario, protocol, workers, fp, seed, left, first, processes, tally,
+                           invariants)
     tally.settle()
     failures = sorted(tally.groups.values(), key=lambda f: _size(f.run))
     return ExploreResult(getattr(scenario, "__name__", "scenario"), protocol_name(protocol), bound,
@@ -882,7 +908,7 @@ def _explore(scenario: Scenario, protocol: str | ProtocolVariant, max_schedules:
 
 
 def _search(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str, bound: int,
-            reduce: bool, first: bool, tally: _Tally) -> tuple[bool, int]:
+            reduce: bool, first: bool, tally: _Tally, invariants: tuple = ()) -> tuple[bool, int]:
     """Depth-first over the orders within each bound from 0 up to ``bound``: whether every
     order within ``bound`` was covered, and how many runs the sleep sets pruned.
 
@@ -894,7 +920,8 @@ def _search(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, f
     """
     pruned = 0
     for b in range(bound + 1):
-        exhaustive, cut, p = _pass(scenario, protocol, workers, fp, b, reduce, first, tally)
+        exhaustive, cut, p = _pass(scenario, protocol, workers, fp, b, reduce, first, tally,
+                                   invariants)
         pruned += p
         if not exhaustive or (first and tally.found()):
             return False, pruned
@@ -904,7 +931,8 @@ def _search(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, f
 
 
 def _pass(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str, bound: int,
-          reduce: bool, first: bool, tally: _Tally) -> tuple[bool, bool, int]:
+          reduce: bool, first: bool, tally: _Tally, invariants: tuple = ()
+          ) -> tuple[bool, bool, int]:
     """One depth-first pass at ``bound``: whether it was exhausted, whether the bound cut an
     order, and how many runs the sleep sets pruned.  A run delaying fewer than ``bound``
     messages was counted by an earlier pass; it is made again only to backtrack from."""
@@ -916,7 +944,8 @@ def _pass(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp:
     while tally.runs < tally.max_schedules:
         in_order = not tally.runs
         run = _run(scenario, protocol, workers, fp, prefix, strict=False, entry_sleep=entry_sleep,
-                   explored=tried, baseline=tally.outcome, judge=not in_order)
+                   explored=tried, baseline=tally.outcome, judge=not in_order,
+                   invariants=invariants)
         if in_order:
             # The first run is the in-order one (the oldest message first at every decision):
             # the baseline.  Raised before any decision, no order can avoid it.
@@ -944,7 +973,8 @@ def _pass(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp:
 
 
 def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str,
-                 seed: int, left: int, first: bool, processes: int, tally: _Tally) -> int:
+                 seed: int, left: int, first: bool, processes: int, tally: _Tally,
+                 invariants: tuple = ()) -> int:
     """``left`` random runs: a share in each forked helper, the rest here; how many were run.
 
     A helper's failures come back as picks, replayed here so that each has its trace.
@@ -960,7 +990,7 @@ def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: i
             shield = interrupts.enter()
             try:
                 forked.append(_fork(scenario, protocol, workers, fp, f"{seed}/{i}", share,
-                                    baseline))
+                                    baseline, invariants))
             finally:
                 interrupts.leave(shield)
         rng = random.Random(seed)
@@ -968,7 +998,7 @@ def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: i
         sampled = 0
         while mine > 0 and not (first and tally.found()):
             run = _run(scenario, protocol, workers, fp, [], strict=False, rng=rng,
-                       baseline=baseline)
+                       baseline=baseline, invariants=invariants)
             sampled += 1
             mine -= 1
             tally.count(run)
@@ -980,7 +1010,7 @@ def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: i
             sampled += done
             for count, _, picks in found.values():
                 tally.record(_run(scenario, protocol, workers, fp, picks, strict=True,
-                                  baseline=baseline), count)
+                                  baseline=baseline, invariants=invariants), count)
     finally:
         _reap(forked)  # interrupted, or a run raised: no helper outlives the search
     if helpers and tally.progress is not None:
@@ -989,14 +1019,16 @@ def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: i
 
 
 def _sample(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str, seed: str,
-            n: int, baseline: Outcome | None) -> tuple[int, dict[tuple, tuple[int, tuple, list[int]]]]:
+            n: int, baseline: Outcome | None, invariants: tuple = ()
+            ) -> tuple[int, dict[tuple, tuple[int, tuple, list[int]]]]:
     """``n`` random runs: how many raised as the in-order run did, and per failure group how
     many, and the size and picks of the smallest."""
     rng = random.Random(seed)
     found: dict[tuple, tuple[int, tuple, list[int]]] = {}
     same = 0
     for i in range(n):
-        run = _run(scenario, protocol, workers, fp, [], strict=False, rng=rng, baseline=baseline)
+        run = _run(scenario, protocol, workers, fp, [], strict=False, rng=rng, baseline=baseline,
+                   invariants=invariants)
         same += not run.failed and run.raised is not None
         if run.failed:
             group, size = _group(run), _size(run)
@@ -1010,7 +1042,7 @@ def _sample(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, f
 
 
 def _fork(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str, seed: str, n: int,
-          baseline: Outcome | None) -> tuple[Any, Any]:
+          baseline: Outcome | None, invariants: tuple = ()) -> tuple[Any, Any]:
     """Start ``_sample`` in a forked copy of this process; returns its process and pipe end.
 
     The copy writes nothing (a scenario's prints would repeat once per run) and leaves
@@ -1025,7 +1057,8 @@ def _fork(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp:
         code = 0
         try:
             sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - dies with the process
-            send.send(("ok", n, *_sample(scenario, protocol, workers, fp, seed, n, baseline)))
+            send.send(("ok", n, *_sample(scenario, protocol, workers, fp, seed, n, baseline,
+                                         invariants)))
         except BaseException:  # noqa: BLE001 - reported as a failed helper, never raised here
             code = 1
         finally:
@@ -1108,7 +1141,8 @@ def _backtrack(run: Run, bound: int, reduce: bool = True, cut: list[bool] | None
 
 
 def replay(scenario: Scenario, schedule: str, workers: int | None = None,
-           keep_open: bool = False, protocol: ProtocolVariant | None = None) -> Run:
+           keep_open: bool = False, protocol: ProtocolVariant | None = None,
+           invariants: Sequence[Invariant] = ()) -> Run:
     """Rerun the run ``schedule`` names; raises :class:`ScheduleError` if it is not this scenario's.
 
     The cluster has the workers and clients the schedule names (one of each for a
@@ -1117,6 +1151,7 @@ def replay(scenario: Scenario, schedule: str, workers: int | None = None,
     With ``keep_open`` the replayed cluster stays usable (past the schedule, the oldest
     deliverable message goes first).  A schedule explored under a :class:`ProtocolVariant`
     of one's own replays with that variant as ``protocol`` (the string names it only).
+    ``invariants`` judge the run as :func:`explore` judges each (after the checks').
     """
     arguments.scenario(scenario)
     arguments.text(schedule, "schedule")
@@ -1147,7 +1182,8 @@ def replay(scenario: Scenario, schedule: str, workers: int | None = None,
                             f"this scenario takes {arity}")
     length = max(devs) + 1 if devs else 0
     prefix = [devs.get(i, 0) for i in range(length)]
-    return _run(scenario, protocol, parsed.workers, fp, prefix, strict=True, keep_open=keep_open)
+    return _run(scenario, protocol, parsed.workers, fp, prefix, strict=True, keep_open=keep_open,
+                invariants=_invariants(invariants))
 
 
 def cell_scenario(source: str, namespace: dict[str, Any], client_name: str = "client",

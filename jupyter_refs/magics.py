@@ -831,4 +831,7 @@ def load(shell: Any) -> RefsMagics:
     shell.configurables.append(magics)
     magics.lab = LabChannel()
     shell.events.register("post_run_cell", magics.after_cell)
+    from .course import load_magics
+
+    load_magics(shell)  # the lessons' %%solution
     return magics

@@ -25,7 +25,7 @@ from typing import Any
 from .client import Client, Future
 from .cluster import current_run
 from .protocol import messages as m
-from .protocol.scheduler import FIRE_AND_FORGET
+from .protocol.messages import FIRE_AND_FORGET
 
 
 def _current(what: str):

@@ -6,6 +6,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from queue import Empty
 
 from jupyter_refs import Cluster
@@ -178,3 +179,16 @@ def is_patch(msg: dict) -> bool:
     """A bokeh document patch (one timeline update) sent over a widget comm."""
     return msg["msg_type"] == "comm_msg" and "PATCH-DOC" in str(
         msg["content"]["data"].get("content", {}).get("payload", ""))
+
+
+#: The answers the notebook tests fill the lessons' predictions with (``jupyter_refs.course``).
+COURSE_ANSWERS = Path(__file__).resolve().parent / "course_answers.txt"
+
+
+def lesson_env() -> dict[str, str]:
+    """The environment a lesson's kernel runs in under test: this tree's jupyter_refs, and the
+    answers file, so every prediction is filled and every ``%%solution`` runs."""
+    from jupyter_refs.course import ANSWERS_ENV
+
+    root = str(Path(__file__).resolve().parents[1])
+    return {"PYTHONPATH": root, ANSWERS_ENV: str(COURSE_ANSWERS)}

@@ -1,4 +1,5 @@
-"""The lessons' helpers: the predict-then-run check (never raises, always prints the answer)
+"""The lessons' helpers: predictions that commit (``predict`` raises until there is a guess; tests
+fill them from an answers file), the check (prints a sentence, returns nothing), ``%%solution``,
 and the form of #8576 read from a trace."""
 
 from __future__ import annotations
@@ -7,23 +8,62 @@ import pytest
 from helpers import inc
 
 from jupyter_refs import explore, replay
-from jupyter_refs.course import check, form_of_8576
+from jupyter_refs.course import ANSWERS_ENV, NoGuessError, check, form_of_8576, predict
 from jupyter_refs.explore import fingerprint
 
 
 def test_an_unanswered_guess_prints_the_answer(capsys):
-    assert check(..., "forgotten") is False
+    assert check(..., "forgotten") is None  # a cell ending in a check echoes nothing
     assert capsys.readouterr().out == "[no guess yet] the answer: 'forgotten'\n"
 
 
 def test_a_right_guess_ignores_case_and_blanks(capsys):
-    assert check(" Forgotten", "forgotten", why="the release won") is True
+    check(" Forgotten", "forgotten", why="the release won")
     assert capsys.readouterr().out == "[right] the answer: 'forgotten' (the release won)\n"
 
 
 def test_a_wrong_guess_says_what_was_guessed(capsys):
-    assert check(3, 2) is False
+    check(3, 2)
     assert capsys.readouterr().out == "[not quite: you guessed 3] the answer: 2\n"
+
+
+def test_a_prediction_raises_until_there_is_a_guess(monkeypatch):
+    monkeypatch.delenv(ANSWERS_ENV, raising=False)
+    with pytest.raises(NoGuessError, match="prediction '01-state': write your guess"):
+        predict(..., "01-state")
+    assert predict("forgotten", "01-state") == "forgotten"
+    # IPython shows one line, not a traceback
+    try:
+        predict(..., "01-state")
+    except NoGuessError as exc:
+        [line] = exc._render_traceback_()
+        assert line.startswith("NoGuessError: prediction '01-state'")
+
+
+def test_the_tests_fill_the_guesses_from_a_file(tmp_path, monkeypatch):
+    answers = tmp_path / "answers.txt"
+    answers.write_text('{"02-raised": {"y", "g"}, "01-state": "forgotten"}')
+    monkeypatch.setenv(ANSWERS_ENV, str(answers))
+    assert predict(..., "02-raised") == {"y", "g"}
+    assert predict("memory", "01-state") == "memory"  # a student's own guess wins
+    with pytest.raises(NoGuessError, match="has no '03-x'"):
+        predict(..., "03-x")
+
+
+def test_a_solution_runs_only_on_purpose(monkeypatch, capsys):
+    pytest.importorskip("IPython")
+    from IPython.testing.globalipapp import get_ipython
+
+    from jupyter_refs.course import load_magics
+
+    shell = get_ipython()
+    load_magics(shell)
+    monkeypatch.delenv(ANSWERS_ENV, raising=False)
+    shell.run_cell_magic("solution", "2", "ran = 'yes'\nprint('the solution ran')")
+    out = capsys.readouterr().out
+    assert "the solution ran" not in out and "%%solution 2 run" in out
+    shell.run_cell_magic("solution", "2 run", "print('the solution ran')")
+    assert "the solution ran" in capsys.readouterr().out
 
 
 def _scatter_race(client):

@@ -89,6 +89,58 @@ display(step_tl, table)
     assert any("finished 0" in m["content"].get("text", "") for m in msgs)
 
 
+GAME = """
+from jupyter_refs import course
+
+
+def rescatter(client):
+    x = client.scatter(123)
+    client.cluster.run_until_idle()
+    del x
+    return client.scatter(123)
+
+
+game = course.goal(rescatter, check="dangling_future", within=6)
+display(game)
+"""
+
+
+def test_the_game_is_won_through_comm_messages(kernel):
+    """Be the scheduler (issue 42), from the wire: the student selects each message of form A's
+    shortest order and clicks "deliver selected"; the goal's status says it is reached."""
+    msgs = run(kernel, GAME)
+    models = comm_models(msgs)
+    for m in msgs:  # the state as it is now: opened, then updated while the cell ran
+        if m["msg_type"] == "comm_msg" and m["content"]["comm_id"] in models:
+            models[m["content"]["comm_id"]].update(m["content"]["data"].get("state", {}))
+    select = next(cid for cid, s in models.items() if s.get("_model_name") == "SelectModel")
+    deliver = next(cid for cid, s in models.items()
+                   if s.get("_model_name") == "ButtonModel" and s["description"] == "deliver selected")
+    status = next(cid for cid, s in models.items()
+                  if s.get("_model_name") == "HTMLModel" and "jupyter-refs-goal" in s.get("value", ""))
+    assert "0 of 6 deliveries used" in models[status]["value"]
+    labels = models[select]["_options_labels"]
+    value = models[status]["value"]
+
+    def send(comm_id: str, data: dict) -> None:
+        kernel.shell_channel.send(kernel.session.msg("comm_msg", {"comm_id": comm_id, "data": data}))
+
+    for op in ("scatter", "update-data", "update-data-reply", "scatter-reply", "client-releases-keys"):
+        index = next(i for i, label in enumerate(labels) if f" {op}[" in label)
+        send(select, {"method": "update", "state": {"index": index}, "buffer_paths": []})
+        send(deliver, {"method": "custom", "content": {"event": "click"}})
+        for m in collect(kernel, 1.0):
+            if m["msg_type"] != "comm_msg":
+                continue
+            state = m["content"]["data"].get("state", {})
+            if m["content"]["comm_id"] == select and "_options_labels" in state:
+                labels = state["_options_labels"]
+            if m["content"]["comm_id"] == status and "value" in state:
+                value = state["value"]
+    assert "Goal reached in 5 deliveries (budget 6)" in value, value
+    run(kernel, "game.close()")
+
+
 def test_views_save_what_they_show_without_the_magics():
     """README block 8, headless, with no ``%load_ext``: the saved outputs and widget state
     hold the trace the cell ended with, not the empty one the views were shown with."""

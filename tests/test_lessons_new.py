@@ -1,4 +1,5 @@
-"""Lesson 00 (references) and lesson 07 (the capstone) run top to bottom and show what they claim.
+"""Lesson 00 (references) runs top to bottom and shows what it claims (the labs and the capstone:
+``tests/test_labs.py``).
 
 Every claim the lessons make about dask is printed by a cell that checked it, on real
 ``distributed`` and on the model; these tests read those outputs.  They also check the course's
@@ -13,6 +14,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from helpers import lesson_env
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
@@ -25,8 +27,10 @@ TRACE = "application/vnd.jupyter-refs.trace+json"
 
 
 def execute(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """Run a lesson in a fresh kernel that imports *this* tree's jupyter_refs."""
-    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the kernel is a subprocess: cwd is not enough
+    """Run a lesson in a fresh kernel that imports *this* tree's jupyter_refs, its predictions
+    filled from the tests' answers file (``helpers.lesson_env``)."""
+    for name_, value in lesson_env().items():  # the kernel is a subprocess: cwd is not enough
+        monkeypatch.setenv(name_, value)
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     nbclient.NotebookClient(nb, timeout=300, kernel_name="python3", store_widget_state=True,
                             resources={"metadata": {"path": str(tmp_path)}}).execute()
@@ -56,7 +60,9 @@ def check_conventions(nb, minutes: int) -> None:
         assert field in head.source
     assert re.search(rf"\*\*Time\.\*\* {minutes} minutes", head.source)
     sources = [c.source for c in nb.cells]
-    guesses = [i for i, s in enumerate(sources) if s.startswith("guess = ...")]
+    # A prediction raises until the student guesses (course.predict); a bare `guess = ...` is older.
+    guesses = [i for i, s in enumerate(sources)
+               if re.search(r"^guess = (\.\.\.|course\.predict\(\.\.\.)", s, re.M)]
     assert len(guesses) >= 2
     for i in guesses:  # each guess is checked by a later cell
         assert any("course.check(guess" in s for s in sources[i + 1:])
@@ -132,9 +138,9 @@ def test_lesson_00_references(tmp_path, monkeypatch, caplog):
                "key-in-memory", "release-worker-data"):
         assert channels[op] == "batched stream", op
     assert re.search(r"client-releases-keys\s+client:1->scheduler\s", text_of(nb, "channels"))
-    refs = text_of(nb, "legend-refs")
-    assert re.search(r"client:1=1/finished\s+forgotten\s+\{\}", refs)
-    assert "VIOLATION dangling_future" in refs
+    refs = text_of(nb, "legend-refs")  # a harmless program: lesson 1's answer is not given away
+    assert re.search(r"client:1=1/finished\s+memory", refs)
+    assert "VIOLATION" not in refs
     fields = text_of(nb, "event-fields")
     assert "'op': 'client-releases-keys'" in fields and "'channel': 'client:1->scheduler'" in fields
     assert "'stimulus_id': 'client-releases-keys-" in fields
@@ -145,9 +151,9 @@ def test_lesson_00_references(tmp_path, monkeypatch, caplog):
     for lane in ("actor    client:1", "actor    scheduler", "channel  client:1->scheduler",
                  "channel  rpc client:1<->scheduler", "key      key int-"):
         assert lane in lanes
-    assert re.search(r"\d+ arrows; crosses on events \[\d+\]", lanes)
+    assert re.search(r"\d+ arrows; crosses on events \[\]", lanes)
     incarnation = text_of(nb, "incarnation")
-    assert re.search(r"incarnation \d+, replaced \(\d+,\)", incarnation)
+    assert re.search(r"incarnation \d+, replaced nothing", incarnation)
     carried = re.search(r"free-keys event carries: (\[.*\])", incarnation)[1]
     assert "'keys'" in carried and "incarnation" not in carried
     solution = text_of(nb, "solution-refcount")
@@ -158,45 +164,10 @@ def test_lesson_00_references(tmp_path, monkeypatch, caplog):
     assert "the release arrives first: True" in cancel
     assert "caused by the client's release: True" in text_of(nb, "solution-stimulus")
     [picture] = timeline_svgs(nb)
-    assert picture.findall(".//{http://www.w3.org/2000/svg}g[@class='violation']")
+    assert not picture.findall(".//{http://www.w3.org/2000/svg}g[@class='violation']")
     assert static_html_pictures(nb) == 1
-
-
-@pytest.mark.slow
-def test_lesson_07_capstone(tmp_path, monkeypatch, caplog):
-    nb = execute("07_capstone.ipynb", tmp_path, monkeypatch)
-    assert "No handler found for comm target" not in caplog.text
-    check_conventions(nb, 45)
-    table = text_of(nb, "side-by-side")
-    for race, protocol, verdict in (("8576", "dask", "dangling_future"), ("8576", "fixed", "no failure"),
-                                    ("ghost", "dask-2024.7", "ghost_task"), ("ghost", "fixed", "no failure"),
-                                    ("ids", "racy-ids", "id_collision"), ("ids", "dask", "no failure")):
-        assert re.search(rf"^{race}\s+{protocol}\s+{verdict}\b", table, re.M), (race, protocol)
-    assert re.search(r"ids\s+racy-ids\s+id_collision\s+client:1: id.alloc\s+no message: [1-9]\d* ids", table)
-    assert "the answer: '8576'" in text_of(nb, "check-kind")
-    explored = text_of(nb, "explore-variant")
-    assert "generations-only: every order within bound 2" in explored
-    assert "distinct failure(s); smallest: generations-only@" in explored and "dangling_future" in explored
-    found = text_of(nb, "check-found")
-    assert "the answer: True" in found
-    assert re.search(r"smallest: generations-only@[0-9a-f]{6}:\S+ \| .*(release-worker-data|free-keys)",
-                     found)
-    replayed = text_of(nb, "replay")
-    assert re.search(r"replayed generations-only@[0-9a-f]{6}:\S+: dangling_future on int-", replayed)
-    why = text_of(nb, "why")
-    assert why.startswith("why int-") and "free-keys" in why and "scatter" in why
-    incarnations = text_of(nb, "solution-incarnations")
-    assert "incarnations-only: every order within bound 2" in incarnations
-    assert "replayed: dangling_future" in incarnations
-    assert "the late release (variant A): True" in incarnations
-    creates = text_of(nb, "solution-creates")
-    assert "desire-creates: every order" in creates and "ghost_task | late messages: 0 | in order" in creates
-    ids = text_of(nb, "solution-ids")
-    assert re.search(r"atomic-ids 4000 futures, 4000 distinct keys, violations: 0, e\.g\. inc-\d+\n", ids)
-    assert re.search(r"dask\s+4000 futures, 4000 distinct keys, violations: 0, e\.g\. inc-[0-9a-f]{8}-", ids)
-    pictures = timeline_svgs(nb)
-    assert len(pictures) == 2  # %%explore's smallest failure, and its %replay
-    assert static_html_pictures(nb) == 2
+    # The exercise's cancel runs on a manual network: no task blocks the kernel on the gate.
+    assert "in flight: " in cancel and "cancel-keys" in cancel
 
 
 def static_html_pictures(nb) -> int:

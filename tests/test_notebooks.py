@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import re
+import tempfile
 from pathlib import Path
+from unittest import mock
 
 import pytest
+from helpers import lesson_env
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
@@ -14,9 +18,12 @@ NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 
 def execute(name: str):
+    """Run a lesson in a fresh kernel on this tree's jupyter_refs, its predictions filled from
+    the answers file, in a temporary folder (a test writes nothing into the work tree)."""
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
-    nbclient.NotebookClient(nb, timeout=180, kernel_name="python3", store_widget_state=True,
-                            resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+    with tempfile.TemporaryDirectory() as cwd, mock.patch.dict(os.environ, lesson_env()):
+        nbclient.NotebookClient(nb, timeout=180, kernel_name="python3", store_widget_state=True,
+                                resources={"metadata": {"path": cwd}}).execute()
     return nb
 
 
@@ -52,9 +59,11 @@ def assert_conventions(nb, executed: bool = True) -> int:
     """What every lesson has (issue 20), returning its minutes.
 
     A header stating goal, prerequisites and time; "predict, then run": a cell that writes
-    ``guess = ...`` and a later one that checks it with ``course.check`` (executed: the answer is
-    printed); two or three exercises, each with a solution cell tagged ``solution`` and hidden
-    (``jupyter.source_hidden``) that ran without error; a takeaway; a "Model vs dask" box.
+    ``guess = course.predict(..., NAME)`` (it raises until the student guesses) and a later one
+    that checks it with ``course.check`` (executed: the answer is printed); two or three
+    exercises, each with a solution cell tagged ``solution``, hidden (``jupyter.source_hidden``)
+    and run only on purpose (``%%solution N``), that ran without error; a takeaway; a "Model vs
+    dask" box.  No prediction is left as a bare ``guess = ...``.
     """
     head = nb.cells[0]
     assert head.cell_type == "markdown" and head.source.startswith("# Lesson")
@@ -62,7 +71,8 @@ def assert_conventions(nb, executed: bool = True) -> int:
     minutes = int(re.search(r"\*\*Time\*\*: (\d+) minutes", head.source)[1])
     cells = list(enumerate(nb.cells))
     guesses = [i for i, c in cells if c.cell_type == "code"
-               and re.search(r"^guess\w* = \.\.\.", c.source, re.M)]
+               and re.search(r"^guess\w* = course\.predict\(\.\.\., \"\d\d-\d+\"\)", c.source, re.M)]
+    assert not any(re.search(r"^guess\w* = \.\.\.", c.source, re.M) for _, c in cells)
     checks = [i for i, c in cells if c.cell_type == "code" and "course.check(guess" in c.source]
     assert guesses, "no predict-then-run cell"
     for g in guesses:  # each guess is checked by a later cell, before the next guess is asked
@@ -71,11 +81,15 @@ def assert_conventions(nb, executed: bool = True) -> int:
     solutions = [c for _, c in cells if "solution" in c.metadata.get("tags", [])]
     exercises = re.findall(r"^### Exercise \d", markdown(nb), re.M)
     assert 2 <= len(solutions) <= 3 and len(exercises) == len(solutions)
-    for c in solutions:
+    for n, c in enumerate(solutions, 1):
         assert c.cell_type == "code" and c.metadata["jupyter"]["source_hidden"] is True
+        assert c.source.startswith(f"%%solution {n}\n")
     assert re.search(r"^## Takeaway$", markdown(nb), re.M)
     assert re.search(r"^> \*\*Model vs dask\.\*\* ", markdown(nb), re.M)
     if executed:
+        bare = [c.outputs for c in nb.cells if c.cell_type == "code" for o in c.outputs
+                if o.output_type == "execute_result" and o.data.get("text/plain") in ("True", "False")]
+        assert not bare, "a cell echoes a bare True/False"
         for i in checks:
             assert "the answer: " in "".join(o.get("text", "") for o in nb.cells[i].outputs)
         for c in solutions:
@@ -98,9 +112,13 @@ def test_scatter_race_lesson():
     assert "not dask's fix" in text
     assert "VIOLATION dangling_future,refcount_mismatch" in text_of(nb, "legacy-refs")
     assert "forgotten" in text_of(nb, "legacy-refs")
-    a = text_of(nb, "predict-a")
-    assert "the answer: 'forgotten'" in a and "the answer: 'finished'" in a
-    assert "cancelled for reason: lost dependencies." in text_of(nb, "legacy-submit")
+    game = text_of(nb, "game")  # the lesson opens with the game: nothing delivered yet
+    assert "Goal: make the client hold a finished future" in game
+    assert "0 of 6 deliveries used, 6 left; no dangling_future yet." in game
+    assert "scheduler: forgotten | x.status: finished | refcount: 1" in text_of(nb, "predict-a")
+    submit = text_of(nb, "legacy-submit")
+    assert "cancelled for reason: lost dependencies." in submit
+    assert "[right] the answer: 'FutureCancelledError'" in submit
     b = text_of(nb, "legacy-b")  # form B by hand: the fresh copy deleted, the future cancelled
     assert "worker holds the key: False" in b
     assert "the answer: 'cancelled'" in b and "the answer: 1 " in b
@@ -111,6 +129,8 @@ def test_scatter_race_lesson():
     seeds = {int(m[1]): (int(m[2]), m[3], m[4].split(", ")) for m in re.finditer(
         r"seed +(\d+): failed at iteration (\d+), form (\w): (.*)", text_of(nb, "legacy-seeds"))}
     assert sorted(seeds) == list(range(12))
+    assert "[right] the answer: {'dangling_future', 'refcount_mismatch'}" in text_of(nb, "legacy-seeds") \
+        or "[right] the answer: {'refcount_mismatch', 'dangling_future'}" in text_of(nb, "legacy-seeds")
     # What the text says of the table: which seed fails by which form, within 32 iterations,
     # refcount_mismatch with every A and with B on seeds 7, 8 and 11.
     assert {s for s, (_, f, _) in seeds.items() if f == "A"} == {0, 1, 2, 4, 6, 9}
@@ -198,6 +218,8 @@ def test_ghost_task_lesson():
     two = text_of(nb, "solution-2")
     assert "fx + 1 -> 42" in two and two.rstrip().endswith("violations: []")
     assert "BokehModel" in widget_models(nb)
+    game = text_of(nb, "game")  # be the scheduler: race 7498 of the zoo
+    assert "Goal: make the scheduler create a ghost task" in game and "0 of 6 deliveries" in game
 
 
 @pytest.mark.slow
@@ -240,16 +262,18 @@ def test_real_dask_lesson():
     assert head.startswith("# Lesson 4") and "**Goal**:" in head and "**Prerequisites**:" in head
     assert re.search(r"\*\*Time\*\*: \d+ minutes", head)
     code = [(i, c) for i, c in enumerate(nb.cells) if c.cell_type == "code"]
-    guesses = [i for i, c in code if re.search(r"^guess = \.\.\.", c.source, re.M)]
+    guesses = [i for i, c in code if re.search(r"^guess = course\.predict\(\.\.\., ", c.source, re.M)]
     checks = [i for i, c in code if "course.check(guess" in c.source]
     assert len(guesses) == len(checks) == 3
     assert all(g < k < (guesses + [len(nb.cells)])[n + 1] for n, (g, k) in enumerate(zip(guesses, checks)))
     markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     solutions = [c for _, c in code if "solution" in c.metadata.get("tags", [])]
     assert len(solutions) == len(re.findall(r"^### Exercise \d", markdown, re.M)) == 3
-    for c in solutions:
-        assert c.metadata["jupyter"]["source_hidden"] is True
+    for n, c in enumerate(solutions, 1):
+        assert c.metadata["jupyter"]["source_hidden"] is True and c.source.startswith(f"%%solution {n}\n")
         assert c.outputs and not any(o.output_type == "error" for o in c.outputs)
+        work = nb.cells[nb.cells.index(c) - 1]  # each exercise has a cell of the student's own
+        assert work.cell_type == "code" and work.source == "# your code here"
     assert re.search(r"^## Takeaway$", markdown, re.M)
     assert re.search(r"^> \*\*Model vs dask\.\*\* ", markdown, re.M)
     # What it claims.
@@ -277,6 +301,9 @@ def test_real_dask_lesson():
     assert "release first: the key was lost 0 times out of 3" in text_of(nb, "exercise-1")
     chain = text_of(nb, "exercise-2")
     assert "starts at: cell" in chain and "`del x`" in chain and "deletes the data: worker:" in chain
+    # every line of yours in the chain is the notebook's, never a library frame (issue 42)
+    assert "`second = pool.submit(lambda: dc.scatter(value))` → `scatter` RPC" in chain
+    assert not re.search(r"\w+\.py:\d+", chain), chain
     workaround = text_of(nb, "exercise-3")
     assert "not confirmed on distributed" in workaround and "the order could not be made" in workaround
     assert "enforced: False" in workaround
@@ -311,6 +338,10 @@ def test_explore_lesson():
     assert "the answer: {" in variants and "'A'" in variants.split("the answer: ")[1]
     assert "'B'" in variants.split("the answer: ")[1]
     assert "replayed dask@" in text_of(nb, "replay") and "dangling_future" in text_of(nb, "replay")
+    grammar = text_of(nb, "grammar")  # the schedule string's grammar, read back from one
+    assert re.search(r"^dask@[0-9a-f]{6}:\S+: protocol dask, scenario fingerprint [0-9a-f]{6}, "
+                     r"1 worker\(s\), 1 client\(s\)$", grammar, re.M)
+    assert re.search(r"at decision \d+: message [1-9]\d* of the deliverable ones", grammar)
     assert "ghost_task" in text_of(nb, "legacy-ghost")
     for tag in ("fixed-8576", "fixed-ghost"):
         assert "fixed: every order within bound 2" in text_of(nb, tag)
@@ -337,13 +368,16 @@ def test_tasks_that_submit_lesson():
     assert "sum: 2016" in task and "client:worker:" in task and "violations: 0" in task
     deadlock = text_of(nb, "deadlock")
     assert "ThreadsExhaustedError" in deadlock and "with worker_client(): 2" in deadlock
-    assert "the answer: 'ThreadsExhaustedError'" in deadlock
+    assert "the answer:" not in deadlock  # the model's own exception is not the answer
     real = text_of(nb, "real-deadlock")  # real dask waits where the stepped model can tell
     assert "waits on its thread: TimeoutError — timed out after 3 s." in real
+    assert "[right] the answer: 'hang'" in real
     assert "with worker_client(): 2" in real
     cancel = text_of(nb, "cancel")
     assert "executing -> cancelled" in cancel and "cancelled -> released" in cancel
     assert "on the worker afterwards: False" in cancel and "the answer: False " in cancel
+    game = text_of(nb, "game")  # be the scheduler before the explorer: leaked_key
+    assert "Goal: make the scheduler keep a fire_and_forget result" in game and "0 of 8" in game
     ff = text_of(nb, "ff-legacy")
     assert "leaked_key" in ff and "1 distinct failure(s)" in ff
     assert "no failure" in text_of(nb, "ff-fixed")

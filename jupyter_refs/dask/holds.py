@@ -44,6 +44,7 @@ from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
 from ..errors import JupyterRefsError, NotDeliverableError, UnknownMessageError
+from ..protocol import messages as m
 from . import remote
 
 if TYPE_CHECKING:
@@ -52,12 +53,10 @@ if TYPE_CHECKING:
 #: Ops that are never held: dask's liveness messages and the tracer's own event batches.
 NEVER_HELD = {"keep-alive", "heartbeat-client"}
 #: Sends the tracer's hooks already record (sender kind, op), and receipts (receiver kind, op).
-SENDS_TRACED = {("client", op) for op in ("client-releases-keys", "client-desires-keys",
-                                          "update-graph", "scatter", "update-data")}
+SENDS_TRACED = {("client", op) for op in (*remote.CLIENT_OPS, m.SCATTER, m.UPDATE_DATA)}
 SENDS_TRACED |= {("scheduler", op) for op in (*remote.REPORT_OPS, *remote.WORKER_OPS,
                                                *(f"{rpc}-reply" for rpc in remote.REPLIED))}
-RECEIPTS_TRACED = {("scheduler", op) for op in ("client-releases-keys", "client-desires-keys",
-                                                "update-graph", "scatter")}
+RECEIPTS_TRACED = {("scheduler", op) for op in (*remote.CLIENT_OPS, m.SCATTER)}
 RECEIPTS_TRACED |= {("client", op) for op in (*remote.REPORT_OPS,
                                              *(f"{rpc}-reply" for rpc in remote.REPLIED))}
 RECEIPTS_TRACED |= {("worker", op) for op in remote.WORKER_OPS}

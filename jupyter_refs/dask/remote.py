@@ -23,7 +23,8 @@ The scheduler is observed where references change:
 Workers report their data put and freed (``WorkerPlugin.transition``).
 
 This module is imported inside the scheduler and worker processes: it needs
-only ``distributed`` and the standard library.
+only ``distributed``, the standard library and the project's stdlib-only modules
+(``focus``, ``protocol.messages``: dask's op names, declared once).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from distributed.diagnostics.plugin import SchedulerPlugin, WorkerPlugin
 from tornado.ioloop import PeriodicCallback
 
 from ..focus import Focus, filter_while_focused
+from ..protocol import messages as m
 from .hooks import Hooks, Precheck
 
 TOPIC = "jupyter-refs"
@@ -46,9 +48,11 @@ SCHEDULER_PLUGIN = "jupyter-refs"
 WORKER_PLUGIN = "jupyter-refs-worker"
 BARRIER, BARRIER_ACK = "jupyter-refs-barrier", "jupyter-refs-barrier-ack"
 WORKER_BARRIER_ACK = "jupyter-refs-worker-barrier-ack"
-REPORT_OPS = ("key-in-memory", "lost-data", "cancelled-keys", "task-erred")
+#: The client's batched ops that start or end its holds.
+CLIENT_OPS = (m.CLIENT_RELEASES_KEYS, m.CLIENT_DESIRES_KEYS, m.UPDATE_GRAPH)
+REPORT_OPS = (m.KEY_IN_MEMORY, m.LOST_DATA, m.CANCELLED_KEYS, m.TASK_ERRED_REPORT)
 #: Scheduler→worker stream messages recorded at both ends (sent in ``send_all``).
-WORKER_OPS = ("free-keys",)
+WORKER_OPS = (m.FREE_KEYS,)
 #: RPCs whose reply the scheduler's plugin records (``scatter-reply``): the reply's send is
 #: part of the handler, so a chain from the client's future walks back through it.
 REPLIED = ("scatter",)
@@ -292,11 +296,11 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
         self.follow(self.focus)
         hooks = self.hooks = Hooks(rec.hook_failed)
         s = scheduler
-        hooks.item(s.stream_handlers, "client-releases-keys", before=self._releases,
+        hooks.item(s.stream_handlers, m.CLIENT_RELEASES_KEYS, before=self._releases,
                    skip=turned_down_message(rec))
-        hooks.item(s.stream_handlers, "client-desires-keys", before=self._desires_received,
+        hooks.item(s.stream_handlers, m.CLIENT_DESIRES_KEYS, before=self._desires_received,
                    after=self._desires_applied)
-        hooks.item(s.stream_handlers, "update-graph", before=self._graph_received)
+        hooks.item(s.stream_handlers, m.UPDATE_GRAPH, before=self._graph_received)
         hooks.item(s.handlers, "scatter", before=self._scatter_received, after=self._scattered)
         hooks.attr(s, "update_data", after=self._registered)
         hooks.attr(s, "report", before=self._report)
@@ -394,7 +398,7 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
         if not keys:
             return
         rec, s = self.rec, self.scheduler
-        rec.record("msg.received", None, "client-releases-keys", client, tuple(keys))
+        rec.record("msg.received", None, m.CLIENT_RELEASES_KEYS, client, tuple(keys))
         cs = s.clients.get(client)
         for key in keys:
             ts = s.tasks.get(key)
@@ -403,7 +407,7 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
                 rec.record("release.applied", key, extra=shared((client, 0, rest)))
 
     def _desires_received(self, keys: Any = (), client: str = "", **kwargs: Any) -> frozenset:
-        self.rec.record("msg.received", None, "client-desires-keys", client,
+        self.rec.record("msg.received", None, m.CLIENT_DESIRES_KEYS, client,
                         tuple(_k(k) for k in keys))
         # The keys the scheduler does not know: a desire that makes a task for one (dask
         # until PR 8827, 2024.8.1 and before) made a ghost, a task with no run spec.
@@ -422,7 +426,7 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
                     client, ts.who_wants, bool(unknown) and key in unknown))
 
     def _graph_received(self, client: str = "", keys: Any = (), **kwargs: Any) -> None:
-        self.rec.record("msg.received", None, "update-graph", client, tuple(_k(k) for k in keys))
+        self.rec.record("msg.received", None, m.UPDATE_GRAPH, client, tuple(_k(k) for k in keys))
 
     def _scatter_received(self, *args: Any, data: Any = None, client: str = "",
                           **kwargs: Any) -> None:
@@ -430,7 +434,7 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
 
     def _scattered(self, state: Any, result: Any, *args: Any, data: Any = None, client: str = "",
                    **kwargs: Any) -> None:
-        self.rec.record("msg.sent", None, "scatter-reply", client, tuple(_k(k) for k in data or ()))
+        self.rec.record("msg.sent", None, m.SCATTER_REPLY, client, tuple(_k(k) for k in data or ()))
 
     def _registered(self, state: Any, result: Any, *args: Any, who_has: Any = None,
                     client: str | None = None, **kwargs: Any) -> None:
@@ -474,7 +478,7 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
                 recipients.append(client)
         for recipient in recipients:
             self.rec.record("msg.sent", None, op, recipient, keys,
-                            extra=(msg.get("reason"),) if op == "cancelled-keys" else ())
+                            extra=(msg.get("reason"),) if op == m.CANCELLED_KEYS else ())
 
     # -- the ordered-scatter barrier ------------------------------------------------------
     #

@@ -51,9 +51,8 @@ from .hooks import SKIP, Hooks
 from .remote import CHANNEL, shared
 
 _CHUNK = 256  # events merged between two yields of the GIL
-CLIENT_OPS = ("client-releases-keys", "client-desires-keys", "update-graph")
-BATCHED = {"client-releases-keys", "client-desires-keys", "update-graph", *remote.REPORT_OPS,
-           *remote.WORKER_OPS}
+CLIENT_OPS = remote.CLIENT_OPS
+BATCHED = {*CLIENT_OPS, *remote.REPORT_OPS, *remote.WORKER_OPS}
 
 # The keys of the scatter being run by this asyncio task, so that futures created by it
 # are known to come from a scatter.

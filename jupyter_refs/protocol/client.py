@@ -19,15 +19,15 @@ from typing import Any
 
 from . import messages as m
 from .messages import Message
-from .variants import ProtocolVariant
+from .variants import Arrival, ProtocolVariant
 
 PENDING, FINISHED, LOST, CANCELLED, ERROR = "pending", "finished", "lost", "cancelled", "error"
 DONE = frozenset((FINISHED, CANCELLED, ERROR))
 #: A future deserialized inside a task under ``fixed``: it names a key, holds nothing.
 BORROWED = "borrowed"
-CONNECTION_LOST = "scheduler-connection-lost"
+CONNECTION_LOST = m.CONNECTION_LOST
 #: The reason a future's state gives once its last reference was released (dask: none).
-RELEASED = "unknown"
+RELEASE_REASON = "unknown"
 #: Keys no longer held whose last generation a client remembers (``ClientState._gens``).
 #: A session makes keys without end (every ``submit`` a new one); past this many, the
 #: oldest is forgotten, and every key met from then on starts above the generations
@@ -181,7 +181,7 @@ class ClientState:
             # As dask's _release_key: the key's state is cancelled, so a Future object
             # still around (released, then asked for its result) says so.  Not a traced
             # transition: the refcount reaching zero, just recorded, is the event.
-            fs.state, fs.reason = CANCELLED, RELEASED
+            fs.state, fs.reason = CANCELLED, RELEASE_REASON
             if self.on_done is not None:
                 self.on_done(key, fs)
         return [Message(self.name, m.SCHEDULER, m.CLIENT_RELEASES_KEYS, self._stream, True,
@@ -300,11 +300,19 @@ class ClientState:
     def _held(self, msg: Message, key: str) -> FutureState | None:
         """The state a report about ``key`` applies to, or None if it is about an older hold."""
         fs = self.futures.get(key)
-        if fs is None or not self.variant.generations:
+        variant = self.variant
+        if fs is None or not (variant.generations or variant.rules):
             return fs  # without generations every report applies to the hold there is
         gens = msg.payload.get("gens")
         gen = gens.get(key, 0) if gens is not None else msg.payload.get("gen", 0)
-        if gen < fs.gen:
+        rule = variant.rule(msg.op) if variant.rules else None
+        if rule is not None:
+            # A protocol's own rule (``ProtocolVariant.rules``) decides, in place of the
+            # generations' comparison.
+            stale = not rule(Arrival(msg.op, self.name, self.name, key, gen, fs.gen, fs.state))
+        else:
+            stale = variant.generations and gen < fs.gen
+        if stale:
             self.record(self.name, "report.stale", key, msg.op, gen, fs.gen)
             return None
         return fs

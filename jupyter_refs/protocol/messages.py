@@ -17,6 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 SCHEDULER = "scheduler"
+#: dask's pseudo-client for ``fire_and_forget``: it holds keys and has no stream
+#: (``distributed/client.py``; see ``jupyter_refs.worker_context``).
+FIRE_AND_FORGET = "fire-and-forget"
+#: The reason a future is cancelled when the scheduler dropped its client's connection.
+CONNECTION_LOST = "scheduler-connection-lost"
 
 # client -> scheduler, batched stream
 UPDATE_GRAPH = "update-graph"

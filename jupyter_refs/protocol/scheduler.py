@@ -25,17 +25,15 @@ from typing import Any
 
 from . import messages as m
 from .extensions import EXTENSION_OPS, Extensions
-from .messages import SCHEDULER, Message
+from .messages import FIRE_AND_FORGET, SCHEDULER, Message
 from .serialize import dumps
 from .stealing import WorkStealing
-from .variants import ProtocolVariant
+from .variants import Arrival, ProtocolVariant
 
 RELEASED, WAITING, PROCESSING, MEMORY, ERRED, FORGOTTEN = (
     "released", "waiting", "processing", "memory", "erred", "forgotten",
 )
 
-#: dask's pseudo-client for ``fire_and_forget`` (see ``jupyter_refs.worker_context``).
-FIRE_AND_FORGET = "fire-and-forget"
 LOST_DEPENDENCIES = "lost dependencies"
 SET_TWICE = "Future can be set only once"
 #: What a run spec carries that dask sends as annotations (``retries``, the ``workers``
@@ -399,9 +397,20 @@ class SchedulerState:
 
     def _on_client_releases_keys(self, msg: Message, out: _Out, stimulus: str) -> None:
         client, gens = msg.payload["client"], msg.payload["gens"]
+        rule = self.variant.rule(m.CLIENT_RELEASES_KEYS) if self.variant.rules else None
         recs: dict[str, str] = {}
         for key in msg.keys:
-            self._release(client, key, gens.get(key, 0), recs)
+            gen = gens.get(key, 0)
+            if rule is not None:
+                # A protocol's own rule (``ProtocolVariant.rules``): does this release end
+                # the hold the scheduler has now?
+                held = self.wants.get(client, _NO_WANTS).get(key)
+                ts = self.tasks.get(key)
+                if not rule(Arrival(m.CLIENT_RELEASES_KEYS, SCHEDULER, client, key, gen, held,
+                                    None if ts is None else ts.state)):
+                    self.record(SCHEDULER, "release.stale", key, client, gen, held)
+                    continue
+            self._release(client, key, gen, recs)
         if recs:
             self._transitions(recs, stimulus, out)
 

@@ -87,6 +87,19 @@ Both are needed: the property tests find lost futures with either one alone.
     read and written in two steps (race 3); ``counter`` is the same counter made
     atomic.
 
+``rules`` (no registered protocol has any: a student's fix, ``jupyter_refs.labs``)
+    The one place where a protocol takes code rather than a flag: for a message about
+    *one hold* of a key — a ``client-releases-keys`` reaching the scheduler, or a report
+    (``cancelled-keys``, ``lost-data``, ``key-in-memory``, ``task-erred``) reaching a
+    client — a function decides whether it still applies.  It is called with an
+    :class:`Arrival` (the generation the message carries, the hold the receiver has now, the
+    receiver's state of the key) and returns True to handle the message as dask does, False
+    to drop it (traced as ``release.stale`` / ``report.stale``).  Why a hook and not a flag:
+    the decision every fix of #8576 and #8215 makes is this one — *is this message about the
+    hold I have now?* — and a student who writes it meets the race where it is decided.
+    The hook sees what the receiver knows and nothing more; it changes no channel, so the
+    explorer explores the same orders with and without it.  Made with :func:`with_rules`.
+
 Versions are named: ``dask`` is today's dask (distributed 2026.8); behaviour
 dask has since changed is a variant named for the last version that had it.
 ``legacy`` is an alias of ``dask``, so notebooks saved before the rename run.
@@ -108,6 +121,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
@@ -115,6 +129,33 @@ from packaging.version import InvalidVersion, Version
 from ..errors import ProtocolError
 
 UUID, RACY_COUNTER, COUNTER = "uuid", "racy-counter", "counter"
+
+
+@dataclass(frozen=True, slots=True)
+class Arrival:
+    """A message about one hold of a key, as its receiver sees it when it arrives (``rules``).
+
+    ``gen`` is the generation the message carries: the hold it is about (the client numbers
+    each hold of a key; the refcount going 0→1 starts the next).  ``held`` is the hold the
+    receiver has now: on the scheduler, the newest generation it has applied for ``client``
+    and ``key`` (None: the client is not among those who want it); on a client, its future's
+    generation (None: it holds no future for the key).  ``state`` is the receiver's state of
+    the key: the task's state on the scheduler (None: it has no task), the future's on a client.
+    """
+
+    op: str
+    receiver: str
+    client: str
+    key: str
+    gen: int
+    held: int | None
+    state: str | None
+
+
+#: A rule: does the message still apply?  True: handled as dask does; False: dropped as stale.
+Rule = Callable[[Arrival], bool]
+#: The operations a rule can be given for: the release on the scheduler, the reports on a client.
+RULED_OPS = ("client-releases-keys", "cancelled-keys", "lost-data", "key-in-memory", "task-erred")
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,10 +173,19 @@ class ProtocolVariant:
     unpublish_unordered: bool = False
     override_keeps_keys: bool = False
     get_desires: bool = False
+    #: ``(op, rule)`` pairs (see ``rules`` above): a tuple, so the variant stays hashable.
+    rules: tuple[tuple[str, Rule], ...] = ()
 
     @property
     def atomic_ids(self) -> bool:
         return self.ids != RACY_COUNTER
+
+    def rule(self, op: str) -> Rule | None:
+        """The rule deciding whether an ``op`` about an older hold applies (None: no rule)."""
+        for name, rule in self.rules:
+            if name == op:
+                return rule
+        return None
 
 
 DASK = ProtocolVariant(
@@ -233,6 +283,27 @@ def release_variant(name: str) -> ProtocolVariant | None:
         f"; until {c.release}, {c.what} ({c.link})" for c in HISTORY
         if version < Version(c.release)))
     return dataclasses.replace(DASK, name=name, summary=summary, **flags)
+def with_rules(base: str | ProtocolVariant, name: str, rules: Mapping[str, Rule],
+               summary: str | None = None) -> ProtocolVariant:
+    """``base`` with ``rules`` (operation -> rule) deciding which late messages apply.
+
+    ``name`` goes into schedule strings, so it must be a name of its own (``explore`` refuses
+    one that a registered protocol has).  A rule for an operation the receivers do not ask
+    about (see :data:`RULED_OPS`), or that is not a function, is refused here.
+    """
+    variant = get_variant(base)
+    for op, rule in rules.items():
+        if op not in RULED_OPS:
+            raise ProtocolError(f"no rule is asked for {op!r}: rules are for {', '.join(RULED_OPS)}")
+        if not callable(rule):
+            raise ProtocolError(f"the rule for {op!r} must be a function of an Arrival, "
+                                f"not {type(rule).__name__}")
+    said = ", ".join(f"{op}: {getattr(rule, '__name__', 'a rule')}" for op, rule in rules.items())
+    return dataclasses.replace(
+        variant, name=name, rules=tuple(rules.items()),
+        summary=summary or f"{variant.name} with rules for late messages ({said})")
+
+
 #: Old names that saved notebooks and schedule strings still use.
 ALIASES = {"legacy": DASK}
 #: Every name ``protocol=`` takes (magics and the command line offer these).

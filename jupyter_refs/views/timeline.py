@@ -430,6 +430,8 @@ class Timeline(LiveView):
         self._refresh_keys()
         rows = [w.HBox([self._key_filter, self._view]), self._bokeh, self._status]
         self._step = None
+        #: Called after each press of a deliver button (a game judges the trace then).
+        self.after_delivery: list[Any] = []
         if self.cluster is not None and self.cluster.steppable:
             self._step = self._step_controls()
             rows.insert(2, self._step)
@@ -493,7 +495,10 @@ class Timeline(LiveView):
         return w.VBox([self._in_flight, w.HBox(buttons), self._step_status])
 
     def _in_flight_options(self) -> list[tuple[str, int]]:
-        return [(str(m), m.msg_id) for m in self.cluster.in_flight]
+        # The channel's kind with each message: a stream's messages go in the order sent,
+        # an RPC's whenever (what a student delivering by hand must know).
+        return [(f"{m}  · {'RPC' if m.channel.startswith('rpc:') else 'stream'}", m.msg_id)
+                for m in self.cluster.in_flight]
 
     def _refresh_in_flight(self) -> None:
         options = self._in_flight_options()
@@ -509,6 +514,16 @@ class Timeline(LiveView):
             n = len(delivered) if isinstance(delivered, list) else delivered
             self._step_status.value = f"<small>{what}: {n} delivered</small>"
         self.update()
+        for hook in list(self.after_delivery):
+            hook()
+
+    def enable_delivery(self, on: bool) -> None:
+        """Let the deliver buttons be pressed, or not (a game that is over)."""
+        if self._step is None:
+            return
+        for b in (self._deliver_next_button, self._deliver_selected_button,
+                  self._deliver_all_button):
+            b.disabled = not on
 
     def _deliver_next(self, _button: Any = None) -> None:
         self._act("deliver next", lambda: self.cluster.step())

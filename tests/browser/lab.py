@@ -42,22 +42,24 @@ def free_port() -> int:
 
 
 @contextmanager
-def jupyter_lab(root: Path, timeout: float = 60):
-    """A JupyterLab server on 127.0.0.1 serving ``root``; yields its base URL."""
+def jupyter_lab(root: Path, timeout: float = 60, env: dict[str, str] | None = None):
+    """A JupyterLab server on 127.0.0.1 serving ``root`` (its kernels with ``env`` added);
+    yields its base URL."""
     port = free_port()
     # No "get notified about Jupyter news?" toast over the screenshots.
     settings = root / ".jupyter-config" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True, exist_ok=True)
     (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
     log = open(root / "jupyter.log", "w")
-    args, env = _this_checkout(root)
+    args, checkout_env = _this_checkout(root)
     proc = subprocess.Popen(
         [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root", "--ip", "127.0.0.1",
          "--port", str(port), "--ServerApp.token=", "--ServerApp.password=",
          "--LabApp.expose_app_in_browser=True", f"--ServerApp.root_dir={root}",
          "--ServerApp.disable_check_xsrf=True", *args],
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        env={**os.environ, "JUPYTER_CONFIG_DIR": str(root / ".jupyter-config"), **env},
+        env={**os.environ, **(env or {}), "JUPYTER_CONFIG_DIR": str(root / ".jupyter-config"),
+             **checkout_env},
     )
     url = f"http://127.0.0.1:{port}/"
     try:

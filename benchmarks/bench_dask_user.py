@@ -1,0 +1,67 @@
+"""Tracing real dask as a user's script does: one cluster, reused, traced for a while.
+
+``bench_dask_scale.py`` gives every size a fresh cluster.  A user does not: the notebook's
+``LocalCluster(n_workers=2, processes=False)`` runs a small map, then a big one, and the
+tracer is attached to a cluster whose heap and history have grown.  Issue 44 measured the
+merge there at 16.0 µs per event and ×2.03 from 4,000 to 40,000 tasks, against 3.59 µs and
+×1.21 in the benchmark.  The cause was the checks' queue of quiet keys (a dict used as a
+FIFO: finding its oldest key walked the slots of every key taken before it), which only a
+trace of more than ``max_events / 50`` forgotten keys reaches — 40,000 tasks do, 4,000 do not.
+
+For each size, on the one cluster: (untraced, traced) pairs in alternating orders, each run
+the map, the gather, the drop and the cluster settling (both sides pay dask's own release
+work); then ``tracer.violations``, timed, as the user calls it.  Printed per size: the traced
+run over the untraced (median of the pairs), the whole cost (traced run plus
+``tracer.violations``) over the untraced run, and the merge and checks per event
+(``tracer.merge_seconds``: the merging thread's CPU time, in the background during the run and
+in ``violations`` after it); last, the per-event merge's growth from the first size to the last.
+
+Usage: ``python benchmarks/bench_dask_user.py [--sizes 4000,40000] [--pairs 2]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+
+from bench_dask_scale import timed, traced
+from distributed import Client, LocalCluster
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="4000,40000")
+    parser.add_argument("--pairs", type=int, default=2)
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    per_event: list[float] = []
+    with LocalCluster(n_workers=2, processes=False, dashboard_address=":0") as cluster, \
+            Client(cluster) as client:
+        timed(client, 1_000)  # warm up
+        for n in sizes:
+            plain, runs = [], []
+            for i in range(args.pairs):
+                for side in ("plain", "traced") if i % 2 == 0 else ("traced", "plain"):
+                    if side == "plain":
+                        plain.append(timed(client, n))
+                    else:
+                        runs.append(traced(client, n))
+            run = statistics.median(t["run"] / p["run"] for p, t in zip(plain, runs))
+            whole = statistics.median((t["run"] + t["merge"]) / p["run"]
+                                      for p, t in zip(plain, runs))
+            merge = statistics.median(t["merged"] / t["events"] * 1e6 for t in runs)
+            wall = statistics.median(t["merge"] for t in runs)
+            per_event.append(merge)
+            print(f"{n:>7,} tasks  untraced {statistics.median(p['run'] for p in plain):6.2f} s  "
+                  f"run {run - 1:+.1%}  whole {whole - 1:+.1%}  merge and checks "
+                  f"{merge:.2f} µs/event  violations {wall:.2f} s  "
+                  f"{runs[0]['events']:,} events  {runs[0]['violations']} violations",
+                  flush=True)
+    if len(per_event) > 1:
+        print(f"merge per event, {sizes[0]:,} → {sizes[-1]:,} tasks: "
+              f"×{per_event[-1] / per_event[0]:.2f} (target ≤ ×1.3)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

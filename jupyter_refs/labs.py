@@ -1,0 +1,241 @@
+"""The course's labs: the student writes the code, the explorer grades it.
+
+Two labs and the capstone use it:
+
+* **write the fix** (lesson 07): the student writes a *rule* — a function of an
+  :class:`~jupyter_refs.protocol.variants.Arrival` returning True when a late message still
+  applies — and the protocol calls it where the scheduler handles ``client-releases-keys``
+  (:func:`fix_protocol`; ``ProtocolVariant.rules`` says why that is the hook).
+  :func:`grade_fix` explores dask#8576's scenario at bound 2 under it: every order within
+  the bound, no random runs, so a pass is the same pass every time;
+* **write an invariant** (lesson 08): the student writes a check — a function of what each
+  side believes about one key (a :class:`~jupyter_refs.checks.KeyRefs`) returning None or
+  what is wrong — and :func:`grade_check` runs it beside the course's checks: it must flag
+  every order where ``dangling_future`` fires under ``dask``, and stay quiet under ``fixed``;
+* **the capstone** (lesson 09): the same rule, on the client, against dask#8215
+  (:func:`grade_fix` with ``race="8215"``).
+
+The base protocol of the fixes is today's dask with its worker copies numbered
+(:data:`LAB_BASE`, ``incarnations``): a release the student's rule lets through can then no
+longer free the data of the key's next life, so what is left to decide is the scheduler's
+(or the client's) — whether a message is about the hold it has now.  The lab shows, with
+``base="dask"``, that the rule alone does not stop #8576 on dask's workers.
+
+Graders print their verdict and return a :class:`Grade` (true when it passed); the
+failing schedule and its ``explain()`` are part of the verdict.  Reference solutions live
+apart, in ``jupyter_refs/labs_solutions.py``: the notebooks never import them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .checks import Invariant, invariant_name
+from .explore import ExploreResult, Failure, Scenario, explore
+from .protocol import messages as m
+from .protocol.variants import DASK, Arrival, ProtocolVariant, Rule, get_variant, with_rules
+from .zoo import RACES
+
+__all__ = ["LAB_BASE", "Grade", "LabError", "arrivals", "fix_protocol", "grade_check", "grade_fix",
+           "reproduced"]
+
+#: Today's dask with every worker copy numbered (``incarnations``): the base of the labs' fixes.
+LAB_BASE = dataclasses.replace(
+    DASK, name="dask-numbered-copies", incarnations=True,
+    summary="today's dask (distributed 2026.8) with each worker copy of a key numbered: "
+            "free-keys deletes the copy it names (this project's incarnations, not dask's)")
+
+#: The operations each race's rule judges by default: the release (8576), the reports (8215).
+RACE_OPS = {"8576": (m.CLIENT_RELEASES_KEYS,), "8215": (m.CANCELLED_KEYS,)}
+#: Bound and budget of the graders: every order within bound 2 (a few hundred runs).
+BOUND, MAX_SCHEDULES = 2, 5_000
+
+
+class LabError(Exception):
+    """The student's function broke a rule of the lab (it raised, or returned a non-bool)."""
+
+
+@dataclass
+class Grade:
+    """A grader's verdict: ``passed``, what it ran, and the failure that decided it."""
+
+    passed: bool
+    verdict: str
+    results: list[ExploreResult] = field(default_factory=list)
+    failure: Failure | None = None
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    def __str__(self) -> str:
+        return self.verdict
+
+    def __repr__(self) -> str:
+        return f"<Grade {self.verdict.splitlines()[0]}>"
+
+
+class _Guarded:
+    """The student's rule, called as the protocol calls it; its first mistake is kept, and
+    the message then applies as in dask, so the search goes on and the grade can say where."""
+
+    def __init__(self, rule: Rule):
+        self.rule = rule
+        self.__name__ = getattr(rule, "__name__", "rule")
+        self.mistake: str | None = None
+
+    def __call__(self, arrival: Arrival) -> bool:
+        try:
+            said = self.rule(arrival)
+        except Exception as exc:  # noqa: BLE001 - the student's bug, reported in the grade
+            said = exc
+        if isinstance(said, bool):
+            return said
+        if self.mistake is None:
+            self.mistake = (f"raised {type(said).__name__}: {said}" if isinstance(said, Exception)
+                            else f"returned {said!r}, not True or False")
+            self.mistake += f", for {arrival}"
+        return True
+
+
+def fix_protocol(rule: Rule, ops: Sequence[str] | None = None, *,
+                 base: str | ProtocolVariant = LAB_BASE, name: str = "your-fix",
+                 race: str = "8576") -> ProtocolVariant:
+    """``base`` with ``rule`` deciding, for each of ``ops`` (the race's by default), whether a
+    late message applies: a protocol for ``explore``, ``%%explore --protocol`` or ``Cluster``."""
+    if not callable(rule):
+        raise LabError(f"a rule is a function of an Arrival, not {type(rule).__name__}")
+    ops = RACE_OPS[race] if ops is None else tuple(ops)
+    return with_rules(base, name, dict.fromkeys(ops, rule),
+                      summary=f"{get_variant(base).name} with your rule "
+                              f"{getattr(rule, '__name__', '')} for {', '.join(ops)}")
+
+
+def grade_fix(rule: Rule, ops: Sequence[str] | None = None, *, race: str = "8576",
+              base: str | ProtocolVariant = LAB_BASE, bound: int = BOUND,
+              scenario: Scenario | None = None, quiet: bool = False) -> Grade:
+    """Explore ``race``'s scenario (or ``scenario``) at ``bound`` under ``rule``: pass when no
+    order fails.
+
+    Prints the verdict (unless ``quiet``): PASS with what was explored, or FAIL with the
+    smallest failing schedule and its ``explain()``.
+    """
+    guarded = _Guarded(rule)
+    protocol = fix_protocol(guarded, ops, base=base, race=race)
+    scenario = RACES[race].scenario if scenario is None else scenario
+    result = explore(scenario, protocol=protocol, bound=bound, max_schedules=MAX_SCHEDULES,
+                     sample=False, processes=1)
+    what = (f"{race}'s scenario ({scenario.__name__}) under {get_variant(base).name} with your "
+            f"rule for {', '.join(RACE_OPS[race] if ops is None else ops)}")
+    if guarded.mistake is not None:
+        grade = Grade(False, f"FAIL: your rule {guarded.mistake}. A rule returns True (the "
+                             "message applies) or False (it is about an older hold: drop it).",
+                      [result])
+    elif result.failures:
+        first = result.failures[0]
+        grade = Grade(False, f"FAIL: {what}: {len(result.failures)} distinct failure(s) within "
+                             f"bound {bound}. The smallest:\n{first.explain()}", [result], first)
+    elif not result.exhaustive:
+        grade = Grade(False, f"FAIL: {what}: the orders within bound {bound} were not all run "
+                             f"({result.schedules} schedules)", [result])
+    else:
+        grade = Grade(True, f"PASS: {what}: every order within bound {bound} "
+                            f"({result.systematic} schedules), no failure", [result])
+    if not quiet:
+        print(grade)
+    return grade
+
+
+def grade_check(check: Invariant, *, race: str = "8576", name: str = "dangling_future",
+                bound: int = BOUND, quiet: bool = False) -> Grade:
+    """Run ``check`` beside the course's checks on ``race``'s scenario at ``bound``: pass when
+    it flags every order where ``name`` fires under ``dask``, and none under ``fixed``."""
+    try:
+        mine = invariant_name(check)
+    except ValueError as exc:
+        raise LabError(str(exc)) from None
+    scenario = RACES[race].scenario
+    kwargs: dict[str, Any] = dict(bound=bound, max_schedules=MAX_SCHEDULES, sample=False,
+                                  processes=1, invariants=[check])
+    racy = explore(scenario, protocol="dask", **kwargs)
+    fixed = explore(scenario, protocol="fixed", **kwargs)
+    missed = [f for f in racy.failures if name in f.names and mine not in f.names]
+    flagged = [f for f in racy.failures if name in f.names and mine in f.names]
+    alarms = [f for f in fixed.failures if mine in f.names]
+    if missed:
+        f = missed[0]
+        grade = Grade(False, f"FAIL: {mine} stayed quiet on {f.schedule}, where {name} fired "
+                             f"({len(missed)} of {len(missed) + len(flagged)} such orders "
+                             f"missed):\n{f.explain()}", [racy, fixed], f)
+    elif alarms:
+        f = alarms[0]
+        said = next(v for v in f.violations if v.name == mine)
+        grade = Grade(False, f"FAIL: {mine} fired under fixed, where no check finds anything "
+                             f"wrong, on {f.schedule} (event {said.first_seq}): "
+                             f"{said.explanation}\n{f.explain()}", [racy, fixed], f)
+    elif not flagged:
+        grade = Grade(False, f"FAIL: no order within bound {bound} made {name} fire: nothing to "
+                             "flag", [racy, fixed])
+    else:
+        grade = Grade(True, f"PASS: {mine} flagged all {len(flagged)} distinct failure(s) where "
+                            f"{name} fired under dask ({racy.systematic} schedules), and stayed "
+                            f"quiet under fixed ({fixed.systematic} schedules)", [racy, fixed])
+    if not quiet:
+        print(grade)
+    return grade
+
+
+def reproduced(result: ExploreResult, error: str = "FutureCancelledError",
+               says: str = "cancelled for reason: unknown") -> Failure:
+    """The failure of ``result`` (an ``explore`` or ``%%explore`` result) that shows the
+    report's error, printed with the orders that did otherwise; :class:`LabError` if none does.
+    """
+    for f in result.failures:
+        raised = f.raised
+        if raised is not None and raised.name == error and says in raised.message:
+            print(f"reproduced: under {f.schedule} ({f.run.delays} messages late) the scenario "
+                  f"raised {raised.name}: {raised.message}")
+            for other in result.failures:
+                if other is not f:
+                    print(f"  and under {other.schedule}: {', '.join(other.names)}"
+                          + (f" ({other.run.returned})" if other.run.returned else ""))
+            return f
+    seen = "; ".join(f"{f.schedule}: {', '.join(f.names)}" for f in result.failures) or "no failure"
+    raise LabError(f"not the report yet: no order raised {error} ({says}); the explorer found "
+                   f"{seen}. Write the report's steps in the %%explore cell, with `client`.")
+
+
+#: What :func:`story` tells of a key: the futures, the messages, the scheduler's transitions.
+_STORY = ("future.created", "future.state", "msg.sent", "msg.received", "transition")
+
+
+def story(source: Any, key: str, until: str = "cancelled") -> None:
+    """Print the life of ``key`` in ``source`` (a cluster or a trace), from its first event to
+    the last future of it becoming ``until``: each event, and the user's line that made it."""
+    from .views.text import format_events
+    from .why import cell_label
+
+    trace = getattr(source, "trace", source)
+    events = [e for e in trace.filter(key=key) if e.kind in _STORY and e.op != "execute"]
+    ends = [i for i, e in enumerate(events)
+            if e.kind == "future.state" and e.get("to") == until]
+    events = events[:ends[-1] + 1] if ends else events
+    for e, line in zip(events, format_events(events).splitlines()):
+        where = cell_label(e.cell) if e.cell else ""
+        print(f"{line}   [{where}]" if where else line)
+
+
+def arrivals(rule: Rule) -> Callable[[Arrival], bool]:
+    """``rule``, printing each :class:`Arrival` it is asked about and its answer (to watch it)."""
+
+    def watched(arrival: Arrival) -> bool:
+        said = rule(arrival)
+        key = arrival.key if len(arrival.key) <= 16 else arrival.key[:13] + "…"
+        print(f"  {arrival.op}[{key}] gen {arrival.gen} from {arrival.client}; the hold now: "
+              f"gen {arrival.held}, {arrival.state} -> {'applies' if said else 'dropped'}")
+        return said
+
+    watched.__name__ = getattr(rule, "__name__", "rule")
+    return watched

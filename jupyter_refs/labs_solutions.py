@@ -1,0 +1,126 @@
+"""Reference solutions of the labs and the capstone — for teachers and the tests.
+
+The notebooks never import this module: a student who runs every cell meets the graders with
+their own code.  The tests fill the notebooks' student cells with :data:`CELLS` (cell tag ->
+source) and check that the graders then pass.
+"""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+
+from .checks import KeyRefs
+from .protocol.variants import Arrival
+
+# -- lab 07: write the fix ----------------------------------------------------------------------
+
+
+def release_applies(arrival: Arrival) -> bool:
+    """A release applies only to the hold it ends: the newest the scheduler has applied.
+
+    An older generation means the client has taken the key again since it sent this release
+    (the second scatter overtook it): dropping it keeps the new hold.  A release for a key the
+    client no longer wants (``held`` None) changes nothing either way.
+    """
+    return arrival.held is None or arrival.gen >= arrival.held
+
+
+# Wrong fixes the tests show failing, each with a schedule.
+
+
+def never_forget_memory(arrival: Arrival) -> bool:
+    """Naive: keep any key in memory.  Every dropped key then leaks (``leaked_key``)."""
+    return arrival.state != "memory"
+
+
+def newer_only(arrival: Arrival) -> bool:
+    """Off by one: a release must be *newer* than the hold — so no release ever applies."""
+    return arrival.held is not None and arrival.gen > arrival.held
+
+
+def dask_today(arrival: Arrival) -> bool:
+    """Doing nothing: every release applies, as in dask."""
+    return True
+
+
+# -- lab 08: write an invariant ---------------------------------------------------------------
+
+
+def lost_reference(key: KeyRefs) -> str | None:
+    """A client holds a finished future, but the key is gone: forgotten by the scheduler, or
+    in memory there with no worker holding its data."""
+    for client, (refcount, state) in key.clients.items():
+        if state != "finished":
+            continue
+        if key.scheduler == "forgotten":
+            return (f"{client} holds a finished future for {key.key} (refcount {refcount}), "
+                    "but the scheduler has forgotten it")
+        if key.scheduler == "memory" and not key.on_workers:
+            return (f"{client} holds a finished future for {key.key} (refcount {refcount}), "
+                    "but no worker holds its data")
+    return None
+
+
+def forgotten_only(key: KeyRefs) -> str | None:
+    """Half right: misses the order where the scheduler keeps the key but the data is gone."""
+    for client, (_refcount, state) in key.clients.items():
+        if state == "finished" and key.scheduler == "forgotten":
+            return f"{client} holds {key.key}, forgotten"
+    return None
+
+
+def held_but_unknown(key: KeyRefs) -> str | None:
+    """Too eager: a future is held before the scheduler hears of it — a false alarm."""
+    if key.clients and key.scheduler == "forgotten":
+        return f"{key.key} is held but unknown to the scheduler"
+    return None
+
+
+def silent(key: KeyRefs) -> str | None:
+    """Doing nothing: never flags."""
+    return None
+
+
+# -- lab 09: the capstone, dask#8215 ------------------------------------------------------------
+
+
+def cancel_then_resubmit(client):
+    """The scenario from the report: cancel a future, submit the same key again at once."""
+    f = client.submit(inc, 1, key="k")
+    client.cancel([f])
+    g = client.submit(inc, 1, key="k")
+    return g.result()
+
+
+def inc(x: int) -> int:
+    return x + 1
+
+
+def report_applies(arrival: Arrival) -> bool:
+    """A report applies only to the hold it is about: the future the client has now."""
+    return arrival.held is None or arrival.gen >= arrival.held
+
+
+#: The reports the capstone's rule must judge: the cancel, and the first run's result.
+REPORT_OPS = ("cancelled-keys", "key-in-memory")
+
+
+def _source(fn, name: str | None = None) -> str:
+    """``fn``'s source, its ``def`` renamed to the notebook's ``name``."""
+    source = textwrap.dedent(inspect.getsource(fn))
+    return source if name is None else source.replace(f"def {fn.__name__}(", f"def {name}(", 1)
+
+
+#: The notebooks' student cells (by tag), filled in: what the tests run.
+CELLS = {
+    "student-rule": _source(release_applies),
+    "student-check": _source(lost_reference, "my_invariant"),
+    "student-scenario": ("%%explore --max 60\n"
+                         "f = client.submit(inc, 1, key=\"k\")\n"
+                         "client.cancel([f])\n"
+                         "g = client.submit(inc, 1, key=\"k\")\n"
+                         "g.result()\n"),
+    "student-report-rule": _source(report_applies),
+    "student-ops": f"ops = {REPORT_OPS!r}\n",
+}

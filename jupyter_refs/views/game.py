@@ -1,0 +1,173 @@
+"""Be the scheduler: a goal over a manual network, played with the timeline's deliver buttons.
+
+A lesson sets a :class:`Goal` — "make the checks flag ``dangling_future`` in at most 6
+deliveries" — and the student delivers the messages in flight, in the order they choose.
+Whether the goal is reached is read from the trace alone (:func:`judge`): a delivery is a
+``msg.received`` event, and the goal is reached by the first ``violation`` event the checks
+record under the goal's name.  The view never asks an actor anything; starting again asks
+the lesson's ``start`` for a fresh cluster (the cluster is made by the caller, as a
+timeline's is).
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import ipywidgets as w
+
+from ..trace import Event
+from .timeline import Timeline
+
+if TYPE_CHECKING:
+    from ..handle import ClusterHandle
+
+__all__ = ["Game", "Goal", "Verdict", "judge"]
+
+Outcome = Literal["playing", "won", "spent"]
+
+
+@dataclass(frozen=True)
+class Goal:
+    """What the student must make happen: a check's name, and how many deliveries they have."""
+
+    check: str
+    within: int
+    #: The goal in the lesson's words, shown above the timeline.
+    text: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.within, int) or self.within < 1:
+            raise ValueError(f"within must be a positive number of deliveries, not {self.within!r}")
+
+    def describe(self) -> str:
+        return self.text or (f"make the checks flag {self.check} in at most {self.within} "
+                             f"deliveries")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """How the game stands, read from the events since it started."""
+
+    outcome: Outcome
+    deliveries: int
+    #: The delivery that made the checks flag the goal's name (None: not yet).
+    reached_at: int | None = None
+    #: The checks' explanation of that violation.
+    explanation: str = ""
+
+    def sentence(self, goal: Goal) -> str:
+        left = goal.within - self.deliveries
+        if self.outcome == "won":
+            return (f"Goal reached in {self.reached_at} deliveries (budget {goal.within}): "
+                    f"the checks flag {goal.check}. {self.explanation}")
+        if self.outcome == "spent":
+            if self.reached_at is not None:
+                return (f"{goal.check} came at delivery {self.reached_at}, over the budget of "
+                        f"{goal.within}: press 'start again' and find a shorter order.")
+            return (f"Out of deliveries: {self.deliveries} of {goal.within} used and no "
+                    f"{goal.check}. Press 'start again' and try another order.")
+        return (f"{self.deliveries} of {goal.within} deliveries used, {left} left; "
+                f"no {goal.check} yet.")
+
+
+def judge(goal: Goal, events: Iterable[Event]) -> Verdict:
+    """The verdict of ``goal`` over ``events`` (those since the game started, in seq order).
+
+    Each ``msg.received`` is one delivery (a task's run on a worker is delivered as a message
+    too).  The goal is reached when a ``violation`` named ``goal.check`` follows, counted at
+    the delivery it followed; reached within the budget wins, past it loses.
+    """
+    deliveries = 0
+    for e in events:
+        if e.kind == "msg.received":
+            deliveries += 1
+        elif e.kind == "violation" and e.get("name") == goal.check:
+            outcome: Outcome = "won" if deliveries <= goal.within else "spent"
+            return Verdict(outcome, deliveries, deliveries, e.get("explanation") or "")
+    return Verdict("spent" if deliveries >= goal.within else "playing", deliveries)
+
+
+class Game:
+    """A goal, a timeline of a manual network with its deliver buttons, and a restart.
+
+    ``start()`` makes the cluster to play on, with the scenario already run (its messages in
+    flight), and returns it with whatever must stay alive (the user's futures).
+    """
+
+    def __init__(self, goal: Goal, start: Callable[[], tuple[ClusterHandle, Any]],
+                 title: str = "be the scheduler"):
+        self.goal = goal
+        self._start = start
+        self._title = title
+        self.cluster: ClusterHandle | None = None
+        self.timeline: Timeline | None = None
+        self.held: Any = None
+        self._since = 0
+        #: Games played so far in this widget (1 after the first start).
+        self.rounds = 0
+        self._goal_text = w.HTML(f"<b>Goal:</b> {html.escape(goal.describe())}")
+        self._status = w.HTML()
+        self._restart = w.Button(description="start again", icon="refresh")
+        self._restart.on_click(lambda _b: self.restart())
+        self._board = w.VBox()
+        self.widget = w.VBox([self._goal_text, self._status, self._board, self._restart])
+        self.restart()
+
+    # -- playing -----------------------------------------------------------------------------
+
+    def restart(self) -> None:
+        """A fresh cluster, the scenario run again, the count back to 0."""
+        old, old_cluster = self.timeline, self.cluster
+        cluster, held = self._start()
+        if not cluster.steppable:  # the game as it was goes on
+            cluster.close()
+            raise ValueError("a game needs a manual network: the student delivers every message")
+        self.cluster, self.held = cluster, held
+        self.cluster.trace.flush()
+        self._since = self.cluster.trace.next_seq
+        self.timeline = Timeline(self.cluster, title=self._title)
+        self.timeline.after_delivery.append(self.refresh)
+        self._board.children = [self.timeline.widget]
+        self.rounds += 1
+        if old is not None:
+            old.close()
+        if old_cluster is not None:
+            old_cluster.close()
+        self.refresh()
+
+    @property
+    def verdict(self) -> Verdict:
+        assert self.cluster is not None
+        trace = self.cluster.trace
+        trace.flush()
+        return judge(self.goal, trace.events(since=self._since))
+
+    def refresh(self) -> None:
+        """Say how the game stands; once it is decided, no more deliveries."""
+        verdict = self.verdict
+        assert self.timeline is not None
+        self.timeline.enable_delivery(verdict.outcome == "playing")  # before the status says so
+        color = {"won": "#1a7f37", "spent": "#b00", "playing": "#333"}[verdict.outcome]
+        self._status.value = (f"<div class='jupyter-refs-goal jupyter-refs-goal-{verdict.outcome}' "
+                              f"style='color:{color}'>{html.escape(verdict.sentence(self.goal))}"
+                              "</div>")
+
+    # -- display -----------------------------------------------------------------------------
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        from .resources import ensure_bokehjs
+
+        ensure_bokehjs()
+        bundle = self.widget._repr_mimebundle_(**kwargs)
+        bundle["text/plain"] = f"Goal: {self.goal.describe()}\n{self.verdict.sentence(self.goal)}"
+        return bundle
+
+    def close(self) -> None:
+        if self.timeline is not None:
+            self.timeline.close()
+        if self.cluster is not None:
+            self.cluster.close()
+        self.widget.close()

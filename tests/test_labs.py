@@ -1,0 +1,283 @@
+"""The labs' hooks and graders (``jupyter_refs.labs``), graded against the reference solutions
+(``jupyter_refs.labs_solutions``) and wrong ones; the lab notebooks and the capstone run top to
+bottom with the student cells filled from the solutions."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from jupyter_refs import Cluster, explore, labs, replay
+from jupyter_refs import labs_solutions as solutions
+from jupyter_refs.checks import judge
+from jupyter_refs.errors import ArgumentValueError, ProtocolError
+from jupyter_refs.protocol.variants import DASK, with_rules
+from jupyter_refs.zoo import scatter_drop_scatter
+
+# -- the hook: ProtocolVariant.rules ------------------------------------------------------------
+
+
+def test_a_rule_sees_the_release_and_the_hold_and_can_drop_it():
+    seen = []
+
+    def rule(arrival):
+        seen.append(arrival)
+        return False
+
+    cluster = Cluster(protocol=with_rules(DASK, "drop-all", {"client-releases-keys": rule}),
+                      network="immediate")
+    client = cluster.client()
+    x = client.scatter(123)
+    key = x.key
+    del x
+    cluster.run_until_idle()
+    [arrival] = seen
+    assert (arrival.op, arrival.receiver, arrival.key, arrival.gen, arrival.held,
+            arrival.state) == ("client-releases-keys", "scheduler", key, 1, 1, "memory")
+    assert [e.kind for e in cluster.trace.events(kind="release.stale")] == ["release.stale"]
+    assert {v.name for v in cluster.violations} == {"leaked_key"}  # dropped: nothing frees it
+    cluster.close()
+
+
+def test_rules_are_refused_for_an_operation_nobody_asks_about():
+    with pytest.raises(ProtocolError, match="no rule is asked for 'free-keys'"):
+        with_rules(DASK, "x", {"free-keys": lambda a: True})
+    with pytest.raises(ProtocolError, match="must be a function"):
+        with_rules(DASK, "x", {"cancelled-keys": True})
+
+
+def test_without_a_rule_the_registered_protocols_are_unchanged():
+    assert DASK.rules == () and DASK.rule("client-releases-keys") is None
+    assert {f.schedule for f in explore(scatter_drop_scatter, bound=2, sample=False,
+                                        processes=1).failures} == {
+        "dask@a17369:4>1", "dask@a17369:0>1,1>1,2>1", "dask@a17369:2>1,4>1",
+        "dask@a17369:4>1,6>1,7>1"}
+
+
+# -- lab 07: write the fix ----------------------------------------------------------------------
+
+
+def test_the_reference_fix_passes():
+    grade = labs.grade_fix(solutions.release_applies, quiet=True)
+    assert grade and grade.verdict.startswith("PASS") and "every order within bound 2" in grade.verdict
+
+
+@pytest.mark.parametrize("wrong, name", [(solutions.never_forget_memory, "leaked_key"),
+                                          (solutions.newer_only, "leaked_key"),
+                                          (solutions.dask_today, "dangling_future")])
+def test_a_wrong_fix_or_none_fails_with_a_schedule(wrong, name):
+    grade = labs.grade_fix(wrong, quiet=True)
+    assert not grade and grade.failure is not None
+    assert name in grade.failure.names
+    assert f"schedule {grade.failure.schedule}: " in grade.verdict  # its explain()
+    run = replay(scatter_drop_scatter, grade.failure.schedule,
+                 protocol=grade.failure.run.cluster.variant)
+    assert name in {v.name for v in run.violations}
+
+
+def test_doing_nothing_fails_on_the_late_release():
+    grade = labs.grade_fix(solutions.dask_today, quiet=True)
+    assert grade.failure.schedule == "your-fix@a17369:0>1,1>1,2>1"
+    assert "scatter overtook client-releases-keys" in grade.failure.overtakes
+
+
+def test_the_rule_alone_does_not_stop_8576_on_dasks_workers():
+    grade = labs.grade_fix(solutions.release_applies, base="dask", quiet=True)
+    assert not grade and "release-worker-data" in grade.verdict
+
+
+def test_a_rule_that_raises_or_returns_none_fails_saying_so():
+    def forgot_return(arrival):
+        arrival.gen >= arrival.held  # noqa: B015 - the mistake under test
+
+    grade = labs.grade_fix(forgot_return, quiet=True)
+    assert not grade and "returned None, not True or False, for Arrival(" in grade.verdict
+    grade = labs.grade_fix(lambda a: a.nope, quiet=True)
+    assert "raised AttributeError" in grade.verdict
+
+
+# -- lab 08: write an invariant -----------------------------------------------------------------
+
+
+def test_the_reference_invariant_passes():
+    grade = labs.grade_check(solutions.lost_reference, quiet=True)
+    assert grade, grade.verdict
+    assert "flagged all 4 distinct failure(s)" in grade.verdict
+
+
+def test_a_half_invariant_misses_a_schedule():
+    grade = labs.grade_check(solutions.forgotten_only, quiet=True)
+    assert not grade and grade.failure.schedule == "dask@a17369:2>1,4>1"
+    assert "stayed quiet on dask@a17369:2>1,4>1" in grade.verdict
+
+
+def test_an_eager_invariant_fires_under_fixed():
+    grade = labs.grade_check(solutions.held_but_unknown, quiet=True)
+    assert not grade and grade.failure.schedule.startswith("fixed@")
+    assert "fired under fixed" in grade.verdict and "held but unknown" in grade.verdict
+
+
+def test_doing_nothing_misses_every_schedule():
+    grade = labs.grade_check(solutions.silent, quiet=True)
+    assert not grade and "4 of 4 such orders missed" in grade.verdict
+
+
+def test_an_invariant_judges_a_saved_trace_and_must_have_a_name_of_its_own():
+    run = replay(scatter_drop_scatter, "dask@a17369:0>1,1>1,2>1")
+    [v] = judge(run.trace, [solutions.lost_reference])
+    assert v.name == "lost_reference" and "forgotten" in v.explanation
+    with pytest.raises(ArgumentValueError, match="name of one of the checks"):
+        def dangling_future(key):
+            return None
+
+        explore(scatter_drop_scatter, invariants=[dangling_future])
+    with pytest.raises(ArgumentValueError, match="named function"):
+        explore(scatter_drop_scatter, invariants=[lambda k: None])
+
+
+def test_an_invariant_that_raises_is_reported_where_it_raised():
+    def broken(key):
+        return key.nope
+
+    run = replay(scatter_drop_scatter, "dask@a17369:", invariants=[broken])
+    assert run.violations[0].name == "broken"
+    assert "raised AttributeError" in run.violations[0].explanation
+
+
+# -- the capstone: dask#8215 ------------------------------------------------------------------
+
+
+def test_the_capstone_rule_needs_both_reports():
+    half = labs.grade_fix(solutions.report_applies, race="8215", quiet=True)
+    assert not half and "key-in-memory overtook cancel-keys" in half.failure.overtakes
+    whole = labs.grade_fix(solutions.report_applies, solutions.REPORT_OPS, race="8215", quiet=True)
+    assert whole, whole.verdict
+    none = labs.grade_fix(solutions.dask_today, solutions.REPORT_OPS, race="8215", quiet=True)
+    assert not none and none.failure.schedule.endswith(":")  # the in-order run raises
+
+
+# -- the notebooks, run top to bottom -----------------------------------------------------------
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
+
+
+def run_notebook(name: str, tmp_path, monkeypatch, filled: bool = True):
+    """Execute a notebook in a fresh kernel importing *this* tree, its student cells (tagged as
+    in ``labs_solutions.CELLS``) filled with the reference solutions unless ``filled`` is off."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    nb = nbformat.read(ROOT / "notebooks" / name, as_version=4)
+    for cell in nb.cells:
+        for tag in cell.metadata.get("tags", []):
+            if filled and tag in solutions.CELLS:
+                cell.source = solutions.CELLS[tag]
+    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=not filled,
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    return nb
+
+
+def output(nb, tag: str) -> str:
+    cell = next(c for c in nb.cells if tag in c.metadata.get("tags", []))
+    out = []
+    for o in cell.outputs:
+        if o.output_type == "stream":
+            out.append(o.text)
+        elif o.output_type == "error":
+            out.append(f"{o.ename}: {o.evalue}")
+        elif "data" in o:
+            out.append(o.data.get("text/plain", ""))
+    return "".join(out)
+
+
+def assert_lab_shape(nb, minutes: int) -> None:
+    """A header with goal, prerequisites and time; student cells tagged; a takeaway and the
+    model-vs-dask box; no solution in the notebook."""
+    head = nb.cells[0].source
+    assert head.startswith("# Lesson ") and "**Goal.**" in head and "**Prerequisites.**" in head
+    assert f"**Time.** {minutes} minutes" in head
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert "## Takeaway" in text and "> **Model vs dask.**" in text
+    students = [c for c in nb.cells if "your-code" in c.metadata.get("tags", [])]
+    assert students and not any("solution" in c.metadata.get("tags", []) for c in nb.cells)
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    assert "labs_solutions" not in code
+
+
+@pytest.mark.slow
+def test_lab_fix_notebook(tmp_path, monkeypatch):
+    nb = run_notebook("07_lab_fix.ipynb", tmp_path, monkeypatch)
+    assert_lab_shape(nb, 30)
+    today = output(nb, "grade-dask")
+    assert today.startswith("FAIL") and "scatter on rpc:client:1#2 was delivered before #5 " \
+        "client-releases-keys" in today
+    watch = output(nb, "watch")
+    assert "client-releases-keys[int-0de51ff37…] gen 1 from client:1; the hold now: gen 2, " \
+        "memory -> applies" in watch and "violations: dangling_future" in watch
+    assert output(nb, "grade").startswith("PASS: 8576's scenario")
+    workers = output(nb, "workers")  # what the text says of the smallest failure on dask's workers
+    assert workers.startswith("FAIL") and re.search(
+        r"schedule your-fix@[0-9a-f]{6}:4>1: dangling_future\n  - #10 update-data-reply on "
+        r"rpc:scheduler#2 was delivered before #9 release-worker-data", workers)
+    why = output(nb, "why")
+    assert "cell 1, line 16: `del x`" in why and "cell 1, line 17: `x = client.scatter(123)`" in why
+    assert "late: a younger message overtook it" in why and "thread.py" not in why
+
+
+@pytest.mark.slow
+def test_lab_fix_notebook_as_shipped_fails_the_grade(tmp_path, monkeypatch):
+    nb = run_notebook("07_lab_fix.ipynb", tmp_path, monkeypatch, filled=False)
+    assert output(nb, "grade").startswith("FAIL")
+    assert not any(o.output_type == "error" for c in nb.cells if c.cell_type == "code"
+                   for o in c.outputs)
+
+
+@pytest.mark.slow
+def test_lab_invariant_notebook(tmp_path, monkeypatch):
+    nb = run_notebook("08_lab_invariant.ipynb", tmp_path, monkeypatch)
+    assert_lab_shape(nb, 25)
+    beliefs = output(nb, "beliefs")
+    assert "dangling_future at event 40" in beliefs
+    assert "clients={'client:1': (1, 'finished')}, scheduler='forgotten'" in beliefs
+    assert output(nb, "grade").startswith("PASS: my_invariant flagged all 4")
+    judged = output(nb, "judge")
+    assert re.search(r"dask@a17369: +-> quiet", judged)
+    assert re.search(r"dask@a17369:2>1,4>1 +-> my_invariant at event 42", judged)
+
+
+@pytest.mark.slow
+@pytest.mark.dask
+def test_capstone_notebook(tmp_path, monkeypatch):
+    pytest.importorskip("distributed")
+    nb = run_notebook("09_capstone.ipynb", tmp_path, monkeypatch)
+    assert_lab_shape(nb, 45)
+    text = "\n".join(c.source for c in nb.cells)
+    explored = output(nb, "student-scenario")  # the explorer found it from the student's cell
+    assert re.search(r"dask@[0-9a-f]{6}:  scenario_raised", explored)
+    found = output(nb, "reproduced")
+    assert re.search(r"reproduced: under dask@[0-9a-f]{6}: \(0 messages late\) the scenario raised "
+                     r"FutureCancelledError: k cancelled for reason: unknown\.", found)
+    assert "outcome_differs" in found
+    story = output(nb, "story")
+    assert re.search(r"→ sent #2 cancel-keys on client:1->scheduler +\[cell \d+, line 3\]", story)
+    assert re.search(r"future #2 created by submit +\[cell \d+, line 4\]", story)
+    assert story.rstrip().endswith("future pending → cancelled (unknown)")
+    assert re.search(r"confirmed on distributed 2026\.8\.0: scenario_raised on k", output(nb, "confirm"))
+    assert output(nb, "grade").startswith("PASS: 8215's scenario")
+    assert "not dask's fix" in text
+
+
+def test_no_lesson_before_the_capstone_names_8215():
+    nbformat = pytest.importorskip("nbformat")
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        if path.name < "09":
+            nb = nbformat.read(path, as_version=4)
+            assert "8215" not in "\n".join(c.source for c in nb.cells), path.name
+
+
+def test_the_references_still_pass_one_late_message_deeper():
+    """Lesson 07's "going further" asks for bound 3: the references hold there too."""
+    assert labs.grade_fix(solutions.release_applies, bound=3, quiet=True)
+    assert labs.grade_fix(solutions.report_applies, solutions.REPORT_OPS, race="8215", bound=3,
+                          quiet=True)
