@@ -254,6 +254,15 @@ HISTORY = (
 )
 #: The oldest release modelled, and the newest (today's ``dask``).
 OLDEST, NEWEST = "2024.3.0", "2026.8.0"
+#: The releases of distributed from OLDEST to NEWEST (dask/distributed's tags, and 2026.8.0 from
+#: PyPI): a version between them that was never released (2026.5.1) is refused, not modelled.
+RELEASES = frozenset("""
+2024.3.0 2024.3.1 2024.4.0 2024.4.1 2024.4.2 2024.5.0 2024.5.1 2024.5.2 2024.6.0 2024.6.1
+2024.6.2 2024.7.0 2024.7.1 2024.8.0 2024.8.1 2024.8.2 2024.9.0 2024.9.1 2024.10.0 2024.11.0
+2024.11.1 2024.11.2 2024.12.0 2024.12.1 2025.1.0 2025.2.0 2025.3.0 2025.3.1 2025.4.0 2025.4.1
+2025.5.0 2025.5.1 2025.7.0 2025.9.0 2025.9.1 2025.9.2 2025.9.3 2025.10.0 2025.11.0 2025.12.0
+2026.1.0 2026.1.1 2026.1.2 2026.1.3 2026.3.0 2026.6.0 2026.7.0 2026.7.1 2026.8.0
+""".split())
 _RELEASE = re.compile(r"dask-(\d{4}\.\d+\.\d+)")
 
 
@@ -275,6 +284,14 @@ def release_variant(name: str) -> ProtocolVariant | None:
                "futures not unique before 2024.3.0, retire_workers' heartbeat before 2024.2.1, "
                "cancel as an RPC before 2023.3.1)"
                if version < Version(OLDEST) else f"; {match[1]} is newer than today's dask"))
+    if str(version) not in RELEASES:
+        ordered = sorted(RELEASES, key=Version)
+        before = [r for r in ordered if Version(r) < version][-1:]
+        after = [r for r in ordered if Version(r) > version][:1]
+        raise ProtocolError(
+            f"{name}: distributed has no release {match[1]} (the nearest: "
+            f"{', '.join(before + after)}); releases {OLDEST} to {NEWEST} of distributed are "
+            "modelled")
     flags: dict = {}
     for change in HISTORY:
         if version < Version(change.release):
