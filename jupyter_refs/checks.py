@@ -30,6 +30,11 @@ and judges what it made true.
     run (``desire.applied`` with ``created_task``): no run spec, so the next
     transition that reaches it fails.  Reported again, for the client whose
     connection the failure drops, when that happens.
+``annotations_dropped``
+    An ``update-graph`` found its task already made — with no run spec, by a
+    desire that overtook the graph (``publish_put`` before PR 8577, 2024.4.2) —
+    and, as dask's ``update_graph`` then did, gave it the run spec without the
+    annotations (``retries``, ``workers``): the task runs, but not as submitted.
 ``leaked_key``
     Once the channels are drained, the scheduler keeps a key for a client
     (it is in ``who_wants``) that holds no reference to it (refcount 0): that
@@ -40,6 +45,13 @@ and judges what it made true.
     task had ended (the scheduler lets go of a fire-and-forget key only when
     its task finishes or errs; dask 2026.8: ``fire_and_forget`` on a fast
     task, its batched desire overtaken by the result).
+``hung_future``
+    Once the channels are drained, a client holds a *pending* future for a key
+    the scheduler does not know, and the client's ``client-desires-keys`` for it
+    met the unknown key (``desire.unknown``: dask only warns "Client … desires key
+    … but key is unknown").  Nothing will ever finish or cancel the future:
+    ``result()`` waits for ever.  dask before PR 9217 (2026.6.0): a
+    ``get_dataset``'s desire overtaken by ``unpublish_dataset``'s RPC.
 ``refcount_mismatch``
     Once the channels are drained, a client holds a key (refcount > 0) but is
     not in that key's ``who_wants``.  Judged only at ``network.drained``,
@@ -96,6 +108,7 @@ _ASSERTION_TEXT = ev.SCHEDULER_ASSERTION.at("message")
 _UNKNOWN_CLIENT = ev.DESIRE_UNKNOWN.at("client")
 _ALLOC_VALUE = ev.ID_ALLOC.at("value")
 _REJECT_REASON = ev.FUTURE_PUT_REJECTED.at("reason")
+_DROPPED = ev.GRAPH_ANNOTATIONS_DROPPED.at("dropped")
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +160,7 @@ class Checks:
 
     # Slots: one Checks is made per explored run, and every event reads a few of these.
     __slots__ = ("trace", "beliefs", "violations", "_open", "_suspects", "_cancelled",
-                 "_unbacked", "_leak_check", "_late_ff", "_settled", "_vanished", "_allocated",
+                 "_unbacked", "_leak_check", "_late_ff", "_settled", "_unheard", "_vanished", "_allocated",
                  "_lock", "unsubscribe")
 
     def __init__(self, trace: Trace, quiet_limit: int | None = None):
@@ -168,6 +181,8 @@ class Checks:
         # (client, key) whose cancellation both sides agree on: a lost connection (already
         # reported as ghost_task) or a desire for a key the scheduler no longer knows.
         self._settled: set[tuple[str, str]] = set()
+        #: (client, key) whose desire met an unknown key -> seq (judged at the next drain).
+        self._unheard: dict[tuple[str, str], int] = {}
         self._vanished: dict[str, str] = {}  # key in memory on workers without the data -> why
         self._allocated: dict[int, tuple[int, str, str]] = {}  # id -> (seq, actor, thread)
         self._lock = threading.Lock()
@@ -303,7 +318,10 @@ class Checks:
         release = b.forgotten_by.get(key) if created and key in b.forgotten else None
         b.desire_applied(seq, row)
         self._who_wants_changed(b, seq, key)
-        if not created:
+        if not created or client.startswith("published-"):
+            # A dataset's desire that overtook its graph (publish_put before PR 8577): the
+            # graph, already on the publisher's stream, gives the task its run spec
+            # (``annotations_dropped`` says what it loses).
             return
         receiving = b.receiving
         msg = f" (msg #{receiving[0]})" if receiving else ""
@@ -354,6 +372,25 @@ class Checks:
         pair = (row[EXTRA][_UNKNOWN_CLIENT], row[KEY])
         self._settled.add(pair)
         self._update_suspect(b, pair, seq)
+        if b.refcount.get(pair):
+            self._unheard.setdefault(pair, seq)
+
+    def _annotations_dropped(self, b: Beliefs, seq: int, row: tuple) -> None:
+        key, dropped = row[KEY], row[EXTRA][_DROPPED]
+        b.ghosts.pop(key, None)  # a run spec at last: no longer a ghost
+        if not dropped:
+            return
+        receiving = b.receiving
+        client = receiving[3] if receiving else None
+        self._report(
+            "annotations_dropped", key, client, seq,
+            f"{client or 'a client'}'s update-graph (msg #{receiving[0] if receiving else '?'}) "
+            f"found {key} already made, with no run spec: a desire for it had arrived first "
+            "(publish_dataset's publish_put RPC, which did not wait for the client's stream "
+            "before PR 8577, overtook the graph on the stream and, as every release before PR "
+            "8827 did, made a task for the unknown key). dask's update_graph gave the task its "
+            f"run spec but applies annotations to the tasks it creates only: {key} runs without "
+            f"its {', '.join(dropped)}.")
 
     def _registered(self, b: Beliefs, seq: int, row: tuple) -> None:
         b.registered(seq, row)
@@ -419,8 +456,10 @@ class Checks:
 
     def _drained(self, b: Beliefs, seq: int, row: tuple) -> None:
         if (not self._cancelled and not self._suspects and not self._late_ff and not self._unbacked
-                and not self._leak_check):
+                and not self._leak_check and not self._unheard):
             return  # the usual case: nothing to judge
+        if self._unheard:
+            self._hung(b)
         if self._leak_check:
             self._leaks(b, seq)
         if self._unbacked:
@@ -478,6 +517,25 @@ class Checks:
                     f"{set(b.who_wants.get(key, ())) or '{}'}). The two sides disagree for "
                     "good: no message in flight will reconcile them.")
 
+    def _hung(self, b: Beliefs) -> None:
+        """Futures left pending for a key the scheduler does not know: nothing will end them."""
+        unheard, self._unheard = self._unheard, {}
+        for (client, key), first in sorted(unheard.items(), key=lambda kv: kv[1]):
+            if (not b.refcount.get((client, key)) or key in b.sched
+                    or b.fstate.get((client, key)) != "pending"):
+                continue
+            forgot = b.forgotten_by.get(key)
+            how = (f" (the scheduler had forgotten it on {forgot[1]} from {forgot[3]}, msg "
+                   f"#{forgot[0]})" if forgot else "")
+            self._report(
+                "hung_future", key, client, first,
+                f"with every channel drained, {client} holds a pending future for {key}, but "
+                f"its client-desires-keys reached a scheduler that no longer knew {key}"
+                f"{how}: dask only warns 'desires key {key!r} but key is unknown'. Nothing "
+                "will finish or cancel the future; result() waits for ever. The desire rode "
+                f"{client}'s batched stream, and a call on an RPC of its own (unpublish_dataset "
+                "before PR 9217) overtook it.")
+
     def _leaks(self, b: Beliefs, seq: int) -> None:
         """Keys the scheduler keeps for a client that let go of them: nothing will free them."""
         keys, self._leak_check = self._leak_check, set()
@@ -522,6 +580,7 @@ class Checks:
                 for pair in [p for p in table if p[1] in left]:
                     del table[pair]
             self._settled = {p for p in self._settled if p[1] not in left}
+            self._unheard = {p: s for p, s in self._unheard.items() if p[1] not in left}
             for table in (self._unbacked, self._late_ff, self._vanished):
                 for key in left & table.keys():
                     del table[key]
@@ -603,6 +662,7 @@ _JUDGES: dict[str, Judge] = {
     "worker.free": Checks._worker_free,
     "scheduler.assertion": Checks._assertion,
     "desire.unknown": Checks._desire_unknown,
+    "graph.annotations_dropped": Checks._annotations_dropped,
     "network.drained": Checks._drained,
     "id.alloc": Checks._id_alloc,
     "future.put_rejected": Checks._put_rejected,

@@ -42,7 +42,7 @@ except ImportError:  # dask 2024.8 (the zoo's old releases) keeps them in dask.b
 from dask._task_spec import TaskRef
 from dask.utils import funcname, typename
 
-from . import arguments, gcscope, interrupts
+from . import arguments, gcscope, interrupts, publish
 from .errors import (
     ClosedClientError,
     FutureCancelledError,
@@ -1099,6 +1099,26 @@ class Client:
         names = self._workers(workers)
         return {w: keys for w, keys in has.items() if names is None or w in names}
 
+    # Published datasets (dask's, with its messages: ``jupyter_refs/publish.py``).
+    def publish_dataset(self, *args: Any, name: Any = None, override: bool = False,
+                        **kwargs: Any) -> None:
+        """Publish named datasets (collections, futures, values) on the scheduler."""
+        publish.publish_dataset(self, *args, name=name, override=override, **kwargs)
+
+    def get_dataset(self, name: Any, default: Any = publish.no_default, **kwargs: Any) -> Any:
+        """A published dataset (a list of them for a list of names); its futures are ours."""
+        return publish.get_dataset(self, name, default)
+
+    def unpublish_dataset(self, name: Any, **kwargs: Any) -> None:
+        publish.unpublish_dataset(self, name)
+
+    def list_datasets(self, **kwargs: Any) -> list[Any]:
+        return publish.list_datasets(self)
+
+    @property
+    def datasets(self) -> publish.Datasets:
+        return publish.Datasets(self)
+
     def nthreads(self, workers: Any = None) -> dict[str, int]:
         """Threads per worker (dask's ``Client.nthreads``)."""
         names = self._workers(workers) or list(self.cluster.workers)
@@ -1341,8 +1361,8 @@ def _check_graph_options(kwargs: dict[str, Any]) -> None:
 
 #: Public names of dask's Client that the model does not have (they raise NotModelledError).
 _DASK_CLIENT_API = frozenset("""
-run run_on_scheduler restart restart_workers upload_file publish_dataset unpublish_dataset
-get_dataset list_datasets datasets rebalance replicate retry story get_task_stream profile
+run run_on_scheduler restart restart_workers upload_file
+rebalance replicate retry story get_task_stream profile
 dashboard_link register_plugin unregister_worker_plugin register_worker_plugin
 register_scheduler_plugin get_executor get_metadata set_metadata get_worker_logs
 get_scheduler_logs processing call_stack benchmark_hardware

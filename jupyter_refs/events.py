@@ -172,6 +172,11 @@ WHO_HAS_REMOVED = _kind(
 GRAPH_LOST_DATA = _kind(
     "graph.lost_data", "dependency", source="scheduler",
     doc="A task was cancelled because a dependency it needs is gone (dask's 'lost data').")
+GRAPH_ANNOTATIONS_DROPPED = _kind(
+    "graph.annotations_dropped", "dropped", source="scheduler",
+    doc="An update-graph found its task already made, with no run spec, by a desire that came "
+        "first (a publish_put before PR 8577): dask gave it the run spec, not the annotations "
+        "(``dropped``: the ones the graph had; none, and nothing was lost).")
 DESIRE_UNKNOWN = _kind(
     "desire.unknown", "client", "task", source="scheduler", actor=("client",),
     doc="A desire for a key the scheduler does not know: today's dask only warns.")

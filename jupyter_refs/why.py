@@ -30,13 +30,15 @@ from . import arguments
 from .trace import Event, Trace, trace_source
 
 #: Violations that mean a loss, most telling first (refcount_mismatch only restates one).
-_LOSSES = ("dangling_future", "ghost_task", "set_twice", "leaked_key", "spurious_cancel",
-           "scenario_raised", "outcome_differs", "id_collision", "refcount_mismatch")
+_LOSSES = ("dangling_future", "ghost_task", "hung_future", "set_twice", "leaked_key",
+           "spurious_cancel", "annotations_dropped", "scenario_raised", "outcome_differs",
+           "id_collision", "refcount_mismatch")
 #: Events that change what some side believes about a key: the ones a chain shows.
 _CHANGES = {"release.applied", "desire.applied", "transition", "scatter.registered",
             "scatter.worker_put", "worker.put", "worker.free", "future.state", "refcount.inc",
             "refcount.dec", "future.created", "future.put_rejected", "scheduler.assertion",
-            "who_has.removed", "graph.lost_data", "id.alloc", "release.stale", "scatter.stale"}
+            "who_has.removed", "graph.lost_data", "graph.annotations_dropped", "id.alloc",
+            "release.stale", "scatter.stale"}
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 Each :class:`Race` says where it comes from (dask's tracker and the pull request that
 fixed it, with the first release that shipped the fix, read with ``git tag --contains``),
 the message order in words, the symptom a user saw, and a scenario: a function of one
-client, written as the report's reproducer was.  ``race.find()`` explores it under the
+client (or two), written as the report's reproducer was.  ``race.find()`` explores it under the
 release it affects; ``race.find(race.absent_under[0])`` under one it does not.
 
 Only races whose mechanisms the model carries are here; the others of dask's history are
@@ -57,6 +57,35 @@ def cancel_then_same_key(client: Any) -> int:
     client.cancel([f])
     g = client.submit(inc, 1, key="k")
     return g.result()
+
+
+def publish_right_after_submit(client: Any) -> int:
+    """PR 8577's test (``test_publish_submit_ordering``): publish a future just submitted with
+    an annotation (there ``resources=``, which the model does not carry; here ``retries=``)."""
+    f = client.submit(inc, 1, retries=2)
+    client.publish_dataset(f, name="foo")
+    return f.result()
+
+
+def get_then_unpublish(client: Any) -> int:
+    """PR 9217's test (``test_publish_unpublish_wait_for_batched_comms``), its second race:
+    the user takes a published dataset, then unpublishes it at once."""
+    x = client.submit(inc, 122, key="x")
+    client.publish_dataset(x=x)
+    del x
+    y = client.get_dataset("x")
+    client.unpublish_dataset("x")
+    return y.result()
+
+
+def reader_then_owner_unpublishes(owner: Any, reader: Any) -> int:
+    """PR 9217's race with two clients: one takes the dataset, then its owner unpublishes it."""
+    x = owner.submit(inc, 122, key="x")
+    owner.publish_dataset(x=x)
+    del x
+    y = reader.get_dataset("x")
+    owner.unpublish_dataset("x")
+    return y.result()
 
 
 @dataclass(frozen=True)
@@ -113,22 +142,65 @@ RACES: dict[str, Race] = {r.name: r for r in (
          "FutureCancelledError: k cancelled for reason: unknown — on real dask in most runs "
          "(20 of 20 on 2026.8.0 here), the in-order one included",
          cancel_then_same_key, frozenset({"scenario_raised", "outcome_differs"})),
+    Race("8577", "publish right after submit: the put overtakes the graph, annotations dropped",
+         ("https://github.com/dask/distributed/pull/8577",),
+         "until 2024.4.1 (fixed in 2024.4.2, PR 8577)", "dask-2024.4.1",
+         ("dask-2024.4.2", "fixed"),
+         "publish_dataset's publish_put RPC overtakes the batched update-graph of the future it "
+         "publishes; its desire for published-<name> makes the unknown key's task (as every "
+         "release before PR 8827 did), and update_graph, finding the task made, gives it the "
+         "run spec but not the annotations, which it applies to new tasks only",
+         "the task runs without its annotations: resources, worker restrictions, retries "
+         "(PR 8577's test as a loop on 2024.4.1 over TCP: {} instead of {'resources': {'A': 1}} "
+         "in 18 of 20 runs, scripts/dask_8577_probe.py)",
+         publish_right_after_submit, frozenset({"annotations_dropped"})),
+    Race("9217", "get_dataset, then unpublish: the delete overtakes the reader's claim",
+         ("https://github.com/dask/distributed/pull/9217",),
+         "until 2026.3.0 (fixed in 2026.6.0, PR 9217; no release between)", "dask-2026.3.0",
+         ("dask-2026.6.0", "dask", "fixed"),
+         "get_dataset binds the dataset's futures and announces them with client-desires-keys "
+         "on the batched stream; unpublish_dataset's publish_delete RPC overtakes it and "
+         "releases published-<name>, the last holder, so the key is forgotten before the "
+         "desire lands (or a late key-in-memory of the key's previous hold finishes the new "
+         "future first)",
+         "the future never finishes: result() waits for ever, the scheduler logs 'Client … "
+         "desires key 'x' but key is unknown' (5 of 5 on 2026.3.0 over TCP, "
+         "scripts/dask_9217_probe.py); or it says finished and the gather is cancelled: 'x "
+         "cancelled for reason: already forgotten'",
+         get_then_unpublish, frozenset({"hung_future", "dangling_future"})),
+    Race("9217-two-clients", "get_dataset by one client, unpublish by another: still open",
+         ("https://github.com/dask/distributed/pull/9217",),
+         "every release modelled (open on 2026.8.0: PR 9217's marker orders the unpublishing "
+         "client's own stream only)", "dask", ("fixed",),
+         "the reader's get_dataset returns and its client-desires-keys waits on its batched "
+         "stream; the owner's unpublish_dataset flushes the owner's stream, not the reader's, "
+         "so its publish_delete still overtakes the reader's desire",
+         "the reader's future never finishes: result() waits for ever, and the scheduler logs "
+         "'Client … desires key 'x' but key is unknown' (over TCP, the reader's stream flushing "
+         "0.5 s late: 5 of 5 on 2026.3.0, 2026.6.0 and 2026.8.0, scripts/dask_9217_probe.py)",
+         reader_then_owner_unpublishes, frozenset({"hung_future", "dangling_future"})),
 )}
 
 #: Races of dask's history whose mechanisms the model does not carry, and what it lacks.
 NOT_MODELLED: dict[str, str] = {
-    "9217": "publish_dataset / get_dataset vs unpublish (fixed in 2026.6.0): the model has no "
-            "published datasets",
-    "8577": "publish_put vs update-graph losing annotations (fixed in 2024.4.2): before the "
-            "oldest release modelled",
-    "7583/6016": "cancel as an RPC overtaking update-graph (fixed in 2023.3.1 / 2022.5.1): "
-                 "before the oldest release modelled",
-    "7200/7348": "a resubmitted key accepting the first run's result (fixed in 2022.12.0): the "
-                 "model has run ids in every release it models",
+    "7583": "cancel as an RPC (fixed in 2023.3.1): until then Client.cancel awaited a cancel RPC "
+            "whose handler polled up to 1 s for the key to be known and wanted, so a cancel "
+            "sent right after submit overtook its update-graph; before the oldest release "
+            "modelled (2024.3.0)",
+    "6016": "one client's cancel cancelling another's future (fixed in 2022.5.1): until then "
+            "cancel_key reported cancelled-key to every client whether it cancelled the key or "
+            "not (who_wants == {client} guarded only the dependents), and its retry dropped "
+            "force=; an order decides only whether the other client's graph came first; before "
+            "the oldest release modelled",
+    "7200/7348": "a stale task-finished accepted by a resubmitted, queued task (fixed in "
+                 "2022.12.0, PR 7348: queued joins released among the states that ignore it); "
+                 "run ids signed compute-task only from 2023.1.1 (PR 7463) and task-erred from "
+                 "2023.7.0 (PR 7933); the model has no queued state and has run ids in every "
+                 "release it models",
     "5370/5379": "a late steal-response moving a re-processed task (fixed in 2021.10.0): before "
                  "the oldest release modelled",
     "1132/1133": "Variable / Queue get overtaken by a set (fixed in 1.17.0): before the oldest "
                  "release modelled",
     "8522": "retire_workers' heartbeat between remove_worker and the close (fixed in 2024.2.1): "
-            "before the oldest release modelled",
+            "the model does not retire workers, and the release is before the oldest modelled",
 }

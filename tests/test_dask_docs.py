@@ -1090,15 +1090,15 @@ loud("actors_counter", ACTORS, "Example (Counter: increment, add)", "actors (sub
     counter = future.result()                    # Get back a pointer to that object
     out = (counter.increment().result(), counter.add(10).result(), counter.n)
 """)
-loud("publish_dataset", PUBLISH, "Motivating Example (publish_dataset, list_datasets, get_dataset)",
-     "Client.publish_dataset", """
+compared("publish_dataset", PUBLISH,
+         "Motivating Example (publish_dataset, list_datasets, get_dataset)", """
     import dask.array as da
     df2 = client.persist(da.ones(10, chunks=5))
     client.publish_dataset(negative_accounts=df2)
     df = client.get_dataset('negative_accounts')
     out = (client.list_datasets(), int(df.sum().compute()))
 """)
-loud("publish_datasets_mapping", PUBLISH, "Dictionary interface (client.datasets)", "Client.datasets", """
+compared("publish_datasets_mapping", PUBLISH, "Dictionary interface (client.datasets)", """
     import dask.array as da
     df = client.persist(da.ones(10, chunks=5))
     client.datasets['negative_accounts'] = df
@@ -1230,8 +1230,8 @@ compared("doc_scatter_broadcast_data", CLIENT_PY,
     res = [client.submit(func, data, i) for i in range(100)]
     out = (type(data).__name__, sum(client.gather(res)))
 """)
-loud("doc_publish_dataset", CLIENT_PY,
-     "Client.publish_dataset, Client.unpublish_dataset", "Client.publish_dataset", """
+compared("doc_publish_dataset", CLIENT_PY,
+         "Client.publish_dataset, Client.unpublish_dataset", """
     import dask.array as da
     df = client.persist(da.ones(4, chunks=2))
     client.publish_dataset(my_dataset=df)

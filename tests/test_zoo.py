@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from jupyter_refs import replay
 from jupyter_refs.errors import ProtocolError
 from jupyter_refs.protocol.variants import DASK, DASK_2024_7, get_variant
-from jupyter_refs.zoo import RACES
+from jupyter_refs.zoo import RACES, inc
 
 
 @pytest.mark.parametrize("name", sorted(RACES))
@@ -38,13 +40,55 @@ def test_a_release_is_modelled_by_the_changes_before_it():
     assert get_variant("dask-2026.8.0").desire_creates == DASK.desire_creates
 
 
+def test_9217_is_a_hung_future_before_2026_6_and_none_after():
+    """PR 9217 shipped in 2026.6.0: before, the delete overtakes the reader's desire and the
+    reader's future hangs (``hung_future``); from 2026.6.0 the delete waits for the stream."""
+    assert get_variant("dask-2026.3.0").unpublish_unordered
+    assert not get_variant("dask-2026.6.0").unpublish_unordered and not DASK.unpublish_unordered
+    race = RACES["9217"]
+    found = race.find(first=True, processes=1)
+    [failure] = race.failures(found)
+    assert "hung_future" in failure.names and failure.raised.name == "HeldMessagesError"
+    assert "publish_delete" in failure.explain() and "client-desires-keys" in failure.explain()
+    # In order (no message overtakes another) the same release returns the value.
+    in_order = replay(race.scenario, failure.schedule.split(":")[0] + ":")
+    assert (in_order.raised, in_order.returned, in_order.violations) == (None, "123", [])
+
+
 @pytest.mark.parametrize("name,says", [("dask-2023.3.0", "cancel as an RPC"),
+                                       ("dask-2024.2.1", "tokens of futures"),
                                        ("dask-2027.1.0", "newer than today's"),
+                                       ("dask-2026.5.1", "no release 2026.5.1 .the nearest: "
+                                                         "2026.3.0, 2026.6.0"),
                                        ("dask-2024", "dask-<release>")])
 def test_a_release_outside_the_range_says_which_range_is_modelled(name, says):
     with pytest.raises(ProtocolError, match=says) as raised:
         get_variant(name)
-    assert "2024.4.2" in str(raised.value) and "2026.8.0" in str(raised.value)
+    assert "2024.3.0" in str(raised.value) and "2026.8.0" in str(raised.value)
+
+
+def test_8577_drops_the_annotations_before_2024_4_2_and_not_after():
+    """PR 8577 shipped in 2024.4.2: before, publish_put overtakes the graph; its desire makes
+    the task and update_graph gives it the run spec without ``retries``."""
+    assert get_variant("dask-2024.3.0").publish_unordered
+    assert get_variant("dask-2024.4.1").publish_unordered
+    assert not get_variant("dask-2024.4.2").publish_unordered
+    race = RACES["8577"]
+    [failure] = race.failures(race.find(first=True, processes=1))
+    assert failure.names == ("annotations_dropped",) and "runs without its retries" in str(
+        failure.violations[0])
+    run = replay(race.scenario, failure.schedule, keep_open=True)
+    try:
+        [ts] = run.cluster.scheduler.tasks.values()
+        assert (ts.retries, ts.run_spec["retries"], run.returned) == (0, None, "2")
+    finally:
+        run.cluster.close()
+    in_order = replay(race.scenario, failure.schedule.split(":")[0] + ":", keep_open=True)
+    try:
+        [ts] = in_order.cluster.scheduler.tasks.values()
+        assert (ts.retries, in_order.violations) == (2, [])
+    finally:
+        in_order.cluster.close()
 
 
 def test_8215_is_a_finding_in_order_and_the_smallest_fix_is_a_generation():
@@ -92,3 +136,49 @@ def test_the_ghosts_order_forced_on_2026_8_shows_the_fix_holding(inproc):
     result = confirm(race.scenario, failure, inproc, attempts=1, stall=1.0, timeout=20)
     assert result.enforced and not result.confirmed, str(result)
     assert "ghost_task" not in {v.name for v in result.violations}
+
+
+def _publish_then_get_late(readers: str, stream_late: float) -> tuple[object, bool]:
+    """On real dask 2026.8.0, over TCP (in-process comms hand the published objects back
+    unserialized): the owner publishes x and lets go, the reader takes the dataset while its
+    stream flushes ``stream_late`` s late, then the owner unpublishes.  The reader's result
+    (or the exception's type), and whether the scheduler still knows x."""
+    import logging
+
+    import distributed
+    from distributed.metrics import time as dask_time
+
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+    with distributed.LocalCluster(processes=False, protocol="tcp", n_workers=1,
+                                  threads_per_worker=1, dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as owner, distributed.Client(cluster) as other:
+        reader = owner if readers == "owner" else other
+        scheduler = cluster.scheduler
+        x = owner.submit(inc, 122, key="x")
+        owner.publish_dataset(x=x)
+        x.release()
+        deadline = dask_time() + 10
+        while scheduler.clients[owner.id] in scheduler.tasks["x"].who_wants:
+            assert dask_time() < deadline
+            time.sleep(0.01)
+        reader.scheduler_comm.next_deadline = dask_time() + stream_late
+        y = reader.get_dataset("x")
+        owner.unpublish_dataset("x")
+        try:
+            outcome = y.result(timeout=stream_late + 1)
+        except Exception as exc:  # noqa: BLE001 - the outcome compared
+            outcome = type(exc).__name__
+        return outcome, "x" in scheduler.tasks
+
+
+@pytest.mark.dask
+def test_9217_two_clients_is_open_on_real_dask_and_the_fix_holds_for_one():
+    """2026.8.0: with the reader's stream late, the owner's unpublish forgets x under the
+    reader's future, which then never finishes; when the reader is the owner (PR 9217's own
+    case), the delete waits for its stream and the value comes back."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Client … desires key 'x' but key is unknown"
+        assert _publish_then_get_late("other", 0.5) == ("TimeoutError", False)
+        assert _publish_then_get_late("owner", 0.5) == (123, True)

@@ -1,4 +1,4 @@
-"""The scheduler's extensions: questions (who_has, has_what), Variables and Queues.
+"""The scheduler's extensions: questions (who_has, has_what), Variables, Queues and datasets.
 
 dask's ``VariableExtension`` and ``QueueExtension`` (``distributed/variable.py``,
 ``distributed/queues.py``) hold futures for *pseudo-clients* — ``variable-<name>``,
@@ -21,6 +21,18 @@ for message:
   the reader's ``queue-future-release`` desires it for the reader, then
   releases the queue's hold.
 
+* ``publish_put`` stores a dataset (its pickle and the keys of its futures) and
+  desires the keys for ``published-<name>``; ``publish_get`` hands the pickle back
+  (the reader binds its futures and announces them with ``client-desires-keys``
+  on its stream); ``publish_delete`` releases the dataset's keys.  An RPC that
+  carries a ``uid`` waits until the same client's stream has brought the marker
+  ``publish_flush_batched_send`` with it: whatever the client queued on its stream
+  before the call (the graph of the published futures, a reader's desire) has
+  been applied.  The put has waited so since PR 8577 (2024.4.2; until PR 9217 a
+  ``publish_wait_flush`` RPC waited, and the put followed its reply), the delete
+  only since PR 9217 (2026.6.0): before, a delete sent just after a get could
+  overtake the get's desire and forget the keys the reader now holds.
+
 Sans-IO like the scheduler: each handler takes the request and the outgoing
 list, and returns the reply payload (or None when the call is parked).
 """
@@ -40,7 +52,9 @@ if TYPE_CHECKING:
 
 EXTENSION_OPS = (m.WHO_HAS, m.HAS_WHAT, m.VARIABLE_SET, m.VARIABLE_GET, m.VARIABLE_DELETE,
                  m.QUEUE_CREATE, m.QUEUE_PUT, m.QUEUE_GET, m.QUEUE_QSIZE, m.QUEUE_RELEASE,
-                 m.VARIABLE_CONFIRM, m.QUEUE_FUTURE_RELEASE, m.CALL_TIMEOUT)
+                 m.VARIABLE_CONFIRM, m.QUEUE_FUTURE_RELEASE, m.CALL_TIMEOUT,
+                 m.PUBLISH_PUT, m.PUBLISH_GET, m.PUBLISH_DELETE, m.PUBLISH_LIST,
+                 m.PUBLISH_WAIT_FLUSH, m.PUBLISH_FLUSH, m.PUBLISH_GET_CONFIRM)
 
 
 class Extensions:
@@ -60,6 +74,12 @@ class Extensions:
         #: Calls that wait for something (a key to exist, a value to be set or put).
         self.parked: list[Message] = []
         self._tokens = count(1)
+        #: name -> {"data": pickle, "keys": the keys of its futures} (dask's ``datasets``).
+        self.datasets: dict[str, dict[str, Any]] = {}
+        #: Markers (``uid``) the clients' streams have brought, not yet waited for.
+        self.flushed: set[str] = set()
+        #: fixed: a get's token -> the keys held for it until the reader confirms.
+        self.get_holds: dict[str, list[str]] = {}
 
     def handle(self, msg: Message, out: list[Message], stimulus: str) -> dict[str, Any] | None:
         reply = self._handlers[msg.op](self, msg, out, stimulus)
@@ -233,6 +253,78 @@ class Extensions:
         self.scheduler.release(f"queue-{name}", keys, out, stimulus)
         return {"ok": True}
 
+    # -- published datasets ------------------------------------------------------------------
+
+    def _publish_flush(self, msg, out, stimulus):
+        """The marker on a client's stream: everything queued before it has been applied."""
+        self.flushed.add(msg.payload["uid"])
+        return {}
+
+    def _caught_up(self, msg, use: bool = True) -> bool:
+        """Whether the call's client stream has brought the call's marker (a call without a
+        ``uid`` waits for nothing); ``use``: the marker is used up, as since PR 9217."""
+        uid = msg.payload.get("uid")
+        if uid is None:
+            return True
+        if uid not in self.flushed:
+            return False
+        if use:
+            self.flushed.discard(uid)
+        return True
+
+    def _publish_wait_flush(self, msg, out, stimulus):
+        # Until PR 9217: one marker for every name of the call, each waited for by an RPC of
+        # its own, and never used up (dask kept the events).
+        return {} if self._caught_up(msg, use=False) else None
+
+    def _publish_put(self, msg, out, stimulus):
+        if not self._caught_up(msg):
+            return None  # parked: dask awaits the marker's event
+        p = msg.payload
+        for name, keys, data in zip(p["names"], p["holds"], p["data"], strict=True):
+            holder = self._pseudo(f"published-{name}")
+            old = self.datasets.get(name)
+            if old is not None:
+                if not p.get("override"):
+                    return {"error": "KeyError", "text": f"Dataset {name} already exists"}
+                if not self.scheduler.variant.override_keeps_keys:
+                    del self.datasets[name]
+                    self.scheduler.release(holder, list(old["keys"]), out, stimulus)
+            self.scheduler.desire(holder, list(keys), out, stimulus)
+            self.datasets[name] = {"data": data, "keys": tuple(keys)}
+        return {}
+
+    def _publish_get(self, msg, out, stimulus):
+        found = [self.datasets.get(name) for name in msg.payload["names"]]
+        keys = sorted({k for record in found if record is not None for k in record["keys"]})
+        if not self.scheduler.variant.get_desires or not keys:
+            return {"datasets": found}
+        # fixed: the keys are held for this answer until the reader confirms, on its stream
+        # after its own desire, that it holds them (as a Variable's get is): no other
+        # client's unpublish can forget them while the reader's desire travels.
+        token = f"dataset-get-{next(self._tokens)}"
+        self.scheduler.desire(self._pseudo(token), keys, out, stimulus)
+        self.get_holds[token] = keys
+        return {"datasets": found, "token": token}
+
+    def _publish_get_confirm(self, msg, out, stimulus):
+        keys = self.get_holds.pop(msg.payload["token"], None)
+        if keys is not None:
+            self.scheduler.release(msg.payload["token"], keys, out, stimulus)
+        return {}
+
+    def _publish_delete(self, msg, out, stimulus):
+        if not self._caught_up(msg):
+            return None  # parked until the client's stream has caught up (since PR 9217)
+        for name in msg.payload["names"]:
+            old = self.datasets.pop(name, None)
+            if old is not None:
+                self.scheduler.release(f"published-{name}", list(old["keys"]), out, stimulus)
+        return {}
+
+    def _publish_list(self, msg, out, stimulus):
+        return {"names": sorted(self.datasets, key=str)}
+
     _handlers = {
         m.WHO_HAS: _who_has,
         m.HAS_WHAT: _has_what,
@@ -247,4 +339,11 @@ class Extensions:
         m.QUEUE_RELEASE: _queue_release,
         m.QUEUE_FUTURE_RELEASE: _queue_future_release,
         m.CALL_TIMEOUT: _call_timeout,
+        m.PUBLISH_FLUSH: _publish_flush,
+        m.PUBLISH_WAIT_FLUSH: _publish_wait_flush,
+        m.PUBLISH_PUT: _publish_put,
+        m.PUBLISH_GET: _publish_get,
+        m.PUBLISH_DELETE: _publish_delete,
+        m.PUBLISH_LIST: _publish_list,
+        m.PUBLISH_GET_CONFIRM: _publish_get_confirm,
     }

@@ -31,6 +31,11 @@ CANCEL_KEYS = "cancel-keys"
 REPORT_KEY = "report-key"
 VARIABLE_CONFIRM = "variable-future-received-confirm"
 QUEUE_FUTURE_RELEASE = "queue-future-release"
+#: A marker on the stream that an RPC of the same client waits for (dask's publish extension,
+#: since PR 8577: "the batched stream has caught up with this call").
+PUBLISH_FLUSH = "publish_flush_batched_send"
+#: fixed only: the reader holds what its get was handed (the scheduler lets go of the get's hold).
+PUBLISH_GET_CONFIRM = "publish-get-confirm"
 # client -> scheduler, RPC
 SCATTER = "scatter"
 SCATTER_REPLY = "scatter-reply"
@@ -47,6 +52,12 @@ QUEUE_PUT = "queue_put"
 QUEUE_GET = "queue_get"
 QUEUE_QSIZE = "queue_qsize"
 QUEUE_RELEASE = "queue_release"
+# client -> scheduler, RPC: published datasets (dask's ``PublishExtension``)
+PUBLISH_PUT = "publish_put"
+PUBLISH_GET = "publish_get"
+PUBLISH_DELETE = "publish_delete"
+PUBLISH_LIST = "publish_list"
+PUBLISH_WAIT_FLUSH = "publish_wait_flush"  # 2024.4.2 to 2026.3.0: wait for the marker
 QUERY_REPLY = "reply"
 # scheduler -> worker
 UPDATE_DATA = "update-data"  # RPC: the worker put of a scatter

@@ -36,6 +36,9 @@ RELEASED, WAITING, PROCESSING, MEMORY, ERRED, FORGOTTEN = (
 
 LOST_DEPENDENCIES = "lost dependencies"
 SET_TWICE = "Future can be set only once"
+#: What a run spec carries that dask sends as annotations (``retries``, the ``workers``
+#: restriction and its looseness), which its update_graph applies to new tasks only.
+_ANNOTATIONS = ("workers", "allow_other_workers", "retries")
 
 
 class InvariantError(AssertionError):
@@ -523,8 +526,17 @@ class SchedulerState:
         recs: dict[str, str] = {}
         new: list[TaskState] = []
         for key, spec in tasks.items():
-            if key not in known:
+            ts = known.get(key)
+            if ts is None:
                 new.append(self._new_task(key, RELEASED, spec))
+            elif ts.run_spec is None and ts.state == RELEASED:
+                # A task a desire made before its graph came (dask before PR 8827 lets a
+                # desire create one): dask's update_graph gives it the run spec, but applies
+                # annotations to the tasks it creates only, so these are dropped.
+                dropped = tuple(a for a in _ANNOTATIONS if spec.get(a))
+                self.record(SCHEDULER, "graph.annotations_dropped", key, dropped)
+                ts.run_spec = {**spec, **dict.fromkeys(dropped)}
+                new.append(ts)
             elif spec.get("allocated"):
                 # Two futures were given one id: this one would set a value already set.
                 self.record(SCHEDULER, "future.put_rejected", key, SET_TWICE)

@@ -49,6 +49,37 @@ Both are needed: the property tests find lost futures with either one alone.
     created: the scheduler records a warning (``desire.unknown``) and reports
     the future cancelled, saying the key was unknown.
 
+``publish_unordered`` (releases before 2024.4.2, PR 8577)
+    ``publish_dataset``'s ``publish_put`` RPC goes at once, without the stream
+    marker: it can overtake the batched ``update-graph`` of the futures it
+    publishes.  Its desire then makes their tasks (``desire_creates``, as every
+    release then did), and when the graph comes, dask's ``update_graph`` gives
+    them the run spec but not the annotations (``retries``, ``workers``), which
+    it applies to the tasks it creates only (check ``annotations_dropped``).
+
+``unpublish_unordered`` (releases before 2026.6.0, PR 9217)
+    ``unpublish_dataset``'s ``publish_delete`` RPC does not wait for the client's
+    stream: sent just after ``get_dataset``, it can overtake the batched
+    ``client-desires-keys`` with which the reader announced the dataset's futures,
+    and forget their keys (check ``hung_future``).  The put, too, waits as dask
+    did then: by a ``publish_wait_flush`` RPC before each name's ``publish_put``.
+    Since PR 9217 both calls carry the marker's ``uid`` and the scheduler holds
+    them until the client's stream has brought it.
+
+``override_keeps_keys`` (releases before 2026.6.0, PR 9217)
+    ``publish_dataset(..., override=True)`` replaces a dataset without releasing
+    the old one's keys: they stay wanted by ``published-<name>`` for good.
+
+``get_desires`` (fixed only)
+    ``publish_get`` desires the dataset's keys for a pseudo-client of its own
+    (``dataset-get-<n>``) as it answers, and the reader, once it has sent its own
+    desire, confirms on its stream (``publish-get-confirm``), which lets that hold
+    go — as dask's ``Variable.get`` does with its tokens.  dask
+    (2026.8.0 too) leaves that to the reader's batched ``client-desires-keys``; the
+    marker of PR 9217 orders it before the *reader's own* unpublish only, so an
+    unpublish by another client, sent after the reader's get returned, can still
+    overtake it (zoo race ``9217-two-clients``, open).
+
 ``ids``
     Where the keys of ``submit(pure=False)`` and ``scatter(hash=False)`` come
     from.  dask draws a ``uuid4``: no coordination, no collision.  ``racy-ids``
@@ -77,9 +108,12 @@ dask has since changed is a variant named for the last version that had it.
 model of that release of distributed: each change in :data:`HISTORY` (a mechanism
 the model carries, and the release that first shipped it, read with ``git tag
 --contains``) is switched on from its release.  Only releases from :data:`OLDEST`
-on are modelled: older ones differ in mechanisms the model does not carry (cancel
-as an RPC before 2023.3.1, PR 7583; published futures losing annotations before
-2024.4.2, PR 8577), and are refused with the range, not silently modelled as newer.
+on are modelled: older ones differ in mechanisms the model does not carry (futures'
+tokens not unique before 2024.3.0, PR 8569; retire_workers' heartbeat before 2024.2.1,
+PR 8522; cancel as an RPC before 2023.3.1, PR 7583), and are refused with the range,
+not silently modelled as newer.  Between 2024.3.0 and 2024.4.2, dask changed nothing
+else a zoo scenario uses (read with ``git log 2024.3.0..2024.4.2 -- distributed/``:
+restarts, p2p, scatter's choice among workers, the dashboard, in-process comms).
 """
 
 from __future__ import annotations
@@ -135,6 +169,10 @@ class ProtocolVariant:
     deserialized_claims: bool = False
     desire_creates: bool = False
     fire_and_forget_ended: bool = False
+    publish_unordered: bool = False
+    unpublish_unordered: bool = False
+    override_keeps_keys: bool = False
+    get_desires: bool = False
     #: ``(op, rule)`` pairs (see ``rules`` above): a tuple, so the variant stays hashable.
     rules: tuple[tuple[str, Rule], ...] = ()
 
@@ -165,6 +203,8 @@ DASK_2024_7 = ProtocolVariant(
     "and a claim on a forgotten key creates a ghost task",
     deserialized_claims=True,
     desire_creates=True,
+    unpublish_unordered=True,
+    override_keeps_keys=True,
 )
 RACY_IDS = ProtocolVariant(
     name="racy-ids",
@@ -181,6 +221,7 @@ FIXED = ProtocolVariant(
     summary="releases carry the hold's generation and frees the key's incarnation; "
     "stale ones are ignored; an unknown key is never created",
     fire_and_forget_ended=True,
+    get_desires=True,
 )
 
 VARIANTS = {v.name: v for v in (DASK, DASK_2024_7, RACY_IDS, FIXED)}
@@ -199,12 +240,29 @@ class Change:
 
 #: dask's changes the model carries, oldest first.
 HISTORY = (
+    Change("2024.4.2", "https://github.com/dask/distributed/pull/8577",
+           "publish_dataset's RPC does not wait for the client's stream (it can overtake the "
+           "graph of the futures it publishes, whose annotations are then dropped)",
+           {"publish_unordered": True}),
     Change("2024.8.2", "https://github.com/dask/distributed/pull/8827",
            "a future deserialized in a task claims its key, and a claim on a forgotten key "
            "creates a ghost task", {"deserialized_claims": True, "desire_creates": True}),
+    Change("2026.6.0", "https://github.com/dask/distributed/pull/9217",
+           "unpublish_dataset's RPC does not wait for the client's stream (it can overtake "
+           "get_dataset's desire), and override keeps the old dataset's keys",
+           {"unpublish_unordered": True, "override_keeps_keys": True}),
 )
 #: The oldest release modelled, and the newest (today's ``dask``).
-OLDEST, NEWEST = "2024.4.2", "2026.8.0"
+OLDEST, NEWEST = "2024.3.0", "2026.8.0"
+#: The releases of distributed from OLDEST to NEWEST (dask/distributed's tags, and 2026.8.0 from
+#: PyPI): a version between them that was never released (2026.5.1) is refused, not modelled.
+RELEASES = frozenset("""
+2024.3.0 2024.3.1 2024.4.0 2024.4.1 2024.4.2 2024.5.0 2024.5.1 2024.5.2 2024.6.0 2024.6.1
+2024.6.2 2024.7.0 2024.7.1 2024.8.0 2024.8.1 2024.8.2 2024.9.0 2024.9.1 2024.10.0 2024.11.0
+2024.11.1 2024.11.2 2024.12.0 2024.12.1 2025.1.0 2025.2.0 2025.3.0 2025.3.1 2025.4.0 2025.4.1
+2025.5.0 2025.5.1 2025.7.0 2025.9.0 2025.9.1 2025.9.2 2025.9.3 2025.10.0 2025.11.0 2025.12.0
+2026.1.0 2026.1.1 2026.1.2 2026.1.3 2026.3.0 2026.6.0 2026.7.0 2026.7.1 2026.8.0
+""".split())
 _RELEASE = re.compile(r"dask-(\d{4}\.\d+\.\d+)")
 
 
@@ -222,9 +280,18 @@ def release_variant(name: str) -> ProtocolVariant | None:
     if not Version(OLDEST) <= version <= Version(NEWEST):
         raise ProtocolError(
             f"{name}: releases {OLDEST} to {NEWEST} of distributed are modelled"
-            + (f"; {match[1]} differs in mechanisms the model does not carry (cancel as an RPC "
-               "before 2023.3.1, published futures before 2024.4.2)"
+            + (f"; {match[1]} differs in mechanisms the model does not carry (tokens of "
+               "futures not unique before 2024.3.0, retire_workers' heartbeat before 2024.2.1, "
+               "cancel as an RPC before 2023.3.1)"
                if version < Version(OLDEST) else f"; {match[1]} is newer than today's dask"))
+    if str(version) not in RELEASES:
+        ordered = sorted(RELEASES, key=Version)
+        before = [r for r in ordered if Version(r) < version][-1:]
+        after = [r for r in ordered if Version(r) > version][:1]
+        raise ProtocolError(
+            f"{name}: distributed has no release {match[1]} (the nearest: "
+            f"{', '.join(before + after)}); releases {OLDEST} to {NEWEST} of distributed are "
+            "modelled")
     flags: dict = {}
     for change in HISTORY:
         if version < Version(change.release):
@@ -259,7 +326,7 @@ ALIASES = {"legacy": DASK}
 #: Every name ``protocol=`` takes (magics and the command line offer these).
 PROTOCOL_NAMES = sorted([*VARIANTS, *ALIASES])
 PROTOCOL_HELP = ("dask (today's), dask-2024.7 (before PR 8827: ghost tasks), racy-ids "
-                 "(non-atomic ids), fixed, or dask-<release> (2024.4.2 to 2026.8.0); "
+                 "(non-atomic ids), fixed, or dask-<release> (2024.3.0 to 2026.8.0); "
                  "legacy = dask")
 
 

@@ -95,7 +95,7 @@ first on real dask and under the switch, and compares what they print).  What st
 `performance_report`, `progress`, `Scheduler`, `Worker`, `Nanny`, …); `LocalCluster.scale`
 down (retiring workers; up is modelled); asynchronous clients (`asynchronous=True`,
 `await`) and `Client.sync` (the model has no event loop to await on); `Client.run`,
-`replicate`, `restart`, `Future.retry`, `publish_dataset`.  Names imported
+`replicate`, `restart`, `Future.retry`.  Names imported
 before the switch stay dask's."""
 
 
