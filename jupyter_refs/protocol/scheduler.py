@@ -114,7 +114,7 @@ def _by_start(transitions: dict[tuple[str, str], Callable[..., None]]
 
 #: The messages produced while handling one stimulus, in sending order (a plain list: one
 #: is made per message handled).
-_Out = list[Message]
+Out = list[Message]
 
 
 class SchedulerState:
@@ -172,7 +172,7 @@ class SchedulerState:
     # -- plumbing ----------------------------------------------------------------
 
     def handle(self, msg: Message) -> list[Message]:
-        out: _Out = []
+        out: Out = []
         stimulus = f"{msg.op}-{msg.msg_id}"
         try:
             self._handlers[msg.op](self, msg, out, stimulus)
@@ -188,11 +188,11 @@ class SchedulerState:
             # the stream and removes the client.  Nothing the handler prepared is sent
             # (dask sends a stimulus's messages only once its transitions succeed), but
             # the state it changed stays changed.
-            out: _Out = []
+            out: Out = []
             self._remove_client(client, f"AssertionError: {exc}", out, stimulus)
         return out
 
-    def _remove_client(self, client: str, reason: str, out: _Out, stimulus: str) -> None:
+    def _remove_client(self, client: str, reason: str, out: Out, stimulus: str) -> None:
         """Drop ``client``: release every key it wants, then close its stream."""
         self.record(SCHEDULER, "client.removed", None, client, reason)
         recs: dict[str, str] = {}
@@ -200,9 +200,9 @@ class SchedulerState:
             self._release(client, key, gen, recs)
         self.wants.pop(client, None)
         self._transitions(recs, stimulus, out)
-        self._send(out, client, m.STREAM_CLOSED, (), reason=reason)
+        self.send(out, client, m.STREAM_CLOSED, (), reason=reason)
 
-    def _send(self, out: _Out, receiver: str, op: str, keys: tuple[str, ...],
+    def send(self, out: Out, receiver: str, op: str, keys: tuple[str, ...],
               **payload: Any) -> None:
         if receiver == FIRE_AND_FORGET:
             return  # a pseudo-client (dask's): it has no stream, nobody listens
@@ -215,13 +215,13 @@ class SchedulerState:
         channel = self._streams[receiver] = m.stream_channel(SCHEDULER, receiver)
         return channel
 
-    def _rpc(self, out: _Out, receiver: str, op: str, keys: tuple[str, ...], **payload: Any) -> str:
+    def _rpc(self, out: Out, receiver: str, op: str, keys: tuple[str, ...], **payload: Any) -> str:
         self._call = n = self._call + 1
         call = f"rpc:{SCHEDULER}#{n}"
         out.append(Message(SCHEDULER, receiver, op, call, False, keys, payload))
         return call
 
-    def _report(self, out: _Out, ts: TaskState, op: str,
+    def _report(self, out: Out, ts: TaskState, op: str,
                 payload: dict[str, Any] = _NO_FIELDS) -> None:
         """Tell every client that wants ``ts``; the report names the hold it is about.
 
@@ -300,7 +300,7 @@ class SchedulerState:
         self.record(SCHEDULER, "desire.applied", key, client, gen,
                     tuple(sorted(ts.who_wants)) if ts else (), created)
 
-    def _on_client_desires_keys(self, msg: Message, out: _Out, stimulus: str) -> None:
+    def _on_client_desires_keys(self, msg: Message, out: Out, stimulus: str) -> None:
         """A future deserialized somewhere tells the scheduler it exists (race 2).
 
         Legacy, like dask's ``client_desires_keys`` before PR 8827: an unknown key
@@ -319,7 +319,7 @@ class SchedulerState:
                     self.record(SCHEDULER, "desire.unknown", key, client, task)
                     if not self.variant.generations or client in self.pseudo:
                         continue
-                    self._send(out, client, m.CANCELLED_KEYS, (key,), gens={key: gen},
+                    self.send(out, client, m.CANCELLED_KEYS, (key,), gens={key: gen},
                                reason=f"{key} is unknown to the scheduler: it was released and "
                                "forgotten before this future was deserialized, and a "
                                "deserialized future does not bring it back")
@@ -336,9 +336,9 @@ class SchedulerState:
             if client in self.pseudo:
                 continue
             if ts.state == MEMORY:
-                self._send(out, client, m.KEY_IN_MEMORY, (key,), gen=gen, type=ts.type)
+                self.send(out, client, m.KEY_IN_MEMORY, (key,), gen=gen, type=ts.type)
             elif ts.state == ERRED:
-                self._send(out, client, m.TASK_ERRED_REPORT, (key,), gen=gen,
+                self.send(out, client, m.TASK_ERRED_REPORT, (key,), gen=gen,
                            exception=ts.exception, text=ts.exception_text, traceback=ts.traceback)
 
     def _release(self, client: str, key: str, gen: int, recs: dict[str, str]) -> None:
@@ -377,13 +377,13 @@ class SchedulerState:
             return None
         return RELEASED if ts.dependents and ts.state != ERRED else FORGOTTEN
 
-    def _add_replica(self, ts: TaskState, worker: str, incarnation: int, out: _Out,
+    def _add_replica(self, ts: TaskState, worker: str, incarnation: int, out: Out,
                      stimulus: str) -> None:
         replaced = ts.who_has.get(worker)
         ts.who_has[worker] = incarnation
         if self.variant.incarnations and replaced is not None and replaced != incarnation:
             # The worker now holds two copies; only the newer is registered, free the other.
-            self._send(out, worker, m.FREE_KEYS, (ts.key,), incarnations={ts.key: replaced},
+            self.send(out, worker, m.FREE_KEYS, (ts.key,), incarnations={ts.key: replaced},
                        stimulus_id=stimulus)
 
     def _needed_by_dependents(self, ts: TaskState) -> bool:
@@ -395,7 +395,7 @@ class SchedulerState:
                 return True
         return False
 
-    def _on_client_releases_keys(self, msg: Message, out: _Out, stimulus: str) -> None:
+    def _on_client_releases_keys(self, msg: Message, out: Out, stimulus: str) -> None:
         client, gens = msg.payload["client"], msg.payload["gens"]
         rule = self.variant.rule(m.CLIENT_RELEASES_KEYS) if self.variant.rules else None
         recs: dict[str, str] = {}
@@ -416,7 +416,7 @@ class SchedulerState:
 
     # -- scatter ----------------------------------------------------------------------------
 
-    def _on_scatter(self, msg: Message, out: _Out, stimulus: str) -> None:
+    def _on_scatter(self, msg: Message, out: Out, stimulus: str) -> None:
         p = msg.payload
         client = p["client"]
         if self.variant.generations:
@@ -455,7 +455,7 @@ class SchedulerState:
             call.waiting.add(rpc)
             self._scatters[rpc] = call
 
-    def _on_update_data_reply(self, msg: Message, out: _Out, stimulus: str) -> None:
+    def _on_update_data_reply(self, msg: Message, out: Out, stimulus: str) -> None:
         call = self._scatters.pop(msg.channel)
         call.waiting.discard(msg.channel)
         for key, held in msg.payload["incarnations"].items():
@@ -467,7 +467,7 @@ class SchedulerState:
         out.append(Message(SCHEDULER, request.sender, m.SCATTER_REPLY, request.channel,
                            False, request.keys, {}))
 
-    def _update_data(self, call: _ScatterCall, out: _Out, stimulus: str) -> None:
+    def _update_data(self, call: _ScatterCall, out: Out, stimulus: str) -> None:
         """Learn that data entered the workers from outside: dask's ``Scheduler.update_data``.
 
         Like dask, this sets the task to memory directly — no transition fires.
@@ -485,7 +485,7 @@ class SchedulerState:
                 self.record(SCHEDULER, "scatter.stale", key, client, gen, current)
                 for worker, held in sorted(call.held[key].items()):
                     if held == call.puts[key][worker]:
-                        self._send(out, worker, m.FREE_KEYS, (key,), incarnations={key: held},
+                        self.send(out, worker, m.FREE_KEYS, (key,), incarnations={key: held},
                                    stimulus_id=stimulus)
                 continue
             ts = self.tasks.get(key)
@@ -513,13 +513,13 @@ class SchedulerState:
 
     # -- graphs -------------------------------------------------------------------------
 
-    def _on_update_graph(self, msg: Message, out: _Out, stimulus: str) -> None:
+    def _on_update_graph(self, msg: Message, out: Out, stimulus: str) -> None:
         p = msg.payload
         client, tasks = p["client"], p["tasks"]
         if self._lost_keys(tasks):
             # dask's update_graph: the whole graph is refused, every key it asked for
             # cancelled ("lost dependencies"); the keys it depends on are not touched.
-            self._send(out, client, m.CANCELLED_KEYS, msg.keys,
+            self.send(out, client, m.CANCELLED_KEYS, msg.keys,
                        gens={k: p["gens"].get(k, 0) for k in msg.keys}, reason=LOST_DEPENDENCIES)
             return
         gens, known = p["gens"], self.tasks
@@ -540,7 +540,7 @@ class SchedulerState:
             elif spec.get("allocated"):
                 # Two futures were given one id: this one would set a value already set.
                 self.record(SCHEDULER, "future.put_rejected", key, SET_TWICE)
-                self._send(out, client, m.TASK_ERRED_REPORT, (key,), gen=gens.get(key, 0),
+                self.send(out, client, m.TASK_ERRED_REPORT, (key,), gen=gens.get(key, 0),
                            exception=dumps(RuntimeError(f"{key}: {SET_TWICE}")),
                            text=f"RuntimeError: {SET_TWICE}")
         # Linked once every new task exists: a dependency may come later in the graph.
@@ -565,12 +565,12 @@ class SchedulerState:
                 self._report_on_key(out, client, ts, gens.get(key, 0))
         self._transitions(recs, stimulus, out)
 
-    def _report_on_key(self, out: _Out, client: str, ts: TaskState, gen: int) -> None:
+    def _report_on_key(self, out: Out, client: str, ts: TaskState, gen: int) -> None:
         """Tell ``client`` where a done key stands (dask's ``report_on_key``)."""
         if ts.state == MEMORY:
-            self._send(out, client, m.KEY_IN_MEMORY, (ts.key,), gen=gen, type=ts.type)
+            self.send(out, client, m.KEY_IN_MEMORY, (ts.key,), gen=gen, type=ts.type)
         elif ts.state == ERRED:
-            self._send(out, client, m.TASK_ERRED_REPORT, (ts.key,), gen=gen,
+            self.send(out, client, m.TASK_ERRED_REPORT, (ts.key,), gen=gen,
                        exception=ts.exception, text=ts.exception_text, traceback=ts.traceback)
 
     def _lost_keys(self, tasks: dict[str, Any]) -> dict[str, str | None]:
@@ -584,7 +584,7 @@ class SchedulerState:
                     lost[key] = dep
         return lost
 
-    def _stale_run(self, msg: Message, ts: TaskState | None, out: _Out, stimulus: str) -> bool:
+    def _stale_run(self, msg: Message, ts: TaskState | None, out: Out, stimulus: str) -> bool:
         """A result from an earlier run of a task now processing again (dask's ``run_id`` check).
 
         From the worker running the new run: dask releases the task, which cancels that
@@ -601,11 +601,11 @@ class SchedulerState:
         if ts.processing_on == worker and not self.variant.incarnations:
             self._transitions({key: WAITING}, stimulus, out)
         elif msg.op == m.TASK_FINISHED:
-            self._send(out, worker, m.FREE_KEYS, (key,),
+            self.send(out, worker, m.FREE_KEYS, (key,),
                        incarnations={key: msg.payload["incarnation"]}, stimulus_id=stimulus)
         return True
 
-    def _on_task_finished(self, msg: Message, out: _Out, stimulus: str) -> None:
+    def _on_task_finished(self, msg: Message, out: Out, stimulus: str) -> None:
         p = msg.payload
         key, worker, incarnation = msg.keys[0], p["worker"], p["incarnation"]
         ts = self.tasks.get(key)
@@ -614,7 +614,7 @@ class SchedulerState:
             return
         if ts is None or ts.state != PROCESSING or ts.processing_on != worker:
             # Nobody needs this result any more: tell the worker to drop it.
-            self._send(out, worker, m.FREE_KEYS, (key,),
+            self.send(out, worker, m.FREE_KEYS, (key,),
                        incarnations={key: incarnation}, stimulus_id=stimulus)
             return
         if ts.who_has:
@@ -624,7 +624,7 @@ class SchedulerState:
         ts.type = p.get("type")
         self._transitions({key: MEMORY}, stimulus, out)
 
-    def _on_task_erred(self, msg: Message, out: _Out, stimulus: str) -> None:
+    def _on_task_erred(self, msg: Message, out: Out, stimulus: str) -> None:
         ts = self.tasks.get(msg.keys[0])
         if self._stale_run(msg, ts, out, stimulus):
             return
@@ -641,7 +641,7 @@ class SchedulerState:
         ts.traceback = msg.payload.get("traceback")
         self._transitions({ts.key: ERRED}, stimulus, out)
 
-    def _on_release_worker_data(self, msg: Message, out: _Out, stimulus: str) -> None:
+    def _on_release_worker_data(self, msg: Message, out: Out, stimulus: str) -> None:
         ts = self.tasks.get(msg.keys[0])
         worker = msg.payload["worker"]
         if ts is None or worker not in ts.who_has:
@@ -655,7 +655,7 @@ class SchedulerState:
 
     # -- cancel ------------------------------------------------------------------------
 
-    def _on_cancel_keys(self, msg: Message, out: _Out, stimulus: str) -> None:
+    def _on_cancel_keys(self, msg: Message, out: Out, stimulus: str) -> None:
         """dask's ``stimulus_cancel``: the client lets go of the keys (and of their
         dependents), everyone's hold too with ``force``; the clients are told."""
         p = msg.payload
@@ -686,39 +686,39 @@ class SchedulerState:
         self._transitions(recs, stimulus, out)
         for holder in sorted(gens):
             if holder not in self.pseudo and cancelled:
-                self._send(out, holder, m.CANCELLED_KEYS, tuple(cancelled), gens=gens[holder],
+                self.send(out, holder, m.CANCELLED_KEYS, tuple(cancelled), gens=gens[holder],
                            reason=p.get("reason"), msg=p.get("msg"))
 
-    def _on_report_key(self, msg: Message, out: _Out, stimulus: str) -> None:
+    def _on_report_key(self, msg: Message, out: Out, stimulus: str) -> None:
         """dask's ``report_on_key``: tell the client where the key stands now."""
         client, key = msg.payload["client"], msg.keys[0]
         ts = self.tasks.get(key)
         gen = self.wants.get(client, {}).get(key, 0)
         if ts is None:
-            self._send(out, client, m.CANCELLED_KEYS, (key,), gens={key: gen},
+            self.send(out, client, m.CANCELLED_KEYS, (key,), gens={key: gen},
                        reason="already forgotten")
         else:
             self._report_on_key(out, client, ts, gen)
 
     # -- questions and extensions ----------------------------------------------------------
 
-    def _on_query(self, msg: Message, out: _Out, stimulus: str) -> None:
+    def _on_query(self, msg: Message, out: Out, stimulus: str) -> None:
         """An RPC answered from the scheduler's state (who_has, has_what) or by an extension."""
         reply = self.extensions.handle(msg, out, stimulus)
         if reply is not None and not msg.batched:
             self.reply(out, msg, **reply)
 
-    def reply(self, out: _Out, request: Message, **payload: Any) -> None:
+    def reply(self, out: Out, request: Message, **payload: Any) -> None:
         out.append(Message(SCHEDULER, request.sender, m.QUERY_REPLY, request.channel, False,
                            request.keys, payload))
 
-    def desire(self, holder: str, keys: list[str], out: _Out, stimulus: str) -> None:
+    def desire(self, holder: str, keys: list[str], out: Out, stimulus: str) -> None:
         """``client_desires_keys`` for a holder without a stream (or a client confirming)."""
         msg = Message(SCHEDULER, SCHEDULER, m.CLIENT_DESIRES_KEYS, "", True, tuple(keys),
                       {"client": holder, "gens": {}})
         self._on_client_desires_keys(msg, out, stimulus)
 
-    def release(self, holder: str, keys: list[str], out: _Out, stimulus: str) -> None:
+    def release(self, holder: str, keys: list[str], out: Out, stimulus: str) -> None:
         recs: dict[str, str] = {}
         for key in keys:
             self._release(holder, key, self.wants.get(holder, {}).get(key, 0), recs)
@@ -726,7 +726,7 @@ class SchedulerState:
 
     # -- gather ----------------------------------------------------------------------
 
-    def _on_gather(self, msg: Message, out: _Out, stimulus: str) -> None:
+    def _on_gather(self, msg: Message, out: Out, stimulus: str) -> None:
         call = _GatherCall(msg, set())
         by_worker: dict[str, list[str]] = {}
         for key in msg.keys:
@@ -742,7 +742,7 @@ class SchedulerState:
         if not call.waiting:
             self._gather_done(call, out)
 
-    def _on_get_data_reply(self, msg: Message, out: _Out, stimulus: str) -> None:
+    def _on_get_data_reply(self, msg: Message, out: Out, stimulus: str) -> None:
         call = self._gathers.pop(msg.channel)
         call.waiting.discard(msg.channel)
         call.data.update(msg.payload["data"])
@@ -751,7 +751,7 @@ class SchedulerState:
         if not call.waiting:
             self._gather_done(call, out)
 
-    def _gather_done(self, call: _GatherCall, out: _Out) -> None:
+    def _gather_done(self, call: _GatherCall, out: Out) -> None:
         request = call.client_msg
         out.append(Message(SCHEDULER, request.sender, m.GATHER_REPLY, request.channel,
                            False, request.keys,
@@ -759,7 +759,7 @@ class SchedulerState:
 
     # -- transitions ----------------------------------------------------------------------
 
-    def _transitions(self, recs: dict[str, str], stimulus: str, out: _Out) -> None:
+    def _transitions(self, recs: dict[str, str], stimulus: str, out: Out) -> None:
         tasks, steps, record = self.tasks, self._STEPS, self.record
         while recs:
             key, finish = recs.popitem()
@@ -810,9 +810,9 @@ class SchedulerState:
             # Placed by its inputs or its loose restrictions behind busy threads: an idle
             # worker may steal it.  (A task placed by load goes to a busy worker only if none
             # is idle; a strictly restricted one may not move.)
-            self._maybe_balance(out)
+            self.maybe_balance(out)
 
-    def _send_task(self, ts: TaskState, worker: str, out: _Out, stimulus: str) -> None:
+    def _send_task(self, ts: TaskState, worker: str, out: Out, stimulus: str) -> None:
         """``ts`` processes on ``worker``: a compute-task under a new run id (dask's
         ``_add_to_processing`` and ``send_task_to_worker``)."""
         ts.processing_on = worker
@@ -852,7 +852,7 @@ class SchedulerState:
         if not ts.who_wants and not (ts.dependents and self._needed_by_dependents(ts)):
             recs[ts.key] = FORGOTTEN
 
-    def _leave_processing(self, ts: TaskState, out: _Out) -> None:
+    def _leave_processing(self, ts: TaskState, out: Out) -> None:
         """``ts`` stops processing on its worker.  A worker left with a free thread while
         another has tasks queued behind its threads calls for a balance (``stealing.py``)."""
         worker = ts.processing_on
@@ -862,9 +862,9 @@ class SchedulerState:
         if self._stealing is not None:
             self._stealing.left(ts.key)
         if len(queue) < self.nthreads[worker]:
-            self._maybe_balance(out)
+            self.maybe_balance(out)
 
-    def _maybe_balance(self, out: _Out) -> None:
+    def maybe_balance(self, out: Out) -> None:
         """Send the balance tick if one worker has a free thread and another has tasks queued
         behind its threads (``WorkStealing`` is made here, so a cluster that never needs
         stealing never makes it)."""
@@ -883,21 +883,21 @@ class SchedulerState:
                 stealing.tick(out)
                 return
 
-    def _move(self, ts: TaskState, thief: str, out: _Out, stimulus: str) -> None:
+    def move_task(self, ts: TaskState, thief: str, out: Out, stimulus: str) -> None:
         """A steal confirmed: ``ts`` leaves its victim (which gave it up) for ``thief``."""
         del self.processing[ts.processing_on][ts.key]
         self._send_task(ts, thief, out, stimulus)
 
-    def _reschedule(self, key: str, out: _Out, stimulus: str) -> None:
+    def reschedule(self, key: str, out: Out, stimulus: str) -> None:
         """Send ``key`` again from scratch (dask's ``_reschedule``): released, then back to
         waiting and processing wherever the scheduler now picks."""
         self._transitions({key: WAITING}, stimulus, out)
 
-    def _on_balance(self, msg: Message, out: _Out, stimulus: str) -> None:
+    def _on_balance(self, msg: Message, out: Out, stimulus: str) -> None:
         if self._stealing is not None:
             self._stealing.balance(out, stimulus)
 
-    def _on_steal_response(self, msg: Message, out: _Out, stimulus: str) -> None:
+    def _on_steal_response(self, msg: Message, out: Out, stimulus: str) -> None:
         p = msg.payload
         if self._stealing is not None:
             self._stealing.confirm(p["key"], p["state"], p["stimulus_id"], msg.sender, out,
@@ -940,7 +940,7 @@ class SchedulerState:
         if ts.processing_on is not None:
             # dask's processing -> released: the worker is told to drop the task, which it
             # cancels if it is already running (its thread cannot be stopped).
-            self._send(out, ts.processing_on, m.FREE_KEYS, (ts.key,),
+            self.send(out, ts.processing_on, m.FREE_KEYS, (ts.key,),
                        incarnations={ts.key: ts.run_id}, stimulus_id=stimulus)
             self._leave_processing(ts, out)
         ts.waiting_on = NO_KEYS
@@ -974,9 +974,9 @@ class SchedulerState:
             if unwanted is not None:
                 recs[dep] = unwanted
 
-    def _free_on_workers(self, ts: TaskState, out: _Out, stimulus: str) -> None:
+    def _free_on_workers(self, ts: TaskState, out: Out, stimulus: str) -> None:
         for worker, incarnation in sorted(ts.who_has.items()):
-            self._send(out, worker, m.FREE_KEYS, (ts.key,),
+            self.send(out, worker, m.FREE_KEYS, (ts.key,),
                        incarnations={ts.key: incarnation}, stimulus_id=stimulus)
         ts.who_has = {}
 

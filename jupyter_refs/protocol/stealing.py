@@ -51,7 +51,7 @@ from . import messages as m
 from .messages import SCHEDULER, Message
 
 if TYPE_CHECKING:
-    from .scheduler import SchedulerState, TaskState, _Out
+    from .scheduler import Out, SchedulerState, TaskState
 
 #: Worker states a steal-response can carry, grouped by what the scheduler does (dask's
 #: ``_WORKER_STATE_CONFIRM`` / ``_REJECT`` / ``_UNDEFINED``).
@@ -83,7 +83,7 @@ class WorkStealing:
         self.asked.discard(key)
         self.in_flight.pop(key, None)
 
-    def tick(self, out: _Out) -> None:
+    def tick(self, out: Out) -> None:
         """Ask for a balance, unless a tick is already on its way."""
         if not self.due:
             self.due = True
@@ -101,7 +101,7 @@ class WorkStealing:
             counts[thief] += 1
         return counts
 
-    def balance(self, out: _Out, stimulus: str) -> None:
+    def balance(self, out: Out, stimulus: str) -> None:
         """The tick arrived: request steals from the busiest workers for the idle ones."""
         self.due = False
         s = self.scheduler
@@ -135,19 +135,19 @@ class WorkStealing:
                 if counts[thief] >= nthreads[thief]:
                     thieves.remove(thief)
 
-    def _request(self, key: str, victim: str, thief: str, out: _Out, stimulus: str) -> None:
+    def _request(self, key: str, victim: str, thief: str, out: Out, stimulus: str) -> None:
         self._requests += 1
         stimulus_id = f"steal-{self._requests}"
         self.asked.add(key)
         self.in_flight[key] = (victim, thief, stimulus_id)
         s = self.scheduler
         s.record(SCHEDULER, "steal.request", key, victim, thief, stimulus_id)
-        s._send(out, victim, m.STEAL_REQUEST, (key,), key=key, stimulus_id=stimulus_id)
+        s.send(out, victim, m.STEAL_REQUEST, (key,), key=key, stimulus_id=stimulus_id)
 
     # -- the victim's answer --------------------------------------------------------------
 
     def confirm(self, key: str, state: str | None, stimulus_id: str, worker: str,
-                out: _Out, stimulus: str) -> None:
+                out: Out, stimulus: str) -> None:
         """A steal-response: move the task, or say why not (dask's ``move_task_confirm``)."""
         s = self.scheduler
         ts = s.tasks.get(key)
@@ -165,17 +165,17 @@ class WorkStealing:
         if state in UNDEFINED:
             # The victim did not have the task: send it again, as dask's _reschedule does.
             self._outcome(key, "reschedule", state, victim, thief, stimulus_id)
-            s._reschedule(key, out, stimulus)
+            s.reschedule(key, out, stimulus)
         elif state in REJECT:
             self._outcome(key, "already-computing", state, victim, thief, stimulus_id)
         elif state in CONFIRM:
             self._outcome(key, "confirm", state, victim, thief, stimulus_id)
             self.asked.discard(key)  # stealable again, on its new worker
-            s._move(ts, thief, out, stimulus)
+            s.move_task(ts, thief, out, stimulus)
         else:
             raise ValueError(f"steal-response for {key} with unexpected task state {state!r}")
         if len(s.processing[thief]) < s.nthreads[thief]:
-            s._maybe_balance(out)  # the thief still has a free thread: try another task
+            s.maybe_balance(out)  # the thief still has a free thread: try another task
 
     def _outcome(self, key: str, outcome: str, state: str | None, victim: str,
                  thief: str | None, stimulus_id: str) -> None:
