@@ -103,11 +103,11 @@ def _keys(kwargs: dict) -> tuple[str, ...]:
     keys = kwargs.get("keys")
     if keys is None:
         key = kwargs.get("key")
-        return () if key is None else (remote._k(key),)
-    return tuple(remote._k(k) for k in keys)
+        return () if key is None else (remote.key_text(key),)
+    return tuple(remote.key_text(k) for k in keys)
 
 
-def _servers(client: Any) -> tuple[Any, dict[str, Any], list[str]]:
+def servers(client: Any) -> tuple[Any, dict[str, Any], list[str]]:
     """This process's scheduler of ``client`` (or None), its workers here, and its workers elsewhere."""
     from distributed import Scheduler, Worker
 
@@ -123,7 +123,7 @@ def _servers(client: Any) -> tuple[Any, dict[str, Any], list[str]]:
 
 def reach(client: Any) -> str:
     """What can be held on ``client``'s cluster from this process, in one sentence."""
-    scheduler, workers, elsewhere = _servers(client)
+    scheduler, workers, elsewhere = servers(client)
     if scheduler is None:
         return ("the scheduler runs in another process: nothing can be held from here "
                 "(holds need the scheduler in this process)")
@@ -142,7 +142,7 @@ class Holds:
 
         self.tracer = tracer
         client = tracer.client
-        self.scheduler, self.workers, self.elsewhere = _servers(client)
+        self.scheduler, self.workers, self.elsewhere = servers(client)
         if self.scheduler is None:
             raise HoldsUnavailableError(
                 f"the scheduler {client.scheduler.address} runs in another process: its channels "
@@ -289,19 +289,19 @@ class Holds:
         # A worker that joins later is gated once the tracer's recorder is set up on it
         # (its hooks first, so the gates stay outermost).
         remote.WORKER_SETUP.append(self._worker_joined)
-        hooks._undo["worker setup"] = lambda: remote.WORKER_SETUP.remove(self._worker_joined)
+        hooks.on_undo("worker setup", lambda: remote.WORKER_SETUP.remove(self._worker_joined))
         client = tracer.client
         self._gate_streams(client._stream_handlers, client.id, lambda kw: "scheduler",
                            client.loop.asyncio_loop, "client")
         self._gate_request(s.handlers, "scatter", "scheduler", "scatter", s_loop,
                            lambda kw: kw.get("client", "?"),
-                           lambda kw: tuple(remote._k(k) for k in kw.get("data") or ()))
+                           lambda kw: tuple(remote.key_text(k) for k in kw.get("data") or ()))
         self._gate_request(s.handlers, "update_data", "scheduler", "update-data", s_loop,
                            lambda kw: kw.get("client", "?"),
-                           lambda kw: tuple(remote._k(k) for k in kw.get("who_has") or ()))
+                           lambda kw: tuple(remote.key_text(k) for k in kw.get("who_has") or ()))
         pool = s.rpc
         s.rpc = _PoolProxy(pool, self)
-        hooks._undo["scheduler.rpc"] = lambda: setattr(s, "rpc", pool)
+        hooks.on_undo("scheduler.rpc", lambda: setattr(s, "rpc", pool))
 
     def _gate_worker(self, worker: Any) -> None:
         address, loop = worker.address, worker.loop.asyncio_loop
@@ -309,7 +309,7 @@ class Holds:
                            f"worker {address}")
         self._gate_request(worker.handlers, "update_data", address, "update-data", loop,
                            lambda kw: "scheduler",
-                           lambda kw: tuple(remote._k(k) for k in kw.get("data") or ()))
+                           lambda kw: tuple(remote.key_text(k) for k in kw.get("data") or ()))
 
     def _worker_joined(self, worker: Any) -> None:
         """A worker of this cluster, started in this process after the first hold."""
@@ -659,7 +659,7 @@ class _RPCProxy:
         holds, addr = self._holds, self._addr
 
         async def call(*args: Any, **kwargs: Any) -> Any:
-            keys = tuple(remote._k(k) for k in kwargs.get("data") or ())
+            keys = tuple(remote.key_text(k) for k in kwargs.get("data") or ())
             tracer = holds.tracer
             channel = tracer.rpc_channel("scheduler")
             worker = holds._name(addr)

@@ -42,6 +42,11 @@ class Hooks:
 
     # -- installing ----------------------------------------------------------------------
 
+    def on_undo(self, label: str, undo: Callable[[], None]) -> None:
+        """Run ``undo`` with the rest when the hooks come off: for a change made by hand (an
+        attribute swapped for a proxy, an entry added to dask's list), so nothing is left."""
+        self._undo[label] = undo
+
     def attr(self, obj: Any, name: str, before: Observer | None = None,
              after: Observer | None = None, label: str | None = None,
              skip: Precheck | None = None) -> None:

@@ -77,7 +77,8 @@ def flatten(rows: Any) -> list:
     return [item for row in rows for item in row]
 
 
-def _k(key: Any) -> str:
+def key_text(key: Any) -> str:
+    """A key as the trace names it: a tuple key by its ``str()``."""
     return key if isinstance(key, str) else str(key)
 
 
@@ -106,8 +107,8 @@ def followed(focus: Focus | None, keys: Any) -> Any:
     if len(keys) == 1:
         # dask passes lists, tuples, sets and dict views: a set of one key has no [0].
         (key,) = keys
-        return keys if focus.wants(_k(key)) else ()
-    return tuple(k for k in keys if focus.wants(_k(k)))
+        return keys if focus.wants(key_text(key)) else ()
+    return tuple(k for k in keys if focus.wants(key_text(k)))
 
 
 def turned_down_key(owner: Any) -> Precheck:
@@ -145,7 +146,7 @@ def message_keys(focus: Focus | None, keys: Any) -> tuple[str, ...] | None:
     or None when it follows none, so the message is not recorded at all."""
     if focus is not None and not (keys := followed(focus, keys)):
         return None
-    return tuple(_k(k) for k in keys)
+    return tuple(key_text(k) for k in keys)
 
 
 #: Called with each worker whose recorder was just set up in this process, after its hooks:
@@ -210,7 +211,7 @@ class Recorder:
     def _record_focused(self, kind: str, key: Any = None, op: str | None = None,
                         peer: str | None = None, keys: tuple = (), extra: tuple = ()) -> None:
         if key is not None:
-            if not self.focus.wants(_k(key)):  # type: ignore[union-attr]
+            if not self.focus.wants(key_text(key)):  # type: ignore[union-attr]
                 return
         elif keys:
             keys = self.focus.keep(keys)  # type: ignore[union-attr]
@@ -231,7 +232,7 @@ class Recorder:
         events = self.events
         if len(events) == events.maxlen:
             self.dropped += 1
-        events.extend((time.time_ns(), kind, None if key is None else _k(key), op, peer, keys, extra))
+        events.extend((time.time_ns(), kind, None if key is None else key_text(key), op, peer, keys, extra))
 
     def record_key(self, kind: str, key: Any, extra: tuple) -> None:
         """``record(kind, key, extra=extra)`` for the per-task hooks: no keywords, one call,
@@ -394,7 +395,7 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
     # -- observers ----------------------------------------------------------------------
 
     def _releases(self, keys: Any = (), client: str = "", **kwargs: Any) -> None:
-        keys = self._followed([_k(k) for k in keys])
+        keys = self._followed([key_text(k) for k in keys])
         if not keys:
             return
         rec, s = self.rec, self.scheduler
@@ -408,7 +409,7 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
 
     def _desires_received(self, keys: Any = (), client: str = "", **kwargs: Any) -> frozenset:
         self.rec.record("msg.received", None, m.CLIENT_DESIRES_KEYS, client,
-                        tuple(_k(k) for k in keys))
+                        tuple(key_text(k) for k in keys))
         # The keys the scheduler does not know: a desire that makes a task for one (dask
         # until PR 8827, 2024.8.1 and before) made a ghost, a task with no run spec.
         tasks = self.scheduler.tasks
@@ -426,15 +427,15 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
                     client, ts.who_wants, bool(unknown) and key in unknown))
 
     def _graph_received(self, client: str = "", keys: Any = (), **kwargs: Any) -> None:
-        self.rec.record("msg.received", None, m.UPDATE_GRAPH, client, tuple(_k(k) for k in keys))
+        self.rec.record("msg.received", None, m.UPDATE_GRAPH, client, tuple(key_text(k) for k in keys))
 
     def _scatter_received(self, *args: Any, data: Any = None, client: str = "",
                           **kwargs: Any) -> None:
-        self.rec.record("msg.received", None, "scatter", client, tuple(_k(k) for k in data or ()))
+        self.rec.record("msg.received", None, "scatter", client, tuple(key_text(k) for k in data or ()))
 
     def _scattered(self, state: Any, result: Any, *args: Any, data: Any = None, client: str = "",
                    **kwargs: Any) -> None:
-        self.rec.record("msg.sent", None, m.SCATTER_REPLY, client, tuple(_k(k) for k in data or ()))
+        self.rec.record("msg.sent", None, m.SCATTER_REPLY, client, tuple(key_text(k) for k in data or ()))
 
     def _registered(self, state: Any, result: Any, *args: Any, who_has: Any = None,
                     client: str | None = None, **kwargs: Any) -> None:
@@ -463,7 +464,7 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
         op = msg.get("op")
         if op not in REPORT_OPS:
             return
-        keys = tuple(_k(k) for k in msg["keys"]) if "keys" in msg else (_k(msg.get("key")),)
+        keys = tuple(key_text(k) for k in msg["keys"]) if "keys" in msg else (key_text(msg.get("key")),)
         keys = self._followed(keys)
         if not keys:
             return
@@ -617,11 +618,11 @@ def flush_worker(dask_worker: Any) -> int:
     return plugin.flush() if plugin is not None else 0
 
 
-def _joining(old: Focus | None, new: Focus | None, keys: Any) -> list[str]:
+def joining(old: Focus | None, new: Focus | None, keys: Any) -> list[str]:
     """The keys among ``keys`` that ``new`` follows and ``old`` did not."""
     if old is None:
         return []  # every key was followed: none joins
-    names = (_k(key) for key in keys)
+    names = (key_text(key) for key in keys)
     return [k for k in names if not old.wants(k) and (new is None or new.wants(k))]
 
 
@@ -639,7 +640,7 @@ def focus_scheduler(dask_scheduler: Any, focus: Focus | None, worker_plugin: Wor
     joined: list[str] = []
     plugin = dask_scheduler.plugins.get(SCHEDULER_PLUGIN)
     if plugin is not None:
-        joined = _joining(plugin.focus, focus, list(dask_scheduler.tasks))
+        joined = joining(plugin.focus, focus, list(dask_scheduler.tasks))
         plugin.follow(focus)
     if WORKER_PLUGIN in dask_scheduler.worker_plugins:
         dask_scheduler.worker_plugins[WORKER_PLUGIN] = dumps(worker_plugin)
@@ -653,7 +654,7 @@ def focus_worker(dask_worker: Any, focus: Focus | None) -> list[str]:
     plugin = dask_worker.plugins.get(WORKER_PLUGIN)
     if plugin is None:
         return []
-    joined = _joining(plugin.focus, focus, list(dask_worker.data))
+    joined = joining(plugin.focus, focus, list(dask_worker.data))
     plugin.focus = focus
     plugin.rec.set_focus(focus)
     for key in joined:

@@ -173,7 +173,7 @@ class _SchedulerProxy:
         op = "scatter" if name == "scatter" else "update-data"
 
         async def call(*args: Any, **kwargs: Any) -> Any:
-            keys = tuple(remote._k(k) for k in (kwargs.get("data") or kwargs.get("who_has") or ()))
+            keys = tuple(remote.key_text(k) for k in (kwargs.get("data") or kwargs.get("who_has") or ()))
             channel = tracer.rpc_channel(tracer.me)
             holds = tracer._holds
             if holds is not None:
@@ -378,7 +378,7 @@ class DaskTracer:
     @property
     def can_hold(self) -> bool:
         """Whether channels can be held here: the scheduler runs in this process."""
-        return not self.closed and holds_mod._servers(self.client)[0] is not None
+        return not self.closed and holds_mod.servers(self.client)[0] is not None
 
     @property
     def steppable(self) -> bool:
@@ -486,7 +486,7 @@ class DaskTracer:
         if self.closed:
             raise NotOnDaskError("this tracer is detached: there is nothing to focus")
         old, t = self._focus, time.time_ns()
-        joined = set(remote._joining(old, new, list(self.client.refcount)))
+        joined = set(remote.joining(old, new, list(self.client.refcount)))
         self._refocus(new)
         joined.update(self.client.run_on_scheduler(
             remote.focus_scheduler, focus=new,
@@ -915,7 +915,7 @@ class DaskTracer:
         # client.scheduler is an rpc object: swap in a proxy that observes scatter calls.
         saved = client.scheduler
         client.scheduler = _SchedulerProxy(saved, self)
-        hooks._undo["client.scheduler"] = lambda: setattr(client, "scheduler", saved)
+        hooks.on_undo("client.scheduler", lambda: setattr(client, "scheduler", saved))
         if self.ordered_scatter:
             self._order_scatters()
 
@@ -923,7 +923,7 @@ class DaskTracer:
     # reading anything, so a one-key trace of a huge map costs a question per future.
 
     def _inc_ref(self, state: Any, result: Any, key: Any) -> None:
-        key = remote._k(key)
+        key = remote.key_text(key)
         focus = self._focus
         if focus is not None and not focus.wants(key):
             return
@@ -935,7 +935,7 @@ class DaskTracer:
 
     def _dec_ref(self, key: Any) -> None:
         # Recorded before the call: the release it sends at zero follows the drop in the trace.
-        name = remote._k(key)
+        name = remote.key_text(key)
         focus = self._focus
         if focus is not None and not focus.wants(name):
             return
@@ -983,7 +983,7 @@ class DaskTracer:
             def add(callback: Any, *args: Any, **kwargs: Any) -> None:
                 if callback is dec_ref and threading.get_ident() != loop_thread:
                     focus = tracer._focus
-                    if focus is None or focus.wants(remote._k(args[0])):
+                    if focus is None or focus.wants(remote.key_text(args[0])):
                         return add_callback(dec_ref_at, _caller_line(), *args, **kwargs)
                 return add_callback(callback, *args, **kwargs)
 
@@ -1022,7 +1022,7 @@ class DaskTracer:
         if not keys:
             return SKIP  # the report is about no key the trace follows
         futures = self.client.futures
-        return {remote._k(k): futures[k].status if k in futures else None for k in keys}
+        return {remote.key_text(k): futures[k].status if k in futures else None for k in keys}
 
     def _report_after(self, op: str, before: dict[str, str], result: Any, *args: Any,
                       **kwargs: Any) -> None:
@@ -1058,7 +1058,7 @@ class DaskTracer:
                 self._barriers.pop(token, None)
             return await scatter(*args, **kwargs)
 
-        self.hooks._undo["ordered scatter"] = lambda: setattr(client, "_scatter", scatter)
+        self.hooks.on_undo("ordered scatter", lambda: setattr(client, "_scatter", scatter))
         client._scatter = ordered
 
     def _barrier_ack(self, token: int = 0, **kwargs: Any) -> None:
