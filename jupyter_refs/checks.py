@@ -93,15 +93,16 @@ from .beliefs import (
     Judge,
     KeyRefs,
 )
+from .promises import CHECKED
 from .protocol import messages as m
 from .protocol.messages import CONNECTION_LOST
 from .trace import ACTOR, EXTRA, KEY, THREAD, Batch, Trace
 
 __all__ = ["NAMES", "Checks", "Invariant", "KeyRefs", "Violation", "judge"]
 
-#: The checks' names (a violation's ``name``): an invariant of one's own takes another.
-NAMES = frozenset({"dangling_future", "spurious_cancel", "id_collision", "set_twice", "ghost_task",
-                   "leaked_key", "refcount_mismatch"})
+#: The checks' names (a violation's ``name``), declared in ``promises.py``: an invariant of
+#: one's own takes another.
+NAMES = CHECKED
 
 # Where the judges' other values sit in an event's ``extra`` (events.py); the beliefs' own are theirs.
 _ASSERTION_TEXT = ev.SCHEDULER_ASSERTION.at("message")

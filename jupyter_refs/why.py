@@ -27,12 +27,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import arguments
+from .promises import RANKED
 from .trace import Event, Trace, trace_source
 
 #: Violations that mean a loss, most telling first (refcount_mismatch only restates one).
-_LOSSES = ("dangling_future", "ghost_task", "hung_future", "set_twice", "leaked_key",
-           "spurious_cancel", "annotations_dropped", "scenario_raised", "outcome_differs",
-           "id_collision", "refcount_mismatch")
+_LOSSES = RANKED  # the most telling loss first (promises.py)
 #: Events that change what some side believes about a key: the ones a chain shows.
 _CHANGES = {"release.applied", "desire.applied", "transition", "scatter.registered",
             "scatter.worker_put", "worker.put", "worker.free", "future.state", "refcount.inc",
