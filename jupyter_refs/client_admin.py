@@ -1,5 +1,5 @@
 """dask's ``Client`` methods about the cluster as a whole: ``processing``, ``set_metadata`` /
-``get_metadata``, ``run``, ``run_on_scheduler``, ``nbytes``, ``get_versions``, ``start``.
+``get_metadata``, ``run``, ``run_on_scheduler``, ``nbytes``, ``get_versions``, ``upload_file``, ``start``.
 
 A mixin of :class:`~jupyter_refs.client.Client`.  Each does what dask 2026.8.0's does, as far
 as the kernel-side cluster has it: questions go to the scheduler as RPCs (its extensions
@@ -146,6 +146,73 @@ class ClusterCalls:
         for key, size in sizes.items():
             out[key_split(key)] = out.get(key_split(key), 0) + size
         return out
+
+    def upload_file(self, filename: str, load: bool = True) -> None:
+        """dask's ``upload_file``: the file goes where the workers import from, and a ``.py``
+        is imported (again, if it was already: a new version replaces the old).  The workers
+        share the kernel's interpreter, so that place is one directory of the cluster's on
+        ``sys.path``, and an error in the module (a ``SyntaxError``) is raised here, as dask
+        raises the workers' error."""
+        import importlib
+        import os
+        import shutil
+        import sys
+        import tempfile
+
+        directory = getattr(self.cluster, "_uploads", None)
+        if directory is None:
+            directory = self.cluster._uploads = tempfile.mkdtemp(prefix="jupyter-refs-upload-")
+            sys.path.insert(0, directory)
+        target = shutil.copy(filename, directory)
+        name, ext = os.path.splitext(os.path.basename(filename))
+        if ext in (".egg", ".zip", ".pyz", ".whl"):
+            if target not in sys.path:
+                sys.path.insert(0, target)
+        if not load or ext not in (".py", ".egg", ".zip", ".pyz", ".whl"):
+            return
+        importlib.invalidate_caches()
+        if ext == ".py":
+            module = sys.modules.get(name)
+            if module is not None:
+                importlib.reload(module)
+            else:
+                importlib.import_module(name)
+
+    def recreate_task_locally(self, future: Any) -> Any:
+        """Run the task of ``future`` (or of a key) here, with its dependencies' values, and
+        return what it returns (dask's ``recreate_task_locally``, for a debugger)."""
+        from .client import Future
+        from .coordination import _answer, wait
+        from .protocol.serialize import load_function, loads, substitute
+
+        if isinstance(future, Future):
+            wait(future)
+            key = future.key
+        else:
+            key = future
+        spec = _answer(self._ask(m.GET_RUNSPEC, key=key))
+        values: dict[str, Any] = {}
+        if spec["dependencies"]:
+            with self.cluster.call(None) as user_call:  # gathered as gather does, by key
+                values, missing = self._fetch(tuple(spec["dependencies"]), None, user_call)
+            if missing:
+                raise NotModelledError(f"replaying {key}, whose dependencies {', '.join(missing)}"
+                                       " were released meanwhile")
+        func = load_function(spec["func"])
+        args, kwargs = loads(spec["args"])
+        args, kwargs = substitute(args, values), substitute(kwargs, values)
+        return func(*args, **kwargs)
+
+    def recreate_error_locally(self, future: Any) -> None:
+        """Run here the task to blame for the error of ``future`` (or of a collection's
+        futures), so that it raises its error here (dask's ``recreate_error_locally``)."""
+        from .coordination import futures_of, wait
+
+        wait(future)
+        erred = [f.key for f in futures_of(future) if f.status == "error"]
+        if not erred:
+            raise ValueError("No errored futures passed")
+        return self.recreate_task_locally(self._ask(m.GET_ERROR_CAUSE, tuple(erred))["key"])
 
     def get_versions(self, check: bool = False, packages: Any = None) -> dict[str, Any]:
         """The versions of the scheduler's, this client's and each worker's packages: one

@@ -22,7 +22,7 @@ from typing import Any
 from dask.utils import parse_timedelta
 
 from .client import Client, Future, _futures_in, _user_cell, default_client
-from .errors import FutureCancelledError, FuturesCancelledError
+from .errors import FutureCancelledError, FuturesCancelledError, NotModelledError
 from .protocol import messages as m
 from .protocol.client import CANCELLED, DONE, ERROR, PENDING
 from .protocol.serialize import dumps, loads
@@ -305,8 +305,8 @@ def _unpickled_queue(name: str, maxsize: int) -> Queue:
 def _answer(reply: dict[str, Any]) -> dict[str, Any]:
     """A scheduler extension's reply, or the error it answered with, raised as dask raises it."""
     if "error" in reply:
-        raise {"ValueError": ValueError, "RuntimeError": RuntimeError,
-               "KeyError": KeyError}[reply["type"]](reply["error"])
+        raise {"ValueError": ValueError, "RuntimeError": RuntimeError, "KeyError": KeyError,
+               "NotModelledError": NotModelledError}[reply["type"]](reply["error"])
     return reply
 
 

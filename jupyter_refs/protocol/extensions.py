@@ -43,7 +43,8 @@ EXTENSION_OPS = (m.WHO_HAS, m.HAS_WHAT, m.VARIABLE_SET, m.VARIABLE_GET, m.VARIAB
                  m.VARIABLE_CONFIRM, m.QUEUE_FUTURE_RELEASE, m.CALL_TIMEOUT,
                  m.PROCESSING_QUERY, m.EVENT_WAIT, m.EVENT_SET, m.EVENT_CLEAR, m.EVENT_IS_SET,
                  m.SEMAPHORE_REGISTER, m.SEMAPHORE_ACQUIRE, m.SEMAPHORE_RELEASE,
-                 m.SEMAPHORE_VALUE, m.SEMAPHORE_CLOSE, m.SET_METADATA, m.GET_METADATA)
+                 m.SEMAPHORE_VALUE, m.SEMAPHORE_CLOSE, m.SET_METADATA, m.GET_METADATA,
+                 m.GET_RUNSPEC, m.GET_ERROR_CAUSE)
 
 
 class Extensions:
@@ -325,7 +326,41 @@ class Extensions:
             return {"error": msg.payload["path"][-1], "type": "KeyError"}
         return {"value": metadata}
 
+    # -- replaying a task (dask's ``distributed/recreate_tasks.py``) ------------------------
+
+    def _get_runspec(self, msg, out, stimulus):
+        """A task's function and arguments, and its dependencies (the client gathers their
+        values; dask's makes futures of them, which computes them again if they are gone)."""
+        ts = self.scheduler.tasks.get(msg.payload["key"])
+        if ts is None or ts.run_spec is None:
+            return {"error": msg.payload["key"], "type": "KeyError"}
+        deps = sorted(ts.dependencies)
+        gone = [d for d in deps if d not in self.scheduler.tasks
+                or self.scheduler.tasks[d].state != "memory"]
+        if gone:  # dask would compute them again; the model does not
+            return {"error": f"replaying {ts.key}, whose dependencies {', '.join(gone)} are "
+                             "no longer in memory", "type": "NotModelledError"}
+        return {"func": ts.run_spec["func"], "args": ts.run_spec["args"], "dependencies": deps}
+
+    def _get_error_cause(self, msg, out, stimulus):
+        """The task to blame for the first erred key: the erred one none of whose
+        dependencies erred (dask's ``exception_blame``)."""
+        tasks = self.scheduler.tasks
+        for key in msg.keys:
+            ts = tasks.get(key)
+            if ts is None or ts.state != "erred":
+                continue
+            while True:
+                erred = [tasks[d] for d in sorted(ts.dependencies)
+                         if d in tasks and tasks[d].state == "erred"]
+                if not erred:
+                    return {"key": ts.key}
+                ts = erred[0]
+        return {"key": None}
+
     _handlers = {
+        m.GET_RUNSPEC: _get_runspec,
+        m.GET_ERROR_CAUSE: _get_error_cause,
         m.PROCESSING_QUERY: _processing,
         m.EVENT_WAIT: _event_wait,
         m.EVENT_SET: _event_set,

@@ -54,6 +54,8 @@ SEMAPHORE_VALUE = "semaphore_value"
 SEMAPHORE_CLOSE = "semaphore_close"
 SET_METADATA = "set_metadata"
 GET_METADATA = "get_metadata"
+GET_RUNSPEC = "get_runspec"
+GET_ERROR_CAUSE = "get_error_cause"
 QUERY_REPLY = "reply"
 # scheduler -> worker
 UPDATE_DATA = "update-data"  # RPC: the worker put of a scatter
