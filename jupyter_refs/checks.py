@@ -457,12 +457,9 @@ class Checks:
                         "said so: the user gets CancelledError for data that exists.")
         if self._suspects:
             for (client, key), first in sorted(self._suspects.items(), key=lambda kv: kv[1]):
-                if (b.fstate.get((client, key)) == "cancelled"
-                        and not any(v.key == key for v in self.violations)):
-                    # Told: the scheduler's cancelled-keys ended the future (a cancel of a
-                    # task it depends on, a graph on lost data), so both sides agree it is
-                    # gone — as on dask.  Unless the key's loss broke an invariant first
-                    # (#8576-B: lost-data, then cancelled-keys for a reference still held).
+                if (client, key) in b.cancelled_by_client:
+                    # Cancelled at the client's request after it became a suspect (the
+                    # scheduler forgets a cancelled dependent before it answers the cancel).
                     del self._suspects[(client, key)]
                     continue
                 self._report(
