@@ -28,7 +28,7 @@ from . import events as ev
 from .focus import Focus
 from .protocol import messages as m
 from .protocol.messages import CONNECTION_LOST
-from .trace import ACTOR, EXTRA, KEY, KIND, MSG_ID, OP, Batch, Trace
+from .trace import ACTOR, CHANNEL, EXTRA, KEY, KIND, MSG_ID, OP, Batch, Trace
 
 # Where each update's values sit in an event's ``extra``, read from the declarations
 # (events.py): a field moved there moves here, instead of silently feeding another value.
@@ -59,7 +59,7 @@ _COPIES = ("worker.put", "worker.free")
 #: Operations a client sends that may start a hold of their keys.
 DESIRES = ("scatter", "update-graph", "client-desires-keys")
 #: The sends whose keys the beliefs note (see ``Beliefs._sent_about_holds``).
-_ABOUT_HOLDS = frozenset({*DESIRES, m.CLIENT_RELEASES_KEYS, m.CANCEL_KEYS})
+_ABOUT_HOLDS = frozenset({*DESIRES, m.CLIENT_RELEASES_KEYS, m.CANCEL_KEYS, m.CANCELLED_KEYS})
 
 #: A judge of the checks: ``judge(checks, beliefs, seq, row)`` (see ``Beliefs.apply``).
 Judge = Callable[[Any, "Beliefs", int, tuple], None]
@@ -306,6 +306,15 @@ class Beliefs:
     def _sent_about_holds(self, seq: int, row: tuple, op: str) -> None:
         """A client's message that may start, end or cancel a hold of its keys."""
         sender, msg_id = row[ACTOR], row[MSG_ID]
+        if op == "cancelled-keys":
+            # The scheduler's answer to a client's cancel-keys names the dependents it
+            # cancelled too (dask's stimulus_cancel): those holds end at a client's request.
+            receiving = self.receiving
+            if receiving is not None and receiving[1] == "cancel-keys":
+                receiver = row[CHANNEL].rpartition("->")[2]
+                for key in row[EXTRA][_MSG_KEYS]:
+                    self.cancelled_by_client[(receiver, key)] = seq
+            return
         self._pair_clients.add(sender)
         if op in DESIRES:
             # A message that may start a hold (only clients send these, whatever their name).

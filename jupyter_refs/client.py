@@ -43,6 +43,7 @@ from dask._task_spec import TaskRef
 from dask.utils import funcname, typename
 
 from . import arguments, gcscope, interrupts, publish
+from .client_admin import ClusterCalls
 from .errors import (
     ClosedClientError,
     FutureCancelledError,
@@ -637,7 +638,7 @@ def _make_default(client: Client) -> None:
     _default.append(weakref.ref(client))
 
 
-class Client:
+class Client(ClusterCalls):
     """A client of a kernel-side :class:`~jupyter_refs.cluster.Cluster`, with dask's API.
 
     ``Client(cluster)`` or ``cluster.client()``; ``Client()`` — or ``Client(n_workers=…,
@@ -662,6 +663,7 @@ class Client:
                 f"Client({address!r})", "a kernel-side client takes a jupyter_refs.Cluster; "
                 "to trace a real dask cluster use jupyter_refs.dask.attach(client)")
         self._setup(address, address._register_client(name))
+        self.direct_to_workers = None  # dask's default: decided at each gather
         address.clients[self.name] = self
         if set_as_default:
             _make_default(self)
@@ -681,6 +683,7 @@ class Client:
         client = cls.__new__(cls)
         client._own_cluster = False
         client._setup(cluster, state)
+        client.direct_to_workers = True  # as dask's workers make their clients
         return client
 
     def _setup(self, cluster: Cluster, state: ClientState) -> None:
@@ -950,7 +953,9 @@ class Client:
     # -- waiting and gathering ---------------------------------------------------------------
 
     def _wait_done(self, futures: list[Future], timeout: float | None,
-                   call: Any = None) -> None:
+                   call: Any = None, stop_on_error: bool = False) -> None:
+        """Wait until every future is done — or, ``stop_on_error``, one has failed (dask's
+        gather with ``errors="raise"`` stops at the first error, the rest still running)."""
         states = [f._fs for f in futures]
         keys = tuple(dict.fromkeys(f.key for f in futures))
         first = 0  # states before it were done when last looked at
@@ -961,8 +966,12 @@ class Client:
             nonlocal first
             n = len(states)
             while first < n and states[first].state in DONE:
+                if stop_on_error and states[first].state in (CANCELLED, ERROR):
+                    return True
                 first += 1
-            return first == n and all(fs.state in DONE for fs in states)
+            if first == n:
+                return all(fs.state in DONE for fs in states)
+            return stop_on_error and any(fs.state in (CANCELLED, ERROR) for fs in states[first:])
 
         if done():
             return
@@ -998,7 +1007,7 @@ class Client:
         values: dict[str, Any] = {}
         with self.cluster.call(cell) as user_call:
             for attempt in range(_GATHER_ATTEMPTS):
-                self._wait_done(flat, timeout, user_call)
+                self._wait_done(flat, timeout, user_call, stop_on_error=errors == "raise")
                 for f in flat:
                     if f._fs.state in (CANCELLED, ERROR) and f.key not in bad:
                         if errors == "raise":
@@ -1354,7 +1363,7 @@ def _each_collection(collections: Any, one: Callable[[Any], Any],
 def _check_graph_options(kwargs: dict[str, Any]) -> None:
     unmodelled = [k for k, v in kwargs.items() if v not in (None, False) and k not in (
         "optimize_graph", "sync", "traverse", "fifo_timeout", "priority", "actors", "pure",
-        "retries")]
+        "retries", "direct")]  # direct: where the results come from, not what they are
     if unmodelled:
         raise NotModelledError(f"{', '.join(unmodelled)}= for dask collections")
 

@@ -299,6 +299,11 @@ class Cluster:
         self._threaded: set[TaskRun] = set()
         #: Those of them waiting inside a cluster call (live: how a deadlock is seen).
         self._waiting: set[TaskRun] = set()
+        #: Those of them whose wait has a timeout (it ends on its own: not a deadlock).
+        self._timed: set[TaskRun] = set()
+        #: What each of them waits for: one whose wait is over but has not woken yet is not
+        #: waiting any more.
+        self._until: dict[TaskRun, Callable[[], bool]] = {}
         self._pool: _Pool | None = None
         self._drops: deque[tuple[ClientState, str, str | None]] = deque()
         self._ids = (AtomicIds if self.variant.atomic_ids else RacyIds)(self.trace.record)
@@ -782,6 +787,9 @@ class Cluster:
             mine = current_run.get()
             if mine is not None:
                 self._waiting.add(mine[1])  # a task waiting inside its run
+                self._until[mine[1]] = done
+                if timeout is not None:
+                    self._timed.add(mine[1])  # its wait ends on its own: no deadlock
             try:
                 self._cond.notify_all()
                 # Only a waiting task is told of a deadlock: its error then reaches the rest.
@@ -794,6 +802,8 @@ class Cluster:
             finally:
                 if mine is not None:
                     self._waiting.discard(mine[1])
+                    self._until.pop(mine[1], None)
+                    self._timed.discard(mine[1])
             self._check_open()
             if not done():
                 if starved:
@@ -840,7 +850,8 @@ class Cluster:
         """Live: nothing in flight, every running task waits, and a worker's ready tasks have
         no thread — a deadlock (dask hangs in it; here each waiter is told)."""
         return (not self._network.in_flight and not self._drops and bool(self._threaded)
-                and self._threaded <= self._waiting
+                and self._threaded <= self._waiting and not self._timed
+                and not any(done() for done in self._until.values())
                 and any(w.ready and not w.free_slots() for w in self.workers.values()))
 
     def _others_running(self) -> bool:

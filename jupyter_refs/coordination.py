@@ -22,7 +22,7 @@ from typing import Any
 from dask.utils import parse_timedelta
 
 from .client import Client, Future, _futures_in, _user_cell, default_client
-from .errors import FutureCancelledError, FuturesCancelledError
+from .errors import FutureCancelledError, FuturesCancelledError, NotModelledError
 from .protocol import messages as m
 from .protocol.client import CANCELLED, DONE, ERROR, PENDING
 from .protocol.serialize import dumps, loads
@@ -294,9 +294,148 @@ class Queue:
 
 
 def _unpickled_queue(name: str, maxsize: int) -> Queue:
-    """A Queue arriving in a task's arguments or closure: it asks the scheduler for its queue
-    when first used, in the task's thread, not while being unpickled (that runs on the
-    thread that delivers the scheduler's replies, so asking there waited for ever)."""
+    """A Queue unpickled: dask's registers it with the scheduler at once (``queue_create``);
+    here at its first use, since a task's arguments are unpickled while the network delivers
+    the task, and an RPC waited for there would wait on the thread that must deliver it."""
     queue = Queue.__new__(Queue)
     queue.name, queue._client, queue.maxsize, queue._created = name, None, maxsize, False
     return queue
+
+
+def _answer(reply: dict[str, Any]) -> dict[str, Any]:
+    """A scheduler extension's reply, or the error it answered with, raised as dask raises it."""
+    if "error" in reply:
+        raise {"ValueError": ValueError, "RuntimeError": RuntimeError, "KeyError": KeyError,
+               "NotModelledError": NotModelledError}[reply["type"]](reply["error"])
+    return reply
+
+
+def _waited(client: Client, op: str, timeout: Any, **payload: Any) -> bool:
+    """A call the scheduler parks until it can answer: True when answered, False at the
+    timeout (dask's event and semaphore waits return False rather than raise)."""
+    try:
+        _answer(client._ask(op, timeout=parse_timedelta(timeout), **payload))
+    except TimeoutError:
+        return False
+    return True
+
+
+class Event:
+    """A cluster-wide flag, cleared at first (``distributed.Event``): ``wait`` blocks until
+    some client sets it."""
+
+    def __init__(self, name: str | None = None, client: Client | None = None):
+        self.name = name or f"event-{uuid.uuid4().hex}"
+        self._client = client
+
+    @property
+    def client(self) -> Client:
+        return _client(self._client)
+
+    def wait(self, timeout: Any = None) -> bool:
+        """Wait until the event is set: True, or False after ``timeout``."""
+        return _waited(self.client, m.EVENT_WAIT, timeout, name=self.name)
+
+    def set(self) -> None:
+        self.client._ask(m.EVENT_SET, name=self.name)
+
+    def clear(self) -> None:
+        self.client._ask(m.EVENT_CLEAR, name=self.name)
+
+    def is_set(self) -> bool:
+        return self.client._ask(m.EVENT_IS_SET, name=self.name)["value"]
+
+    def __reduce__(self) -> tuple:
+        return Event, (self.name,)
+
+    def __repr__(self) -> str:
+        return f"<Event: {self.name}>"
+
+
+class Semaphore:
+    """``distributed.Semaphore``: at most ``max_leases`` holders at once, leases kept by the
+    scheduler.  dask's leases time out when their holder stops refreshing them; here they do
+    not (as with ``distributed.scheduler.locks.lease-timeout: inf``)."""
+
+    def __init__(self, max_leases: int = 1, name: str | None = None, scheduler_rpc: Any = None,
+                 loop: Any = None, *, client: Client | None = None):
+        self.name = name or f"semaphore-{uuid.uuid4().hex}"
+        self.max_leases = max_leases
+        self.id = uuid.uuid4().hex
+        self._client = client
+        self._leases: list[str] = []
+        self._registered = False
+
+    @property
+    def client(self) -> Client:
+        return _client(self._client)
+
+    def register(self, **kwargs: Any) -> None:
+        if not self._registered:
+            _answer(self.client._ask(m.SEMAPHORE_REGISTER, name=self.name,
+                                     max_leases=self.max_leases))
+            self._registered = True
+
+    def acquire(self, timeout: Any = None) -> bool:
+        """Take a lease: True, or False if none came free within ``timeout``."""
+        self.register()
+        lease = uuid.uuid4().hex
+        if _waited(self.client, m.SEMAPHORE_ACQUIRE, timeout, name=self.name, lease_id=lease):
+            self._leases.append(lease)
+            return True
+        return False
+
+    def release(self) -> bool:
+        """Give the oldest lease back (``RuntimeError`` if this one holds none)."""
+        if not self._leases:
+            raise RuntimeError("Released too often")
+        self.client._ask(m.SEMAPHORE_RELEASE, name=self.name, lease_id=self._leases.pop(0))
+        return True
+
+    def get_value(self) -> int:
+        """How many leases are held."""
+        return self.client._ask(m.SEMAPHORE_VALUE, name=self.name)["value"]
+
+    def close(self) -> None:
+        self.client._ask(m.SEMAPHORE_CLOSE, name=self.name)
+
+    def __enter__(self) -> Semaphore:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def __getstate__(self) -> tuple[str, int]:
+        return self.name, self.max_leases
+
+    def __setstate__(self, state: tuple[str, int]) -> None:
+        name, max_leases = state
+        self.__init__(name=name, max_leases=max_leases)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}: {self.name}>"
+
+
+class Lock(Semaphore):
+    """``distributed.Lock``: a Semaphore of one lease, as dask's is."""
+
+    def __init__(self, name: str | None = None, scheduler_rpc: Any = None, loop: Any = None,
+                 *, client: Client | None = None):
+        super().__init__(max_leases=1, name=name, client=client)
+
+    def acquire(self, blocking: bool = True, timeout: Any = None) -> bool:
+        if not blocking:
+            if timeout is not None:
+                raise ValueError("can't specify a timeout for a non-blocking call")
+            timeout = 0
+        return super().acquire(timeout=timeout)
+
+    def locked(self) -> bool:
+        return self.get_value() == 1
+
+    def __getstate__(self) -> str:  # type: ignore[override]
+        return self.name
+
+    def __setstate__(self, state: str) -> None:  # type: ignore[override]
+        self.__init__(name=state)

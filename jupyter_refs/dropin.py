@@ -26,7 +26,16 @@ from typing import Any
 
 from .client import Client, Future, default_client
 from .cluster import Cluster
-from .coordination import Queue, Variable, as_completed, futures_of, wait
+from .coordination import (
+    Event,
+    Lock,
+    Queue,
+    Semaphore,
+    Variable,
+    as_completed,
+    futures_of,
+    wait,
+)
 from .errors import NotModelledError
 from .worker_context import fire_and_forget, get_client, rejoin, secede, worker_client
 
@@ -154,7 +163,7 @@ MODEL: dict[str, Any] = {
     "as_completed": as_completed, "get_client": _get_client, "default_client": _default_client,
     "worker_client": worker_client, "secede": secede, "rejoin": rejoin,
     "fire_and_forget": fire_and_forget, "futures_of": futures_of, "Variable": Variable,
-    "Queue": Queue,
+    "Queue": Queue, "Event": Event, "Lock": Lock, "Semaphore": Semaphore,
 }
 #: dask's names left as they are: data, not behaviour (its config, exceptions, enums).
 KEPT = frozenset({"config", "dask", "CancelledError", "TimeoutError", "Status",

@@ -418,6 +418,22 @@ def test_live_waiting_on_the_only_thread_is_named_not_hung():
             f.result(timeout=20)
 
 
+@pytest.mark.parametrize("network", ["immediate", "live"])
+def test_a_future_cancelled_with_the_task_it_depends_on_is_no_refcount_mismatch(network):
+    # dask's test_cancel_sync: cancel y in x -> y -> z, and z is cancelled too; the client
+    # still holds z, told by cancelled-keys, and the scheduler has forgotten it — as on dask.
+    with Cluster(protocol="dask", workers=2, network=network) as cluster:
+        client = cluster.client()
+        x = client.submit(inc, 1, key="x")
+        y = client.submit(inc, x, key="y")
+        z = client.submit(inc, y, key="z")
+        client.cancel([y])
+        cluster.run_until_idle()
+        assert (y.status, z.status, x.result()) == ("cancelled", "cancelled", 2)
+        assert client.refcount["z"] == 1 and cluster.scheduler_state("z") == "forgotten"
+        assert cluster.violations == []
+
+
 def test_a_future_the_user_cancelled_is_no_refcount_mismatch():
     # The client still holds the Future object, and the scheduler no longer wants the key
     # for it: both sides agree the future is gone (dask's Future.cancel sends cancel-keys).

@@ -54,7 +54,11 @@ EXTENSION_OPS = (m.WHO_HAS, m.HAS_WHAT, m.VARIABLE_SET, m.VARIABLE_GET, m.VARIAB
                  m.QUEUE_CREATE, m.QUEUE_PUT, m.QUEUE_GET, m.QUEUE_QSIZE, m.QUEUE_RELEASE,
                  m.VARIABLE_CONFIRM, m.QUEUE_FUTURE_RELEASE, m.CALL_TIMEOUT,
                  m.PUBLISH_PUT, m.PUBLISH_GET, m.PUBLISH_DELETE, m.PUBLISH_LIST,
-                 m.PUBLISH_WAIT_FLUSH, m.PUBLISH_FLUSH, m.PUBLISH_GET_CONFIRM)
+                 m.PUBLISH_WAIT_FLUSH, m.PUBLISH_FLUSH, m.PUBLISH_GET_CONFIRM,
+                 m.PROCESSING_QUERY, m.EVENT_WAIT, m.EVENT_SET, m.EVENT_CLEAR, m.EVENT_IS_SET,
+                 m.SEMAPHORE_REGISTER, m.SEMAPHORE_ACQUIRE, m.SEMAPHORE_RELEASE,
+                 m.SEMAPHORE_VALUE, m.SEMAPHORE_CLOSE, m.SET_METADATA, m.GET_METADATA,
+                 m.GET_RUNSPEC, m.GET_ERROR_CAUSE)
 
 
 class Extensions:
@@ -71,6 +75,13 @@ class Extensions:
         self.maxsize: dict[str, int] = {}
         #: (queue, key) -> how many records of the queue hold the key.
         self.queue_refs: dict[tuple[str, str], int] = defaultdict(int)
+        #: Events that are set (dask's ``EventExtension``: a flag per name, cleared by default).
+        self.events: set[str] = set()
+        #: Semaphores (and Locks, dask's one-lease Semaphores): max leases, and leases held.
+        self.max_leases: dict[str, int] = {}
+        self.leases: dict[str, set[str]] = defaultdict(set)
+        #: The scheduler's metadata (``Client.set_metadata``): nested dicts.
+        self.metadata: dict[Any, Any] = {}
         #: Calls that wait for something (a key to exist, a value to be set or put).
         self.parked: list[Message] = []
         self._tokens = count(1)
@@ -80,8 +91,14 @@ class Extensions:
         self.flushed: set[str] = set()
         #: fixed: a get's token -> the keys held for it until the reader confirms.
         self.get_holds: dict[str, list[str]] = {}
+        #: Calls whose timeout came before them: answered at once when they come.
+        self.expired: set[str] = set()
 
     def handle(self, msg: Message, out: list[Message], stimulus: str) -> dict[str, Any] | None:
+        if msg.channel in self.expired:  # its timeout overtook it (another channel)
+            self.expired.discard(msg.channel)
+            reply = self._handlers[msg.op](self, msg, out, stimulus)
+            return reply if reply is not None else {"error": "timeout"}
         reply = self._handlers[msg.op](self, msg, out, stimulus)
         if reply is None and not msg.batched:
             self.parked.append(msg)
@@ -106,6 +123,10 @@ class Extensions:
                 self.parked.remove(parked)
                 self.scheduler.reply(out, parked, error="timeout")
                 break
+        else:
+            # Not parked: answered already, or not arrived yet — the timeout travels on the
+            # scheduler's own stream, the call on an RPC of its own, and either may come first.
+            self.expired.add(call)
         return {}
 
     def _pseudo(self, holder: str) -> str:
@@ -118,6 +139,9 @@ class Extensions:
         tasks = self.scheduler.tasks
         keys = msg.keys or tuple(tasks)
         return {"who_has": {k: sorted(tasks[k].who_has) if k in tasks else [] for k in keys}}
+
+    def _processing(self, msg, out, stimulus):
+        return {"processing": {w: list(keys) for w, keys in self.scheduler.processing.items()}}
 
     def _has_what(self, msg, out, stimulus):
         has: dict[str, list[str]] = {w: [] for w in self.scheduler.workers}
@@ -325,7 +349,122 @@ class Extensions:
     def _publish_list(self, msg, out, stimulus):
         return {"names": sorted(self.datasets, key=str)}
 
+    # -- Event (dask's ``distributed/event.py``) ------------------------------------------
+
+    def _event_wait(self, msg, out, stimulus):
+        return {"ok": True} if msg.payload["name"] in self.events else None  # parked till set
+
+    def _event_set(self, msg, out, stimulus):
+        self.events.add(msg.payload["name"])  # the parked waits are answered by ``retry``
+        return {"ok": True}
+
+    def _event_clear(self, msg, out, stimulus):
+        self.events.discard(msg.payload["name"])
+        return {"ok": True}
+
+    def _event_is_set(self, msg, out, stimulus):
+        return {"value": msg.payload["name"] in self.events}
+
+    # -- Semaphore and Lock (dask's ``distributed/semaphore.py``; leases do not time out) ---
+
+    def _semaphore_register(self, msg, out, stimulus):
+        name, n = msg.payload["name"], msg.payload["max_leases"]
+        if self.max_leases.setdefault(name, n) != n:
+            return {"error": f"Inconsistent max leases: {n}, expected: {self.max_leases[name]}",
+                    "type": "ValueError"}
+        return {"ok": True}
+
+    def _semaphore_acquire(self, msg, out, stimulus):
+        name, lease = msg.payload["name"], msg.payload["lease_id"]
+        if name not in self.max_leases:
+            return {"error": f"Semaphore or Lock `{name}` not known.", "type": "RuntimeError"}
+        leases = self.leases[name]
+        if lease in leases or len(leases) < self.max_leases[name]:
+            leases.add(lease)
+            return {"ok": True}
+        return None  # parked until a release
+
+    def _semaphore_release(self, msg, out, stimulus):
+        self.leases[msg.payload["name"]].discard(msg.payload["lease_id"])
+        return {"ok": True}
+
+    def _semaphore_value(self, msg, out, stimulus):
+        return {"value": len(self.leases.get(msg.payload["name"], ()))}
+
+    def _semaphore_close(self, msg, out, stimulus):
+        name = msg.payload["name"]
+        self.max_leases.pop(name, None)
+        self.leases.pop(name, None)
+        return {"ok": True}
+
+    # -- metadata (dask's ``Scheduler.set_metadata`` / ``get_metadata``) -------------------
+
+    def _set_metadata(self, msg, out, stimulus):
+        *path, last = msg.payload["path"]
+        metadata = self.metadata
+        for key in path:
+            metadata = metadata.setdefault(key, {})
+        metadata[last] = msg.payload["value"]
+        return {"ok": True}
+
+    def _get_metadata(self, msg, out, stimulus):
+        metadata = self.metadata
+        try:
+            for key in msg.payload["path"]:
+                metadata = metadata[key]
+        except (KeyError, TypeError):
+            if "default" in msg.payload:
+                return {"value": msg.payload["default"]}
+            return {"error": msg.payload["path"][-1], "type": "KeyError"}
+        return {"value": metadata}
+
+    # -- replaying a task (dask's ``distributed/recreate_tasks.py``) ------------------------
+
+    def _get_runspec(self, msg, out, stimulus):
+        """A task's function and arguments, and its dependencies (the client gathers their
+        values; dask's makes futures of them, which computes them again if they are gone)."""
+        ts = self.scheduler.tasks.get(msg.payload["key"])
+        if ts is None or ts.run_spec is None:
+            return {"error": msg.payload["key"], "type": "KeyError"}
+        deps = sorted(ts.dependencies)
+        gone = [d for d in deps if d not in self.scheduler.tasks
+                or self.scheduler.tasks[d].state != "memory"]
+        if gone:  # dask would compute them again; the model does not
+            return {"error": f"replaying {ts.key}, whose dependencies {', '.join(gone)} are "
+                             "no longer in memory", "type": "NotModelledError"}
+        return {"func": ts.run_spec["func"], "args": ts.run_spec["args"], "dependencies": deps}
+
+    def _get_error_cause(self, msg, out, stimulus):
+        """The task to blame for the first erred key: the erred one none of whose
+        dependencies erred (dask's ``exception_blame``)."""
+        tasks = self.scheduler.tasks
+        for key in msg.keys:
+            ts = tasks.get(key)
+            if ts is None or ts.state != "erred":
+                continue
+            while True:
+                erred = [tasks[d] for d in sorted(ts.dependencies)
+                         if d in tasks and tasks[d].state == "erred"]
+                if not erred:
+                    return {"key": ts.key}
+                ts = erred[0]
+        return {"key": None}
+
     _handlers = {
+        m.GET_RUNSPEC: _get_runspec,
+        m.GET_ERROR_CAUSE: _get_error_cause,
+        m.PROCESSING_QUERY: _processing,
+        m.EVENT_WAIT: _event_wait,
+        m.EVENT_SET: _event_set,
+        m.EVENT_CLEAR: _event_clear,
+        m.EVENT_IS_SET: _event_is_set,
+        m.SEMAPHORE_REGISTER: _semaphore_register,
+        m.SEMAPHORE_ACQUIRE: _semaphore_acquire,
+        m.SEMAPHORE_RELEASE: _semaphore_release,
+        m.SEMAPHORE_VALUE: _semaphore_value,
+        m.SEMAPHORE_CLOSE: _semaphore_close,
+        m.SET_METADATA: _set_metadata,
+        m.GET_METADATA: _get_metadata,
         m.WHO_HAS: _who_has,
         m.HAS_WHAT: _has_what,
         m.VARIABLE_SET: _variable_set,

@@ -1,0 +1,224 @@
+"""dask's ``Client`` methods about the cluster as a whole: ``processing``, ``set_metadata`` /
+``get_metadata``, ``run``, ``run_on_scheduler``, ``nbytes``, ``get_versions``, ``upload_file``, ``start``.
+
+A mixin of :class:`~jupyter_refs.client.Client`.  Each does what dask 2026.8.0's does, as far
+as the kernel-side cluster has it: questions go to the scheduler as RPCs (its extensions
+answer them); ``run`` and ``run_on_scheduler`` call the function here, in the kernel, where the
+workers and the scheduler live, and hand it what the model has of them — and a function that
+asks for something the model does not keep is told so (``NotModelledError``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+from typing import TYPE_CHECKING, Any
+
+from .errors import NotModelledError
+from .protocol import messages as m
+
+if TYPE_CHECKING:
+    from .cluster import Cluster
+
+_NO_DEFAULT = object()
+
+
+class _View:
+    """What a function run with ``dask_scheduler=`` / ``dask_worker=`` sees: the model's
+    state under dask's names, and a ``NotModelledError`` for anything else."""
+
+    def __init__(self, kind: str, **fields: Any):
+        self._kind = kind
+        self.__dict__.update(fields)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise NotModelledError(f"{self._kind}.{name}",
+                               "a function run here sees only what the model keeps")
+
+
+def _call(function: Any, args: tuple, kwargs: dict[str, Any], name: str, view: _View) -> Any:
+    """``function(*args, **kwargs)``, with ``view`` as ``name`` if it takes it; a coroutine
+    function is run to its end, as dask's event loop runs it."""
+    try:
+        takes = name in inspect.signature(function).parameters
+    except (TypeError, ValueError):  # a builtin without a signature
+        takes = False
+    if takes:
+        kwargs = {**kwargs, name: view}
+    result = function(*args, **kwargs)
+    if inspect.isawaitable(result):
+        result = asyncio.run(_awaited(result))
+    return result
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
+
+
+class ClusterCalls:
+    """The mixin (see the module's doc)."""
+
+    cluster: Cluster  # Client's, as are the _ask and _workers these methods call
+
+    def start(self, **kwargs: Any) -> None:
+        """dask's ``start``: a client starts when made, so starting again does nothing."""
+
+    def processing(self, workers: Any = None) -> dict[str, list[str]]:
+        """The keys the scheduler has sent each worker to run (dask's ``Client.processing``)."""
+        processing = self._ask(m.PROCESSING_QUERY)["processing"]
+        names = self._workers(workers)
+        return {w: keys for w, keys in processing.items() if names is None or w in names}
+
+    def set_metadata(self, key: Any, value: Any) -> None:
+        """Store ``value`` on the scheduler under ``key`` (a list of keys: nested)."""
+        path = list(key) if isinstance(key, list | tuple) else [key]
+        self._ask(m.SET_METADATA, path=path, value=value)
+
+    def get_metadata(self, keys: Any, default: Any = _NO_DEFAULT) -> Any:
+        """The value stored under ``keys``; ``KeyError``, or ``default`` if given."""
+        from .coordination import _answer
+
+        path = list(keys) if isinstance(keys, list | tuple) else [keys]
+        payload = {} if default is _NO_DEFAULT else {"default": default}
+        return _answer(self._ask(m.GET_METADATA, path=path, **payload))["value"]
+
+    def run_on_scheduler(self, function: Any, *args: Any, **kwargs: Any) -> Any:
+        """Call ``function`` where the scheduler is — here — with ``dask_scheduler`` (its
+        ``tasks``, ``workers``) if it takes that argument."""
+        cluster = self.cluster
+        with cluster._locked():
+            view = _View("dask_scheduler", tasks=dict(cluster.scheduler.tasks),
+                         workers=dict.fromkeys(cluster.workers),
+                         address=getattr(cluster, "scheduler_address", "scheduler"))
+        return _call(function, args, kwargs, "dask_scheduler", view)
+
+    def run(self, function: Any, *args: Any, workers: Any = None, wait: bool = True,
+            nanny: bool = False, on_error: str = "raise", **kwargs: Any) -> Any:
+        """Call ``function`` once per worker (``dask_worker``: its name and data), as dask's
+        ``Client.run``: ``{worker: result}``.  The workers live in the kernel, so each call
+        runs here, one after the other; ``wait=False`` runs them on a thread and returns None."""
+        if nanny:
+            raise NotModelledError("Client.run(nanny=True)", "the kernel-side workers have none")
+        if on_error not in ("raise", "return", "ignore"):
+            raise ValueError(f"on_error must be 'raise', 'return' or 'ignore'; got {on_error!r}")
+        cluster = self.cluster
+        names = self._workers(workers) or list(cluster.workers)
+
+        def all_of_them() -> dict[str, Any]:
+            out: dict[str, Any] = {}
+            for name in names:
+                worker = cluster.workers[name]
+                view = _View("dask_worker", name=name, address=name, data=worker.data,
+                             nthreads=worker.nthreads)
+                try:
+                    out[name] = _call(function, args, kwargs, "dask_worker", view)
+                except Exception as exc:  # noqa: BLE001 - on_error says what becomes of it
+                    if on_error == "raise":
+                        raise
+                    if on_error == "return":
+                        out[name] = exc
+            return out
+
+        if not wait:
+            threading.Thread(target=all_of_them, daemon=True, name="jupyter-refs-run").start()
+            return None
+        return all_of_them()
+
+    def nbytes(self, keys: Any = None, summary: bool = True, **kwargs: Any) -> dict[str, int]:
+        """The size of each key in memory (``summary``: per key prefix), as dask's
+        ``sizeof`` measures it on the worker that holds it."""
+        from dask.sizeof import sizeof
+        from dask.utils import key_split
+
+        cluster = self.cluster
+        with cluster._locked():
+            sizes: dict[str, int] = {}
+            for key, ts in cluster.scheduler.tasks.items():
+                holders = [w for w in sorted(ts.who_has) if key in cluster.workers[w].data]
+                if holders and (keys is None or key in keys):
+                    sizes[key] = sizeof(cluster.workers[holders[0]].data[key])
+        if not summary:
+            return sizes
+        out: dict[str, int] = {}
+        for key, size in sizes.items():
+            out[key_split(key)] = out.get(key_split(key), 0) + size
+        return out
+
+    def upload_file(self, filename: str, load: bool = True) -> None:
+        """dask's ``upload_file``: the file goes where the workers import from, and a ``.py``
+        is imported (again, if it was already: a new version replaces the old).  The workers
+        share the kernel's interpreter, so that place is one directory of the cluster's on
+        ``sys.path``, and an error in the module (a ``SyntaxError``) is raised here, as dask
+        raises the workers' error."""
+        import importlib
+        import os
+        import shutil
+        import sys
+        import tempfile
+
+        directory = getattr(self.cluster, "_uploads", None)
+        if directory is None:
+            directory = self.cluster._uploads = tempfile.mkdtemp(prefix="jupyter-refs-upload-")
+            sys.path.insert(0, directory)
+        target = shutil.copy(filename, directory)
+        name, ext = os.path.splitext(os.path.basename(filename))
+        if ext in (".egg", ".zip", ".pyz", ".whl"):
+            if target not in sys.path:
+                sys.path.insert(0, target)
+        if not load or ext not in (".py", ".egg", ".zip", ".pyz", ".whl"):
+            return
+        importlib.invalidate_caches()
+        if ext == ".py":
+            module = sys.modules.get(name)
+            if module is not None:
+                importlib.reload(module)
+            else:
+                importlib.import_module(name)
+
+    def recreate_task_locally(self, future: Any) -> Any:
+        """Run the task of ``future`` (or of a key) here, with its dependencies' values, and
+        return what it returns (dask's ``recreate_task_locally``, for a debugger)."""
+        from .client import Future
+        from .coordination import _answer, wait
+        from .protocol.serialize import load_function, loads, substitute
+
+        if isinstance(future, Future):
+            wait(future)
+            key = future.key
+        else:
+            key = future
+        spec = _answer(self._ask(m.GET_RUNSPEC, key=key))
+        values: dict[str, Any] = {}
+        if spec["dependencies"]:
+            with self.cluster.call(None) as user_call:  # gathered as gather does, by key
+                values, missing = self._fetch(tuple(spec["dependencies"]), None, user_call)
+            if missing:
+                raise NotModelledError(f"replaying {key}, whose dependencies {', '.join(missing)}"
+                                       " were released meanwhile")
+        func = load_function(spec["func"])
+        args, kwargs = loads(spec["args"])
+        args, kwargs = substitute(args, values), substitute(kwargs, values)
+        return func(*args, **kwargs)
+
+    def recreate_error_locally(self, future: Any) -> None:
+        """Run here the task to blame for the error of ``future`` (or of a collection's
+        futures), so that it raises its error here (dask's ``recreate_error_locally``)."""
+        from .coordination import futures_of, wait
+
+        wait(future)
+        erred = [f.key for f in futures_of(future) if f.status == "error"]
+        if not erred:
+            raise ValueError("No errored futures passed")
+        return self.recreate_task_locally(self._ask(m.GET_ERROR_CAUSE, tuple(erred))["key"])
+
+    def get_versions(self, check: bool = False, packages: Any = None) -> dict[str, Any]:
+        """The versions of the scheduler's, this client's and each worker's packages: one
+        process here, so one set of versions, and ``check`` never finds a mismatch."""
+        from distributed.versions import get_versions
+
+        versions = get_versions(packages)
+        return {"scheduler": versions, "client": versions,
+                "workers": dict.fromkeys(self.cluster.workers, versions)}
