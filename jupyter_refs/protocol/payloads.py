@@ -90,6 +90,32 @@ class QueueGet(WithTimeout):
     n: int | None
 
 
+class SemaphoreRegister(Named):
+    max_leases: int
+
+
+class Lease(Named):
+    lease_id: str
+
+
+class SemaphoreAcquire(Lease):
+    timeout: float | None
+
+
+class SetMetadata(FromClient):
+    path: list[Any]
+    value: Any
+
+
+class GetMetadata(FromClient):
+    path: list[Any]
+    default: NotRequired[Any]  # absent: a missing path raises KeyError, as dask's does
+
+
+class GetRunspec(FromClient):
+    key: str
+
+
 class PublishPut(FromClient):
     names: list[str]
     holds: list[Any]
@@ -223,6 +249,11 @@ class Reply(TypedDict, total=False):
     qsize: int
     exception: bytes
     text: str
+    processing: dict[str, list[str]]
+    key: str | None
+    func: bytes
+    args: bytes
+    dependencies: list[str]
 
 
 class CallTimeout(TypedDict):
@@ -252,6 +283,20 @@ PAYLOADS: dict[tuple[str, str], type] = {
     (CLIENT, m.QUEUE_QSIZE): Named,
     (CLIENT, m.QUEUE_RELEASE): Named,
     (CLIENT, m.QUEUE_FUTURE_RELEASE): Named,
+    (CLIENT, m.EVENT_WAIT): WithTimeout,
+    (CLIENT, m.EVENT_SET): Named,
+    (CLIENT, m.EVENT_CLEAR): Named,
+    (CLIENT, m.EVENT_IS_SET): Named,
+    (CLIENT, m.SEMAPHORE_REGISTER): SemaphoreRegister,
+    (CLIENT, m.SEMAPHORE_ACQUIRE): SemaphoreAcquire,
+    (CLIENT, m.SEMAPHORE_RELEASE): Lease,
+    (CLIENT, m.SEMAPHORE_VALUE): Named,
+    (CLIENT, m.SEMAPHORE_CLOSE): Named,
+    (CLIENT, m.SET_METADATA): SetMetadata,
+    (CLIENT, m.GET_METADATA): GetMetadata,
+    (CLIENT, m.GET_RUNSPEC): GetRunspec,
+    (CLIENT, m.GET_ERROR_CAUSE): FromClient,
+    (CLIENT, m.PROCESSING_QUERY): FromClient,
     (CLIENT, m.PUBLISH_PUT): PublishPut,
     (CLIENT, m.PUBLISH_GET): PublishNames,
     (CLIENT, m.PUBLISH_DELETE): PublishDelete,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from jupyter_refs import Cluster, Queue, Variable, fire_and_forget, get_client, secede, zoo
+from jupyter_refs.coordination import Event, Lock, Semaphore
 from jupyter_refs.network import Network
 from jupyter_refs.protocol import payloads
 from jupyter_refs.protocol.messages import Message
@@ -79,6 +80,13 @@ def test_programs_using_every_operation_send_only_declared_payloads(checked):
         c.publish_dataset(ds=x)
         c.list_datasets(), c.get_dataset("ds")
         c.unpublish_dataset("ds")
+        e = Event("e", client=c)
+        e.set(), e.is_set(), e.wait(0.1), e.clear()
+        with Lock("l", client=c):
+            pass
+        s = Semaphore(2, "s", client=c)
+        s.acquire(timeout=1), s.get_value(), s.release(), s.close()
+        c.set_metadata(["a", "b"], 1), c.get_metadata(["a"]), c.processing()
         del x, futures
         cluster.run_until_idle()
     for op in ("update-graph", "client-releases-keys", "variable_set", "queue_put",
