@@ -468,14 +468,13 @@ compared("futures_variable_scatter", FUTURES,
     var.set(future)
     out = var.get().result().tolist()
 """)
-loud("futures_lock", FUTURES, "Coordination Primitives / Locks (with lock:)", "distributed.Lock", """
+compared("futures_lock", FUTURES, "Coordination Primitives / Locks (with lock:)", """
     from dask.distributed import Lock
     lock = Lock()
     with lock:
         out = "protected"
 """)
-loud("futures_lock_named", FUTURES, "Coordination Primitives / Locks (Lock('the-production-database'))",
-     "distributed.Lock", """
+compared("futures_lock_named", FUTURES, "Coordination Primitives / Locks (Lock('the-production-database'))", """
     from dask.distributed import Lock
     def load(fn):
         with Lock('the-production-database'):
@@ -483,8 +482,7 @@ loud("futures_lock_named", FUTURES, "Coordination Primitives / Locks (Lock('the-
     futures = client.map(load, ["a", "bb"])
     out = client.gather(futures)
 """)
-loud("futures_lock_passed", FUTURES, "Coordination Primitives / Locks (map(load, filenames, lock=lock))",
-     "distributed.Lock", """
+compared("futures_lock_passed", FUTURES, "Coordination Primitives / Locks (map(load, filenames, lock=lock))", """
     from dask.distributed import Lock
     lock = Lock()
     def load(fn, lock=None):
@@ -493,15 +491,15 @@ loud("futures_lock_passed", FUTURES, "Coordination Primitives / Locks (map(load,
     futures = client.map(load, ["a", "bb"], lock=lock)
     out = client.gather(futures)
 """)
-loud("futures_event", FUTURES,
-     "Coordination Primitives / Events (event.set(); event.wait())", "distributed.Event", """
+compared("futures_event", FUTURES,
+     "Coordination Primitives / Events (event.set(); event.wait())", """
     from dask.distributed import Event
     event = Event("my-event-1")
     event.set()
     out = event.wait()
 """)
-loud("futures_event_in_tasks", FUTURES,
-     "Coordination Primitives / Events (wait_for_event)", "distributed.Event", """
+compared("futures_event_in_tasks", FUTURES,
+     "Coordination Primitives / Events (wait_for_event)", """
     from dask.distributed import Event
     def wait_for_event(x):
         event = Event("my-event")
@@ -511,7 +509,7 @@ loud("futures_event_in_tasks", FUTURES,
     Event("my-event").set()
     out = client.gather(futures)
 """)
-loud("futures_semaphore", FUTURES, "Coordination Primitives / Semaphore", "distributed.Semaphore", """
+compared("futures_semaphore", FUTURES, "Coordination Primitives / Semaphore", """
     from dask.distributed import Semaphore
     sem = Semaphore(max_leases=2, name="database")
     def access_limited(val, sem):
@@ -1404,14 +1402,14 @@ compared("doc_queue", QUEUES_PY, "Queue", """
     queue.put(future)
     out = queue.get().result()
 """)
-loud("doc_lock", COORD_PY, "Lock, Lock.acquire", "distributed.Lock", """
+compared("doc_lock", COORD_PY, "Lock, Lock.acquire", """
     from dask.distributed import Lock
     lock = Lock('x')
     got = lock.acquire(timeout=1)
     lock.release()
     out = got
 """)
-loud("doc_event", COORD_PY, "Event, Event.wait", "distributed.Event", """
+compared("doc_event", COORD_PY, "Event, Event.wait", """
     from dask.distributed import Event
     event_1 = Event('a')
     before = event_1.wait(timeout=0.1)
@@ -1419,7 +1417,7 @@ loud("doc_event", COORD_PY, "Event, Event.wait", "distributed.Event", """
     event_2.set()
     out = (before, event_1.wait(timeout="1s"))
 """)
-loud("doc_semaphore", COORD_PY, "Semaphore", "distributed.Semaphore", """
+compared("doc_semaphore", COORD_PY, "Semaphore", """
     from distributed import Semaphore
     sem = Semaphore(max_leases=2, name='my_database')
     def access_resource(s, sem):
