@@ -69,6 +69,8 @@ PRIVATE_API: dict[str, str] = {
     "distributed.comm.inproc.InProcConnector.connect": "wrapped: which actor connected",
     "distributed.comm.inproc.global_manager.addr_suffixes": "reset per run: the same addresses",
     "distributed.comm.inproc._EOF": "the end-of-stream mark",
+    "distributed.comm.inproc.Queue._q / peek": "a fast close marks each comm's end (its "
+                                               "finalizer would warn of a dangling queue)",
     "distributed.batched.BatchedSend.interval": "set to 0 on every new BatchedSend",
     "distributed.utils._offload_executor": "replaced by an executor that runs at once",
     "distributed.metrics.time / monotonic (and each distributed module's imported copy)":
@@ -76,6 +78,7 @@ PRIVATE_API: dict[str, str] = {
     "uuid (as each distributed and dask module imported it)": "seeded per run",
     "distributed.utils.SyncMethodMixin.sync (Client.sync)": "replaced on each client: a "
                                                             "blocking call drives the loop",
+    "distributed.node.ServerNode.start_http_server": "replaced: no HTTP server listens",
     "Worker(executor=...)": "public: the worker's tasks run as chosen steps",
     "tornado.ioloop.IOLoop.time": "replaced: tornado deadlines (BatchedSend's wait) are "
                                   "time.time() values, turned into loop delays against it",
@@ -180,7 +183,7 @@ class SimLoop(asyncio.SelectorEventLoop):
 # -- executors ----------------------------------------------------------------------------------
 
 
-class _AtOnce(Executor):
+class _AtOnce(Executor):  # also the loop's default executor
     """Runs what it is given at once, on the calling thread (the offload thread's stand-in)."""
 
     def submit(self, fn: Callable, /, *args: Any, **kwargs: Any) -> CFuture:
@@ -204,6 +207,8 @@ class _Steps(Executor):
         key = ACTOR_KEY.get()
 
         def run() -> None:
+            if not fut.set_running_or_notify_cancel():
+                return  # cancelled before it started: a thread pool would not run it either
             try:
                 fut.set_result(fn(*args, **kwargs))
             except BaseException as exc:  # noqa: BLE001 - the worker reads it from the future
@@ -299,7 +304,7 @@ class SimCluster:
 
     def __init__(self, chooser: Chooser = oldest, workers: int = 1, clients: int = 1,
                  threads_per_worker: int = 2, seed: int = 0, max_deliveries: int = 10_000,
-                 max_wait: float = 60.0):
+                 max_wait: float = 10.0):
         self.chooser = chooser
         self.n_workers = workers
         self.n_clients = clients
@@ -319,6 +324,11 @@ class SimCluster:
         self._steering = False  # False during start-up and close: in order, no decision
         self._restore: list[Callable[[], None]] = []
         self.loop = SimLoop()
+        #: Exceptions dask's own code raised on the loop and nobody caught (a handler that
+        #: failed an assertion): (trace position, text).
+        self.errors: list[tuple[int, str]] = []
+        self.loop.set_exception_handler(self._loop_error)
+        self.loop._default_executor = _AtOnce()  # run_in_executor(None), to_thread: at once
         self._to_driver = threading.Semaphore(0)
         self._to_guest = threading.Semaphore(0)
         self._request: Any = None
@@ -327,6 +337,8 @@ class SimCluster:
         self.workers: list[Any] = []
         self.clients: list[Any] = []
         self.closed = False
+        #: Called once the loop has settled after each step (the explorer's checks).
+        self.after_delivery: Callable[[], None] | None = None
         self._install()
         try:
             self._start()
@@ -346,6 +358,15 @@ class SimCluster:
         from distributed.batched import BatchedSend
         from distributed.comm import inproc
 
+        import logging
+
+        # dask logs each task cancelled by a fast close, and each comm a closed run left
+        # open ("Closing dangling queue"): quiet while this cluster runs
+        quiet = [logging.getLogger(n) for n in ("distributed", "distributed.comm.inproc")]
+        levels = [q.level for q in quiet]
+        for q in quiet:
+            q.setLevel(logging.CRITICAL)
+        self._restore.append(lambda: [q.setLevel(lv) for q, lv in zip(quiet, levels)])
         cfg = dask.config.set(CONFIG)
         self._restore.append(lambda: cfg.__exit__(None, None, None))
         rng_state = random.getstate()
@@ -406,7 +427,10 @@ class SimCluster:
 
         from tornado.ioloop import IOLoop
 
+        from distributed.node import ServerNode
+
         self._patch(IOLoop, "time", _ioloop_time)
+        self._patch(ServerNode, "start_http_server", _no_http_server)
         self._patch(inproc.InProc, "write", write)
         self._patch(inproc.InProc, "abort", abort)
         self._patch(inproc.InProcConnector, "connect", connect)
@@ -485,22 +509,37 @@ class SimCluster:
 
         worker.execute = execute
 
-    def close(self) -> None:
-        """Close clients, workers and scheduler (in order, no decision), then undo every patch."""
+    def close(self, fast: bool = False) -> None:
+        """Close clients, workers and scheduler (in order, no decision), then undo every patch.
+
+        ``fast``: no orderly shutdown — every task on the loop is cancelled and the loop
+        closed (the explorer's runs: nothing outlives the loop, and nobody is listening).
+        """
         global _ACTIVE
         if self.closed:
             return
         self.closed = True
         self._steering = False
+        self.loop.set_exception_handler(lambda loop, context: None)  # closing: dask's noise
         try:
-            for c in self.clients:
-                self._until(c.close(), limit=5.0, quiet=True)
-            for w in self.workers:
+            for c in self.clients if fast else ():
+                c.status = "closed"
+            for c in () if fast else self.clients:
+                self._until(c._close(fast=True), limit=5.0, quiet=True)
+            for w in () if fast else self.workers:
                 self._until(w.close(timeout=1), limit=5.0, quiet=True)
-            if self.scheduler is not None:
+            if self.scheduler is not None and not fast:
                 self._until(self.scheduler.close(), limit=5.0, quiet=True)
             for task in asyncio.all_tasks(self.loop):
                 task.cancel()
+            from distributed.comm import inproc
+
+            for address in self._names:  # the listeners a fast close left registered
+                inproc.global_manager.remove_listener(address.removeprefix("inproc://"))
+            self._settle_all(limit=1.0, quiet=True)
+            for q in self._channels:  # every comm's reader sees the end: no "dangling queue"
+                if not isinstance(q, str) and q.peek(None) is not inproc._EOF:
+                    q._q.appendleft(inproc._EOF)
             self._settle_all(limit=1.0, quiet=True)
         finally:
             try:
@@ -594,7 +633,7 @@ class SimCluster:
             else:
                 self.decisions += 1
                 pick = self.chooser(heads)
-            if self.deliveries >= self.max_deliveries:
+            if steer and self.deliveries >= self.max_deliveries:
                 raise SimError(f"the run passed {self.max_deliveries} deliveries")
             self._deliver(pick)
             return True
@@ -606,8 +645,29 @@ class SimCluster:
             self.trace.append(("time", round(when, 9)))
         return True
 
+    def _loop_error(self, loop: Any, context: dict) -> None:
+        exc = context.get("exception")
+        if self.closed or isinstance(exc, asyncio.CancelledError):
+            return
+        where = ""
+        task = context.get("future") or context.get("task")
+        coro = getattr(task, "get_coro", lambda: None)() if task is not None else None
+        if coro is not None:
+            where = f" in {getattr(coro, '__qualname__', coro)}"
+        if exc is not None:
+            tb = exc.__traceback__
+            while tb is not None and tb.tb_next is not None:
+                tb = tb.tb_next
+            if tb is not None:
+                code = tb.tb_frame.f_code
+                where = f" in {code.co_name} ({code.co_filename.rsplit('/', 1)[-1]}:{tb.tb_lineno})"
+            text = f"{type(exc).__name__}{where}: {exc}"
+        else:
+            text = f"{context.get('message')}{where}"
+        self.errors.append((len(self.trace), text))
+
     def _check_threads(self) -> None:
-        if self.loop.foreign:
+        if self.loop.foreign and not self.closed:
             raise SimError("a thread posted to the simulated loop (not deterministic): "
                            + ", ".join(self.loop.foreign[:3]))
 
@@ -633,6 +693,8 @@ class SimCluster:
             while True:
                 self.loop.settle()
                 self._check_threads()
+                if self.after_delivery is not None and self._steering:
+                    self.after_delivery()
                 if box:
                     break
                 if not self._turn(self._steering):
@@ -665,6 +727,8 @@ class SimCluster:
         while True:
             self.loop.settle()
             self._check_threads()
+            if self.after_delivery is not None and self._steering:
+                self.after_delivery()
             if not self.heads():
                 return
             self._turn(self._steering)
@@ -765,6 +829,17 @@ def _virtual_time() -> float:
 def _virtual_monotonic() -> float:
     sim = _ACTIVE
     return sim.loop.now if sim is not None else _time.monotonic()
+
+
+def _no_http_server(node: Any, routes: Any, dashboard_address: Any, default_port: int = 0,
+                    ssl_options: Any = None) -> None:
+    """``ServerNode.start_http_server`` without a listening socket (no port, no real I/O)."""
+    from distributed.http.routing import RoutingApplication
+    from tornado.httpserver import HTTPServer
+
+    node.http_application = RoutingApplication(routes)
+    node.http_server = HTTPServer(node.http_application)
+    node.http_server.address, node.http_server.port = "sim", 0
 
 
 def _ioloop_time(self: Any) -> float:
