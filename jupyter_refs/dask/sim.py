@@ -46,7 +46,7 @@ import sys
 import threading
 import time as _time
 import uuid as _uuid
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from concurrent.futures import Future as CFuture
@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from ..errors import JupyterRefsError
+from ..errors import JupyterRefsError, LivelockError
 
 #: The release every entry of :data:`PRIVATE_API` was read and run on.
 CHECKED_ON = "2026.8.0"
@@ -634,7 +634,7 @@ class SimCluster:
                 self.decisions += 1
                 pick = self.chooser(heads)
             if steer and self.deliveries >= self.max_deliveries:
-                raise SimError(f"the run passed {self.max_deliveries} deliveries")
+                raise self._livelock()
             self._deliver(pick)
             return True
         when = self.loop.next_timer()
@@ -665,6 +665,14 @@ class SimCluster:
         else:
             text = f"{context.get('message')}{where}"
         self.errors.append((len(self.trace), text))
+
+    def _livelock(self) -> LivelockError:
+        """What the run kept delivering: the commonest messages of its last thousand."""
+        seen = Counter(f"{e[4]}[{','.join(map(str, e[6]))}]" for e in self.trace[-2000:]
+                       if e[0] == "delivered")
+        repeated = ", ".join(f"{what} ×{n}" for what, n in seen.most_common(4))
+        return LivelockError(f"the run delivered {self.max_deliveries:,} messages and went on "
+                             f"repeating {repeated}: this order never lets the scenario finish")
 
     def _check_threads(self) -> None:
         if self.loop.foreign and not self.closed:
