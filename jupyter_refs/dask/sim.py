@@ -71,6 +71,9 @@ PRIVATE_API: dict[str, str] = {
     "distributed.comm.inproc._EOF": "the end-of-stream mark",
     "distributed.comm.inproc.Queue._q / peek": "a fast close marks each comm's end (its "
                                                "finalizer would warn of a dangling queue)",
+    "distributed.client.Future._counter": "reset per run: a Future's token (so submit's keys)",
+    "distributed.scheduler.TaskState._run_id_iterator": "reset per run: compute-task run ids",
+    "distributed.utils_comm._round_robin_counter": "reset per run: scatter's worker choice",
     "distributed.batched.BatchedSend.interval": "set to 0 on every new BatchedSend",
     "distributed.utils._offload_executor": "replaced by an executor that runs at once",
     "distributed.metrics.time / monotonic (and each distributed module's imported copy)":
@@ -353,12 +356,12 @@ class SimCluster:
         if _ACTIVE is not None:
             raise SimError("another SimCluster is running in this process; close it first")
         _ACTIVE = self
+        import logging
+
         import dask
         import distributed.utils as dutils
         from distributed.batched import BatchedSend
         from distributed.comm import inproc
-
-        import logging
 
         # dask logs each task cancelled by a fast close, and each comm a closed run left
         # open ("Closing dangling queue"): quiet while this cluster runs
@@ -378,6 +381,14 @@ class SimCluster:
         manager.addr_suffixes = itertools.count(1_000_001)
         self._restore.append(lambda: setattr(manager, "addr_suffixes", suffixes))
         self._patch(dutils, "_offload_executor", _AtOnce())
+        # process-wide counters that go into keys and messages: from the start each run
+        import distributed.client as dclient
+        import distributed.scheduler as dscheduler
+        import distributed.utils_comm as dutils_comm
+
+        self._patch(dclient.Future, "_counter", itertools.count())  # a Future's token
+        self._patch(dscheduler.TaskState, "_run_id_iterator", itertools.count())  # run ids
+        self._patch(dutils_comm, "_round_robin_counter", [0])  # scatter's worker choice
         # virtual clocks
         vtime, vmono = _virtual_time, _virtual_monotonic
         for name, mod in list(sys.modules.items()):
@@ -425,9 +436,8 @@ class SimCluster:
             original_bs_init(bs, interval, loop, serializers)
             bs.interval = 0
 
-        from tornado.ioloop import IOLoop
-
         from distributed.node import ServerNode
+        from tornado.ioloop import IOLoop
 
         self._patch(IOLoop, "time", _ioloop_time)
         self._patch(ServerNode, "start_http_server", _no_http_server)
@@ -592,6 +602,8 @@ class SimCluster:
         self._record("sent", m)
 
     def _record(self, what: str, m: SimMessage) -> None:
+        if self.closed:
+            return  # the trace is the run's; closing is not part of it
         self.trace.append((what, m.msg_id, m.sender, m.receiver, m.op, m.channel, m.keys,
                            round(self.loop.now, 9)))
 
@@ -642,7 +654,8 @@ class SimCluster:
             return False
         if when > self.loop.now:
             self.loop.now = when
-            self.trace.append(("time", round(when, 9)))
+            if not self.closed:
+                self.trace.append(("time", round(when, 9)))
         return True
 
     def _loop_error(self, loop: Any, context: dict) -> None:
