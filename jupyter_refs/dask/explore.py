@@ -90,6 +90,10 @@ def protocol_label() -> str:
 MAX_DELIVERIES = 1_000
 
 
+#: Runs between two collections (the collector is off during a search, as on the model).
+_COLLECT_EVERY = 50
+
+
 class _Finished:
     """What a Run keeps of its cluster: closed already, so disposing is nothing."""
 
@@ -349,6 +353,8 @@ def _pass(scenario: Callable[..., Any], workers: int, fp: str, bound: int, reduc
         else:
             pruned += run.pruned
             tally.count(run)
+        if tally.runs % _COLLECT_EVERY == 0:
+            gc.collect(0)  # a closed cluster is a few MB of cycles: never many waiting
         if first and tally.found():
             return False, cut[0], pruned
         if run.raised is not None and run.raised.name == LivelockError.__name__:
@@ -392,6 +398,8 @@ def explore_dask(scenario: Callable[..., Any], max_schedules: int = 1_000, bound
         while left > 0 and not (first and tally.found()):
             tally.count(_run(scenario, workers, fp, [], strict=False, rng=rng,
                              baseline=baseline))
+            if tally.runs % _COLLECT_EVERY == 0:
+                gc.collect(0)
             sampled += 1
             left -= 1
         tally.settle()
