@@ -81,6 +81,7 @@ PRIVATE_API: dict[str, str] = {
     "uuid (as each distributed and dask module imported it)": "seeded per run",
     "distributed.utils.SyncMethodMixin.sync (Client.sync)": "replaced on each client: a "
                                                             "blocking call drives the loop",
+    "distributed.core.Server._workdir": "released at close (a work directory per server)",
     "distributed.node.ServerNode.start_http_server": "replaced: no HTTP server listens",
     "Worker(executor=...)": "public: the worker's tasks run as chosen steps",
     "tornado.ioloop.IOLoop.time": "replaced: tornado deadlines (BatchedSend's wait) are "
@@ -370,7 +371,7 @@ class SimCluster:
         for q in quiet:
             q.setLevel(logging.CRITICAL)
         self._restore.append(lambda: [q.setLevel(lv) for q, lv in zip(quiet, levels)])
-        cfg = dask.config.set(CONFIG)
+        cfg = dask.config.set({**CONFIG, "temporary-directory": _scratch()})
         self._restore.append(lambda: cfg.__exit__(None, None, None))
         rng_state = random.getstate()
         random.seed(self.seed)
@@ -542,6 +543,10 @@ class SimCluster:
                 self._until(self.scheduler.close(), limit=5.0, quiet=True)
             for task in asyncio.all_tasks(self.loop):
                 task.cancel()
+            for server in [self.scheduler, *self.workers]:
+                workdir = getattr(server, "_workdir", None)
+                if workdir is not None:
+                    workdir.release()  # else the next server's start scans every one left
             from distributed.comm import inproc
 
             for address in self._names:  # the listeners a fast close left registered
@@ -838,6 +843,22 @@ class SimCluster:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+_SCRATCH: list[str] = []
+
+
+def _scratch() -> str:
+    """A directory of this process's own for the servers' work directories (each run's are
+    removed when it closes): dask's shared scratch space is scanned at every server's start."""
+    if not _SCRATCH:
+        import atexit
+        import shutil
+        import tempfile
+
+        _SCRATCH.append(tempfile.mkdtemp(prefix="jupyter-refs-sim-"))
+        atexit.register(shutil.rmtree, _SCRATCH[0], True)
+    return _SCRATCH[0]
 
 
 def _virtual_time() -> float:
