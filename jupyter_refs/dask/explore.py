@@ -47,7 +47,6 @@ from ..explore import (
     _arity,
     _backtrack,
     _judge,
-    _overtakes,
     _policy,
     _raised,
     _size,
@@ -210,7 +209,13 @@ class DaskFailure(Failure):
 
     def explain(self) -> str:
         lines = [f"schedule {self.schedule}: {', '.join(self.names)}"]
-        lines += [f"  - {text}" for text in _overtakes(self.run, verbose=True)]
+        for d in self.run.decisions:  # as explore._overtakes, in the model's message names
+            if d.pick:
+                m = d.heads[d.pick]
+                older = ", ".join(f"#{h.msg_id} {model_op(h.op)} on {h.channel}"
+                                  for h in d.heads[:d.pick])
+                lines.append(f"  - #{m.msg_id} {model_op(m.op)} on {m.channel} was delivered "
+                             f"before {older}, sent earlier")
         states = getattr(self.run, "states", [])
         for i, v in enumerate(self.run.violations):
             lines.append(f"  {v.name} on {v.key or '-'} (event {v.first_seq}): {v.explanation}")
