@@ -114,3 +114,24 @@ def test_private_api_is_listed_with_the_release_it_was_checked_on():
     assert sim_mod.CHECKED_ON == "2026.8.0"
     assert any("InProc.write" in k for k in sim_mod.PRIVATE_API)
     assert any("_offload_executor" in k for k in sim_mod.PRIVATE_API)
+
+
+def two_clients(a, b):
+    x = a.scatter(7)
+    y = b.scatter(7)
+    del x
+    return b.submit(len, [y]).result()
+
+
+def test_two_clients_and_two_workers_replay_identically():
+    result = explore_dask(two_clients, bound=1, sample=False, workers=2, max_schedules=8)
+    assert result.schedules == 8 and not result.failures
+    run = check_determinism(two_clients, f"{protocol_label()}@{_fp(two_clients)}/w2c2:1>1")
+    assert {e[2] for e in run.sim_trace if e[0] == "sent"} >= {"client:1", "client:2",
+                                                               "worker:0", "worker:1"}
+
+
+def _fp(scenario):
+    from jupyter_refs.explore import fingerprint
+
+    return fingerprint(scenario)
