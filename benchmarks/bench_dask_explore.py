@@ -55,10 +55,11 @@ def main() -> None:
     parser.add_argument("--bound", type=int, default=2)
     parser.add_argument("--determinism", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--determinism-only", action="store_true")
     args = parser.parse_args()
 
     print(f"real {dask_explore.protocol_label()}, bound {args.bound}, one worker, one client")
-    for name, scenario in SCENARIOS.items():
+    for name, scenario in () if args.determinism_only else SCENARIOS.items():
         result = dask_explore.explore_dask(scenario, bound=args.bound, sample=False,
                                            max_schedules=100_000)
         print(f"\n{name}: {result.summary()}", flush=True)
