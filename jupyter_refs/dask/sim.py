@@ -71,7 +71,8 @@ PRIVATE_API: dict[str, str] = {
     "distributed.comm.inproc._EOF": "the end-of-stream mark",
     "distributed.comm.inproc.Queue._q / peek": "a fast close marks each comm's end (its "
                                                "finalizer would warn of a dangling queue)",
-    "distributed.client.Future._counter": "reset per run: a Future's token (so submit's keys)",
+    "distributed.client.Future._counter / _uid": "reset per run: a Future's token (so "
+                                                 "submit's keys), the same in every process",
     "distributed.scheduler.TaskState._run_id_iterator": "reset per run: compute-task run ids",
     "distributed.utils_comm._round_robin_counter": "reset per run: scatter's worker choice",
     "distributed.batched.BatchedSend.interval": "set to 0 on every new BatchedSend",
@@ -388,6 +389,7 @@ class SimCluster:
         import distributed.utils_comm as dutils_comm
 
         self._patch(dclient.Future, "_counter", itertools.count())  # a Future's token
+        self._patch(dclient.Future, "_uid", f"{random.Random(f'uid:{self.seed}').getrandbits(128):032x}")
         self._patch(dscheduler.TaskState, "_run_id_iterator", itertools.count())  # run ids
         self._patch(dutils_comm, "_round_robin_counter", [0])  # scatter's worker choice
         # virtual clocks
