@@ -474,7 +474,8 @@ compared("futures_lock", FUTURES, "Coordination Primitives / Locks (with lock:)"
     with lock:
         out = "protected"
 """)
-compared("futures_lock_named", FUTURES, "Coordination Primitives / Locks (Lock('the-production-database'))", """
+compared("futures_lock_named", FUTURES,
+         "Coordination Primitives / Locks (Lock('the-production-database'))", """
     from dask.distributed import Lock
     def load(fn):
         with Lock('the-production-database'):
@@ -482,7 +483,8 @@ compared("futures_lock_named", FUTURES, "Coordination Primitives / Locks (Lock('
     futures = client.map(load, ["a", "bb"])
     out = client.gather(futures)
 """)
-compared("futures_lock_passed", FUTURES, "Coordination Primitives / Locks (map(load, filenames, lock=lock))", """
+compared("futures_lock_passed", FUTURES,
+         "Coordination Primitives / Locks (map(load, filenames, lock=lock))", """
     from dask.distributed import Lock
     lock = Lock()
     def load(fn, lock=None):
