@@ -16,7 +16,8 @@ from dataclasses import dataclass
 @dataclass(frozen=True, slots=True)
 class Promise:
     name: str
-    #: ``checks`` (judged over the beliefs, on every trace) or ``explore`` (over a run's outcome).
+    #: ``checks`` (judged over the beliefs, on every trace), ``explore`` (over a run's outcome),
+    #: or ``dask`` (over real dask's own state, by ``jupyter_refs.dask.explore_dask``).
     judge: str
     promise: str
 
@@ -39,6 +40,8 @@ PROMISES: tuple[Promise, ...] = (
             "the scenario does not raise in one message order and return in another"),
     Promise("outcome_differs", "explore",
             "the scenario returns the same value whatever the message order"),
+    Promise("dask_raised", "dask",
+            "real dask's own code raises no uncaught error (judged by explore_dask)"),
     Promise("id_collision", "checks", "no two futures share one allocated id"),
     Promise("refcount_mismatch", "checks",
             "a client that holds a key is among those the scheduler says want it"),

@@ -33,6 +33,12 @@ def test_the_explorer_judges_the_promises_declared_for_it():
         p.name for p in promises.PROMISES if p.judge == "explore"}
 
 
+def test_the_dask_explorer_judges_what_is_declared_for_it():
+    dask_explore = importlib.import_module("jupyter_refs.dask.explore")
+    assert promises.BY_NAME[dask_explore.DASK_RAISED].judge == "dask"
+    assert dask_explore.DANGLING_FUTURE in promises.CHECKED
+
+
 def test_why_ranks_every_promise_and_only_those():
     assert why._LOSSES == promises.RANKED
     assert len(set(promises.RANKED)) == len(promises.RANKED)

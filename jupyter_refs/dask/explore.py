@@ -56,9 +56,13 @@ from ..explore import (
     parse_schedule,
     value_text,
 )
+from ..promises import BY_NAME
 from ..trace import Trace
 from . import sim as sim_mod
 from .sim import SimCluster, SimError, SimMessage
+
+#: The promises this explorer judges on dask's own state (declared in ``promises.py``).
+DANGLING_FUTURE, DASK_RAISED = BY_NAME["dangling_future"].name, BY_NAME["dask_raised"].name
 
 #: dask's message names where the model's differ (dask -> model).  The rest are the same:
 #: update-graph, client-releases-keys, client-desires-keys, scatter, gather, key-in-memory,
@@ -121,7 +125,7 @@ class _Judge:
         while len(sim.errors) > self._errors:
             seq, text = sim.errors[self._errors]
             self._errors += 1
-            self.found.append(("dask_raised", "", "", seq, f"distributed raised {text} (on "
+            self.found.append((DASK_RAISED, "", "", seq, f"distributed raised {text} (on "
                                "its event loop, uncaught: the connection it served is dropped)"))
             self.states.append([])
         for i, client in enumerate(sim.clients):
@@ -149,7 +153,7 @@ class _Judge:
                     self._open.discard((name, key))
                 elif (name, key) not in self._open:
                     self._open.add((name, key))
-                    self.found.append(("dangling_future", key, name, len(sim.trace), why))
+                    self.found.append((DANGLING_FUTURE, key, name, len(sim.trace), why))
                     self.states.append(state_of(sim, key))
 
 
