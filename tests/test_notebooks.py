@@ -343,6 +343,9 @@ def test_explore_lesson():
                      r"1 worker\(s\), 1 client\(s\)$", grammar, re.M)
     assert re.search(r"at decision \d+: message [1-9]\d* of the deliverable ones", grammar)
     assert "ghost_task" in text_of(nb, "legacy-ghost")
+    on_dask = text_of(nb, "on-dask")  # the same search on real distributed (explore_dask)
+    assert "orders of real distributed" in on_dask
+    assert re.search(r"^  distributed-2026\.8\.0@[0-9a-f]{6}: → dangling_future$", on_dask, re.M)
     for tag in ("fixed-8576", "fixed-ghost"):
         assert "fixed: every order within bound 2" in text_of(nb, tag)
         assert text_of(nb, tag).rstrip().endswith("no failure")

@@ -25,6 +25,9 @@ the fresh copy).  A run's trace is the messages as the network saw them (``msg.s
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import functools
 import gc
 import random
 import time
@@ -376,6 +379,29 @@ def _pass(scenario: Callable[..., Any], workers: int, fp: str, bound: int, reduc
     return False, cut[0], pruned
 
 
+
+def _beside_a_running_loop(search: Callable[..., Any]) -> Callable[..., Any]:
+    """Run ``search`` in a thread of its own when this thread already runs an event loop.
+
+    A notebook's kernel runs its asyncio loop in the thread that runs the cell, and the
+    simulated cluster drives a loop of its own to completion, which asyncio refuses inside a
+    running one ("Cannot run the event loop while another loop is running").  The search
+    owns everything it touches, so it runs whole in another thread while this one waits.
+    """
+
+    @functools.wraps(search)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return search(*args, **kwargs)
+        with concurrent.futures.ThreadPoolExecutor(1, "jupyter-refs-explore-dask") as pool:
+            return pool.submit(search, *args, **kwargs).result()
+
+    return wrapper
+
+
+@_beside_a_running_loop
 def explore_dask(scenario: Callable[..., Any], max_schedules: int = 1_000, bound: int = 2,
                  seed: int = 0, workers: int = 1, reduce: bool = True, sample: bool = True,
                  first: bool = False,
@@ -423,6 +449,7 @@ def explore_dask(scenario: Callable[..., Any], max_schedules: int = 1_000, bound
             gc.enable()
 
 
+@_beside_a_running_loop
 def replay_dask(scenario: Callable[..., Any], schedule: str, keep_open: bool = False) -> Run:
     """Rerun on real distributed the run ``schedule`` names (``run.sim_trace``: its events).
 
@@ -447,6 +474,7 @@ def replay_dask(scenario: Callable[..., Any], schedule: str, keep_open: bool = F
                 keep_open=keep_open)
 
 
+@_beside_a_running_loop
 def check_determinism(scenario: Callable[..., Any], schedule: str) -> Run:
     """Replay ``schedule`` twice; raise :class:`~jupyter_refs.dask.sim.DivergenceError` naming
     the first event where the two runs part.  Returns the first run."""
