@@ -74,16 +74,18 @@ class ClusterCalls:
 
     def set_metadata(self, key: Any, value: Any) -> None:
         """Store ``value`` on the scheduler under ``key`` (a list of keys: nested)."""
+        from .coordination import answered
+
         path = list(key) if isinstance(key, list | tuple) else [key]
-        self._ask(m.SET_METADATA, path=path, value=value)
+        answered(self._ask(m.SET_METADATA, path=path, value=value))
 
     def get_metadata(self, keys: Any, default: Any = _NO_DEFAULT) -> Any:
         """The value stored under ``keys``; ``KeyError``, or ``default`` if given."""
-        from .coordination import _answer
+        from .coordination import answered
 
         path = list(keys) if isinstance(keys, list | tuple) else [keys]
         payload = {} if default is _NO_DEFAULT else {"default": default}
-        return _answer(self._ask(m.GET_METADATA, path=path, **payload))["value"]
+        return answered(self._ask(m.GET_METADATA, path=path, **payload))["value"]
 
     def run_on_scheduler(self, function: Any, *args: Any, **kwargs: Any) -> Any:
         """Call ``function`` where the scheduler is — here — with ``dask_scheduler`` (its
@@ -182,7 +184,7 @@ class ClusterCalls:
         """Run the task of ``future`` (or of a key) here, with its dependencies' values, and
         return what it returns (dask's ``recreate_task_locally``, for a debugger)."""
         from .client import Future
-        from .coordination import _answer, wait
+        from .coordination import answered, wait
         from .protocol.serialize import load_function, loads, substitute
 
         if isinstance(future, Future):
@@ -190,7 +192,7 @@ class ClusterCalls:
             key = future.key
         else:
             key = future
-        spec = _answer(self._ask(m.GET_RUNSPEC, key=key))
+        spec = answered(self._ask(m.GET_RUNSPEC, key=key))
         values: dict[str, Any] = {}
         if spec["dependencies"]:
             with self.cluster.call(None) as user_call:  # gathered as gather does, by key

@@ -302,10 +302,11 @@ def _unpickled_queue(name: str, maxsize: int) -> Queue:
     return queue
 
 
-def _answer(reply: dict[str, Any]) -> dict[str, Any]:
+def answered(reply: dict[str, Any]) -> dict[str, Any]:
     """A scheduler extension's reply, or the error it answered with, raised as dask raises it."""
     if "error" in reply:
         raise {"ValueError": ValueError, "RuntimeError": RuntimeError, "KeyError": KeyError,
+               "TypeError": TypeError,
                "NotModelledError": NotModelledError}[reply["type"]](reply["error"])
     return reply
 
@@ -314,7 +315,7 @@ def _waited(client: Client, op: str, timeout: Any, **payload: Any) -> bool:
     """A call the scheduler parks until it can answer: True when answered, False at the
     timeout (dask's event and semaphore waits return False rather than raise)."""
     try:
-        _answer(client._ask(op, timeout=parse_timedelta(timeout), **payload))
+        answered(client._ask(op, timeout=parse_timedelta(timeout), **payload))
     except TimeoutError:
         return False
     return True
@@ -372,7 +373,7 @@ class Semaphore:
 
     def register(self, **kwargs: Any) -> None:
         if not self._registered:
-            _answer(self.client._ask(m.SEMAPHORE_REGISTER, name=self.name,
+            answered(self.client._ask(m.SEMAPHORE_REGISTER, name=self.name,
                                      max_leases=self.max_leases))
             self._registered = True
 

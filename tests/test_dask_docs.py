@@ -1240,7 +1240,7 @@ compared("doc_publish_dataset", CLIENT_PY,
     client.unpublish_dataset('my_dataset')
     out = (listed, client.list_datasets(), int(df2.sum().compute()))
 """)
-loud("doc_run_on_scheduler", CLIENT_PY, "Client.run_on_scheduler", "Client.run_on_scheduler", """
+compared("doc_run_on_scheduler", CLIENT_PY, "Client.run_on_scheduler", """
     def get_number_of_tasks(dask_scheduler=None):
         return len(dask_scheduler.tasks)
     out = client.run_on_scheduler(get_number_of_tasks)
@@ -1310,7 +1310,7 @@ compared("doc_has_what", CLIENT_PY, "Client.has_what", """
     held = client.has_what()
     out = (len(held), sorted(k for keys in held.values() for k in keys) == sorted(f.key for f in (x, y, z)))
 """)
-loud("doc_processing", CLIENT_PY, "Client.processing", "Client.processing", """
+compared("doc_processing", CLIENT_PY, "Client.processing", """
     from dask.distributed import wait
     def inc(x):
         return x + 1
@@ -1318,7 +1318,7 @@ loud("doc_processing", CLIENT_PY, "Client.processing", "Client.processing", """
     wait([x, y, z])
     out = sorted(map(len, client.processing().values()))
 """)
-loud("doc_nbytes", CLIENT_PY, "Client.nbytes", "Client.nbytes", """
+compared("doc_nbytes", CLIENT_PY, "Client.nbytes", """
     from dask.distributed import wait
     def inc(x):
         return x + 1
@@ -1345,13 +1345,13 @@ loud("doc_subscribe_topic", CLIENT_PY, "Client.subscribe_topic", "Client.subscri
     client.subscribe_topic("topic-name", lambda event: None)
     out = True
 """)
-loud("doc_set_metadata", CLIENT_PY, "Client.set_metadata, Client.get_metadata", "Client.set_metadata", """
+compared("doc_set_metadata", CLIENT_PY, "Client.set_metadata, Client.get_metadata", """
     client.set_metadata('x', 123)
     a = client.get_metadata('x')
     client.set_metadata(['x', 'y'], 123)
     out = (a, client.get_metadata('x'))
 """)
-loud("doc_get_versions", CLIENT_PY, "Client.get_versions", "Client.get_versions", """
+compared("doc_get_versions", CLIENT_PY, "Client.get_versions", """
     out = sorted(client.get_versions())
 """)
 loud("doc_get_task_stream", CLIENT_PY, "Client.get_task_stream", "distributed.get_task_stream", """
@@ -3579,18 +3579,18 @@ compared("efficiency_shape_remote", EFFICIENCY,
     x = client.submit(np.ones, (100, 100))
     out = (type(x).__name__, x.result().shape, client.submit(lambda a: a.shape, x).result())
 """)
-loud("killed_get_versions_check", KILLED,
-     "Scenarios (client.get_versions(check=True))", "Client.get_versions", """
+compared("killed_get_versions_check", KILLED,
+     "Scenarios (client.get_versions(check=True))", """
     out = sorted(client.get_versions(check=True))
 """)
-loud("worker_memory_trim", WORKER_MEMORY, "Manually trim memory (client.run(trim_memory))", "Client.run", """
+compared("worker_memory_trim", WORKER_MEMORY, "Manually trim memory (client.run(trim_memory))", """
     import ctypes
     def trim_memory() -> int:
         libc = ctypes.CDLL("libc.so.6")
         return libc.malloc_trim(0)
     out = len(client.run(trim_memory))
 """)
-loud("faq_upload_file", FAQ, "How do I use external modules? (client.upload_file)", "Client.upload_file", """
+compared("faq_upload_file", FAQ, "How do I use external modules? (client.upload_file)", """
     import os, tempfile
     path = os.path.join(tempfile.mkdtemp(), "mylib_docs.py")
     with open(path, "w") as f:

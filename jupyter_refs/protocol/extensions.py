@@ -402,9 +402,14 @@ class Extensions:
     def _set_metadata(self, msg, out, stimulus):
         *path, last = msg.payload["path"]
         metadata = self.metadata
-        for key in path:
-            metadata = metadata.setdefault(key, {})
-        metadata[last] = msg.payload["value"]
+        for key in path:  # as dask's: a value in the way is replaced by a dict
+            if key not in metadata or not isinstance(metadata[key], dict | list):
+                metadata[key] = {}
+            metadata = metadata[key]
+        try:
+            metadata[last] = msg.payload["value"]
+        except (TypeError, IndexError) as exc:  # a list on the path, as dask's fails there
+            return {"error": str(exc), "type": "TypeError"}
         return {"ok": True}
 
     def _get_metadata(self, msg, out, stimulus):
