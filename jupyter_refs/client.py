@@ -50,6 +50,7 @@ from .errors import (
     FutureLostError,
     NotModelledError,
     ResultSerializationError,
+    SchedulerHandlerError,
 )
 from .protocol import messages as m
 from .protocol import serialize
@@ -1092,6 +1093,8 @@ class Client(ClusterCalls):
             reply = replies.pop(rpc)
         if reply.get("error") == "timeout":
             raise TimeoutError(f"{op} got nothing within its timeout of {timeout} s")
+        if reply.get("raised"):
+            raise SchedulerHandlerError(f"the scheduler's {op} handler raised {reply['error']}")
         return reply
 
     def who_has(self, futures: Any = None) -> dict[str, list[str]]:

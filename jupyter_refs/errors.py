@@ -127,6 +127,11 @@ class FuturesCancelledError(JupyterRefsError, CancelledError):
         return "\n".join(lines)
 
 
+class SchedulerHandlerError(JupyterRefsError, RuntimeError):
+    """A scheduler extension's handler raised while answering an RPC: the error comes back
+    to the caller, as dask's RPCs return a handler's exception, and the cluster goes on."""
+
+
 class NotModelledError(JupyterRefsError, NotImplementedError):
     """A dask feature the kernel-side cluster does not model.
 

@@ -258,3 +258,22 @@ def test_the_collectors_thresholds_are_raised_only_while_a_call_is_served():
         with pytest.raises(TypeError):
             client.submit(observe, 1, x=2).result()  # an error in the call restores them too
     assert gc.get_threshold() == before
+
+
+def test_a_scheduler_handler_that_raises_answers_its_caller_and_the_cluster_goes_on(monkeypatch):
+    """A bug (or an input nobody foresaw) in an extension's handler used to kill the live
+    network's thread; dask's RPC handlers send the exception back to the caller instead."""
+    from jupyter_refs.errors import SchedulerHandlerError
+    from jupyter_refs.protocol import messages as m
+    from jupyter_refs.protocol.extensions import Extensions
+
+    def broken(self, msg, out, stimulus):
+        raise ZeroDivisionError("a handler's own bug")
+
+    monkeypatch.setitem(Extensions._handlers, m.PROCESSING_QUERY, broken)
+    with Cluster(protocol="dask", network="live") as cluster:
+        client = cluster.client()
+        with pytest.raises(SchedulerHandlerError, match="processing handler raised "
+                                                        "ZeroDivisionError: a handler's own bug"):
+            client.processing()
+        assert client.submit(len, "abc").result() == 3  # the network thread is alive

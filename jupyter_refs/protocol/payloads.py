@@ -237,6 +237,7 @@ class Reply(TypedDict, total=False):
 
     ok: bool
     error: str
+    raised: bool  # the handler raised: ``error`` is the exception, the caller raises it
     value: Any
     type: str
     state: str

@@ -703,8 +703,15 @@ class SchedulerState:
     # -- questions and extensions ----------------------------------------------------------
 
     def _on_query(self, msg: Message, out: Out, stimulus: str) -> None:
-        """An RPC answered from the scheduler's state (who_has, has_what) or by an extension."""
-        reply = self.extensions.handle(msg, out, stimulus)
+        """An RPC answered from the scheduler's state (who_has, has_what) or by an extension.
+
+        A handler that raises answers its caller with the error, as dask's RPC handlers do,
+        rather than taking the scheduler (and a live network's thread) down with it.
+        """
+        try:
+            reply = self.extensions.handle(msg, out, stimulus)
+        except Exception as exc:  # noqa: BLE001 - the caller raises it, nothing is lost here
+            reply = {"error": f"{type(exc).__name__}: {exc}", "raised": True}
         if reply is not None and not msg.batched:
             self.reply(out, msg, **reply)
 
