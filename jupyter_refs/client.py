@@ -58,7 +58,7 @@ from .protocol.client import BORROWED, CANCELLED, DONE, ERROR, ClientState, Futu
 from .protocol.messages import Message
 from .protocol.serialize import CONTAINERS, Dep, adopting, dumps, loads, reduce_future, sending
 from .protocol.variants import UUID
-from .userline import user_frame
+from .userline import short_traceback, shortened, user_frame
 
 if TYPE_CHECKING:
     from .cluster import Cluster
@@ -172,7 +172,8 @@ class Future(TaskRef):
 
     def result(self, timeout: float | None = None) -> Any:
         """The value, fetched from a worker.  Raises what the task raised, or why it is gone."""
-        return self._verify().gather(self, timeout=timeout)
+        with short_traceback():
+            return self._verify().gather(self, timeout=timeout)
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
         """The exception the task raised (None if it did not fail), once it is done."""
@@ -983,6 +984,7 @@ class Client(ClusterCalls):
             user_call.wait(done, f"result of {', '.join(keys)}", timeout,
                            lambda: self._held_for(keys))
 
+    @shortened
     @gcscope.served
     def gather(self, futures: Any, errors: str = "raise", direct: bool | None = None,
                asynchronous: bool | None = None, timeout: float | None = None) -> Any:

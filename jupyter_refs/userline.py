@@ -15,13 +15,17 @@ outermost user frame there), or none when the main thread runs no user code.
 
 from __future__ import annotations
 
+import functools
 import os
 import site
 import sys
 import sysconfig
 import threading
+from collections.abc import Callable
 from types import FrameType
+from typing import Any, TypeVar
 
+_F = TypeVar("_F", bound=Callable[..., Any])
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 #: Generated code that is a library's: frozen stdlib modules, ``decorator``'s wrappers.
 _GENERATED = ("<frozen ", "<decorator-gen-")
@@ -89,3 +93,42 @@ def user_line(depth: int = 1) -> str | None:
     """``file:line`` of the user's line for a call made ``depth`` frames up from the caller."""
     frame = user_frame(sys._getframe(depth + 1))
     return None if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+#: This package's modules a user's call passes through, as a pattern dask's traceback
+#: shortening takes (``admin.traceback.shorten``): what a failed task's traceback leaves out.
+_OUR_CALL_PATH = (r"jupyter_refs[\\/](client|client_admin|cluster|coordination|gcscope|interrupts"
+                  r"|publish|userline|worker_context)\.py")
+
+
+class short_traceback:  # noqa: N801 - a context manager, named as dask's
+    """Leave this package's call path out of a failed call's traceback, as dask's
+    ``Future.result`` and ``Client.gather`` leave theirs (``dask.utils.shorten_traceback``):
+    the user's frame, the call they made, and where the error was raised — not the dozen
+    frames between.  dask's own patterns still apply (a user's config included)."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        if exc is not None and exc.__traceback__ is not None:
+            import dask
+            from dask.utils import shorten_traceback
+
+            paths = [*dask.config.get("admin.traceback.shorten", []), _OUR_CALL_PATH]
+            with dask.config.set({"admin.traceback.shorten": paths}):
+                exc.__traceback__ = shorten_traceback.shorten(exc.__traceback__)
+
+
+def shortened(call: _F) -> _F:
+    """``call`` with :class:`short_traceback` around it (the public calls that raise a task's
+    error: ``Client.gather``)."""
+
+    @functools.wraps(call)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with short_traceback():
+            return call(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]

@@ -171,6 +171,12 @@ SNIPPETS = {
                           "        return c.submit(fib, n - 1).result() + c.submit(fib, n - 2).result()\n"
                           "out = client.submit(fib, 6).result()"),
     "string_timeout": "out = client.submit(inc, 1).result(timeout='10s')",
+    "short_tracebacks": ("import sys\ndef div(x):\n    return 1 / x\ndef frames(call):\n"
+                         "    try:\n        call()\n    except ZeroDivisionError:\n"
+                         "        tb, n = sys.exc_info()[2], 0\n        while tb:\n"
+                         "            n, tb = n + 1, tb.tb_next\n        return n\n"
+                         "f = client.submit(div, 0)\n"
+                         "out = (frames(f.result), frames(lambda: client.gather([f])))"),
     "as_completed_errors": ("from distributed import as_completed\n"
                             "def boom(x):\n    raise ValueError(x)\n"
                             "[(f, r)] = as_completed([client.submit(boom, 1)], raise_errors=False,"
