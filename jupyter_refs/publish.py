@@ -150,5 +150,10 @@ class Datasets(MutableMapping):
     def __iter__(self) -> Iterator[Any]:
         yield from self._client.list_datasets()
 
+    def __aiter__(self) -> Any:
+        """dask's answer to ``async for`` on a synchronous client (the model has no other)."""
+        raise TypeError("Can't invoke 'async for' on client.datasets when client is "
+                        "synchronous; use iter() or 'for' instead")
+
     def __len__(self) -> int:
         return len(self._client.list_datasets())

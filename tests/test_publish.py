@@ -27,6 +27,11 @@ PROGRAMS = {
         client.publish_dataset(1, 2, name="m")
         out = client.get_dataset("m")
     """,
+    "async_for_on_a_synchronous_client": """
+        client.publish_dataset(a=1)
+        out = (list(client.datasets), len(client.datasets))
+        client.datasets.__aiter__()
+    """,
     "already_exists": """
         client.publish_dataset(x=1)
         client.publish_dataset(x=2)
