@@ -53,7 +53,8 @@ import re
 import sys
 import time
 import traceback
-from collections import Counter
+import types
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,7 +63,7 @@ from . import arguments, interrupts
 from .beliefs import Beliefs
 from .checks import Invariant, Violation, invariant_name
 from .checks import judge as judge_invariants
-from .cluster import Cluster
+from .cluster import Cluster, current_run
 from .errors import ArgumentTypeError, ArgumentValueError, JupyterRefsError, LivelockError
 from .network import Chooser
 from .protocol.messages import EXECUTE, Message
@@ -387,8 +388,13 @@ class _Stop(BaseException):
 
 
 class _Livelock(BaseException):
-    """Raised inside the network when a run passes :data:`MAX_DELIVERIES` (a ``BaseException``
-    for the reason :class:`_Stop` is one)."""
+    """Raised inside the network when a run passes :data:`MAX_DELIVERIES`, or comes back to a
+    state it was in (``since``: the trace's next event then), past its prefix: its picks are
+    the default ones there, so it would go round that loop for ever (a ``BaseException`` for
+    the reason :class:`_Stop` is one)."""
+
+    def __init__(self, since: int | None = None):
+        self.since = since
 
 
 #: Deliveries after which a run is taken to repeat for ever (see :class:`LivelockError`):
@@ -422,7 +428,7 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
          strict: bool, entry_sleep: frozenset = frozenset(), explored: frozenset = frozenset(),
          rng: random.Random | None = None, capacity: int = 100_000, keep_open: bool = False,
          clients: int | None = None, baseline: Outcome | None = None, judge: bool = True,
-         invariants: Sequence[Invariant] = ()) -> Run:
+         invariants: Sequence[Invariant] = (), states: _States | None = None) -> Run:
     """One run: follow ``prefix``, then the oldest awake message (or ``rng``) at each decision.
 
     At the prefix's last decision the node is re-entered with ``entry_sleep`` asleep and
@@ -432,12 +438,22 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
     (the in-order run, which is the baseline).
     """
     decisions: list[_Decision] = []
-    policy = _policy(decisions, prefix, strict, entry_sleep, explored, rng)
+    progress: list = [0, None]  # user calls begun; the scenario's outcome once it is over
+    policy = _policy(decisions, prefix, strict, entry_sleep, explored, rng, states, progress)
     cluster = Cluster(protocol=protocol, workers=workers, network=policy, trace_capacity=capacity,
                       threads_per_worker=THREADS_PER_WORKER)
     cluster._flush_calls = keep_open  # the checks read the run once, at the end
+    if states is not None:
+        policy.cluster = cluster
+        begin = cluster._begin_call
+
+        def begin_call(cell: str | None) -> None:
+            progress[0] += 1
+            begin(cell)
+
+        cluster._begin_call = begin_call
     n_clients = _arity(scenario) if clients is None else clients
-    names, pruned, raised, returned = _play(scenario, cluster, n_clients, decisions)
+    names, pruned, raised, returned = _play(scenario, cluster, n_clients, decisions, progress)
     # A deviation past the run's last decision: replayed quietly, the run would pass for the
     # schedule's while being the in-order one.
     i = next((j for j in range(len(decisions), len(prefix)) if prefix[j]), None) if strict else None
@@ -463,7 +479,8 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
 
 
 def _policy(decisions: list[_Decision], prefix: Sequence[int], strict: bool,
-            entry_sleep: frozenset, explored: frozenset, rng: random.Random | None) -> _Policy:
+            entry_sleep: frozenset, explored: frozenset, rng: random.Random | None,
+            states: _States | None = None, progress: list | None = None) -> _Policy:
     """The chooser of one run, appending each decision it makes to ``decisions``.
 
     Closures rather than methods: a run makes a decision per delivery with a choice,
@@ -471,6 +488,8 @@ def _policy(decisions: list[_Decision], prefix: Sequence[int], strict: bool,
     """
     sleeping: set[tuple[int, str]] = set()
     last = len(prefix) - 1
+    delayed: set[int] = set()  # the messages delayed so far (with ``states`` only)
+    mine: dict = {}  # the states this run visited past its prefix, and the trace's seq then
 
     if rng is not None and not prefix:
         getrandbits = rng.getrandbits
@@ -514,12 +533,17 @@ def _policy(decisions: list[_Decision], prefix: Sequence[int], strict: bool,
             pick, entry, base = rng.randrange(len(heads)), _EMPTY, set()
         else:
             entry = frozenset(sleeping)
+            if states is not None and current_run.get() is None:
+                _visit(states, policy.cluster, progress, entry, delayed, mine)
             asleep = {m for m, _ in sleeping}
             pick = next((j for j, h in enumerate(heads) if h.msg_id not in asleep), -1)
             if pick < 0:
                 raise _Stop
             base = sleeping
-        decisions.append(_Decision(heads, pick, entry))
+        decision = _Decision(heads, pick, entry)
+        decisions.append(decision)
+        if states is not None and pick:
+            delayed.update(_skipped(decision, pick))
         actor = _actor(heads[pick])
         # Still asleep below: what commutes with this delivery (another receiver).
         kept = {s for s in base if not _wakes(s[1], actor)}
@@ -527,11 +551,12 @@ def _policy(decisions: list[_Decision], prefix: Sequence[int], strict: bool,
         sleeping.update(kept)
         return heads[pick]
 
-    return _Policy(choose, sleeping)
+    policy = _Policy(choose, sleeping)
+    return policy
 
 
-def _play(scenario: Scenario, cluster: Cluster, n_clients: int, decisions: list[_Decision]
-          ) -> tuple[list[str], bool, Raised | None, str | None]:
+def _play(scenario: Scenario, cluster: Cluster, n_clients: int, decisions: list[_Decision],
+          progress: list | None = None) -> tuple[list[str], bool, Raised | None, str | None]:
     """Run the scenario on fresh clients, then drain: the clients' names, whether the run was
     pruned (every deliverable message asleep), what the scenario raised, if it did, and what
     it returned otherwise.
@@ -548,6 +573,8 @@ def _play(scenario: Scenario, cluster: Cluster, n_clients: int, decisions: list[
             returned = value_text(scenario(*users))
         except Exception as exc:  # noqa: BLE001 - the scenario's own error: a failure, judged later
             raised = _raised(exc, cluster.trace.next_seq, len(decisions))
+        if progress is not None:
+            progress[1] = Outcome(raised, returned)._key()
         del users
         cluster.step(1 << 62)  # drain: every remaining delivery is a decision too
     except _Stop:
@@ -555,22 +582,25 @@ def _play(scenario: Scenario, cluster: Cluster, n_clients: int, decisions: list[
     except _Abort as abort:
         cluster.close()
         raise abort.error from None
-    except _Livelock:
-        raised, returned = _raised(_livelock(cluster), cluster.trace.next_seq, len(decisions)), None
+    except _Livelock as loop:
+        raised, returned = (_raised(_livelock(cluster, loop.since), cluster.trace.next_seq,
+                                    len(decisions)), None)
     except Exception as exc:  # noqa: BLE001 - raised while draining (a task's call, a check)
         if raised is None:
             raised, returned = _raised(exc, cluster.trace.next_seq, len(decisions)), None
     return names, pruned, raised, returned
 
 
-def _livelock(cluster: Cluster) -> LivelockError:
-    """What the stopped run kept delivering: the commonest messages of its last thousand."""
+def _livelock(cluster: Cluster, since: int | None = None) -> LivelockError:
+    """What the stopped run kept delivering: the messages of its loop (since it was first in
+    the state it came back to), or of its last thousand deliveries — the same few, in name
+    order, whichever way the loop was noticed, so that both runs fall in one failure group."""
     trace = cluster.trace
-    seen = Counter(f"{e.op}[{e.key}]" for e in trace.events(kind="msg.received",
-                                                          since=max(0, trace.next_seq - 1000)))
-    repeated = ", ".join(f"{what} ×{n}" for what, n in seen.most_common(4))
-    return LivelockError(f"the run delivered {MAX_DELIVERIES:,} messages and went on repeating "
-                         f"{repeated}: this order never lets the scenario finish")
+    start = max(0, trace.next_seq - 1000) if since is None else since
+    seen = sorted({f"{e.op}[{e.key}]" for e in trace.events(kind="msg.received", since=start)})
+    repeated = ", ".join(seen[:6]) + (", …" if len(seen) > 6 else "")
+    return LivelockError(f"the run went on repeating {repeated}: this order never lets the "
+                         "scenario finish")
 
 
 #: Threads per worker in every explored run: fixed, not the machine's cores, so that a
@@ -587,6 +617,7 @@ class _Policy(Chooser):
         super().__init__(choose)
         self.sleeping = sleeping
         self.left = MAX_DELIVERIES
+        self.cluster: Cluster | None = None  # set when the run fingerprints its states
 
     def next(self, network: Any, now_ns: int) -> tuple[Message, int] | None:
         self.left -= 1
@@ -606,6 +637,166 @@ def _arity(scenario: Scenario) -> int:
     params = [p for p in inspect.signature(scenario).parameters.values()
               if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     return max(1, len(params))
+
+
+# -- states ---------------------------------------------------------------------------------------
+
+#: Integers that are identities, not quantities: message and run ids (incarnations), call and
+#: future counters, generations, done order.  A state holds them renumbered by rank within
+#: their family, so two runs that reach one state by different orders — and so allocated
+#: different numbers — fingerprint alike, while every comparison the actors make between
+#: two ids (equality, which is newer) reads the same on the ranks.
+_ID_FAMILIES = {
+    "msg_id": "msg", "_incarnation": "inc", "incarnation": "inc", "run_id": "inc",
+    "_call": "call", "_calls": "call", "_runs": "run", "_future_ids": "future",
+    "gen": "gen", "_gens": "gen", "_gen_floor": "gen", "_released_gens": "gen",
+    "done_seq": "done", "_done": "done", "who_has": "inc", "puts": "inc", "held": "inc",
+    "copies": "inc",
+}
+#: What a state leaves out: constants of the run (the protocol, the recorder, the driver's
+#: hooks) and what only names a stimulus for the trace (``stimulus_id``, send times).
+_NOT_STATE = frozenset({"variant", "record", "_bind", "on_done", "sent_ns", "stimulus_id",
+                        "_streams", "_stream", "trace"})
+_SCALARS = (str, bytes, int, float, bool, type(None))
+
+
+def _canon(obj: Any, family: str | None, ids: list, memo: dict) -> Any:
+    """``obj`` as nested tuples: containers in a canonical order, ids marked for ranking."""
+    kind = type(obj)
+    if kind is str:
+        return _RANDOM.sub("…", obj) if len(obj) >= 32 else obj
+    if kind is int:
+        if family is not None:
+            ids.append((family, obj))
+            return ("#", family, obj)
+        return obj
+    if kind is dict:
+        if not obj:
+            return _EMPTY_DICT
+        items = []
+        for k, v in obj.items():
+            if type(k) is str:
+                if k in _NOT_STATE:
+                    continue
+                items.append((k, _canon(v, family or _ID_FAMILIES.get(k), ids, memo)))
+            else:
+                items.append((_canon(k, None, ids, memo), _canon(v, family, ids, memo)))
+        try:
+            items.sort()
+        except TypeError:
+            items.sort(key=repr)
+        return ("{", *items)
+    if kind is list or kind is tuple or kind is deque:
+        return ("[", *[_canon(v, family, ids, memo) for v in obj])
+    if kind is set or kind is frozenset:
+        if not obj:
+            return _EMPTY_SET
+        members = [_canon(v, family, ids, memo) for v in obj]
+        try:
+            members.sort()
+        except TypeError:
+            members.sort(key=repr)
+        return ("(", *members)
+    if isinstance(obj, _SCALARS):
+        return obj
+    if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType, type)):
+        return ("f", getattr(obj, "__module__", None), getattr(obj, "__qualname__", None))
+    if isinstance(obj, (types.MethodType, functools.partial)):
+        return ("m", type(obj).__name__)
+    seen = memo.get(id(obj))
+    if seen is not None:
+        return ("@", seen)  # an object met before in this state (the worker's own client)
+    memo[id(obj)] = len(memo)
+    fields = getattr(obj, "__dict__", None)
+    if fields is None:
+        slots = getattr(kind, "__slots__", None)
+        if slots is None:
+            return ("r", _RANDOM.sub("…", repr(obj)))
+        fields = {s: getattr(obj, s, None) for s in slots}
+    return (kind.__qualname__, _canon(fields, None, ids, memo))
+
+
+_EMPTY_DICT = ("{",)
+_EMPTY_SET = ("(",)
+
+
+def state_of(cluster: Cluster) -> str:
+    """The cluster's state as a canonical text: what :func:`state_digest` hashes.
+
+    Covers every actor (scheduler, workers, every client: every attribute but the run's
+    constants, see :data:`_NOT_STATE`), every channel's messages in order (sender,
+    receiver, op, keys, payload, and the age rank of each message in flight), and the
+    futures dropped but not yet released.  Ids are ranked within their family
+    (:data:`_ID_FAMILIES`) and random key parts (``uuid4``, 32-digit tokens) taken out.
+    """
+    ids: list = []
+    memo: dict = {}
+    actors = cluster._actors
+    parts: list = [("actor", name, _canon(actors[name], None, ids, memo)) for name in sorted(actors)]
+    network = cluster._network
+    for name in sorted(network._channels):
+        queue = network._channels[name]
+        if queue:
+            parts.append(("channel", name, *((m.sender, m.receiver, m.op, m.keys,
+                                              ("#", "msg", m.msg_id),
+                                              _canon(m.payload, None, ids, memo)) for m in queue)))
+            ids.extend(("msg", m.msg_id) for m in queue)
+    parts.append(("drops", *((c.name, k) for c, k, _ in cluster._drops)))
+    ranks: dict[tuple, int] = {}
+    counts: Counter = Counter()
+    for family, value in sorted(set(ids)):
+        ranks[family, value] = counts[family]
+        counts[family] += 1
+    text = repr(parts)
+    return _ID_MARK.sub(lambda m: f"#{ranks[m[1], int(m[2])]}", text) if ranks else text
+
+
+#: An id as ``_canon`` marks it, in the state's repr: ``('#', 'family', value)``.
+_ID_MARK = re.compile(r"\('#', '(\w+)', (-?\d+)\)")
+
+
+def state_digest(cluster: Cluster) -> bytes:
+    """Eight bytes naming the cluster's state (:func:`state_of`), the same in every process."""
+    return hashlib.blake2b(state_of(cluster).encode(), digest_size=8).digest()
+
+
+class _States:
+    """The states a search has been in: every distinct one (``seen``, what the result
+    reports), and this pass's table of search states with the fewest delays each was
+    reached with (``table``)."""
+
+    def __init__(self) -> None:
+        self.seen: set = set()
+        self.table: dict[tuple, int] = {}
+        self.revisits = 0  # runs stopped at a state explored already
+
+
+def _visit(states: _States, cluster: Cluster, progress: list, sleep: frozenset,
+           delayed: set[int], mine: dict) -> None:
+    """At a new decision of the depth-first search: stop the run (:class:`_Stop`) if its state
+    was explored already with no more delays spent, or report a loop (:class:`_Livelock`) if
+    this very run was in it; otherwise remember it.  See :func:`explore` on what a state is.
+    """
+    trace = cluster.trace
+    trace.flush()  # the checks' verdict so far is part of the state
+    checks = cluster.checks
+    verdict = tuple((v.name, _shape(v.explanation)) for v in checks.violations) if checks else ()
+    system = (state_digest(cluster), progress[0], progress[1], verdict)
+    states.seen.add(system)
+    in_flight = cluster._network.in_flight
+    rank = {m: i for i, m in enumerate(sorted(in_flight))}
+    key = (system, frozenset((rank.get(m, -1), a) for m, a in sleep),
+           frozenset(rank[m] for m in delayed if m in in_flight))
+    spent = len(delayed)
+    before = states.table.get(key)
+    if before is not None and before <= spent:
+        since = mine.get(key)
+        if since is not None:
+            raise _Livelock(since)
+        states.revisits += 1
+        raise _Stop
+    states.table[key] = spent
+    mine[key] = trace.next_seq
 
 
 # -- results ----------------------------------------------------------------------------------
@@ -670,6 +861,12 @@ class ExploreResult:
     sampled: int  # random runs past the bound
     elapsed: float
     failures: list[Failure] = field(default_factory=list)
+    #: Distinct states the systematic search was in at its decisions (see :func:`explore`;
+    #: 0 with ``prune=False``, whose search does not fingerprint them).
+    states: int = 0
+    #: Runs of the systematic search stopped at a state it had explored already (counted
+    #: in ``pruned`` too).
+    revisited: int = 0
 
     @property
     def systematic(self) -> int:
@@ -681,8 +878,9 @@ class ExploreResult:
         return self.schedules / self.elapsed if self.elapsed else 0.0
 
     def summary(self) -> str:
+        states = f", {self.states:,} distinct states" if self.states else ""
         scope = (f"every order within bound {self.bound} ({self.schedules - self.sampled} "
-                 f"schedules, {self.pruned} pruned)" if self.exhaustive
+                 f"schedules, {self.pruned} pruned{states})" if self.exhaustive
                  else f"{self.schedules - self.sampled} schedules within bound {self.bound} "
                  "(not exhausted)")
         sampled = f", then {self.sampled} random" if self.sampled else ""
@@ -749,7 +947,7 @@ def explore(scenario: Scenario, protocol: str | ProtocolVariant = "dask",
             sample: bool = True, first: bool = False,
             progress: Callable[[int, int, int], None] | None = None,
             processes: int | None = None,
-            invariants: Sequence[Invariant] = ()) -> ExploreResult:
+            invariants: Sequence[Invariant] = (), prune: bool = True) -> ExploreResult:
     """Run ``scenario`` under many delivery orders; group the failures, smallest first.
 
     ``sample=False`` stops once the bounded space is exhausted (no random runs);
@@ -781,7 +979,7 @@ def explore(scenario: Scenario, protocol: str | ProtocolVariant = "dask",
     gc.disable()  # every run leaves young cycles (a cluster and its actors): collect in bulk
     try:
         return _explore(scenario, protocol, max_schedules, bound, seed, workers, reduce, sample,
-                        first, progress, fp, start, processes, invariants)
+                        first, progress, fp, start, processes, invariants, prune)
     finally:
         if collecting:
             gc.enable()
@@ -891,11 +1089,13 @@ class _Tally:
 def _explore(scenario: Scenario, protocol: str | ProtocolVariant, max_schedules: int, bound: int, seed: int,
              workers: int, reduce: bool, sample: bool, first: bool,
              progress: Callable[[int, int, int], None] | None, fp: str,
-             start: float, processes: int = 1, invariants: tuple = ()) -> ExploreResult:
+             start: float, processes: int = 1, invariants: tuple = (), prune: bool = True
+             ) -> ExploreResult:
     """The bounded search, then random runs with what budget is left (shared among processes)."""
     tally = _Tally(max_schedules, progress)
+    states = _States() if prune and reduce and not invariants else None
     exhaustive, pruned = _search(scenario, protocol, workers, fp, bound, reduce, first, tally,
-                                 invariants)
+                                 invariants, states)
     found = first and tally.found()
     left = max_schedules - tally.runs if exhaustive and sample and not found else 0
     sampled = _sample_runs(scenario, protocol, workers, fp, seed, left, first, processes, tally,
@@ -904,11 +1104,13 @@ def _explore(scenario: Scenario, protocol: str | ProtocolVariant, max_schedules:
     failures = sorted(tally.groups.values(), key=lambda f: _size(f.run))
     return ExploreResult(getattr(scenario, "__name__", "scenario"), protocol_name(protocol), bound,
                          tally.runs, pruned, exhaustive, sampled, time.perf_counter() - start,
-                         failures)
+                         failures, len(states.seen) if states is not None else 0,
+                         states.revisits if states is not None else 0)
 
 
 def _search(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str, bound: int,
-            reduce: bool, first: bool, tally: _Tally, invariants: tuple = ()) -> tuple[bool, int]:
+            reduce: bool, first: bool, tally: _Tally, invariants: tuple = (),
+            states: _States | None = None) -> tuple[bool, int]:
     """Depth-first over the orders within each bound from 0 up to ``bound``: whether every
     order within ``bound`` was covered, and how many runs the sleep sets pruned.
 
@@ -920,8 +1122,10 @@ def _search(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, f
     """
     pruned = 0
     for b in range(bound + 1):
+        if states is not None:
+            states.table.clear()  # a state's budget is this pass's bound less its delays
         exhaustive, cut, p = _pass(scenario, protocol, workers, fp, b, reduce, first, tally,
-                                   invariants)
+                                   invariants, states)
         pruned += p
         if not exhaustive or (first and tally.found()):
             return False, pruned
@@ -931,8 +1135,8 @@ def _search(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, f
 
 
 def _pass(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str, bound: int,
-          reduce: bool, first: bool, tally: _Tally, invariants: tuple = ()
-          ) -> tuple[bool, bool, int]:
+          reduce: bool, first: bool, tally: _Tally, invariants: tuple = (),
+          states: _States | None = None) -> tuple[bool, bool, int]:
     """One depth-first pass at ``bound``: whether it was exhausted, whether the bound cut an
     order, and how many runs the sleep sets pruned.  A run delaying fewer than ``bound``
     messages was counted by an earlier pass; it is made again only to backtrack from."""
@@ -945,7 +1149,7 @@ def _pass(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp:
         in_order = not tally.runs
         run = _run(scenario, protocol, workers, fp, prefix, strict=False, entry_sleep=entry_sleep,
                    explored=tried, baseline=tally.outcome, judge=not in_order,
-                   invariants=invariants)
+                   invariants=invariants, states=states)
         if in_order:
             # The first run is the in-order one (the oldest message first at every decision):
             # the baseline.  Raised before any decision, no order can avoid it.
