@@ -651,7 +651,7 @@ _ID_FAMILIES = {
     "_call": "call", "_calls": "call", "_runs": "run", "_future_ids": "future",
     "gen": "gen", "_gens": "gen", "_gen_floor": "gen", "_released_gens": "gen",
     "done_seq": "done", "_done": "done", "who_has": "inc", "puts": "inc", "held": "inc",
-    "copies": "inc",
+    "copies": "inc", "incarnations": "inc",
 }
 #: What a state leaves out: constants of the run (the protocol, the recorder, the driver's
 #: hooks) and what only names a stimulus for the trace (``stimulus_id``, send times).
@@ -678,6 +678,8 @@ def _canon(obj: Any, family: str | None, ids: list, memo: dict) -> Any:
             if type(k) is str:
                 if k in _NOT_STATE:
                     continue
+                if k == "_next_worker":  # the scheduler's round robin: read modulo its workers
+                    v %= max(1, len(obj.get("workers", ())))
                 items.append((k, _canon(v, family or _ID_FAMILIES.get(k), ids, memo)))
             else:
                 items.append((_canon(k, None, ids, memo), _canon(v, family, ids, memo)))
@@ -737,6 +739,11 @@ def state_of(cluster: Cluster) -> str:
     for name in sorted(network._channels):
         queue = network._channels[name]
         if queue:
+            # A channel of its own (an RPC's, a task run's) is numbered: ``run:worker:0#3``.
+            base, hash_, number = name.rpartition("#")
+            if hash_ and number.isdigit():
+                ids.append(("chan", int(number)))
+                name = (base, ("#", "chan", int(number)))
             parts.append(("channel", name, *((m.sender, m.receiver, m.op, m.keys,
                                               ("#", "msg", m.msg_id),
                                               _canon(m.payload, None, ids, memo)) for m in queue)))
