@@ -428,7 +428,8 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
          strict: bool, entry_sleep: frozenset = frozenset(), explored: frozenset = frozenset(),
          rng: random.Random | None = None, capacity: int = 100_000, keep_open: bool = False,
          clients: int | None = None, baseline: Outcome | None = None, judge: bool = True,
-         invariants: Sequence[Invariant] = (), states: _States | None = None) -> Run:
+         invariants: Sequence[Invariant] = (), states: _States | None = None,
+         pct: tuple[int, int] | None = None) -> Run:
     """One run: follow ``prefix``, then the oldest awake message (or ``rng``) at each decision.
 
     At the prefix's last decision the node is re-entered with ``entry_sleep`` asleep and
@@ -439,7 +440,7 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
     """
     decisions: list[_Decision] = []
     progress: list = [0, None]  # user calls begun; the scenario's outcome once it is over
-    policy = _policy(decisions, prefix, strict, entry_sleep, explored, rng, states, progress)
+    policy = _policy(decisions, prefix, strict, entry_sleep, explored, rng, states, progress, pct)
     cluster = Cluster(protocol=protocol, workers=workers, network=policy, trace_capacity=capacity,
                       threads_per_worker=THREADS_PER_WORKER)
     cluster._flush_calls = keep_open  # the checks read the run once, at the end
@@ -480,7 +481,8 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
 
 def _policy(decisions: list[_Decision], prefix: Sequence[int], strict: bool,
             entry_sleep: frozenset, explored: frozenset, rng: random.Random | None,
-            states: _States | None = None, progress: list | None = None) -> _Policy:
+            states: _States | None = None, progress: list | None = None,
+            pct: tuple[int, int] | None = None) -> _Policy:
     """The chooser of one run, appending each decision it makes to ``decisions``.
 
     Closures rather than methods: a run makes a decision per delivery with a choice,
@@ -491,6 +493,8 @@ def _policy(decisions: list[_Decision], prefix: Sequence[int], strict: bool,
     delayed: set[int] = set()  # the messages delayed so far (with ``states`` only)
     mine: dict = {}  # the states this run visited past its prefix, and the trace's seq then
 
+    if rng is not None and not prefix and pct is not None:
+        return _Policy(_pct(decisions, rng, *pct), sleeping)
     if rng is not None and not prefix:
         getrandbits = rng.getrandbits
 
@@ -954,7 +958,8 @@ def explore(scenario: Scenario, protocol: str | ProtocolVariant = "dask",
             sample: bool = True, first: bool = False,
             progress: Callable[[int, int, int], None] | None = None,
             processes: int | None = None,
-            invariants: Sequence[Invariant] = (), prune: bool = True) -> ExploreResult:
+            invariants: Sequence[Invariant] = (), prune: bool = True, sampler: str = "pct",
+            depth: int = 3, client: Any = None) -> ExploreResult:
     """Run ``scenario`` under many delivery orders; group the failures, smallest first.
 
     ``sample=False`` stops once the bounded space is exhausted (no random runs);
@@ -979,6 +984,13 @@ def explore(scenario: Scenario, protocol: str | ProtocolVariant = "dask",
         arguments.flag(value, name)
     arguments.function(progress, "progress", "a function (done, total, failures)", none=True)
     processes = default_processes() if processes is None else arguments.count(processes, "processes")
+    arguments.flag(prune, "prune")
+    if sampler not in ("pct", "uniform"):
+        raise ArgumentValueError(f"sampler must be 'pct' or 'uniform', not {sampler!r}")
+    arguments.count(depth, "depth")
+    if client is not None:
+        arguments.dask_client(client)
+        picklable(scenario)
     invariants = _invariants(invariants)
     fp = fingerprint(scenario)
     start = time.perf_counter()
@@ -986,7 +998,8 @@ def explore(scenario: Scenario, protocol: str | ProtocolVariant = "dask",
     gc.disable()  # every run leaves young cycles (a cluster and its actors): collect in bulk
     try:
         return _explore(scenario, protocol, max_schedules, bound, seed, workers, reduce, sample,
-                        first, progress, fp, start, processes, invariants, prune)
+                        first, progress, fp, start, processes, invariants, prune,
+                        depth if sampler == "pct" else 0, client)
     finally:
         if collecting:
             gc.enable()
@@ -1096,8 +1109,8 @@ class _Tally:
 def _explore(scenario: Scenario, protocol: str | ProtocolVariant, max_schedules: int, bound: int, seed: int,
              workers: int, reduce: bool, sample: bool, first: bool,
              progress: Callable[[int, int, int], None] | None, fp: str,
-             start: float, processes: int = 1, invariants: tuple = (), prune: bool = True
-             ) -> ExploreResult:
+             start: float, processes: int = 1, invariants: tuple = (), prune: bool = True,
+             depth: int = 0, client: Any = None) -> ExploreResult:
     """The bounded search, then random runs with what budget is left (shared among processes)."""
     tally = _Tally(max_schedules, progress)
     states = _States() if prune and reduce and not invariants else None
@@ -1105,8 +1118,9 @@ def _explore(scenario: Scenario, protocol: str | ProtocolVariant, max_schedules:
                                  invariants, states)
     found = first and tally.found()
     left = max_schedules - tally.runs if exhaustive and sample and not found else 0
+    length = len(tally.baseline.picks) if tally.baseline is not None else 1
     sampled = _sample_runs(scenario, protocol, workers, fp, seed, left, first, processes, tally,
-                           invariants)
+                           invariants, (depth, max(1, length)) if depth else None, client)
     tally.settle()
     failures = sorted(tally.groups.values(), key=lambda f: _size(f.run))
     return ExploreResult(getattr(scenario, "__name__", "scenario"), protocol_name(protocol), bound,
@@ -1185,14 +1199,19 @@ def _pass(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp:
 
 def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str,
                  seed: int, left: int, first: bool, processes: int, tally: _Tally,
-                 invariants: tuple = ()) -> int:
-    """``left`` random runs: a share in each forked helper, the rest here; how many were run.
+                 invariants: tuple = (), pct: tuple[int, int] | None = None,
+                 client: Any = None) -> int:
+    """``left`` random runs: a share in each forked helper (or each thread of ``client``'s
+    dask cluster), the rest here; how many were run.
 
     A helper's failures come back as picks, replayed here so that each has its trace.
     """
+    baseline = tally.outcome
+    if client is not None and left and not first:
+        return _sample_on(client, scenario, protocol, workers, fp, seed, left, tally, invariants,
+                          pct)
     helpers = min(processes - 1, left // _FORK_MIN_RUNS) if not first else 0
     share = left // (helpers + 1)
-    baseline = tally.outcome
     forked: list[tuple[Any, Any]] = []
     try:
         for i in range(1, helpers + 1):
@@ -1201,7 +1220,7 @@ def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: i
             shield = interrupts.enter()
             try:
                 forked.append(_fork(scenario, protocol, workers, fp, f"{seed}/{i}", share,
-                                    baseline, invariants))
+                                    baseline, invariants, pct))
             finally:
                 interrupts.leave(shield)
         rng = random.Random(seed)
@@ -1209,19 +1228,15 @@ def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: i
         sampled = 0
         while mine > 0 and not (first and tally.found()):
             run = _run(scenario, protocol, workers, fp, [], strict=False, rng=rng,
-                       baseline=baseline, invariants=invariants)
+                       baseline=baseline, invariants=invariants, pct=_depth(pct, sampled))
             sampled += 1
             mine -= 1
             tally.count(run)
         while forked:
             done, same, found = _join(scenario, *forked[0])
             del forked[0]
-            tally.runs += done
-            tally.same += same
-            sampled += done
-            for count, _, picks in found.values():
-                tally.record(_run(scenario, protocol, workers, fp, picks, strict=True,
-                                  baseline=baseline, invariants=invariants), count)
+            sampled += _merge(scenario, protocol, workers, fp, tally, done, same, found,
+                              invariants)
     finally:
         _reap(forked)  # interrupted, or a run raised: no helper outlives the search
     if helpers and tally.progress is not None:
@@ -1229,8 +1244,114 @@ def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: i
     return sampled
 
 
+def _sample_on(client: Any, scenario: Scenario, protocol: str | ProtocolVariant, workers: int,
+               fp: str, seed: int, left: int, tally: _Tally, invariants: tuple,
+               pct: tuple[int, int] | None) -> int:
+    """``left`` random runs on ``client``'s dask cluster: one share per worker thread, seeded
+    ``"{seed}/{i}"`` as forked helpers are, run by :func:`_sample` there; the shares'
+    failures come back as picks and are replayed here, in share order."""
+    threads = sum(client.nthreads().values())
+    if not threads:
+        raise ArgumentValueError("explore(client=…): the client's cluster has no worker")
+    shares = [left // threads + (i < left % threads) for i in range(threads)]
+    baseline = tally.outcome
+    futures = [client.submit(_sample, scenario, protocol, workers, fp, f"{seed}/{i + 1}", n,
+                             baseline, invariants, pct, pure=False, key=f"explore-{fp}-{seed}-{i}")
+               for i, n in enumerate(shares) if n]
+    try:
+        results = client.gather(futures)
+    finally:
+        for future in futures:
+            future.release()
+    sampled = 0
+    for n, (same, found) in zip([n for n in shares if n], results, strict=True):
+        sampled += _merge(scenario, protocol, workers, fp, tally, n, same, found, invariants)
+    if tally.progress is not None:
+        tally.progress(tally.runs, tally.max_schedules, len(tally.groups))
+    return sampled
+
+
+def picklable(scenario: Scenario) -> None:
+    """Refuse, with what cloudpickle said, a scenario that cannot travel to a dask cluster's
+    workers (``explore(client=…)`` runs it there)."""
+    try:
+        import cloudpickle
+    except ImportError:  # pragma: no cover - dask brings it
+        raise ArgumentValueError("explore(client=…) needs cloudpickle (pip install cloudpickle)"
+                                 ) from None
+    try:
+        cloudpickle.dumps(scenario)
+    except Exception as exc:  # noqa: BLE001 - any pickling error says the same to the user
+        name = getattr(scenario, "__qualname__", None) or repr(scenario)
+        raise ArgumentValueError(
+            f"explore(client=…) runs the scenario on the dask cluster's workers, so it must be "
+            f"picklable by cloudpickle, and {name} is not: {type(exc).__name__}: "
+            f"{_one_line(exc)} (a scenario that closes over a lock, a file, a live cluster or "
+            "a client cannot travel; explore it without client=)") from None
+
+
+def _merge(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str,
+           tally: _Tally, done: int, same: int, found: dict, invariants: tuple) -> int:
+    """A helper's share counted in: its failures replayed here (exact), each with its count."""
+    tally.runs += done
+    tally.same += same
+    for count, _, picks in found.values():
+        tally.record(_run(scenario, protocol, workers, fp, picks, strict=True,
+                          baseline=tally.outcome, invariants=invariants), count)
+    return done
+
+
+def _depth(pct: tuple[int, int] | None, i: int) -> tuple[int, int] | None:
+    """The PCT depth of a sampler's ``i``-th run: 1, 2, … ``depth`` in turn (see :func:`_pct`)."""
+    return None if pct is None else (1 + i % pct[0], pct[1])
+
+
+def _pct(decisions: list[_Decision], rng: random.Random, depth: int, length: int
+         ) -> Callable[[Sequence[Message]], Message]:
+    """A PCT chooser (Burckhardt et al., "A randomized scheduler with probabilistic guarantees
+    of finding bugs", ASPLOS 2010; Coyote's and Shuttle's ``PCT``), over channels: each channel
+    gets a random priority when its first message is deliverable, and the deliverable head of
+    the highest-priority channel goes; at ``depth - 1`` decisions drawn among the first
+    ``length`` (the in-order run's count), the channel about to go drops below every other,
+    to the 1st … (d-1)th lowest priority.
+
+    The depth it covers: an order bug of depth ``d`` — one that ``d`` ordering constraints
+    between messages make happen — is found by one run with probability at least
+    ``1 / (n * k ** (d - 1))``, n the channels used and k the decisions of a run, whatever
+    the scenario's size; uniform picks give no such bound (their chance of a given order of
+    k decisions falls with every decision).
+    """
+    priority: dict[str, float] = {}
+    points = rng.sample(range(max(length, depth - 1)), depth - 1) if depth > 1 else []
+    lows = {point: float(j + 1) for j, point in enumerate(points)}
+    top = float(depth)
+    random_ = rng.random
+
+    def best(heads: Sequence[Message]) -> int:
+        pick, high = 0, -1.0
+        for j, head in enumerate(heads):
+            p = priority.get(head.channel)
+            if p is None:
+                p = priority[head.channel] = top + random_()
+            if p > high:
+                pick, high = j, p
+        return pick
+
+    def choose(heads: Sequence[Message]) -> Message:
+        pick = best(heads)
+        low = lows.get(len(decisions))
+        if low is not None:
+            priority[heads[pick].channel] = low
+            pick = best(heads)
+        decisions.append(_Decision(heads, pick))
+        return heads[pick]
+
+    return choose
+
+
 def _sample(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str, seed: str,
-            n: int, baseline: Outcome | None, invariants: tuple = ()
+            n: int, baseline: Outcome | None, invariants: tuple = (),
+            pct: tuple[int, int] | None = None
             ) -> tuple[int, dict[tuple, tuple[int, tuple, list[int]]]]:
     """``n`` random runs: how many raised as the in-order run did, and per failure group how
     many, and the size and picks of the smallest."""
@@ -1239,7 +1360,7 @@ def _sample(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, f
     same = 0
     for i in range(n):
         run = _run(scenario, protocol, workers, fp, [], strict=False, rng=rng, baseline=baseline,
-                   invariants=invariants)
+                   invariants=invariants, pct=_depth(pct, i))
         same += not run.failed and run.raised is not None
         if run.failed:
             group, size = _group(run), _size(run)
@@ -1253,7 +1374,8 @@ def _sample(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, f
 
 
 def _fork(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str, seed: str, n: int,
-          baseline: Outcome | None, invariants: tuple = ()) -> tuple[Any, Any]:
+          baseline: Outcome | None, invariants: tuple = (), pct: tuple[int, int] | None = None
+          ) -> tuple[Any, Any]:
     """Start ``_sample`` in a forked copy of this process; returns its process and pipe end.
 
     The copy writes nothing (a scenario's prints would repeat once per run) and leaves
@@ -1269,7 +1391,7 @@ def _fork(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp:
         try:
             sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - dies with the process
             send.send(("ok", n, *_sample(scenario, protocol, workers, fp, seed, n, baseline,
-                                         invariants)))
+                                         invariants, pct)))
         except BaseException:  # noqa: BLE001 - reported as a failed helper, never raised here
             code = 1
         finally:
