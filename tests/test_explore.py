@@ -441,6 +441,6 @@ def test_a_run_keeps_what_the_scenario_returned():
 
     result = explore(gather_after_cancel, protocol="dask", max_schedules=200, processes=1,
                      sample=False)
-    [found] = result.failures
+    found = result.failures[0]  # the smallest (within 200 runs, the states pruned find more)
     assert found.names == ("dangling_future",) and found.run.returned == "[2]"
     assert replay(gather_after_cancel, found.schedule.split(":")[0] + ":").returned == "[]"
