@@ -893,7 +893,7 @@ class ExploreResult:
         scope = (f"every order within bound {self.bound} ({self.schedules - self.sampled} "
                  f"schedules, {self.pruned} pruned{states})" if self.exhaustive
                  else f"{self.schedules - self.sampled} schedules within bound {self.bound} "
-                 "(not exhausted)")
+                 f"(not exhausted{states})")
         sampled = f", then {self.sampled} random" if self.sampled else ""
         found = (f"{len(self.failures)} distinct failure(s); smallest: {self.failures[0].schedule}"
                  if self.failures else "no failure")
@@ -971,6 +971,63 @@ def explore(scenario: Scenario, protocol: str | ProtocolVariant = "dask",
     ``name`` goes into the schedule strings; ``replay`` then needs the same variant).
     ``invariants`` are functions of one's own that judge each run beside the checks (see
     :func:`jupyter_refs.checks.judge`): a run one of them flags fails, named after it.
+
+    **States** (``prune=True``, the default).  At every new decision of the depth-first
+    search (past the replayed prefix, and not inside a task's own nested call) the run's
+    *state* is fingerprinted, and a run that reaches a search state explored already stops
+    there (``pruned``; ``ExploreResult.revisited`` counts them), as DSLabs' search does.  A
+    state is:
+
+    * every actor — the scheduler, each worker, each client (the worker's own client too) —
+      every attribute but the run's constants (its protocol variant, its event recorder, the
+      driver's hooks) and the stimulus names kept for the trace (:func:`state_of`);
+    * every channel's messages, in order: sender, receiver, op, keys, payload, and each
+      message's age among those in flight (which head is oldest decides the default pick and
+      what a pick delays);
+    * the futures dropped and not released yet;
+    * the scenario's point: the user calls begun so far (a call of a task's nested client
+      included) and, once it is over, its outcome (what it returned, or its exception's type
+      and message shape);
+    * the checks' verdict so far: each violation's name and explanation shape (the trace is
+      flushed to the checks there, so the run's verdict, read at the end, is what it was).
+
+    Canonical: message ids, run ids (incarnations), call and future counters, generations
+    and numbered channels are replaced by their rank within their kind, so orders that
+    allocated different numbers compare equal while every comparison the actors make (equal,
+    newer) reads the same; random key parts (uuid4, 32-digit tokens) are taken out; the
+    scheduler's round robin is kept modulo its workers.  Beside the state, a *search* state
+    holds the run's sleep set and which messages in flight it delayed already, and is pruned
+    only when reached before with no more delays spent — so the earlier visit explored every
+    continuation this one could within the pass's bound.  (Each pass of the iterative
+    deepening starts a fresh table.)
+
+    Why it is sound: the actors are sans-IO state machines, so what the cluster does from a
+    state depends on nothing else; the scenario is at the same call with the same responses
+    from the cluster (its futures' states are in the client's state) — the assumption
+    ``replay`` already makes, that a scenario is deterministic given what its calls return;
+    and a failure group is the violations' names and the first one's shape, which a run's
+    verdict so far and its continuation fix.  Left out, so never pruned on: states inside a
+    task's nested call (its Python frame is part of the state) and the random runs (each is
+    an independent sample).  A run that comes back to a state it was in since its prefix
+    goes round that loop for ever under the default picks: it stops there with the
+    ``LivelockError`` the :data:`MAX_DELIVERIES` stop gives.  With ``invariants`` of one's
+    own (which may read a key's whole history) nothing is pruned.
+    ``tests/test_explore.py`` checks that the exhaustive search finds the same failure groups
+    with and without it, on the race zoo and #8576.  ``ExploreResult.states`` counts the
+    distinct states the systematic search met.
+
+    **Random runs** (``sampler``): ``"pct"`` (the default) runs PCT, probabilistic
+    concurrency testing over channels (see :func:`_pct`), with 1, 2 … ``depth`` priority
+    change points in turn (depth d = d-1 change points, d from 1 to ``depth``): a bug of
+    depth d <= ``depth`` is found by each run of depth d with probability at least
+    1/(n·k^(d-1)) (n channels, k decisions of the in-order run), so by one run in ``depth``;
+    ``"uniform"`` picks uniformly at every decision, as before.
+
+    **On a dask cluster** (``client``): the random runs are shared among ``client``'s worker
+    threads (each share seeded ``"{seed}/{i}"``, run in the workers' processes); the
+    systematic search stays here, so its failures and groups are the local search's.  The
+    scenario travels by cloudpickle: one that cannot is refused before anything runs, with
+    what cloudpickle said.
     """
     # Every argument is refused before anything runs (arguments.py).
     arguments.scenario(scenario)
@@ -1313,7 +1370,8 @@ def _pct(decisions: list[_Decision], rng: random.Random, depth: int, length: int
     gets a random priority when its first message is deliverable, and the deliverable head of
     the highest-priority channel goes; at ``depth - 1`` decisions drawn among the first
     ``length`` (the in-order run's count), the channel about to go drops below every other,
-    to the 1st … (d-1)th lowest priority.
+    to the 1st … (d-1)th lowest priority.  Past ``2 * length + 20`` decisions the picks are
+    uniform (a fixed priority could keep a loop going that a fair order leaves).
 
     The depth it covers: an order bug of depth ``d`` — one that ``d`` ordering constraints
     between messages make happen — is found by one run with probability at least
@@ -1326,6 +1384,7 @@ def _pct(decisions: list[_Decision], rng: random.Random, depth: int, length: int
     lows = {point: float(j + 1) for j, point in enumerate(points)}
     top = float(depth)
     random_ = rng.random
+    fair = 2 * length + 20
 
     def best(heads: Sequence[Message]) -> int:
         pick, high = 0, -1.0
@@ -1338,8 +1397,16 @@ def _pct(decisions: list[_Decision], rng: random.Random, depth: int, length: int
         return pick
 
     def choose(heads: Sequence[Message]) -> Message:
+        i = len(decisions)
+        if i >= fair:
+            # Past the in-order run's length twice over: fair (uniform) picks, as Coyote's PCT
+            # turns fair after its unfair steps — fixed priorities could keep a loop going
+            # that any fair order leaves.
+            pick = rng.randrange(len(heads))
+            decisions.append(_Decision(heads, pick))
+            return heads[pick]
         pick = best(heads)
-        low = lows.get(len(decisions))
+        low = lows.get(i)
         if low is not None:
             priority[heads[pick].channel] = low
             pick = best(heads)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 from helpers import Box, inc, keep, scatter_race
 
@@ -444,3 +446,79 @@ def test_a_run_keeps_what_the_scenario_returned():
     found = result.failures[0]  # the smallest (within 200 runs, the states pruned find more)
     assert found.names == ("dangling_future",) and found.run.returned == "[2]"
     assert replay(gather_after_cancel, found.schedule.split(":")[0] + ":").returned == "[]"
+
+
+def _groups(result):
+    from jupyter_refs.explore import _group
+    return {_group(f.run) for f in result.failures}
+
+
+@pytest.mark.parametrize("name, bound", [("8576", 2), ("7498", 2), ("8215", 1), ("scatter_race", 2),
+                                         ("resubmit", 2)])
+def test_pruning_on_states_finds_the_failures_the_plain_search_finds(name, bound):
+    """A state explored already is not explored again (explore's docstring says what a state
+    covers): the exhaustive search finds the same failure groups with and without it, in no
+    more runs.  (dask#8215's scenario at bound 2 takes the plain search twelve minutes of
+    livelocks, each run to MAX_DELIVERIES; bound 1 here.)"""
+    from jupyter_refs.zoo import RACES
+    scenario = {"scatter_race": scatter_race, "resubmit": resubmit_while_its_result_travels
+                }.get(name) or RACES[name].scenario
+    protocol = RACES[name].found_under if name in RACES else "dask"
+    kwargs = dict(protocol=protocol, bound=bound, max_schedules=100_000, processes=1,
+                  sample=False)
+    pruned = explore(scenario, **kwargs)
+    plain = explore(scenario, prune=False, **kwargs)
+    assert pruned.exhaustive and plain.exhaustive
+    assert pruned.failures and _groups(pruned) == _groups(plain)
+    assert pruned.states > 0 and plain.states == 0
+    assert pruned.systematic <= plain.systematic
+
+
+def test_a_loop_is_a_livelock_as_soon_as_the_run_comes_back_to_a_state():
+    """With states fingerprinted, a run past its prefix that comes back to a state it was in
+    goes round for ever: it stops there, as the same LivelockError the 10,000-delivery stop
+    gives, and its schedule replays to that error."""
+    kwargs = dict(protocol="dask", bound=2, max_schedules=1000, processes=1, sample=False)
+    fast = explore(resubmit_while_its_result_travels, **kwargs)
+    slow = explore(resubmit_while_its_result_travels, prune=False, **kwargs)
+    loops = [[f for f in r.failures if f.raised and f.raised.name == "LivelockError"]
+             for r in (fast, slow)]
+    assert [len(x) for x in loops] == [1, 1]
+    assert loops[0][0].raised.message == loops[1][0].raised.message
+    assert fast.elapsed < slow.elapsed
+    again = replay(resubmit_while_its_result_travels, loops[0][0].schedule)
+    assert again.raised is not None and again.raised.message == loops[0][0].raised.message
+
+
+def test_a_state_leaves_out_ids_and_keeps_what_differs():
+    """Two runs of one order have equal states at each decision although their random key parts
+    differ; two different orders that end apart differ."""
+    from jupyter_refs.explore import state_digest
+
+    def seen(picks):
+        digests = []
+        orig = explore_module._visit
+
+        def visit(states, cluster, *args):
+            digests.append(state_digest(cluster))
+            return orig(states, cluster, *args)
+
+        explore_module._visit = visit
+        try:
+            explore_module._run(pure_false_race, "dask", 1, "000000", picks, strict=True,
+                                states=explore_module._States())
+        finally:
+            explore_module._visit = orig
+        return digests
+
+    assert seen([]) == seen([])
+    assert seen([]) != seen([1])
+
+
+explore_module = importlib.import_module("jupyter_refs.explore")
+
+
+def pure_false_race(client):
+    x = client.submit(inc, 1, pure=False)
+    del x
+    client.submit(inc, 2, pure=False)
