@@ -668,7 +668,7 @@ def _canon(obj: Any, family: str | None, ids: list, memo: dict) -> Any:
     """``obj`` as nested tuples: containers in a canonical order, ids marked for ranking."""
     kind = type(obj)
     if kind is str:
-        return _RANDOM.sub("…", obj) if len(obj) >= 32 else obj
+        return _RANDOM.sub(memo[_NAMES_AT], obj) if len(obj) >= 32 else obj
     if kind is int:
         if family is not None:
             ids.append((family, obj))
@@ -684,7 +684,8 @@ def _canon(obj: Any, family: str | None, ids: list, memo: dict) -> Any:
                     continue
                 if k == "_next_worker":  # the scheduler's round robin: read modulo its workers
                     v %= max(1, len(obj.get("workers", ())))
-                items.append((k, _canon(v, family or _ID_FAMILIES.get(k), ids, memo)))
+                items.append((_RANDOM.sub(memo[_NAMES_AT], k) if len(k) >= 32 else k,
+                              _canon(v, family or _ID_FAMILIES.get(k), ids, memo)))
             else:
                 items.append((_canon(k, None, ids, memo), _canon(v, family, ids, memo)))
         try:
@@ -717,11 +718,12 @@ def _canon(obj: Any, family: str | None, ids: list, memo: dict) -> Any:
     if fields is None:
         slots = getattr(kind, "__slots__", None)
         if slots is None:
-            return ("r", _RANDOM.sub("…", repr(obj)))
+            return ("r", _RANDOM.sub(memo[_NAMES_AT], repr(obj)))
         fields = {s: getattr(obj, s, None) for s in slots}
     return (kind.__qualname__, _canon(fields, None, ids, memo))
 
 
+_NAMES_AT = "names"  # where ``_canon``'s memo keeps the renaming of random key parts
 _EMPTY_DICT = ("{",)
 _EMPTY_SET = ("(",)
 
@@ -733,10 +735,11 @@ def state_of(cluster: Cluster) -> str:
     constants, see :data:`_NOT_STATE`), every channel's messages in order (sender,
     receiver, op, keys, payload, and the age rank of each message in flight), and the
     futures dropped but not yet released.  Ids are ranked within their family
-    (:data:`_ID_FAMILIES`) and random key parts (``uuid4``, 32-digit tokens) taken out.
+    (:data:`_ID_FAMILIES`) and random key parts (``uuid4``, 32-digit tokens) renamed by
+    their futures' creation order (:func:`_random_names`).
     """
     ids: list = []
-    memo: dict = {}
+    memo: dict = {_NAMES_AT: _random_names(cluster)}
     actors = cluster._actors
     parts: list = [("actor", name, _canon(actors[name], None, ids, memo)) for name in sorted(actors)]
     network = cluster._network
@@ -748,7 +751,8 @@ def state_of(cluster: Cluster) -> str:
             if hash_ and number.isdigit():
                 ids.append(("chan", int(number)))
                 name = (base, ("#", "chan", int(number)))
-            parts.append(("channel", name, *((m.sender, m.receiver, m.op, m.keys,
+            parts.append(("channel", name, *((m.sender, m.receiver, m.op,
+                                              _canon(m.keys, None, ids, memo),
                                               ("#", "msg", m.msg_id),
                                               _canon(m.payload, None, ids, memo)) for m in queue)))
             ids.extend(("msg", m.msg_id) for m in queue)
@@ -760,6 +764,22 @@ def state_of(cluster: Cluster) -> str:
         counts[family] += 1
     text = repr(parts)
     return _ID_MARK.sub(lambda m: f"#{ranks[m[1], int(m[2])]}", text) if ranks else text
+
+
+def _random_names(cluster: Cluster) -> Callable[[re.Match], str]:
+    """The renaming of random key parts (uuid4, 32-digit tokens) for ``cluster``'s states: each
+    is numbered by when its future was created in the run (``future.created``, in the trace),
+    which the scenario's order of calls decides — a bijection, so two states equal under it
+    are the same up to the keys' random names; a part no future was created for reads ``…``."""
+    cache = cluster.__dict__.setdefault("_explore_names", [0, {}])
+    seen, names = cache
+    trace = cluster.trace
+    if trace.next_seq > seen:
+        for event in trace.events(kind="future.created", since=seen):
+            for part in _RANDOM.findall(event.key or ""):
+                names.setdefault(part, f"~{len(names)}")
+        cache[0] = trace.next_seq
+    return lambda match: names.get(match[0], "…")
 
 
 #: An id as ``_canon`` marks it, in the state's repr: ``('#', 'family', value)``.
@@ -994,7 +1014,8 @@ def explore(scenario: Scenario, protocol: str | ProtocolVariant = "dask",
     Canonical: message ids, run ids (incarnations), call and future counters, generations
     and numbered channels are replaced by their rank within their kind, so orders that
     allocated different numbers compare equal while every comparison the actors make (equal,
-    newer) reads the same; random key parts (uuid4, 32-digit tokens) are taken out; the
+    newer) reads the same; random key parts (uuid4, 32-digit tokens) are renamed by the order their futures were
+    created in the run (a bijection, :func:`_random_names`); the
     scheduler's round robin is kept modulo its workers.  Beside the state, a *search* state
     holds the run's sleep set and which messages in flight it delayed already, and is pruned
     only when reached before with no more delays spent — so the earlier visit explored every
