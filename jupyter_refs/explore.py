@@ -1014,8 +1014,8 @@ def explore(scenario: Scenario, protocol: str | ProtocolVariant = "dask",
     Canonical: message ids, run ids (incarnations), call and future counters, generations
     and numbered channels are replaced by their rank within their kind, so orders that
     allocated different numbers compare equal while every comparison the actors make (equal,
-    newer) reads the same; random key parts (uuid4, 32-digit tokens) are renamed by the order their futures were
-    created in the run (a bijection, :func:`_random_names`); the
+    newer) reads the same; random key parts (uuid4, 32-digit tokens) are renamed by the
+    order their futures were created in the run (a bijection, :func:`_random_names`); the
     scheduler's round robin is kept modulo its workers.  Beside the state, a *search* state
     holds the run's sleep set and which messages in flight it delayed already, and is pruned
     only when reached before with no more delays spent — so the earlier visit explored every
