@@ -1333,7 +1333,7 @@ def _sample_on(client: Any, scenario: Scenario, protocol: str | ProtocolVariant,
         raise ArgumentValueError("explore(client=…): the client's cluster has no worker")
     shares = [left // threads + (i < left % threads) for i in range(threads)]
     baseline = tally.outcome
-    futures = [client.submit(_sample, scenario, protocol, workers, fp, f"{seed}/{i + 1}", n,
+    futures = [client.submit(_sample_away, scenario, protocol, workers, fp, f"{seed}/{i + 1}", n,
                              baseline, invariants, pct, pure=False, key=f"explore-{fp}-{seed}-{i}")
                for i, n in enumerate(shares) if n]
     try:
@@ -1347,6 +1347,18 @@ def _sample_on(client: Any, scenario: Scenario, protocol: str | ProtocolVariant,
     if tally.progress is not None:
         tally.progress(tally.runs, tally.max_schedules, len(tally.groups))
     return sampled
+
+
+def _sample_away(*args: Any) -> tuple[int, dict]:
+    """:func:`_sample` in a dask worker: with the garbage collector paused, as :func:`explore`
+    pauses it here (each run leaves young cycles; collected every 100 runs)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _sample(*args)
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def picklable(scenario: Scenario) -> None:
