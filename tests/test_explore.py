@@ -522,3 +522,36 @@ def pure_false_race(client):
     x = client.submit(inc, 1, pure=False)
     del x
     client.submit(inc, 2, pure=False)
+
+
+@pytest.mark.dask
+def test_explore_on_a_dask_cluster_finds_what_one_process_finds(inproc):
+    """The random runs go to the cluster's workers in seeded shares; the systematic search stays
+    here, so its failures are the local one's, and the random shares' failures replay here."""
+    import threading
+
+    kwargs = dict(protocol="dask", bound=1, max_schedules=600, seed=3)
+    here = explore(scatter_race, processes=1, **kwargs)
+    there = explore(scatter_race, client=inproc, **kwargs)
+    assert there.schedules == here.schedules == 600 and there.sampled == here.sampled
+    assert _groups(there) >= {g for g, f in zip(map(_group_of, here.failures), here.failures)
+                              if f.run.delays <= 1}
+    again = explore(scatter_race, client=inproc, **kwargs)
+    assert [(f.names, f.count, f.schedule) for f in again.failures] == \
+        [(f.names, f.count, f.schedule) for f in there.failures]  # no timing in it
+    for failure in there.failures:
+        assert replay(scatter_race, failure.schedule).failed
+
+    lock = threading.Lock()
+
+    def holds_a_lock(client):
+        with lock:
+            client.scatter(1)
+
+    with pytest.raises(ValueError, match="picklable by cloudpickle, and .*holds_a_lock is not"):
+        explore(holds_a_lock, client=inproc, **kwargs)
+
+
+def _group_of(failure):
+    from jupyter_refs.explore import _group
+    return _group(failure.run)
