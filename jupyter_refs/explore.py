@@ -491,7 +491,7 @@ def _policy(decisions: list[_Decision], prefix: Sequence[int], strict: bool,
     sleeping: set[tuple[int, str]] = set()
     last = len(prefix) - 1
     delayed: set[int] = set()  # the messages delayed so far (with ``states`` only)
-    mine: dict = {}  # the states this run visited past its prefix, and the trace's seq then
+    mine: dict = {}  # the states of this run's path, and the trace's next event then
 
     if rng is not None and not prefix and pct is not None:
         return _Policy(_pct(decisions, rng, *pct), sleeping)
@@ -532,6 +532,9 @@ def _policy(decisions: list[_Decision], prefix: Sequence[int], strict: bool,
                         f"has {len(heads)} deliverable messages, not {pick + 1}"))
                 pick = 0
             entry = entry_sleep if i == last else _EMPTY
+            if states is not None and current_run.get() is None:
+                # The path so far: a state the run comes back to is a loop (see _visit).
+                _visit(states, policy.cluster, progress, entry, delayed, mine, replayed=True)
             base = set(entry_sleep) | set(explored) if i == last else set()
         elif rng is not None:
             pick, entry, base = rng.randrange(len(heads)), _EMPTY, set()
@@ -803,10 +806,14 @@ class _States:
 
 
 def _visit(states: _States, cluster: Cluster, progress: list, sleep: frozenset,
-           delayed: set[int], mine: dict) -> None:
-    """At a new decision of the depth-first search: stop the run (:class:`_Stop`) if its state
-    was explored already with no more delays spent, or report a loop (:class:`_Livelock`) if
-    this very run was in it; otherwise remember it.  See :func:`explore` on what a state is.
+           delayed: set[int], mine: dict, replayed: bool = False) -> None:
+    """At a decision of the depth-first search: report a loop (:class:`_Livelock`) if this very
+    run was in this state before with the same delayed messages in flight and no more delays
+    spent — the picks between can be repeated for ever within the bound, as the search
+    without states finds by going on to :data:`MAX_DELIVERIES` — else, at a new decision
+    (not ``replayed``), stop the run (:class:`_Stop`) if its search state was explored
+    already with no more delays spent, and remember it.  See :func:`explore` on what a state
+    is.
     """
     trace = cluster.trace
     trace.flush()  # the checks' verdict so far is part of the state
@@ -816,18 +823,20 @@ def _visit(states: _States, cluster: Cluster, progress: list, sleep: frozenset,
     states.seen.add(system)
     in_flight = cluster._network.in_flight
     rank = {m: i for i, m in enumerate(sorted(in_flight))}
-    key = (system, frozenset((rank.get(m, -1), a) for m, a in sleep),
-           frozenset(rank[m] for m in delayed if m in in_flight))
+    late = frozenset(rank[m] for m in delayed if m in in_flight)
     spent = len(delayed)
+    loop = mine.get((system, late, spent))
+    if loop is not None:
+        raise _Livelock(loop)
+    mine[system, late, spent] = trace.next_seq
+    if replayed:
+        return
+    key = (system, frozenset((rank.get(m, -1), a) for m, a in sleep), late)
     before = states.table.get(key)
     if before is not None and before <= spent:
-        since = mine.get(key)
-        if since is not None:
-            raise _Livelock(since)
         states.revisits += 1
         raise _Stop
     states.table[key] = spent
-    mine[key] = trace.next_seq
 
 
 # -- results ----------------------------------------------------------------------------------
