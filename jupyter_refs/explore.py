@@ -393,8 +393,9 @@ class _Livelock(BaseException):
     the default ones there, so it would go round that loop for ever (a ``BaseException`` for
     the reason :class:`_Stop` is one)."""
 
-    def __init__(self, since: int | None = None):
+    def __init__(self, since: int | None = None, start: int | None = None):
         self.since = since
+        self.start = start  # the decision the loop starts at
 
 
 #: Deliveries after which a run is taken to repeat for ever (see :class:`LivelockError`):
@@ -457,13 +458,16 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
     names, pruned, raised, returned = _play(scenario, cluster, n_clients, decisions, progress)
     # A deviation past the run's last decision: replayed quietly, the run would pass for the
     # schedule's while being the in-order one.
-    i = next((j for j in range(len(decisions), len(prefix)) if prefix[j]), None) if strict else None
+    # (Not a run stopped as a loop: a starving loop's schedule repeats its picks past the stop.)
+    looped = raised is not None and raised.name == LivelockError.__name__
+    i = (next((j for j in range(len(decisions), len(prefix)) if prefix[j]), None)
+         if strict and not looped else None)
     if i is not None:
         cluster.close()
         raise ScheduleError(f"the schedule does not fit this scenario: it deviates at decision "
                             f"{i} ({i}>{prefix[i]}), but the run makes only {len(decisions)} "
                             "decisions")
-    picks = [d.pick for d in decisions]
+    picks = [d.pick for d in decisions] + cluster.__dict__.pop("_explore_loop", [])
     violations = [] if pruned else cluster.violations
     if invariants and not pruned:
         # Invariants of one's own (checks.judge) after the checks' own: the first violation
@@ -534,14 +538,14 @@ def _policy(decisions: list[_Decision], prefix: Sequence[int], strict: bool,
             entry = entry_sleep if i == last else _EMPTY
             if states is not None and current_run.get() is None:
                 # The path so far: a state the run comes back to is a loop (see _visit).
-                _visit(states, policy.cluster, progress, entry, delayed, mine, replayed=True)
+                _visit(states, policy.cluster, progress, entry, delayed, mine, i, replayed=True)
             base = set(entry_sleep) | set(explored) if i == last else set()
         elif rng is not None:
             pick, entry, base = rng.randrange(len(heads)), _EMPTY, set()
         else:
             entry = frozenset(sleeping)
             if states is not None and current_run.get() is None:
-                _visit(states, policy.cluster, progress, entry, delayed, mine)
+                _visit(states, policy.cluster, progress, entry, delayed, mine, len(decisions))
             asleep = {m for m, _ in sleeping}
             pick = next((j for j, h in enumerate(heads) if h.msg_id not in asleep), -1)
             if pick < 0:
@@ -592,6 +596,12 @@ def _play(scenario: Scenario, cluster: Cluster, n_clients: int, decisions: list[
     except _Livelock as loop:
         raised, returned = (_raised(_livelock(cluster, loop.since), cluster.trace.next_seq,
                                     len(decisions)), None)
+        if loop.start is not None:
+            # The loop's picks, repeated past MAX_DELIVERIES: the schedule string then replays
+            # to the same LivelockError without states (a starving loop deviates every time).
+            cycle = [d.pick for d in decisions[loop.start:]]
+            if any(cycle):
+                cluster.__dict__["_explore_loop"] = cycle * (MAX_DELIVERIES // len(cycle) + 1)
     except Exception as exc:  # noqa: BLE001 - raised while draining (a task's call, a check)
         if raised is None:
             raised, returned = _raised(exc, cluster.trace.next_seq, len(decisions)), None
@@ -806,7 +816,7 @@ class _States:
 
 
 def _visit(states: _States, cluster: Cluster, progress: list, sleep: frozenset,
-           delayed: set[int], mine: dict, replayed: bool = False) -> None:
+           delayed: set[int], mine: dict, at: int, replayed: bool = False) -> None:
     """At a decision of the depth-first search: report a loop (:class:`_Livelock`) if this very
     run was in this state before with the same delayed messages in flight and no more delays
     spent — the picks between can be repeated for ever within the bound, as the search
@@ -827,8 +837,8 @@ def _visit(states: _States, cluster: Cluster, progress: list, sleep: frozenset,
     spent = len(delayed)
     loop = mine.get((system, late, spent))
     if loop is not None:
-        raise _Livelock(loop)
-    mine[system, late, spent] = trace.next_seq
+        raise _Livelock(*loop)
+    mine[system, late, spent] = (trace.next_seq, at)
     if replayed:
         return
     key = (system, frozenset((rank.get(m, -1), a) for m, a in sleep), late)

@@ -555,3 +555,20 @@ def test_explore_on_a_dask_cluster_finds_what_one_process_finds(inproc):
 def _group_of(failure):
     from jupyter_refs.explore import _group
     return _group(failure.run)
+
+
+def test_a_loop_that_starves_a_message_is_found_with_states_and_replays():
+    """dask#8215's scenario at bound 2: an order that keeps one message back (counted once)
+    while the others go round a loop never ends.  Without states the search walks such
+    orders to MAX_DELIVERIES (twelve minutes here); with them the run that comes back to a
+    state of its own path stops at once, and its schedule — the loop's picks repeated —
+    replays to the same LivelockError."""
+    from jupyter_refs.zoo import RACES
+
+    race = RACES["8215"]
+    result = race.find(bound=2, sample=False, max_schedules=100_000, processes=1)
+    assert result.exhaustive and result.elapsed < 30
+    [loop] = [f for f in result.failures if f.raised and f.raised.name == "LivelockError"]
+    again = replay(race.scenario, loop.schedule)
+    assert again.raised is not None and again.raised.message == loop.raised.message
+    assert {"scenario_raised", "outcome_differs"} <= {n for f in result.failures for n in f.names}
