@@ -1048,9 +1048,11 @@ def explore(scenario: Scenario, protocol: str | ProtocolVariant = "dask",
     and a failure group is the violations' names and the first one's shape, which a run's
     verdict so far and its continuation fix.  Left out, so never pruned on: states inside a
     task's nested call (its Python frame is part of the state) and the random runs (each is
-    an independent sample).  A run that comes back to a state it was in since its prefix
-    goes round that loop for ever under the default picks: it stops there with the
-    ``LivelockError`` the :data:`MAX_DELIVERIES` stop gives.  With ``invariants`` of one's
+    an independent sample).  A run that comes back to a state of its own path (its prefix
+    included) with the same messages delayed and no delay spent since can repeat the picks
+    between for ever within the bound: it stops there with the ``LivelockError`` the
+    :data:`MAX_DELIVERIES` stop gives, its schedule the loop's picks repeated past that stop
+    (so it replays without states).  With ``invariants`` of one's
     own (which may read a key's whole history) nothing is pruned.
     ``tests/test_explore.py`` checks that the exhaustive search finds the same failure groups
     with and without it, on the race zoo and #8576.  ``ExploreResult.states`` counts the
