@@ -216,6 +216,8 @@ class Run:
     returned: str | None = None
     #: The client whose scenario it is, when it has one (a violation of its outcome names it).
     owner: str | None = None
+    #: The states of its path (a search that fingerprints them): the next run's prefix's.
+    path: dict | None = None
 
     @property
     def outcome(self) -> Outcome:
@@ -430,7 +432,7 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
          rng: random.Random | None = None, capacity: int = 100_000, keep_open: bool = False,
          clients: int | None = None, baseline: Outcome | None = None, judge: bool = True,
          invariants: Sequence[Invariant] = (), states: _States | None = None,
-         pct: tuple[int, int] | None = None) -> Run:
+         pct: tuple[int, int] | None = None, path: dict | None = None) -> Run:
     """One run: follow ``prefix``, then the oldest awake message (or ``rng``) at each decision.
 
     At the prefix's last decision the node is re-entered with ``entry_sleep`` asleep and
@@ -441,7 +443,8 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
     """
     decisions: list[_Decision] = []
     progress: list = [0, None]  # user calls begun; the scenario's outcome once it is over
-    policy = _policy(decisions, prefix, strict, entry_sleep, explored, rng, states, progress, pct)
+    policy = _policy(decisions, prefix, strict, entry_sleep, explored, rng, states, progress, pct,
+                     path)
     cluster = Cluster(protocol=protocol, workers=workers, network=policy, trace_capacity=capacity,
                       threads_per_worker=THREADS_PER_WORKER)
     cluster._flush_calls = keep_open  # the checks read the run once, at the end
@@ -478,6 +481,8 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
     run = Run((protocol_name(protocol), fp, workers, n_clients), picks, decisions,
               cluster.trace, violations, cluster, pruned, raised, returned,
               names[0] if len(names) == 1 else None)
+    if states is not None:
+        run.path = policy.path
     if judge:
         _judge(run, baseline)
     return run
@@ -486,7 +491,7 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
 def _policy(decisions: list[_Decision], prefix: Sequence[int], strict: bool,
             entry_sleep: frozenset, explored: frozenset, rng: random.Random | None,
             states: _States | None = None, progress: list | None = None,
-            pct: tuple[int, int] | None = None) -> _Policy:
+            pct: tuple[int, int] | None = None, path: dict | None = None) -> _Policy:
     """The chooser of one run, appending each decision it makes to ``decisions``.
 
     Closures rather than methods: a run makes a decision per delivery with a choice,
@@ -495,7 +500,9 @@ def _policy(decisions: list[_Decision], prefix: Sequence[int], strict: bool,
     sleeping: set[tuple[int, str]] = set()
     last = len(prefix) - 1
     delayed: set[int] = set()  # the messages delayed so far (with ``states`` only)
-    mine: dict = {}  # the states of this run's path, and the trace's next event then
+    # The states of this run's path, and the trace's next event and the decision then: the
+    # prefix's from the run it came from (the same states: a replay is exact).
+    mine: dict = {k: v for k, v in path.items() if v[1] <= last} if path else {}
 
     if rng is not None and not prefix and pct is not None:
         return _Policy(_pct(decisions, rng, *pct), sleeping)
@@ -536,8 +543,9 @@ def _policy(decisions: list[_Decision], prefix: Sequence[int], strict: bool,
                         f"has {len(heads)} deliverable messages, not {pick + 1}"))
                 pick = 0
             entry = entry_sleep if i == last else _EMPTY
-            if states is not None and current_run.get() is None:
-                # The path so far: a state the run comes back to is a loop (see _visit).
+            if states is not None and not path and current_run.get() is None:
+                # The path so far (the previous run's, when given): a state the run comes
+                # back to is a loop (see _visit).
                 _visit(states, policy.cluster, progress, entry, delayed, mine, i, replayed=True)
             base = set(entry_sleep) | set(explored) if i == last else set()
         elif rng is not None:
@@ -563,6 +571,7 @@ def _policy(decisions: list[_Decision], prefix: Sequence[int], strict: bool,
         return heads[pick]
 
     policy = _Policy(choose, sleeping)
+    policy.path = mine
     return policy
 
 
@@ -1263,13 +1272,15 @@ def _pass(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp:
     prefix: list[int] = []
     entry_sleep: frozenset = frozenset()
     tried: frozenset = frozenset()
+    path: dict | None = None
     pruned = 0
     cut = [False]
     while tally.runs < tally.max_schedules:
         in_order = not tally.runs
         run = _run(scenario, protocol, workers, fp, prefix, strict=False, entry_sleep=entry_sleep,
                    explored=tried, baseline=tally.outcome, judge=not in_order,
-                   invariants=invariants, states=states)
+                   invariants=invariants, states=states, path=path)
+        path = run.path
         if in_order:
             # The first run is the in-order one (the oldest message first at every decision):
             # the baseline.  Raised before any decision, no order can avoid it.
