@@ -56,9 +56,11 @@ def main() -> None:
           f"({statistics.median(counts):g} schedules; target < 1 s)")
     result = explore(scatter_race, protocol="fixed", max_schedules=1_000_000, bound=2, sample=False)
     verdict = "no failure" if not result.failures else f"FAILURES: {result.summary()}"
+    states = getattr(result, "states", 0)  # distinct states (not counted before issue 44)
     print(f"fixed: every order within bound 2 = {result.systematic} schedules "
-          f"({result.pruned} pruned by sleep sets), exhausted in {result.elapsed * 1e3:.0f} ms: "
-          f"{verdict}")
+          f"({result.pruned} pruned by sleep sets and states, {states:,} distinct states, "
+          f"{states / result.elapsed:,.0f} states/s), exhausted in "
+          f"{result.elapsed * 1e3:.0f} ms: {verdict}")
 
 
 if __name__ == "__main__":

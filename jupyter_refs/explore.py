@@ -53,7 +53,8 @@ import re
 import sys
 import time
 import traceback
-from collections import Counter
+import types
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,7 +63,7 @@ from . import arguments, interrupts
 from .beliefs import Beliefs
 from .checks import Invariant, Violation, invariant_name
 from .checks import judge as judge_invariants
-from .cluster import Cluster
+from .cluster import Cluster, current_run
 from .errors import ArgumentTypeError, ArgumentValueError, JupyterRefsError, LivelockError
 from .network import Chooser
 from .protocol.messages import EXECUTE, Message
@@ -215,6 +216,8 @@ class Run:
     returned: str | None = None
     #: The client whose scenario it is, when it has one (a violation of its outcome names it).
     owner: str | None = None
+    #: The states of its path (a search that fingerprints them): the next run's prefix's.
+    path: dict | None = None
 
     @property
     def outcome(self) -> Outcome:
@@ -387,8 +390,14 @@ class _Stop(BaseException):
 
 
 class _Livelock(BaseException):
-    """Raised inside the network when a run passes :data:`MAX_DELIVERIES` (a ``BaseException``
-    for the reason :class:`_Stop` is one)."""
+    """Raised inside the network when a run passes :data:`MAX_DELIVERIES`, or comes back to a
+    state it was in (``since``: the trace's next event then), past its prefix: its picks are
+    the default ones there, so it would go round that loop for ever (a ``BaseException`` for
+    the reason :class:`_Stop` is one)."""
+
+    def __init__(self, since: int | None = None, start: int | None = None):
+        self.since = since
+        self.start = start  # the decision the loop starts at
 
 
 #: Deliveries after which a run is taken to repeat for ever (see :class:`LivelockError`):
@@ -422,7 +431,8 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
          strict: bool, entry_sleep: frozenset = frozenset(), explored: frozenset = frozenset(),
          rng: random.Random | None = None, capacity: int = 100_000, keep_open: bool = False,
          clients: int | None = None, baseline: Outcome | None = None, judge: bool = True,
-         invariants: Sequence[Invariant] = ()) -> Run:
+         invariants: Sequence[Invariant] = (), states: _States | None = None,
+         pct: tuple[int, int] | None = None, path: dict | None = None) -> Run:
     """One run: follow ``prefix``, then the oldest awake message (or ``rng``) at each decision.
 
     At the prefix's last decision the node is re-entered with ``entry_sleep`` asleep and
@@ -432,21 +442,35 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
     (the in-order run, which is the baseline).
     """
     decisions: list[_Decision] = []
-    policy = _policy(decisions, prefix, strict, entry_sleep, explored, rng)
+    progress: list = [0, None]  # user calls begun; the scenario's outcome once it is over
+    policy = _policy(decisions, prefix, strict, entry_sleep, explored, rng, states, progress, pct,
+                     path)
     cluster = Cluster(protocol=protocol, workers=workers, network=policy, trace_capacity=capacity,
                       threads_per_worker=THREADS_PER_WORKER)
     cluster._flush_calls = keep_open  # the checks read the run once, at the end
+    if states is not None:
+        policy.cluster = cluster
+        begin = cluster._begin_call
+
+        def begin_call(cell: str | None) -> None:
+            progress[0] += 1
+            begin(cell)
+
+        cluster._begin_call = begin_call
     n_clients = _arity(scenario) if clients is None else clients
-    names, pruned, raised, returned = _play(scenario, cluster, n_clients, decisions)
+    names, pruned, raised, returned = _play(scenario, cluster, n_clients, decisions, progress)
     # A deviation past the run's last decision: replayed quietly, the run would pass for the
     # schedule's while being the in-order one.
-    i = next((j for j in range(len(decisions), len(prefix)) if prefix[j]), None) if strict else None
+    # (Not a run stopped as a loop: a starving loop's schedule repeats its picks past the stop.)
+    looped = raised is not None and raised.name == LivelockError.__name__
+    i = (next((j for j in range(len(decisions), len(prefix)) if prefix[j]), None)
+         if strict and not looped else None)
     if i is not None:
         cluster.close()
         raise ScheduleError(f"the schedule does not fit this scenario: it deviates at decision "
                             f"{i} ({i}>{prefix[i]}), but the run makes only {len(decisions)} "
                             "decisions")
-    picks = [d.pick for d in decisions]
+    picks = [d.pick for d in decisions] + cluster.__dict__.pop("_explore_loop", [])
     violations = [] if pruned else cluster.violations
     if invariants and not pruned:
         # Invariants of one's own (checks.judge) after the checks' own: the first violation
@@ -457,13 +481,17 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
     run = Run((protocol_name(protocol), fp, workers, n_clients), picks, decisions,
               cluster.trace, violations, cluster, pruned, raised, returned,
               names[0] if len(names) == 1 else None)
+    if states is not None:
+        run.path = policy.path
     if judge:
         _judge(run, baseline)
     return run
 
 
 def _policy(decisions: list[_Decision], prefix: Sequence[int], strict: bool,
-            entry_sleep: frozenset, explored: frozenset, rng: random.Random | None) -> _Policy:
+            entry_sleep: frozenset, explored: frozenset, rng: random.Random | None,
+            states: _States | None = None, progress: list | None = None,
+            pct: tuple[int, int] | None = None, path: dict | None = None) -> _Policy:
     """The chooser of one run, appending each decision it makes to ``decisions``.
 
     Closures rather than methods: a run makes a decision per delivery with a choice,
@@ -471,7 +499,13 @@ def _policy(decisions: list[_Decision], prefix: Sequence[int], strict: bool,
     """
     sleeping: set[tuple[int, str]] = set()
     last = len(prefix) - 1
+    delayed: set[int] = set()  # the messages delayed so far (with ``states`` only)
+    # The states of this run's path, and the trace's next event and the decision then: the
+    # prefix's from the run it came from (the same states: a replay is exact).
+    mine: dict = {k: v for k, v in path.items() if v[1] <= last} if path else {}
 
+    if rng is not None and not prefix and pct is not None:
+        return _Policy(_pct(decisions, rng, *pct), sleeping)
     if rng is not None and not prefix:
         getrandbits = rng.getrandbits
 
@@ -509,17 +543,26 @@ def _policy(decisions: list[_Decision], prefix: Sequence[int], strict: bool,
                         f"has {len(heads)} deliverable messages, not {pick + 1}"))
                 pick = 0
             entry = entry_sleep if i == last else _EMPTY
+            if states is not None and not path and current_run.get() is None:
+                # The path so far (the previous run's, when given): a state the run comes
+                # back to is a loop (see _visit).
+                _visit(states, policy.cluster, progress, entry, delayed, mine, i, replayed=True)
             base = set(entry_sleep) | set(explored) if i == last else set()
         elif rng is not None:
             pick, entry, base = rng.randrange(len(heads)), _EMPTY, set()
         else:
             entry = frozenset(sleeping)
+            if states is not None and current_run.get() is None:
+                _visit(states, policy.cluster, progress, entry, delayed, mine, len(decisions))
             asleep = {m for m, _ in sleeping}
             pick = next((j for j, h in enumerate(heads) if h.msg_id not in asleep), -1)
             if pick < 0:
                 raise _Stop
             base = sleeping
-        decisions.append(_Decision(heads, pick, entry))
+        decision = _Decision(heads, pick, entry)
+        decisions.append(decision)
+        if states is not None and pick:
+            delayed.update(_skipped(decision, pick))
         actor = _actor(heads[pick])
         # Still asleep below: what commutes with this delivery (another receiver).
         kept = {s for s in base if not _wakes(s[1], actor)}
@@ -527,11 +570,13 @@ def _policy(decisions: list[_Decision], prefix: Sequence[int], strict: bool,
         sleeping.update(kept)
         return heads[pick]
 
-    return _Policy(choose, sleeping)
+    policy = _Policy(choose, sleeping)
+    policy.path = mine
+    return policy
 
 
-def _play(scenario: Scenario, cluster: Cluster, n_clients: int, decisions: list[_Decision]
-          ) -> tuple[list[str], bool, Raised | None, str | None]:
+def _play(scenario: Scenario, cluster: Cluster, n_clients: int, decisions: list[_Decision],
+          progress: list | None = None) -> tuple[list[str], bool, Raised | None, str | None]:
     """Run the scenario on fresh clients, then drain: the clients' names, whether the run was
     pruned (every deliverable message asleep), what the scenario raised, if it did, and what
     it returned otherwise.
@@ -548,6 +593,8 @@ def _play(scenario: Scenario, cluster: Cluster, n_clients: int, decisions: list[
             returned = value_text(scenario(*users))
         except Exception as exc:  # noqa: BLE001 - the scenario's own error: a failure, judged later
             raised = _raised(exc, cluster.trace.next_seq, len(decisions))
+        if progress is not None:
+            progress[1] = Outcome(raised, returned)._key()
         del users
         cluster.step(1 << 62)  # drain: every remaining delivery is a decision too
     except _Stop:
@@ -555,22 +602,31 @@ def _play(scenario: Scenario, cluster: Cluster, n_clients: int, decisions: list[
     except _Abort as abort:
         cluster.close()
         raise abort.error from None
-    except _Livelock:
-        raised, returned = _raised(_livelock(cluster), cluster.trace.next_seq, len(decisions)), None
+    except _Livelock as loop:
+        raised, returned = (_raised(_livelock(cluster, loop.since), cluster.trace.next_seq,
+                                    len(decisions)), None)
+        if loop.start is not None:
+            # The loop's picks, repeated past MAX_DELIVERIES: the schedule string then replays
+            # to the same LivelockError without states (a starving loop deviates every time).
+            cycle = [d.pick for d in decisions[loop.start:]]
+            if any(cycle):
+                cluster.__dict__["_explore_loop"] = cycle * (MAX_DELIVERIES // len(cycle) + 1)
     except Exception as exc:  # noqa: BLE001 - raised while draining (a task's call, a check)
         if raised is None:
             raised, returned = _raised(exc, cluster.trace.next_seq, len(decisions)), None
     return names, pruned, raised, returned
 
 
-def _livelock(cluster: Cluster) -> LivelockError:
-    """What the stopped run kept delivering: the commonest messages of its last thousand."""
+def _livelock(cluster: Cluster, since: int | None = None) -> LivelockError:
+    """What the stopped run kept delivering: the messages of its loop (since it was first in
+    the state it came back to), or of its last thousand deliveries — the same few, in name
+    order, whichever way the loop was noticed, so that both runs fall in one failure group."""
     trace = cluster.trace
-    seen = Counter(f"{e.op}[{e.key}]" for e in trace.events(kind="msg.received",
-                                                          since=max(0, trace.next_seq - 1000)))
-    repeated = ", ".join(f"{what} ×{n}" for what, n in seen.most_common(4))
-    return LivelockError(f"the run delivered {MAX_DELIVERIES:,} messages and went on repeating "
-                         f"{repeated}: this order never lets the scenario finish")
+    start = max(0, trace.next_seq - 1000) if since is None else since
+    seen = sorted({f"{e.op}[{e.key}]" for e in trace.events(kind="msg.received", since=start)})
+    repeated = ", ".join(seen[:6]) + (", …" if len(seen) > 6 else "")
+    return LivelockError(f"the run went on repeating {repeated}: this order never lets the "
+                         "scenario finish")
 
 
 #: Threads per worker in every explored run: fixed, not the machine's cores, so that a
@@ -587,6 +643,7 @@ class _Policy(Chooser):
         super().__init__(choose)
         self.sleeping = sleeping
         self.left = MAX_DELIVERIES
+        self.cluster: Cluster | None = None  # set when the run fingerprints its states
 
     def next(self, network: Any, now_ns: int) -> tuple[Message, int] | None:
         self.left -= 1
@@ -606,6 +663,199 @@ def _arity(scenario: Scenario) -> int:
     params = [p for p in inspect.signature(scenario).parameters.values()
               if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     return max(1, len(params))
+
+
+# -- states ---------------------------------------------------------------------------------------
+
+#: Integers that are identities, not quantities: message and run ids (incarnations), call and
+#: future counters, generations, done order.  A state holds them renumbered by rank within
+#: their family, so two runs that reach one state by different orders — and so allocated
+#: different numbers — fingerprint alike, while every comparison the actors make between
+#: two ids (equality, which is newer) reads the same on the ranks.
+_ID_FAMILIES = {
+    "msg_id": "msg", "_incarnation": "inc", "incarnation": "inc", "run_id": "inc",
+    "_call": "call", "_calls": "call", "_runs": "run", "_future_ids": "future",
+    "gen": "gen", "_gens": "gen", "_gen_floor": "gen", "_released_gens": "gen",
+    "done_seq": "done", "_done": "done", "who_has": "inc", "puts": "inc", "held": "inc",
+    "copies": "inc", "incarnations": "inc",
+}
+#: What a state leaves out: constants of the run (the protocol, the recorder, the driver's
+#: hooks) and what only names a stimulus for the trace (``stimulus_id``, send times).
+_NOT_STATE = frozenset({"variant", "record", "_bind", "on_done", "sent_ns", "stimulus_id",
+                        "_streams", "_stream", "trace"})
+_SCALARS = (str, bytes, int, float, bool, type(None))
+
+
+def _canon(obj: Any, family: str | None, ids: list, memo: dict) -> Any:
+    """``obj`` as nested tuples: containers in a canonical order, ids marked for ranking."""
+    kind = type(obj)
+    if kind is str:
+        return _RANDOM.sub(memo[_NAMES_AT], obj) if len(obj) >= 32 else obj
+    if kind is int:
+        if family is not None:
+            ids.append((family, obj))
+            return ("#", family, obj)
+        return obj
+    if kind is dict:
+        if not obj:
+            return _EMPTY_DICT
+        items = []
+        for k, v in obj.items():
+            if type(k) is str:
+                if k in _NOT_STATE:
+                    continue
+                if k == "_next_worker":  # the scheduler's round robin: read modulo its workers
+                    v %= max(1, len(obj.get("workers", ())))
+                items.append((_RANDOM.sub(memo[_NAMES_AT], k) if len(k) >= 32 else k,
+                              _canon(v, family or _ID_FAMILIES.get(k), ids, memo)))
+            else:
+                items.append((_canon(k, None, ids, memo), _canon(v, family, ids, memo)))
+        try:
+            items.sort()
+        except TypeError:
+            items.sort(key=repr)
+        return ("{", *items)
+    if kind is list or kind is tuple or kind is deque:
+        return ("[", *[_canon(v, family, ids, memo) for v in obj])
+    if kind is set or kind is frozenset:
+        if not obj:
+            return _EMPTY_SET
+        members = [_canon(v, family, ids, memo) for v in obj]
+        try:
+            members.sort()
+        except TypeError:
+            members.sort(key=repr)
+        return ("(", *members)
+    if isinstance(obj, _SCALARS):
+        return obj
+    if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType, type)):
+        return ("f", getattr(obj, "__module__", None), getattr(obj, "__qualname__", None))
+    if isinstance(obj, (types.MethodType, functools.partial)):
+        return ("m", type(obj).__name__)
+    seen = memo.get(id(obj))
+    if seen is not None:
+        return ("@", seen)  # an object met before in this state (the worker's own client)
+    memo[id(obj)] = len(memo)
+    fields = getattr(obj, "__dict__", None)
+    if fields is None:
+        slots = getattr(kind, "__slots__", None)
+        if slots is None:
+            return ("r", _RANDOM.sub(memo[_NAMES_AT], repr(obj)))
+        fields = {s: getattr(obj, s, None) for s in slots}
+    return (kind.__qualname__, _canon(fields, None, ids, memo))
+
+
+_NAMES_AT = "names"  # where ``_canon``'s memo keeps the renaming of random key parts
+_EMPTY_DICT = ("{",)
+_EMPTY_SET = ("(",)
+
+
+def state_of(cluster: Cluster) -> str:
+    """The cluster's state as a canonical text: what :func:`state_digest` hashes.
+
+    Covers every actor (scheduler, workers, every client: every attribute but the run's
+    constants, see :data:`_NOT_STATE`), every channel's messages in order (sender,
+    receiver, op, keys, payload, and the age rank of each message in flight), and the
+    futures dropped but not yet released.  Ids are ranked within their family
+    (:data:`_ID_FAMILIES`) and random key parts (``uuid4``, 32-digit tokens) renamed by
+    their futures' creation order (:func:`_random_names`).
+    """
+    ids: list = []
+    memo: dict = {_NAMES_AT: _random_names(cluster)}
+    actors = cluster._actors
+    parts: list = [("actor", name, _canon(actors[name], None, ids, memo)) for name in sorted(actors)]
+    network = cluster._network
+    for name in sorted(network._channels):
+        queue = network._channels[name]
+        if queue:
+            # A channel of its own (an RPC's, a task run's) is numbered: ``run:worker:0#3``.
+            base, hash_, number = name.rpartition("#")
+            if hash_ and number.isdigit():
+                ids.append(("chan", int(number)))
+                name = (base, ("#", "chan", int(number)))
+            parts.append(("channel", name, *((m.sender, m.receiver, m.op,
+                                              _canon(m.keys, None, ids, memo),
+                                              ("#", "msg", m.msg_id),
+                                              _canon(m.payload, None, ids, memo)) for m in queue)))
+            ids.extend(("msg", m.msg_id) for m in queue)
+    parts.append(("drops", *((c.name, k) for c, k, _ in cluster._drops)))
+    ranks: dict[tuple, int] = {}
+    counts: Counter = Counter()
+    for family, value in sorted(set(ids)):
+        ranks[family, value] = counts[family]
+        counts[family] += 1
+    text = repr(parts)
+    return _ID_MARK.sub(lambda m: f"#{ranks[m[1], int(m[2])]}", text) if ranks else text
+
+
+def _random_names(cluster: Cluster) -> Callable[[re.Match], str]:
+    """The renaming of random key parts (uuid4, 32-digit tokens) for ``cluster``'s states: each
+    is numbered by when its future was created in the run (``future.created``, in the trace),
+    which the scenario's order of calls decides — a bijection, so two states equal under it
+    are the same up to the keys' random names; a part no future was created for reads ``…``."""
+    cache = cluster.__dict__.setdefault("_explore_names", [0, {}])
+    seen, names = cache
+    trace = cluster.trace
+    if trace.next_seq > seen:
+        for event in trace.events(kind="future.created", since=seen):
+            for part in _RANDOM.findall(event.key or ""):
+                names.setdefault(part, f"~{len(names)}")
+        cache[0] = trace.next_seq
+    return lambda match: names.get(match[0], "…")
+
+
+#: An id as ``_canon`` marks it, in the state's repr: ``('#', 'family', value)``.
+_ID_MARK = re.compile(r"\('#', '(\w+)', (-?\d+)\)")
+
+
+def state_digest(cluster: Cluster) -> bytes:
+    """Eight bytes naming the cluster's state (:func:`state_of`), the same in every process."""
+    return hashlib.blake2b(state_of(cluster).encode(), digest_size=8).digest()
+
+
+class _States:
+    """The states a search has been in: every distinct one (``seen``, what the result
+    reports), and this pass's table of search states with the fewest delays each was
+    reached with (``table``)."""
+
+    def __init__(self) -> None:
+        self.seen: set = set()
+        self.table: dict[tuple, int] = {}
+        self.revisits = 0  # runs stopped at a state explored already
+
+
+def _visit(states: _States, cluster: Cluster, progress: list, sleep: frozenset,
+           delayed: set[int], mine: dict, at: int, replayed: bool = False) -> None:
+    """At a decision of the depth-first search: report a loop (:class:`_Livelock`) if this very
+    run was in this state before with the same delayed messages in flight and no more delays
+    spent — the picks between can be repeated for ever within the bound, as the search
+    without states finds by going on to :data:`MAX_DELIVERIES` — else, at a new decision
+    (not ``replayed``), stop the run (:class:`_Stop`) if its search state was explored
+    already with no more delays spent, and remember it.  See :func:`explore` on what a state
+    is.
+    """
+    trace = cluster.trace
+    trace.flush()  # the checks' verdict so far is part of the state
+    checks = cluster.checks
+    verdict = tuple((v.name, _shape(v.explanation)) for v in checks.violations) if checks else ()
+    system = (state_digest(cluster), progress[0], progress[1], verdict)
+    states.seen.add(system)
+    in_flight = cluster._network.in_flight
+    rank = {m: i for i, m in enumerate(sorted(in_flight))}
+    late = frozenset(rank[m] for m in delayed if m in in_flight)
+    spent = len(delayed)
+    loop = mine.get((system, late, spent))
+    if loop is not None:
+        raise _Livelock(*loop)
+    mine[system, late, spent] = (trace.next_seq, at)
+    if replayed:
+        return
+    key = (system, frozenset((rank.get(m, -1), a) for m, a in sleep), late)
+    before = states.table.get(key)
+    if before is not None and before <= spent:
+        states.revisits += 1
+        raise _Stop
+    states.table[key] = spent
 
 
 # -- results ----------------------------------------------------------------------------------
@@ -670,6 +920,12 @@ class ExploreResult:
     sampled: int  # random runs past the bound
     elapsed: float
     failures: list[Failure] = field(default_factory=list)
+    #: Distinct states the systematic search was in at its decisions (see :func:`explore`;
+    #: 0 with ``prune=False``, whose search does not fingerprint them).
+    states: int = 0
+    #: Runs of the systematic search stopped at a state it had explored already (counted
+    #: in ``pruned`` too).
+    revisited: int = 0
 
     @property
     def systematic(self) -> int:
@@ -681,10 +937,11 @@ class ExploreResult:
         return self.schedules / self.elapsed if self.elapsed else 0.0
 
     def summary(self) -> str:
+        states = f", {self.states:,} distinct states" if self.states else ""
         scope = (f"every order within bound {self.bound} ({self.schedules - self.sampled} "
-                 f"schedules, {self.pruned} pruned)" if self.exhaustive
+                 f"schedules, {self.pruned} pruned{states})" if self.exhaustive
                  else f"{self.schedules - self.sampled} schedules within bound {self.bound} "
-                 "(not exhausted)")
+                 f"(not exhausted{states})")
         sampled = f", then {self.sampled} random" if self.sampled else ""
         found = (f"{len(self.failures)} distinct failure(s); smallest: {self.failures[0].schedule}"
                  if self.failures else "no failure")
@@ -749,7 +1006,8 @@ def explore(scenario: Scenario, protocol: str | ProtocolVariant = "dask",
             sample: bool = True, first: bool = False,
             progress: Callable[[int, int, int], None] | None = None,
             processes: int | None = None,
-            invariants: Sequence[Invariant] = ()) -> ExploreResult:
+            invariants: Sequence[Invariant] = (), prune: bool = True, sampler: str = "pct",
+            depth: int = 3, client: Any = None) -> ExploreResult:
     """Run ``scenario`` under many delivery orders; group the failures, smallest first.
 
     ``sample=False`` stops once the bounded space is exhausted (no random runs);
@@ -761,6 +1019,66 @@ def explore(scenario: Scenario, protocol: str | ProtocolVariant = "dask",
     ``name`` goes into the schedule strings; ``replay`` then needs the same variant).
     ``invariants`` are functions of one's own that judge each run beside the checks (see
     :func:`jupyter_refs.checks.judge`): a run one of them flags fails, named after it.
+
+    **States** (``prune=True``, the default).  At every new decision of the depth-first
+    search (past the replayed prefix, and not inside a task's own nested call) the run's
+    *state* is fingerprinted, and a run that reaches a search state explored already stops
+    there (``pruned``; ``ExploreResult.revisited`` counts them), as DSLabs' search does.  A
+    state is:
+
+    * every actor — the scheduler, each worker, each client (the worker's own client too) —
+      every attribute but the run's constants (its protocol variant, its event recorder, the
+      driver's hooks) and the stimulus names kept for the trace (:func:`state_of`);
+    * every channel's messages, in order: sender, receiver, op, keys, payload, and each
+      message's age among those in flight (which head is oldest decides the default pick and
+      what a pick delays);
+    * the futures dropped and not released yet;
+    * the scenario's point: the user calls begun so far (a call of a task's nested client
+      included) and, once it is over, its outcome (what it returned, or its exception's type
+      and message shape);
+    * the checks' verdict so far: each violation's name and explanation shape (the trace is
+      flushed to the checks there, so the run's verdict, read at the end, is what it was).
+
+    Canonical: message ids, run ids (incarnations), call and future counters, generations
+    and numbered channels are replaced by their rank within their kind, so orders that
+    allocated different numbers compare equal while every comparison the actors make (equal,
+    newer) reads the same; random key parts (uuid4, 32-digit tokens) are renamed by the
+    order their futures were created in the run (a bijection, :func:`_random_names`); the
+    scheduler's round robin is kept modulo its workers.  Beside the state, a *search* state
+    holds the run's sleep set and which messages in flight it delayed already, and is pruned
+    only when reached before with no more delays spent — so the earlier visit explored every
+    continuation this one could within the pass's bound.  (Each pass of the iterative
+    deepening starts a fresh table.)
+
+    Why it is sound: the actors are sans-IO state machines, so what the cluster does from a
+    state depends on nothing else; the scenario is at the same call with the same responses
+    from the cluster (its futures' states are in the client's state) — the assumption
+    ``replay`` already makes, that a scenario is deterministic given what its calls return;
+    and a failure group is the violations' names and the first one's shape, which a run's
+    verdict so far and its continuation fix.  Left out, so never pruned on: states inside a
+    task's nested call (its Python frame is part of the state) and the random runs (each is
+    an independent sample).  A run that comes back to a state of its own path (its prefix
+    included) with the same messages delayed and no delay spent since can repeat the picks
+    between for ever within the bound: it stops there with the ``LivelockError`` the
+    :data:`MAX_DELIVERIES` stop gives, its schedule the loop's picks repeated past that stop
+    (so it replays without states).  With ``invariants`` of one's
+    own (which may read a key's whole history) nothing is pruned.
+    ``tests/test_explore.py`` checks that the exhaustive search finds the same failure groups
+    with and without it, on the race zoo and #8576.  ``ExploreResult.states`` counts the
+    distinct states the systematic search met.
+
+    **Random runs** (``sampler``): ``"pct"`` (the default) runs PCT, probabilistic
+    concurrency testing over channels (see :func:`_pct`), with 1, 2 … ``depth`` priority
+    change points in turn (depth d = d-1 change points, d from 1 to ``depth``): a bug of
+    depth d <= ``depth`` is found by each run of depth d with probability at least
+    1/(n·k^(d-1)) (n channels, k decisions of the in-order run), so by one run in ``depth``;
+    ``"uniform"`` picks uniformly at every decision, as before.
+
+    **On a dask cluster** (``client``): the random runs are shared among ``client``'s worker
+    threads (each share seeded ``"{seed}/{i}"``, run in the workers' processes); the
+    systematic search stays here, so its failures and groups are the local search's.  The
+    scenario travels by cloudpickle: one that cannot is refused before anything runs, with
+    what cloudpickle said.
     """
     # Every argument is refused before anything runs (arguments.py).
     arguments.scenario(scenario)
@@ -774,6 +1092,13 @@ def explore(scenario: Scenario, protocol: str | ProtocolVariant = "dask",
         arguments.flag(value, name)
     arguments.function(progress, "progress", "a function (done, total, failures)", none=True)
     processes = default_processes() if processes is None else arguments.count(processes, "processes")
+    arguments.flag(prune, "prune")
+    if sampler not in ("pct", "uniform"):
+        raise ArgumentValueError(f"sampler must be 'pct' or 'uniform', not {sampler!r}")
+    arguments.count(depth, "depth")
+    if client is not None:
+        arguments.dask_client(client)
+        picklable(scenario)
     invariants = _invariants(invariants)
     fp = fingerprint(scenario)
     start = time.perf_counter()
@@ -781,7 +1106,8 @@ def explore(scenario: Scenario, protocol: str | ProtocolVariant = "dask",
     gc.disable()  # every run leaves young cycles (a cluster and its actors): collect in bulk
     try:
         return _explore(scenario, protocol, max_schedules, bound, seed, workers, reduce, sample,
-                        first, progress, fp, start, processes, invariants)
+                        first, progress, fp, start, processes, invariants, prune,
+                        depth if sampler == "pct" else 0, client)
     finally:
         if collecting:
             gc.enable()
@@ -891,24 +1217,29 @@ class _Tally:
 def _explore(scenario: Scenario, protocol: str | ProtocolVariant, max_schedules: int, bound: int, seed: int,
              workers: int, reduce: bool, sample: bool, first: bool,
              progress: Callable[[int, int, int], None] | None, fp: str,
-             start: float, processes: int = 1, invariants: tuple = ()) -> ExploreResult:
+             start: float, processes: int = 1, invariants: tuple = (), prune: bool = True,
+             depth: int = 0, client: Any = None) -> ExploreResult:
     """The bounded search, then random runs with what budget is left (shared among processes)."""
     tally = _Tally(max_schedules, progress)
+    states = _States() if prune and reduce and not invariants else None
     exhaustive, pruned = _search(scenario, protocol, workers, fp, bound, reduce, first, tally,
-                                 invariants)
+                                 invariants, states)
     found = first and tally.found()
     left = max_schedules - tally.runs if exhaustive and sample and not found else 0
+    length = len(tally.baseline.picks) if tally.baseline is not None else 1
     sampled = _sample_runs(scenario, protocol, workers, fp, seed, left, first, processes, tally,
-                           invariants)
+                           invariants, (depth, max(1, length)) if depth else None, client)
     tally.settle()
     failures = sorted(tally.groups.values(), key=lambda f: _size(f.run))
     return ExploreResult(getattr(scenario, "__name__", "scenario"), protocol_name(protocol), bound,
                          tally.runs, pruned, exhaustive, sampled, time.perf_counter() - start,
-                         failures)
+                         failures, len(states.seen) if states is not None else 0,
+                         states.revisits if states is not None else 0)
 
 
 def _search(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str, bound: int,
-            reduce: bool, first: bool, tally: _Tally, invariants: tuple = ()) -> tuple[bool, int]:
+            reduce: bool, first: bool, tally: _Tally, invariants: tuple = (),
+            states: _States | None = None) -> tuple[bool, int]:
     """Depth-first over the orders within each bound from 0 up to ``bound``: whether every
     order within ``bound`` was covered, and how many runs the sleep sets pruned.
 
@@ -920,8 +1251,10 @@ def _search(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, f
     """
     pruned = 0
     for b in range(bound + 1):
+        if states is not None:
+            states.table.clear()  # a state's budget is this pass's bound less its delays
         exhaustive, cut, p = _pass(scenario, protocol, workers, fp, b, reduce, first, tally,
-                                   invariants)
+                                   invariants, states)
         pruned += p
         if not exhaustive or (first and tally.found()):
             return False, pruned
@@ -931,21 +1264,23 @@ def _search(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, f
 
 
 def _pass(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str, bound: int,
-          reduce: bool, first: bool, tally: _Tally, invariants: tuple = ()
-          ) -> tuple[bool, bool, int]:
+          reduce: bool, first: bool, tally: _Tally, invariants: tuple = (),
+          states: _States | None = None) -> tuple[bool, bool, int]:
     """One depth-first pass at ``bound``: whether it was exhausted, whether the bound cut an
     order, and how many runs the sleep sets pruned.  A run delaying fewer than ``bound``
     messages was counted by an earlier pass; it is made again only to backtrack from."""
     prefix: list[int] = []
     entry_sleep: frozenset = frozenset()
     tried: frozenset = frozenset()
+    path: dict | None = None
     pruned = 0
     cut = [False]
     while tally.runs < tally.max_schedules:
         in_order = not tally.runs
         run = _run(scenario, protocol, workers, fp, prefix, strict=False, entry_sleep=entry_sleep,
                    explored=tried, baseline=tally.outcome, judge=not in_order,
-                   invariants=invariants)
+                   invariants=invariants, states=states, path=path)
+        path = run.path
         if in_order:
             # The first run is the in-order one (the oldest message first at every decision):
             # the baseline.  Raised before any decision, no order can avoid it.
@@ -974,14 +1309,19 @@ def _pass(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp:
 
 def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str,
                  seed: int, left: int, first: bool, processes: int, tally: _Tally,
-                 invariants: tuple = ()) -> int:
-    """``left`` random runs: a share in each forked helper, the rest here; how many were run.
+                 invariants: tuple = (), pct: tuple[int, int] | None = None,
+                 client: Any = None) -> int:
+    """``left`` random runs: a share in each forked helper (or each thread of ``client``'s
+    dask cluster), the rest here; how many were run.
 
     A helper's failures come back as picks, replayed here so that each has its trace.
     """
+    baseline = tally.outcome
+    if client is not None and left and not first:
+        return _sample_on(client, scenario, protocol, workers, fp, seed, left, tally, invariants,
+                          pct)
     helpers = min(processes - 1, left // _FORK_MIN_RUNS) if not first else 0
     share = left // (helpers + 1)
-    baseline = tally.outcome
     forked: list[tuple[Any, Any]] = []
     try:
         for i in range(1, helpers + 1):
@@ -990,7 +1330,7 @@ def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: i
             shield = interrupts.enter()
             try:
                 forked.append(_fork(scenario, protocol, workers, fp, f"{seed}/{i}", share,
-                                    baseline, invariants))
+                                    baseline, invariants, pct))
             finally:
                 interrupts.leave(shield)
         rng = random.Random(seed)
@@ -998,19 +1338,15 @@ def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: i
         sampled = 0
         while mine > 0 and not (first and tally.found()):
             run = _run(scenario, protocol, workers, fp, [], strict=False, rng=rng,
-                       baseline=baseline, invariants=invariants)
+                       baseline=baseline, invariants=invariants, pct=_depth(pct, sampled))
             sampled += 1
             mine -= 1
             tally.count(run)
         while forked:
             done, same, found = _join(scenario, *forked[0])
             del forked[0]
-            tally.runs += done
-            tally.same += same
-            sampled += done
-            for count, _, picks in found.values():
-                tally.record(_run(scenario, protocol, workers, fp, picks, strict=True,
-                                  baseline=baseline, invariants=invariants), count)
+            sampled += _merge(scenario, protocol, workers, fp, tally, done, same, found,
+                              invariants)
     finally:
         _reap(forked)  # interrupted, or a run raised: no helper outlives the search
     if helpers and tally.progress is not None:
@@ -1018,8 +1354,136 @@ def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: i
     return sampled
 
 
+def _sample_on(client: Any, scenario: Scenario, protocol: str | ProtocolVariant, workers: int,
+               fp: str, seed: int, left: int, tally: _Tally, invariants: tuple,
+               pct: tuple[int, int] | None) -> int:
+    """``left`` random runs on ``client``'s dask cluster: one share per worker thread, seeded
+    ``"{seed}/{i}"`` as forked helpers are, run by :func:`_sample` there; the shares'
+    failures come back as picks and are replayed here, in share order."""
+    threads = sum(client.nthreads().values())
+    if not threads:
+        raise ArgumentValueError("explore(client=…): the client's cluster has no worker")
+    shares = [left // threads + (i < left % threads) for i in range(threads)]
+    baseline = tally.outcome
+    futures = [client.submit(_sample_away, scenario, protocol, workers, fp, f"{seed}/{i + 1}", n,
+                             baseline, invariants, pct, pure=False, key=f"explore-{fp}-{seed}-{i}")
+               for i, n in enumerate(shares) if n]
+    try:
+        results = client.gather(futures)
+    finally:
+        for future in futures:
+            future.release()
+    sampled = 0
+    for n, (same, found) in zip([n for n in shares if n], results, strict=True):
+        sampled += _merge(scenario, protocol, workers, fp, tally, n, same, found, invariants)
+    if tally.progress is not None:
+        tally.progress(tally.runs, tally.max_schedules, len(tally.groups))
+    return sampled
+
+
+def _sample_away(*args: Any) -> tuple[int, dict]:
+    """:func:`_sample` in a dask worker: with the garbage collector paused, as :func:`explore`
+    pauses it here (each run leaves young cycles; collected every 100 runs)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _sample(*args)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def picklable(scenario: Scenario) -> None:
+    """Refuse, with what cloudpickle said, a scenario that cannot travel to a dask cluster's
+    workers (``explore(client=…)`` runs it there)."""
+    try:
+        import cloudpickle
+    except ImportError:  # pragma: no cover - dask brings it
+        raise ArgumentValueError("explore(client=…) needs cloudpickle (pip install cloudpickle)"
+                                 ) from None
+    try:
+        cloudpickle.dumps(scenario)
+    except Exception as exc:  # noqa: BLE001 - any pickling error says the same to the user
+        name = getattr(scenario, "__qualname__", None) or repr(scenario)
+        raise ArgumentValueError(
+            f"explore(client=…) runs the scenario on the dask cluster's workers, so it must be "
+            f"picklable by cloudpickle, and {name} is not: {type(exc).__name__}: "
+            f"{_one_line(exc)} (a scenario that closes over a lock, a file, a live cluster or "
+            "a client cannot travel; explore it without client=)") from None
+
+
+def _merge(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str,
+           tally: _Tally, done: int, same: int, found: dict, invariants: tuple) -> int:
+    """A helper's share counted in: its failures replayed here (exact), each with its count."""
+    tally.runs += done
+    tally.same += same
+    for count, _, picks in found.values():
+        tally.record(_run(scenario, protocol, workers, fp, picks, strict=True,
+                          baseline=tally.outcome, invariants=invariants), count)
+    return done
+
+
+def _depth(pct: tuple[int, int] | None, i: int) -> tuple[int, int] | None:
+    """The PCT depth of a sampler's ``i``-th run: 1, 2, … ``depth`` in turn (see :func:`_pct`)."""
+    return None if pct is None else (1 + i % pct[0], pct[1])
+
+
+def _pct(decisions: list[_Decision], rng: random.Random, depth: int, length: int
+         ) -> Callable[[Sequence[Message]], Message]:
+    """A PCT chooser (Burckhardt et al., "A randomized scheduler with probabilistic guarantees
+    of finding bugs", ASPLOS 2010; Coyote's and Shuttle's ``PCT``), over channels: each channel
+    gets a random priority when its first message is deliverable, and the deliverable head of
+    the highest-priority channel goes; at ``depth - 1`` decisions drawn among the first
+    ``length`` (the in-order run's count), the channel about to go drops below every other,
+    to the 1st … (d-1)th lowest priority.  Past ``2 * length + 20`` decisions the picks are
+    uniform (a fixed priority could keep a loop going that a fair order leaves).
+
+    The depth it covers: an order bug of depth ``d`` — one that ``d`` ordering constraints
+    between messages make happen — is found by one run with probability at least
+    ``1 / (n * k ** (d - 1))``, n the channels used and k the decisions of a run, whatever
+    the scenario's size; uniform picks give no such bound (their chance of a given order of
+    k decisions falls with every decision).
+    """
+    priority: dict[str, float] = {}
+    points = rng.sample(range(max(length, depth - 1)), depth - 1) if depth > 1 else []
+    lows = {point: float(j + 1) for j, point in enumerate(points)}
+    top = float(depth)
+    random_ = rng.random
+    fair = 2 * length + 20
+
+    def best(heads: Sequence[Message]) -> int:
+        pick, high = 0, -1.0
+        for j, head in enumerate(heads):
+            p = priority.get(head.channel)
+            if p is None:
+                p = priority[head.channel] = top + random_()
+            if p > high:
+                pick, high = j, p
+        return pick
+
+    def choose(heads: Sequence[Message]) -> Message:
+        i = len(decisions)
+        if i >= fair:
+            # Past the in-order run's length twice over: fair (uniform) picks, as Coyote's PCT
+            # turns fair after its unfair steps — fixed priorities could keep a loop going
+            # that any fair order leaves.
+            pick = rng.randrange(len(heads))
+            decisions.append(_Decision(heads, pick))
+            return heads[pick]
+        pick = best(heads)
+        low = lows.get(i)
+        if low is not None:
+            priority[heads[pick].channel] = low
+            pick = best(heads)
+        decisions.append(_Decision(heads, pick))
+        return heads[pick]
+
+    return choose
+
+
 def _sample(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str, seed: str,
-            n: int, baseline: Outcome | None, invariants: tuple = ()
+            n: int, baseline: Outcome | None, invariants: tuple = (),
+            pct: tuple[int, int] | None = None
             ) -> tuple[int, dict[tuple, tuple[int, tuple, list[int]]]]:
     """``n`` random runs: how many raised as the in-order run did, and per failure group how
     many, and the size and picks of the smallest."""
@@ -1028,7 +1492,7 @@ def _sample(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, f
     same = 0
     for i in range(n):
         run = _run(scenario, protocol, workers, fp, [], strict=False, rng=rng, baseline=baseline,
-                   invariants=invariants)
+                   invariants=invariants, pct=_depth(pct, i))
         same += not run.failed and run.raised is not None
         if run.failed:
             group, size = _group(run), _size(run)
@@ -1042,7 +1506,8 @@ def _sample(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, f
 
 
 def _fork(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str, seed: str, n: int,
-          baseline: Outcome | None, invariants: tuple = ()) -> tuple[Any, Any]:
+          baseline: Outcome | None, invariants: tuple = (), pct: tuple[int, int] | None = None
+          ) -> tuple[Any, Any]:
     """Start ``_sample`` in a forked copy of this process; returns its process and pipe end.
 
     The copy writes nothing (a scenario's prints would repeat once per run) and leaves
@@ -1058,7 +1523,7 @@ def _fork(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp:
         try:
             sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - dies with the process
             send.send(("ok", n, *_sample(scenario, protocol, workers, fp, seed, n, baseline,
-                                         invariants)))
+                                         invariants, pct)))
         except BaseException:  # noqa: BLE001 - reported as a failed helper, never raised here
             code = 1
         finally:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 from helpers import Box, inc, keep, scatter_race
 
@@ -441,6 +443,134 @@ def test_a_run_keeps_what_the_scenario_returned():
 
     result = explore(gather_after_cancel, protocol="dask", max_schedules=200, processes=1,
                      sample=False)
-    [found] = result.failures
+    found = result.failures[0]  # the smallest (within 200 runs, the states pruned find more)
     assert found.names == ("dangling_future",) and found.run.returned == "[2]"
     assert replay(gather_after_cancel, found.schedule.split(":")[0] + ":").returned == "[]"
+
+
+def _groups(result):
+    from jupyter_refs.explore import _group
+    return {_group(f.run) for f in result.failures}
+
+
+@pytest.mark.parametrize("name, bound", [("8576", 2), ("7498", 2), ("8215", 1), ("scatter_race", 2),
+                                         ("resubmit", 2)])
+def test_pruning_on_states_finds_the_failures_the_plain_search_finds(name, bound):
+    """A state explored already is not explored again (explore's docstring says what a state
+    covers): the exhaustive search finds the same failure groups with and without it, in no
+    more runs.  (dask#8215's scenario at bound 2 takes the plain search twelve minutes of
+    livelocks, each run to MAX_DELIVERIES; bound 1 here.)"""
+    from jupyter_refs.zoo import RACES
+    scenario = {"scatter_race": scatter_race, "resubmit": resubmit_while_its_result_travels
+                }.get(name) or RACES[name].scenario
+    protocol = RACES[name].found_under if name in RACES else "dask"
+    kwargs = dict(protocol=protocol, bound=bound, max_schedules=100_000, processes=1,
+                  sample=False)
+    pruned = explore(scenario, **kwargs)
+    plain = explore(scenario, prune=False, **kwargs)
+    assert pruned.exhaustive and plain.exhaustive
+    assert pruned.failures and _groups(pruned) == _groups(plain)
+    assert pruned.states > 0 and plain.states == 0
+    assert pruned.systematic <= plain.systematic
+
+
+def test_a_loop_is_a_livelock_as_soon_as_the_run_comes_back_to_a_state():
+    """With states fingerprinted, a run past its prefix that comes back to a state it was in
+    goes round for ever: it stops there, as the same LivelockError the 10,000-delivery stop
+    gives, and its schedule replays to that error."""
+    kwargs = dict(protocol="dask", bound=2, max_schedules=1000, processes=1, sample=False)
+    fast = explore(resubmit_while_its_result_travels, **kwargs)
+    slow = explore(resubmit_while_its_result_travels, prune=False, **kwargs)
+    loops = [[f for f in r.failures if f.raised and f.raised.name == "LivelockError"]
+             for r in (fast, slow)]
+    assert [len(x) for x in loops] == [1, 1]
+    assert loops[0][0].raised.message == loops[1][0].raised.message
+    again = replay(resubmit_while_its_result_travels, loops[0][0].schedule)
+    assert again.raised is not None and again.raised.message == loops[0][0].raised.message
+
+
+def test_a_state_leaves_out_ids_and_keeps_what_differs():
+    """Two runs of one order have equal states at each decision although their random key parts
+    differ; two different orders that end apart differ."""
+    from jupyter_refs.explore import state_digest
+
+    def seen(picks):
+        digests = []
+        orig = explore_module._visit
+
+        def visit(states, cluster, *args, **kwargs):
+            digests.append(state_digest(cluster))
+            return orig(states, cluster, *args, **kwargs)
+
+        explore_module._visit = visit
+        try:
+            explore_module._run(pure_false_race, "dask", 1, "000000", picks, strict=True,
+                                states=explore_module._States())
+        finally:
+            explore_module._visit = orig
+        return digests
+
+    assert seen([]) == seen([])
+    assert seen([]) != seen([1])
+
+
+explore_module = importlib.import_module("jupyter_refs.explore")
+
+
+def pure_false_race(client):
+    x = client.submit(inc, 1, pure=False)
+    del x
+    client.submit(inc, 2, pure=False)
+
+
+@pytest.mark.dask
+def test_explore_on_a_dask_cluster_finds_what_one_process_finds(inproc):
+    """The random runs go to the cluster's workers in seeded shares; the systematic search stays
+    here, so its failures are the local one's, and the random shares' failures replay here."""
+    import threading
+
+    kwargs = dict(protocol="dask", bound=1, max_schedules=600, seed=3)
+    here = explore(scatter_race, processes=1, **kwargs)
+    there = explore(scatter_race, client=inproc, **kwargs)
+    assert there.schedules == here.schedules == 600 and there.sampled == here.sampled
+    assert _groups(there) >= {g for g, f in zip(map(_group_of, here.failures), here.failures)
+                              if f.run.delays <= 1}
+    again = explore(scatter_race, client=inproc, **kwargs)
+    # The same failures, each with the same smallest schedule.  (Counts are exact on a cluster
+    # of worker processes — benchmarks/bench_explore_dask.py; this in-process cluster runs
+    # the shares beside dask's own threads in this process, and a count may differ by one.)
+    assert [(f.names, f.schedule) for f in again.failures] == \
+        [(f.names, f.schedule) for f in there.failures]
+    for failure in there.failures:
+        assert replay(scatter_race, failure.schedule).failed
+
+    lock = threading.Lock()
+
+    def holds_a_lock(client):
+        with lock:
+            client.scatter(1)
+
+    with pytest.raises(ValueError, match="picklable by cloudpickle, and .*holds_a_lock is not"):
+        explore(holds_a_lock, client=inproc, **kwargs)
+
+
+def _group_of(failure):
+    from jupyter_refs.explore import _group
+    return _group(failure.run)
+
+
+def test_a_loop_that_starves_a_message_is_found_with_states_and_replays():
+    """dask#8215's scenario at bound 2: an order that keeps one message back (counted once)
+    while the others go round a loop never ends.  Without states the search walks such
+    orders to MAX_DELIVERIES (twelve minutes here); with them the run that comes back to a
+    state of its own path stops at once, and its schedule — the loop's picks repeated —
+    replays to the same LivelockError."""
+    from jupyter_refs.zoo import RACES
+
+    race = RACES["8215"]
+    result = race.find(bound=2, sample=False, max_schedules=100_000, processes=1)
+    assert result.exhaustive and result.elapsed < 30
+    [loop] = [f for f in result.failures if f.raised and f.raised.name == "LivelockError"]
+    again = replay(race.scenario, loop.schedule)
+    assert again.raised is not None and again.raised.message == loop.raised.message
+    assert {"scenario_raised", "outcome_differs"} <= {n for f in result.failures for n in f.names}
