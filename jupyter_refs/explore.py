@@ -1360,9 +1360,15 @@ def _sample_on(client: Any, scenario: Scenario, protocol: str | ProtocolVariant,
     """``left`` random runs on ``client``'s dask cluster: one share per worker thread, seeded
     ``"{seed}/{i}"`` as forked helpers are, run by :func:`_sample` there; the shares'
     failures come back as picks and are replayed here, in share order."""
-    threads = sum(client.nthreads().values())
+    nthreads = client.nthreads()
+    threads = sum(nthreads.values())
     if not threads:
         raise ArgumentValueError("explore(client=…): the client's cluster has no worker")
+    if all(str(address).startswith("inproc://") for address in nthreads):
+        # Workers in this process: their threads share this interpreter (its GIL, and the
+        # state every run's clients set, such as dask's default scheduler), so two shares
+        # side by side would neither run faster nor stay replayable.  One share, in order.
+        threads = 1
     shares = [left // threads + (i < left % threads) for i in range(threads)]
     baseline = tally.outcome
     futures = [client.submit(_sample_away, scenario, protocol, workers, fp, f"{seed}/{i + 1}", n,
