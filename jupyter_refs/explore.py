@@ -274,7 +274,7 @@ class Raised:
         return f"{self.name}: {self.message}" if self.message else self.name
 
 
-def _raised(exc: BaseException, seq: int, decisions: int = 0) -> Raised:
+def raised_from(exc: BaseException, seq: int, decisions: int = 0) -> Raised:
     text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     traceback.clear_frames(exc.__traceback__)  # let go of the scenario's futures
     kind = type(exc)
@@ -337,7 +337,7 @@ def _outcome_violation(run: Run, name: str, explanation: str) -> Violation:
     return Violation(name, key, client, first, seq, explanation)
 
 
-def _judge(run: Run, baseline: Outcome | None) -> None:
+def judge_outcome(run: Run, baseline: Outcome | None) -> None:
     """Add the scenario's own outcome to the run's violations where it is a finding.
 
     Without a baseline (a replay), an exception is one, as an order made it.  Against the
@@ -381,7 +381,7 @@ def _judge_baseline(run: Run, other: Run) -> None:
         f"{other.outcome}: the outcome depends on the order of messages."))
 
 
-class _Stop(BaseException):
+class Stop(BaseException):
     """Raised inside the network to abandon a redundant run.
 
     A ``BaseException``: it may be raised while a task runs (a task that waits
@@ -393,7 +393,7 @@ class _Livelock(BaseException):
     """Raised inside the network when a run passes :data:`MAX_DELIVERIES`, or comes back to a
     state it was in (``since``: the trace's next event then), past its prefix: its picks are
     the default ones there, so it would go round that loop for ever (a ``BaseException`` for
-    the reason :class:`_Stop` is one)."""
+    the reason :class:`Stop` is one)."""
 
     def __init__(self, since: int | None = None, start: int | None = None):
         self.since = since
@@ -405,7 +405,7 @@ class _Livelock(BaseException):
 MAX_DELIVERIES = 10_000
 
 
-class _Abort(BaseException):
+class Abort(BaseException):
     """Carries a :class:`ScheduleError` out of a task run, for the same reason."""
 
     def __init__(self, error: ScheduleError):
@@ -438,12 +438,12 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
     At the prefix's last decision the node is re-entered with ``entry_sleep`` asleep and
     ``explored`` already tried; below it, a message stays asleep until a delivery to the
     same receiver (one that may not commute with it) happens.  Its outcome is judged
-    against ``baseline`` (see :func:`_judge`); ``judge=False`` leaves it for the caller
+    against ``baseline`` (see :func:`judge_outcome`); ``judge=False`` leaves it for the caller
     (the in-order run, which is the baseline).
     """
     decisions: list[_Decision] = []
     progress: list = [0, None]  # user calls begun; the scenario's outcome once it is over
-    policy = _policy(decisions, prefix, strict, entry_sleep, explored, rng, states, progress, pct,
+    policy = choosing_policy(decisions, prefix, strict, entry_sleep, explored, rng, states, progress, pct,
                      path)
     cluster = Cluster(protocol=protocol, workers=workers, network=policy, trace_capacity=capacity,
                       threads_per_worker=THREADS_PER_WORKER)
@@ -457,7 +457,7 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
             begin(cell)
 
         cluster._begin_call = begin_call
-    n_clients = _arity(scenario) if clients is None else clients
+    n_clients = scenario_arity(scenario) if clients is None else clients
     names, pruned, raised, returned = _play(scenario, cluster, n_clients, decisions, progress)
     # A deviation past the run's last decision: replayed quietly, the run would pass for the
     # schedule's while being the in-order one.
@@ -484,11 +484,11 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
     if states is not None:
         run.path = policy.path
     if judge:
-        _judge(run, baseline)
+        judge_outcome(run, baseline)
     return run
 
 
-def _policy(decisions: list[_Decision], prefix: Sequence[int], strict: bool,
+def choosing_policy(decisions: list[_Decision], prefix: Sequence[int], strict: bool,
             entry_sleep: frozenset, explored: frozenset, rng: random.Random | None,
             states: _States | None = None, progress: list | None = None,
             pct: tuple[int, int] | None = None, path: dict | None = None) -> _Policy:
@@ -529,7 +529,7 @@ def _policy(decisions: list[_Decision], prefix: Sequence[int], strict: bool,
             head = heads[0]
             if sleeping:
                 if any(m == head.msg_id for m, _ in sleeping):
-                    raise _Stop
+                    raise Stop
                 actor = _actor(head)
                 sleeping.difference_update([s for s in sleeping if _wakes(s[1], actor)])
             return head
@@ -538,7 +538,7 @@ def _policy(decisions: list[_Decision], prefix: Sequence[int], strict: bool,
             pick = prefix[i]
             if pick >= len(heads):
                 if strict:
-                    raise _Abort(ScheduleError(
+                    raise Abort(ScheduleError(
                         f"the schedule does not fit this scenario: decision {i} ({i}>{pick}) "
                         f"has {len(heads)} deliverable messages, not {pick + 1}"))
                 pick = 0
@@ -557,7 +557,7 @@ def _policy(decisions: list[_Decision], prefix: Sequence[int], strict: bool,
             asleep = {m for m, _ in sleeping}
             pick = next((j for j, h in enumerate(heads) if h.msg_id not in asleep), -1)
             if pick < 0:
-                raise _Stop
+                raise Stop
             base = sleeping
         decision = _Decision(heads, pick, entry)
         decisions.append(decision)
@@ -592,18 +592,18 @@ def _play(scenario: Scenario, cluster: Cluster, n_clients: int, decisions: list[
         try:
             returned = value_text(scenario(*users))
         except Exception as exc:  # noqa: BLE001 - the scenario's own error: a failure, judged later
-            raised = _raised(exc, cluster.trace.next_seq, len(decisions))
+            raised = raised_from(exc, cluster.trace.next_seq, len(decisions))
         if progress is not None:
             progress[1] = Outcome(raised, returned)._key()
         del users
         cluster.step(1 << 62)  # drain: every remaining delivery is a decision too
-    except _Stop:
+    except Stop:
         pruned = True
-    except _Abort as abort:
+    except Abort as abort:
         cluster.close()
         raise abort.error from None
     except _Livelock as loop:
-        raised, returned = (_raised(_livelock(cluster, loop.since), cluster.trace.next_seq,
+        raised, returned = (raised_from(_livelock(cluster, loop.since), cluster.trace.next_seq,
                                     len(decisions)), None)
         if loop.start is not None:
             # The loop's picks, repeated past MAX_DELIVERIES: the schedule string then replays
@@ -613,7 +613,7 @@ def _play(scenario: Scenario, cluster: Cluster, n_clients: int, decisions: list[
                 cluster.__dict__["_explore_loop"] = cycle * (MAX_DELIVERIES // len(cycle) + 1)
     except Exception as exc:  # noqa: BLE001 - raised while draining (a task's call, a check)
         if raised is None:
-            raised, returned = _raised(exc, cluster.trace.next_seq, len(decisions)), None
+            raised, returned = raised_from(exc, cluster.trace.next_seq, len(decisions)), None
     return names, pruned, raised, returned
 
 
@@ -659,7 +659,7 @@ class _Policy(Chooser):
 
 
 @functools.lru_cache(maxsize=64)
-def _arity(scenario: Scenario) -> int:
+def scenario_arity(scenario: Scenario) -> int:
     params = [p for p in inspect.signature(scenario).parameters.values()
               if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     return max(1, len(params))
@@ -830,7 +830,7 @@ def _visit(states: _States, cluster: Cluster, progress: list, sleep: frozenset,
     run was in this state before with the same delayed messages in flight and no more delays
     spent — the picks between can be repeated for ever within the bound, as the search
     without states finds by going on to :data:`MAX_DELIVERIES` — else, at a new decision
-    (not ``replayed``), stop the run (:class:`_Stop`) if its search state was explored
+    (not ``replayed``), stop the run (:class:`Stop`) if its search state was explored
     already with no more delays spent, and remember it.  See :func:`explore` on what a state
     is.
     """
@@ -854,7 +854,7 @@ def _visit(states: _States, cluster: Cluster, progress: list, sleep: frozenset,
     before = states.table.get(key)
     if before is not None and before <= spent:
         states.revisits += 1
-        raise _Stop
+        raise Stop
     states.table[key] = spent
 
 
@@ -1142,7 +1142,7 @@ def _names(run: Run) -> tuple[str, ...]:
     return tuple(dict.fromkeys(v.name for v in run.violations))
 
 
-class _Tally:
+class Tally:
     """The runs counted so far and the failure groups, each keeping its smallest run."""
 
     def __init__(self, max_schedules: int, progress: Callable[[int, int, int], None] | None):
@@ -1207,7 +1207,7 @@ class _Tally:
             self.groups[group] = Failure(_names(run), tuple(_overtakes(run)), run, count)
             return
         known.count += count
-        if _size(run) < _size(known.run):
+        if run_size(run) < run_size(known.run):
             run, known.run = known.run, run
             known.overtakes = tuple(_overtakes(known.run))
             known.names = _names(known.run)
@@ -1220,7 +1220,7 @@ def _explore(scenario: Scenario, protocol: str | ProtocolVariant, max_schedules:
              start: float, processes: int = 1, invariants: tuple = (), prune: bool = True,
              depth: int = 0, client: Any = None) -> ExploreResult:
     """The bounded search, then random runs with what budget is left (shared among processes)."""
-    tally = _Tally(max_schedules, progress)
+    tally = Tally(max_schedules, progress)
     states = _States() if prune and reduce and not invariants else None
     exhaustive, pruned = _search(scenario, protocol, workers, fp, bound, reduce, first, tally,
                                  invariants, states)
@@ -1230,7 +1230,7 @@ def _explore(scenario: Scenario, protocol: str | ProtocolVariant, max_schedules:
     sampled = _sample_runs(scenario, protocol, workers, fp, seed, left, first, processes, tally,
                            invariants, (depth, max(1, length)) if depth else None, client)
     tally.settle()
-    failures = sorted(tally.groups.values(), key=lambda f: _size(f.run))
+    failures = sorted(tally.groups.values(), key=lambda f: run_size(f.run))
     return ExploreResult(getattr(scenario, "__name__", "scenario"), protocol_name(protocol), bound,
                          tally.runs, pruned, exhaustive, sampled, time.perf_counter() - start,
                          failures, len(states.seen) if states is not None else 0,
@@ -1238,7 +1238,7 @@ def _explore(scenario: Scenario, protocol: str | ProtocolVariant, max_schedules:
 
 
 def _search(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str, bound: int,
-            reduce: bool, first: bool, tally: _Tally, invariants: tuple = (),
+            reduce: bool, first: bool, tally: Tally, invariants: tuple = (),
             states: _States | None = None) -> tuple[bool, int]:
     """Depth-first over the orders within each bound from 0 up to ``bound``: whether every
     order within ``bound`` was covered, and how many runs the sleep sets pruned.
@@ -1264,7 +1264,7 @@ def _search(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, f
 
 
 def _pass(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str, bound: int,
-          reduce: bool, first: bool, tally: _Tally, invariants: tuple = (),
+          reduce: bool, first: bool, tally: Tally, invariants: tuple = (),
           states: _States | None = None) -> tuple[bool, bool, int]:
     """One depth-first pass at ``bound``: whether it was exhausted, whether the bound cut an
     order, and how many runs the sleep sets pruned.  A run delaying fewer than ``bound``
@@ -1300,7 +1300,7 @@ def _pass(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp:
         if run.raised is not None and run.raised.name == LivelockError.__name__:
             # Every order inside the loop loops too: go on from the prefix's own siblings.
             del run.decisions[len(prefix):]
-        nxt = _backtrack(run, bound, reduce, cut)
+        nxt = backtrack(run, bound, reduce, cut)
         if nxt is None:
             return True, cut[0], pruned
         prefix, entry_sleep, tried = nxt
@@ -1308,7 +1308,7 @@ def _pass(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp:
 
 
 def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str,
-                 seed: int, left: int, first: bool, processes: int, tally: _Tally,
+                 seed: int, left: int, first: bool, processes: int, tally: Tally,
                  invariants: tuple = (), pct: tuple[int, int] | None = None,
                  client: Any = None) -> int:
     """``left`` random runs: a share in each forked helper (or each thread of ``client``'s
@@ -1355,7 +1355,7 @@ def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: i
 
 
 def _sample_on(client: Any, scenario: Scenario, protocol: str | ProtocolVariant, workers: int,
-               fp: str, seed: int, left: int, tally: _Tally, invariants: tuple,
+               fp: str, seed: int, left: int, tally: Tally, invariants: tuple,
                pct: tuple[int, int] | None) -> int:
     """``left`` random runs on ``client``'s dask cluster: one share per worker thread, seeded
     ``"{seed}/{i}"`` as forked helpers are, run by :func:`_sample` there; the shares'
@@ -1419,7 +1419,7 @@ def picklable(scenario: Scenario) -> None:
 
 
 def _merge(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str,
-           tally: _Tally, done: int, same: int, found: dict, invariants: tuple) -> int:
+           tally: Tally, done: int, same: int, found: dict, invariants: tuple) -> int:
     """A helper's share counted in: its failures replayed here (exact), each with its count."""
     tally.runs += done
     tally.same += same
@@ -1501,7 +1501,7 @@ def _sample(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, f
                    invariants=invariants, pct=_depth(pct, i))
         same += not run.failed and run.raised is not None
         if run.failed:
-            group, size = _group(run), _size(run)
+            group, size = _group(run), run_size(run)
             count, best, picks = found.get(group, (0, None, []))
             found[group] = ((count + 1, size, run.picks) if best is None or size < best
                             else (count + 1, best, picks))
@@ -1570,7 +1570,7 @@ def _join(scenario: Scenario, process: Any, receive: Any) -> tuple[int, int, dic
     return done, same, found
 
 
-def _size(run: Run) -> tuple[int, int, int]:
+def run_size(run: Run) -> tuple[int, int, int]:
     """Smaller is simpler: fewer delayed messages, fewer deviations, a shorter run."""
     return (run.delays, run.deviations, len(run.picks))
 
@@ -1581,7 +1581,7 @@ def _skipped(d: _Decision, pick: int) -> set[int]:
     return {h.msg_id for h in d.heads[:pick] if h.msg_id not in asleep}
 
 
-def _backtrack(run: Run, bound: int, reduce: bool = True, cut: list[bool] | None = None
+def backtrack(run: Run, bound: int, reduce: bool = True, cut: list[bool] | None = None
                ) -> tuple[list[int], frozenset, frozenset] | None:
     """The next run in depth-first order: its prefix, and its last node's sleep and explored sets.
 
@@ -1647,7 +1647,7 @@ def replay(scenario: Scenario, schedule: str, workers: int | None = None,
     if workers is not None and workers != parsed.workers:
         raise ScheduleError(f"schedule {schedule} was recorded with {parsed.workers} worker(s), "
                             f"not {workers}")
-    arity = _arity(scenario)
+    arity = scenario_arity(scenario)
     if parsed.clients != arity:
         raise ScheduleError(f"schedule {schedule} was recorded with {parsed.clients} client(s); "
                             f"this scenario takes {arity}")

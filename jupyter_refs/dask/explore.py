@@ -41,22 +41,22 @@ from ..explore import (
     OUTCOME_DIFFERS,
     SCENARIO_RAISED,
     THREADS_PER_WORKER,
+    Abort,
     ExploreResult,
     Failure,
     Run,
     ScenarioError,
     ScheduleError,
-    _Abort,
-    _arity,
-    _backtrack,
-    _judge,
-    _policy,
-    _raised,
-    _size,
-    _Stop,
-    _Tally,
+    Stop,
+    Tally,
+    backtrack,
+    choosing_policy,
     fingerprint,
+    judge_outcome,
     parse_schedule,
+    raised_from,
+    run_size,
+    scenario_arity,
     value_text,
 )
 from ..promises import BY_NAME
@@ -268,7 +268,7 @@ def _run(scenario: Callable[..., Any], workers: int, fp: str, prefix: Sequence[i
          keep_open: bool = False) -> Run:
     """One run on a fresh real cluster: follow ``prefix``, then the oldest awake message."""
     decisions: list = []
-    policy = _policy(decisions, prefix, strict, entry_sleep, explored, rng)
+    policy = choosing_policy(decisions, prefix, strict, entry_sleep, explored, rng)
     choose, sleeping = policy.choose, policy.sleeping
 
     def chooser(heads: Sequence[SimMessage]) -> SimMessage:
@@ -276,7 +276,7 @@ def _run(scenario: Callable[..., Any], workers: int, fp: str, prefix: Sequence[i
             return heads[0]
         return choose(list(heads))
 
-    n_clients = _arity(scenario)
+    n_clients = scenario_arity(scenario)
     sim = SimCluster(chooser, workers=workers, clients=n_clients,
                      threads_per_worker=THREADS_PER_WORKER, max_deliveries=MAX_DELIVERIES)
     verdict = _Judge(sim)
@@ -287,18 +287,18 @@ def _run(scenario: Callable[..., Any], workers: int, fp: str, prefix: Sequence[i
         try:
             returned = value_text(sim.play(scenario))
         except Exception as exc:  # noqa: BLE001 - the scenario's own error: judged below
-            raised = _raised(exc, len(sim.trace), len(decisions))
+            raised = raised_from(exc, len(sim.trace), len(decisions))
         sim.drain()
-    except _Stop:
+    except Stop:
         pruned = True
-    except _Abort as abort:
+    except Abort as abort:
         sim.close(fast=True)
         raise abort.error from None
     except LivelockError as exc:  # the drain went on for ever: that is the run's outcome
-        raised, returned = _raised(exc, len(sim.trace), len(decisions)), None
+        raised, returned = raised_from(exc, len(sim.trace), len(decisions)), None
     except Exception as exc:  # noqa: BLE001 - raised while draining
         if raised is None:
-            raised, returned = _raised(exc, len(sim.trace), len(decisions)), None
+            raised, returned = raised_from(exc, len(sim.trace), len(decisions)), None
     i = next((j for j in range(len(decisions), len(prefix)) if prefix[j]), None) if strict else None
     if i is not None:
         sim.close(fast=True)
@@ -323,7 +323,7 @@ def _run(scenario: Callable[..., Any], workers: int, fp: str, prefix: Sequence[i
     else:
         sim.close(fast=True)
     if judge:
-        _judge(run, baseline)
+        judge_outcome(run, baseline)
     return run
 
 
@@ -331,7 +331,7 @@ def _run(scenario: Callable[..., Any], workers: int, fp: str, prefix: Sequence[i
 
 
 def _search(scenario: Callable[..., Any], workers: int, fp: str, bound: int, reduce: bool,
-            first: bool, tally: _Tally) -> tuple[bool, int]:
+            first: bool, tally: Tally) -> tuple[bool, int]:
     pruned = 0
     for b in range(bound + 1):
         exhaustive, cut, p = _pass(scenario, workers, fp, b, reduce, first, tally)
@@ -344,7 +344,7 @@ def _search(scenario: Callable[..., Any], workers: int, fp: str, bound: int, red
 
 
 def _pass(scenario: Callable[..., Any], workers: int, fp: str, bound: int, reduce: bool,
-          first: bool, tally: _Tally) -> tuple[bool, bool, int]:
+          first: bool, tally: Tally) -> tuple[bool, bool, int]:
     prefix: list[int] = []
     entry_sleep: frozenset = frozenset()
     tried: frozenset = frozenset()
@@ -372,7 +372,7 @@ def _pass(scenario: Callable[..., Any], workers: int, fp: str, bound: int, reduc
         if run.raised is not None and run.raised.name == LivelockError.__name__:
             # Every order inside the loop loops too: go on from the prefix's own siblings.
             del run.decisions[len(prefix):]
-        nxt = _backtrack(run, bound, reduce, cut)
+        nxt = backtrack(run, bound, reduce, cut)
         if nxt is None:
             return True, cut[0], pruned
         prefix, entry_sleep, tried = nxt
@@ -423,7 +423,7 @@ def explore_dask(scenario: Callable[..., Any], max_schedules: int = 1_000, bound
     collecting = gc.isenabled()
     gc.disable()
     try:
-        tally = _Tally(max_schedules, progress)
+        tally = Tally(max_schedules, progress)
         exhaustive, pruned = _search(scenario, workers, fp, bound, reduce, first, tally)
         found = first and tally.found()
         left = max_schedules - tally.runs if exhaustive and sample and not found else 0
@@ -438,7 +438,7 @@ def explore_dask(scenario: Callable[..., Any], max_schedules: int = 1_000, bound
             sampled += 1
             left -= 1
         tally.settle()
-        failures = sorted(tally.groups.values(), key=lambda f: _size(f.run))
+        failures = sorted(tally.groups.values(), key=lambda f: run_size(f.run))
         for f in failures:
             f.__class__ = DaskFailure
         return ExploreResult(getattr(scenario, "__name__", "scenario"), protocol_label(), bound,
@@ -465,9 +465,9 @@ def replay_dask(scenario: Callable[..., Any], schedule: str, keep_open: bool = F
         raise ScheduleError(f"schedule {schedule} was recorded for another scenario "
                             f"(fingerprint {parsed.fingerprint}, this one is "
                             f"{fingerprint(scenario)})")
-    if parsed.clients != _arity(scenario):
+    if parsed.clients != scenario_arity(scenario):
         raise ScheduleError(f"schedule {schedule} was recorded with {parsed.clients} client(s); "
-                            f"this scenario takes {_arity(scenario)}")
+                            f"this scenario takes {scenario_arity(scenario)}")
     devs = parsed.deviations
     prefix = [devs.get(i, 0) for i in range(max(devs) + 1 if devs else 0)]
     return _run(scenario, parsed.workers, parsed.fingerprint, prefix, strict=True,
