@@ -64,7 +64,7 @@ if TYPE_CHECKING:
     from .cluster import Cluster
 
 
-def _user_cell() -> str | None:
+def user_cell() -> str | None:
     """``file:line`` of the user's line (``userline.py``): the first frame outside libraries.
 
     Kept per (code, instruction): a frame's line number is found by walking its code's
@@ -121,7 +121,7 @@ class Future(TaskRef):
         self._id = (Future._uid, next(Future._counter))
         self.id = 0
         if client is not None:
-            with client.cluster.call(_user_cell()):
+            with client.cluster.call(user_cell()):
                 fs, _, self.id = client._state.acquire(key, "future")
             self.client, self._fs = client, fs
 
@@ -221,7 +221,7 @@ class Future(TaskRef):
             # The user's line that dropped it (``del x``, a rebinding, ``x.release()``): a
             # drop by ``del`` runs ``__del__`` right there, in the user's frame.
             try:
-                cell = _user_cell()
+                cell = user_cell()
             except ValueError:  # a shallow stack (a finalizer at a thread's start)
                 cell = None
             self.client.cluster.drop(self.client._state, self.key, cell)
@@ -442,17 +442,17 @@ def _pack(obj: Any, deps: dict[str, Future]) -> Any:
     return obj
 
 
-def _futures_in(obj: Any, out: list[Future]) -> None:
+def futures_in(obj: Any, out: list[Future]) -> None:
     """Every future in ``obj`` (through the containers ``_pack`` looks into), in order."""
     typ = type(obj)
     if typ is Future:
         out.append(obj)
     elif typ in CONTAINERS:
         for o in obj:
-            _futures_in(o, out)
+            futures_in(o, out)
     elif typ is dict:
         for o in obj.values():
-            _futures_in(o, out)
+            futures_in(o, out)
 
 
 def _fill(obj: Any, values: Mapping[str, Any]) -> Any:
@@ -764,7 +764,7 @@ class Client(ClusterCalls):
         self._check_open("scatter")
         if asynchronous:
             raise NotModelledError("scatter(asynchronous=True)")
-        cell = _user_cell()
+        cell = user_cell()
         if isinstance(data, range):
             data = list(data)  # dask's: a range scatters as a list
         if isinstance(data, dict):
@@ -841,7 +841,7 @@ class Client(ClusterCalls):
             key = (f"{funcname(func)}-{_token(_tokenized(func), kwargs, *args)}" if pure
                    else self._new_key(funcname(func), False))
         options = self._options(workers, allow_other_workers, retries, priority)
-        return self._submit_many(func, [(key, args, kwargs)], options, "submit", _user_cell(),
+        return self._submit_many(func, [(key, args, kwargs)], options, "submit", user_cell(),
                                  allocated)[0]
 
     @gcscope.served
@@ -873,7 +873,7 @@ class Client(ClusterCalls):
                 keys = [f"{uid}-{i}" for i in range(len(calls))]
         options = self._options(workers, allow_other_workers, retries, priority)
         return self._submit_many(func, [(k, a, kwargs) for k, a in zip(keys, calls)], options,
-                                 "map", _user_cell(), key is None and not pure)
+                                 "map", user_cell(), key is None and not pure)
 
     def _options(self, workers: Any, allow_other_workers: bool, retries: int | None,
                  priority: int) -> dict[str, Any]:
@@ -996,9 +996,9 @@ class Client(ClusterCalls):
             raise NotModelledError("gather(asynchronous=True)")
         if isinstance(futures, Iterator):  # dask: an iterator of the values, one at a time
             return (self.gather(f, errors=errors, timeout=timeout) for f in futures)
-        cell = _user_cell()
+        cell = user_cell()
         flat: list[Future] = []
-        _futures_in(futures, flat)
+        futures_in(futures, flat)
         for f in flat:
             if f.client is None or f._fs is None or f._fs.state == BORROWED:
                 raise _not_initialized()
@@ -1074,7 +1074,7 @@ class Client(ClusterCalls):
         from .coordination import futures_of  # dask's: it looks into collections too
 
         keys = dict.fromkeys(f.key for f in futures_of(futures))
-        with self.cluster.call(_user_cell()) as user_call:
+        with self.cluster.call(user_cell()) as user_call:
             user_call.send(self._state.cancel(iter(keys), force, reason, msg))
 
     def _ask(self, op: str, keys: tuple[str, ...] = (), **payload: Any) -> dict[str, Any]:
@@ -1082,7 +1082,7 @@ class Client(ClusterCalls):
         self._check_open(op)
         replies = self._state.replies
         timeout = payload.get("timeout")
-        with self.cluster.call(_user_cell()) as user_call:
+        with self.cluster.call(user_cell()) as user_call:
             rpc, msgs = self._state.query(op, keys, **payload)
             user_call.send(msgs)
             try:
@@ -1103,7 +1103,7 @@ class Client(ClusterCalls):
         """Which workers hold each key (of ``futures``, or every key)."""
         flat: list[Future] = []
         if futures is not None:
-            _futures_in(futures if not isinstance(futures, Future) else [futures], flat)
+            futures_in(futures if not isinstance(futures, Future) else [futures], flat)
         keys = tuple(dict.fromkeys(f.key for f in flat))
         return self._ask(m.WHO_HAS, keys)["who_has"]
 
@@ -1309,7 +1309,7 @@ class Client(ClusterCalls):
         dep_futures = {f.key: f for f in given.values()}
         # Held keys not sent again, wanted or depended on, keep their reference through the call.
         early = self._hold_first([_key(k) for k in graph if _key(k) not in tasks], "compute")
-        with self.cluster.call(_user_cell()) as user_call:
+        with self.cluster.call(user_cell()) as user_call:
             futures = [given[k] if k in given else early.pop(_key(k), None)
                        or self._future(_key(k), "compute")[0] for k in wanted]
             if tasks:

@@ -21,7 +21,7 @@ from typing import Any
 
 from dask.utils import parse_timedelta
 
-from .client import Client, Future, _futures_in, _user_cell, default_client
+from .client import Client, Future, default_client, futures_in, user_cell
 from .errors import FutureCancelledError, FuturesCancelledError, NotModelledError
 from .protocol import messages as m
 from .protocol.client import CANCELLED, DONE, ERROR, PENDING
@@ -32,7 +32,7 @@ ALL_COMPLETED, FIRST_COMPLETED = "ALL_COMPLETED", "FIRST_COMPLETED"
 
 def _flat(fs: Any) -> list[Future]:
     out: list[Future] = []
-    _futures_in([fs] if isinstance(fs, Future) else list(fs), out)
+    futures_in([fs] if isinstance(fs, Future) else list(fs), out)
     return out
 
 
@@ -66,7 +66,7 @@ def _wait_for(futures: list[Future], done: Any, what: str, timeout: float | None
     client = futures[0].client
     if client is None:
         raise RuntimeError(f"{futures[0]!r} is not bound to a client")
-    with client.cluster.call(_user_cell()) as user_call:
+    with client.cluster.call(user_cell()) as user_call:
         user_call.wait(done, what, timeout, first=first)
 
 

@@ -38,10 +38,10 @@ no_default = "__no_default__"
 
 def _marker(client: Client) -> str:
     """Send the marker on the client's stream; the uid the scheduler waits for."""
-    from .client import _user_cell
+    from .client import user_cell
 
     uid = uuid.uuid4().hex
-    with client.cluster.call(_user_cell()) as user_call:
+    with client.cluster.call(user_cell()) as user_call:
         user_call.send(client._state.send(m.PUBLISH_FLUSH, uid=uid))
     return uid
 
@@ -90,13 +90,13 @@ def publish_dataset(client: Client, *args: Any, name: Any = None, override: bool
 
 
 def get_dataset(client: Client, name: Any, default: Any = no_default) -> Any:
-    from .client import Future, _user_cell
+    from .client import Future, user_cell
     from .coordination import futures_of
 
     names = name if isinstance(name, list) else [name]
     reply = client._ask(m.PUBLISH_GET, names=names)
     outs = []
-    with client.cluster.call(_user_cell()) as user_call:
+    with client.cluster.call(user_cell()) as user_call:
         for record in reply["datasets"]:
             if record is None:
                 if default is no_default:
