@@ -928,7 +928,7 @@ class Client(ClusterCalls):
         cluster = self.cluster
         scattering = [d._fs.scatter_call for d in dep_futures.values() if d._fs.scatter_call]
         if scattering:
-            raise cluster._held_error(f"{origin} on {', '.join(dep_futures)}",
+            raise cluster.held_error(f"{origin} on {', '.join(dep_futures)}",
                                       [msg for msg in cluster.in_flight if msg.channel in scattering])
         early = (self._hold_first([k for k, _, _ in calls if k not in tasks], origin)
                  if len(tasks) < len(calls) else {})
@@ -949,7 +949,7 @@ class Client(ClusterCalls):
         if not cluster._drops:
             return {}
         held = self._state.futures
-        with cluster._locked():
+        with cluster.locked():
             return {k: self._future(k, origin)[0] for k in keys if k in held}
 
     # -- waiting and gathering ---------------------------------------------------------------

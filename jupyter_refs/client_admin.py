@@ -91,7 +91,7 @@ class ClusterCalls:
         """Call ``function`` where the scheduler is — here — with ``dask_scheduler`` (its
         ``tasks``, ``workers``) if it takes that argument."""
         cluster = self.cluster
-        with cluster._locked():
+        with cluster.locked():
             view = _View("dask_scheduler", tasks=dict(cluster.scheduler.tasks),
                          workers=dict.fromkeys(cluster.workers),
                          address=getattr(cluster, "scheduler_address", "scheduler"))
@@ -136,7 +136,7 @@ class ClusterCalls:
         from dask.utils import key_split
 
         cluster = self.cluster
-        with cluster._locked():
+        with cluster.locked():
             sizes: dict[str, int] = {}
             for key, ts in cluster.scheduler.tasks.items():
                 holders = [w for w in sorted(ts.who_has) if key in cluster.workers[w].data]

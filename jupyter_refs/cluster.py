@@ -192,7 +192,7 @@ class UserCall:
 
 
 class _Locked:
-    """``with cluster._locked():`` — the cluster's lock, shielded from interrupts as a user
+    """``with cluster.locked():`` — the cluster's lock, shielded from interrupts as a user
     call is (see :class:`UserCall`): for what changes the cluster's state outside one."""
 
     __slots__ = ("_lock", "_shield")
@@ -335,7 +335,7 @@ class Cluster:
     def add_worker(self) -> str:
         """A new worker, ``worker:<n>``, with the cluster's threads per worker: the scheduler
         places new tasks on it from now on (dask's ``LocalCluster.scale`` up)."""
-        with self._locked():
+        with self.locked():
             self._check_open()
             name = f"worker:{len(self.workers)}"
             while name in self.workers:
@@ -359,7 +359,7 @@ class Cluster:
 
     def _register_client(self, name: str | None) -> ClientState:
         """The actor behind a new ``Client``: named, traced, on the network."""
-        with self._locked():
+        with self.locked():
             self._check_open()
             name = name or f"client:{len(self.clients) + 1}"
             if name in self._actors:
@@ -372,13 +372,13 @@ class Cluster:
     @property
     def in_flight(self) -> list[Message]:
         """Messages sent and not yet delivered, oldest first."""
-        with self._locked():
+        with self.locked():
             self._process_drops()
             return sorted(self._network.in_flight.values(), key=lambda m: m.msg_id)
 
     @property
     def violations(self) -> list[Violation]:
-        with self._locked():
+        with self.locked():
             self._process_drops()
             self.trace.flush()
             return list(self.checks.violations) if self.checks else []
@@ -386,7 +386,7 @@ class Cluster:
     def deliver(self, msg_id: int) -> Message:
         """Deliver one in-flight message now (it must be first on its channel)."""
         arguments.expect(msg_id, int, "msg_id", "a message's id (an int)")
-        with self._locked():
+        with self.locked():
             self._check_open()
             self._process_drops()
             msg = self._network.get(msg_id)
@@ -398,7 +398,7 @@ class Cluster:
         """Deliver the next ``n`` messages in the policy's order (oldest first if it holds)."""
         arguments.count(n, "n", minimum=0)
         delivered = []
-        with self._locked():
+        with self.locked():
             self._check_open()
             self._process_drops()
             deliver, next_ = self._deliver, self._next
@@ -421,13 +421,13 @@ class Cluster:
         race is forced by hand on the live network.
         """
         arguments.text(pattern, "pattern")
-        with self._locked():
+        with self.locked():
             self._check_open()
             self._network.hold(pattern)
 
     def release_holds(self) -> set[str]:
         """Stop holding; held messages then flow in the policy's order."""
-        with self._locked():
+        with self.locked():
             released = self._network.unhold()
             self._wake()
             return released
@@ -475,7 +475,7 @@ class Cluster:
         if quiet is not None and self._cond is not None:
             return self._settle(timeout, quiet)
         if self.live:
-            with self._locked():
+            with self.locked():
                 self._check_open()
                 idle = lambda: (not self._drops and not self._network.in_flight  # noqa: E731
                                 and not self._threaded)
@@ -494,7 +494,7 @@ class Cluster:
         """``run_until_idle`` with ``quiet``: idle, or only running tasks left and nothing moved."""
         delivered = 0
         deadline = time.monotonic() + timeout
-        with self._locked():
+        with self.locked():
             self._check_open()
             while True:
                 if not self.live:
@@ -563,8 +563,8 @@ class Cluster:
         self._actors.clear()
         self.trace.clock = time.perf_counter_ns
 
-    def _locked(self) -> _Locked:
-        """The lock, shielded from interrupts: ``with self._locked():`` where state changes."""
+    def locked(self) -> _Locked:
+        """The lock, shielded from interrupts: ``with self.locked():`` where state changes."""
         return _Locked(self._lock)
 
     def _wait_for(self, predicate: Callable[[], bool] | None, timeout: float | None) -> bool:
@@ -636,7 +636,7 @@ class Cluster:
         unfocused, through the plain one, as fast as before.
         """
         new = Focus.of(keys, sample)  # a bad focus is refused before anything changes
-        with self._locked():
+        with self.locked():
             fields = new.fields if new is not None else ((), 1)
             old = self.trace.focus
             alive: set[str] = set()
@@ -754,7 +754,7 @@ class Cluster:
         too), so ``%load_ext jupyter_refs`` calls this after every cell: ``del x``
         then shows in the refs and the sidebar without another call.
         """
-        with self._locked():
+        with self.locked():
             if self._drops and not self.closed:
                 self._process_drops()
                 self._end_call()
@@ -808,7 +808,7 @@ class Cluster:
             if not done():
                 if starved:
                     self._raise_stuck(what, needs)
-                raise self._held_error(what, [m for m in self.in_flight
+                raise self.held_error(what, [m for m in self.in_flight
                                               if self._network.is_held(m.channel)])
             return
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -889,10 +889,10 @@ class Cluster:
         if self._network.held and not held:
             held = [m for m in self._network.in_flight.values()
                     if self._network.is_held(m.channel)]
-        raise self._held_error(what, held or sorted(self._network.in_flight.values(),
+        raise self.held_error(what, held or sorted(self._network.in_flight.values(),
                                                     key=lambda m: m.msg_id))
 
-    def _held_error(self, what: str, held: list[Message]) -> HeldMessagesError:
+    def held_error(self, what: str, held: list[Message]) -> HeldMessagesError:
         """The error for ``what`` waiting on ``held``, naming the holds that keep them: the
         user lifts a hold (``%hold --off``), or steps a manual network — never confuse the two."""
         holds = {p for m in held for p in self._network.holding(m.channel)}
