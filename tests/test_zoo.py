@@ -56,7 +56,7 @@ def test_9217_is_a_hung_future_before_2026_6_and_none_after():
 
 
 @pytest.mark.parametrize("name,says", [("dask-2023.3.0", "cancel as an RPC"),
-                                       ("dask-2024.2.1", "tokens of futures"),
+                                       ("dask-2024.2.1", "retire_workers. heartbeat"),
                                        ("dask-2027.1.0", "newer than today's"),
                                        ("dask-2026.5.1", "no release 2026.5.1 .the nearest: "
                                                          "2026.3.0, 2026.6.0"),

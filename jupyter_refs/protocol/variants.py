@@ -254,52 +254,80 @@ HISTORY = (
 )
 #: The oldest release modelled, and the newest (today's ``dask``).
 OLDEST, NEWEST = "2024.3.0", "2026.8.0"
-#: The releases of distributed from OLDEST to NEWEST (dask/distributed's tags, and 2026.8.0 from
-#: PyPI): a version between them that was never released (2026.5.1) is refused, not modelled.
+#: Every release of distributed from 1.17.0 (the first with ``Variable`` and ``Queue``) to
+#: NEWEST: dask/distributed's tags (``git tag``, without ``.dev0``, leading zeros dropped as
+#: ``packaging`` does: ``2021.01.0`` is ``2021.1.0``), and 2026.8.0 from PyPI.  A version between
+#: them that was never released (2026.5.1) is refused, not modelled.
 RELEASES = frozenset("""
-2024.3.0 2024.3.1 2024.4.0 2024.4.1 2024.4.2 2024.5.0 2024.5.1 2024.5.2 2024.6.0 2024.6.1
-2024.6.2 2024.7.0 2024.7.1 2024.8.0 2024.8.1 2024.8.2 2024.9.0 2024.9.1 2024.10.0 2024.11.0
-2024.11.1 2024.11.2 2024.12.0 2024.12.1 2025.1.0 2025.2.0 2025.3.0 2025.3.1 2025.4.0 2025.4.1
-2025.5.0 2025.5.1 2025.7.0 2025.9.0 2025.9.1 2025.9.2 2025.9.3 2025.10.0 2025.11.0 2025.12.0
-2026.1.0 2026.1.1 2026.1.2 2026.1.3 2026.3.0 2026.6.0 2026.7.0 2026.7.1 2026.8.0
+1.17.0 1.17.1 1.18.0 1.18.1 1.18.2 1.18.3 1.19.0 1.19.1 1.19.2 1.19.3 1.20.0 1.20.1 1.20.2
+1.21.0 1.21.1 1.21.2 1.21.3 1.21.4 1.21.5 1.21.6 1.21.7 1.21.8 1.22.0 1.22.1 1.23.0 1.23.1
+1.23.2 1.23.3 1.24.0 1.24.1 1.24.2 1.25.0 1.25.1 1.25.2 1.25.3 1.26.0 1.26.1 1.27.0 1.27.1
+1.28.0 1.28.1 2.0.0 2.0.1 2.1.0 2.2.0 2.3.0 2.3.1 2.3.2 2.4.0 2.5.0 2.5.1 2.5.2 2.6.0 2.7.0
+2.8.0 2.8.1 2.9.0 2.9.1 2.9.2 2.9.3 2.10.0 2.11.0 2.12.0 2.13.0 2.14.0 2.15.0 2.15.1 2.15.2
+2.16.0 2.17.0 2.18.0 2.19.0 2.20.0 2.21.0 2.22.0 2.23.0 2.24.0 2.25.0 2.26.0 2.27.0 2.28.0
+2.29.0 2.30.0 2.30.1 2020.12.0 2021.1.0 2021.1.1 2021.2.0 2021.3.0 2021.3.1 2021.4.0 2021.4.1
+2021.5.0 2021.5.1 2021.6.0 2021.6.1 2021.6.2 2021.7.0 2021.7.1 2021.7.2 2021.8.0 2021.8.1
+2021.9.0 2021.9.1 2021.10.0 2021.11.0 2021.11.1 2021.11.2 2021.12.0 2022.1.0 2022.1.1 2022.2.0
+2022.2.1 2022.3.0 2022.4.0 2022.4.1 2022.4.2 2022.5.0 2022.5.1 2022.5.2 2022.6.0 2022.6.1
+2022.7.0 2022.7.1 2022.8.0 2022.8.1 2022.9.0 2022.9.1 2022.9.2 2022.10.0 2022.10.1 2022.10.2
+2022.11.0 2022.11.1 2022.12.0 2022.12.1 2023.1.0 2023.1.1 2023.2.0 2023.2.1 2023.3.0 2023.3.1
+2023.3.2 2023.3.2.1 2023.4.0 2023.4.1 2023.5.0 2023.5.1 2023.6.0 2023.6.1 2023.7.0 2023.7.1
+2023.8.0 2023.8.1 2023.9.0 2023.9.1 2023.9.2 2023.9.3 2023.10.0 2023.10.1 2023.11.0 2023.12.0
+2023.12.1 2024.1.0 2024.1.1 2024.2.0 2024.2.1 2024.3.0 2024.3.1 2024.4.0 2024.4.1 2024.4.2
+2024.5.0 2024.5.1 2024.5.2 2024.6.0 2024.6.1 2024.6.2 2024.7.0 2024.7.1 2024.8.0 2024.8.1
+2024.8.2 2024.9.0 2024.9.1 2024.10.0 2024.11.0 2024.11.1 2024.11.2 2024.12.0 2024.12.1 2025.1.0
+2025.2.0 2025.3.0 2025.3.1 2025.4.0 2025.4.1 2025.5.0 2025.5.1 2025.7.0 2025.9.0 2025.9.1
+2025.9.2 2025.9.3 2025.10.0 2025.11.0 2025.12.0 2026.1.0 2026.1.1 2026.1.2 2026.1.3 2026.3.0
+2026.6.0 2026.7.0 2026.7.1 2026.8.0
 """.split())
-_RELEASE = re.compile(r"dask-(\d{4}\.\d+\.\d+)")
+#: What releases older than OLDEST differ in that the model does not carry (the refusal says it).
+OLDER_LACKS = ("retire_workers' heartbeat before 2024.2.1, cancel as an RPC before 2023.3.1, "
+               "stale task-finished and steal-response handling before 2022.12.0 and 2021.10.0")
+_RELEASE = re.compile(r"dask-(\d+(?:\.\d+)+(?:\.dev\d*)?)")
+
+
+def release_of(name: str) -> Version | None:
+    """The version ``dask-<release>`` names (``dask-2021.01.0`` is 2021.1.0), or None."""
+    match = _RELEASE.fullmatch(name)
+    if match is None:
+        return None
+    try:
+        return Version(match[1])
+    except InvalidVersion:
+        return None
 
 
 @functools.lru_cache(maxsize=64)
 def release_variant(name: str) -> ProtocolVariant | None:
     """``dask-<release>`` as a variant (None for a name of another form); a release outside
     the modelled range raises :class:`ProtocolError` saying which range is."""
-    match = _RELEASE.fullmatch(name)
-    if match is None:
+    version = release_of(name)
+    if version is None:
         return None
-    try:
-        version = Version(match[1])
-    except InvalidVersion:
-        return None
+    said = name.removeprefix("dask-")
     if not Version(OLDEST) <= version <= Version(NEWEST):
         raise ProtocolError(
             f"{name}: releases {OLDEST} to {NEWEST} of distributed are modelled"
-            + (f"; {match[1]} differs in mechanisms the model does not carry (tokens of "
-               "futures not unique before 2024.3.0, retire_workers' heartbeat before 2024.2.1, "
-               "cancel as an RPC before 2023.3.1)"
-               if version < Version(OLDEST) else f"; {match[1]} is newer than today's dask"))
+            + (f"; {said} differs in mechanisms the model does not carry ({OLDER_LACKS})"
+               if version < Version(OLDEST) else f"; {said} is newer than today's dask"))
     if str(version) not in RELEASES:
         ordered = sorted(RELEASES, key=Version)
         before = [r for r in ordered if Version(r) < version][-1:]
         after = [r for r in ordered if Version(r) > version][:1]
         raise ProtocolError(
-            f"{name}: distributed has no release {match[1]} (the nearest: "
+            f"{name}: distributed has no release {said} (the nearest: "
             f"{', '.join(before + after)}); releases {OLDEST} to {NEWEST} of distributed are "
             "modelled")
     flags: dict = {}
     for change in HISTORY:
         if version < Version(change.release):
             flags.update(change.before)
-    summary = (f"distributed {match[1]}" + "".join(
+    summary = (f"distributed {version}" + "".join(
         f"; until {c.release}, {c.what} ({c.link})" for c in HISTORY
         if version < Version(c.release)))
     return dataclasses.replace(DASK, name=name, summary=summary, **flags)
+
+
 def with_rules(base: str | ProtocolVariant, name: str, rules: Mapping[str, Rule],
                summary: str | None = None) -> ProtocolVariant:
     """``base`` with ``rules`` (operation -> rule) deciding which late messages apply.
