@@ -488,6 +488,38 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
     return run
 
 
+def run_choosing(scenario: Scenario, protocol: str | ProtocolVariant,
+                 pick: Callable[[Sequence[Message]], int], workers: int = 1,
+                 clients: int | None = None) -> Run:
+    """One run in which ``pick`` chooses every delivery: the index of the message to deliver
+    among the deliverable ones, oldest first (the explorer's own order, so the run's schedule
+    string replays it with :func:`replay`).
+
+    For a search of one's own: trace validation (``jupyter_refs.dask.validate``) makes the
+    model follow the order real dask delivered its messages in.  Unlike the explorer's runs,
+    ``pick`` sees every delivery, a lone deliverable message too.  The run is not judged
+    against an in-order run (``judge_outcome`` does that); its cluster is closed.
+    """
+    decisions: list[_Decision] = []
+
+    def choose(heads: Sequence[Message]) -> Message:
+        i = pick(heads)
+        if len(heads) > 1:
+            decisions.append(_Decision(list(heads), i))
+        return heads[i]
+
+    policy = _Following(choose, set())
+    cluster = Cluster(protocol=protocol, workers=workers, network=policy,
+                      threads_per_worker=THREADS_PER_WORKER)
+    n_clients = scenario_arity(scenario) if clients is None else clients
+    names, pruned, raised, returned = _play(scenario, cluster, n_clients, decisions)
+    violations = cluster.violations
+    cluster.close()
+    return Run((protocol_name(protocol), fingerprint(scenario), workers, n_clients),
+               [d.pick for d in decisions], decisions, cluster.trace, violations, cluster,
+               pruned, raised, returned, names[0] if len(names) == 1 else None)
+
+
 def choosing_policy(decisions: list[_Decision], prefix: Sequence[int], strict: bool,
             entry_sleep: frozenset, explored: frozenset, rng: random.Random | None,
             states: _States | None = None, progress: list | None = None,
@@ -656,6 +688,19 @@ class _Policy(Chooser):
         if not heads:
             return None
         return self.choose(heads.copy()), now_ns
+
+
+class _Following(_Policy):
+    """A chooser shown every delivery (:func:`run_choosing`), a lone deliverable message too."""
+
+    def next(self, network: Any, now_ns: int) -> tuple[Message, int] | None:
+        self.left -= 1
+        if self.left < 0:
+            raise _Livelock
+        heads = network.heads()
+        if not heads:
+            return None
+        return self.choose(heads), now_ns
 
 
 @functools.lru_cache(maxsize=64)

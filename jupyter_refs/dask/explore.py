@@ -401,15 +401,44 @@ def _beside_a_running_loop(search: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+class _Visiting(Tally):
+    """A tally that shows each run to ``visit`` before counting it (the in-order one when it
+    becomes the baseline, as it may not be counted)."""
+
+    def __init__(self, max_schedules: int, progress: Callable[[int, int, int], None] | None,
+                 visit: Callable[[Run], None]):
+        super().__init__(max_schedules, progress)
+        self.visit = visit
+        self._baseline: Run | None = None
+
+    def count(self, run: Run) -> None:
+        self._show_baseline()
+        if run is not self._baseline:
+            self.visit(run)
+        super().count(run)
+
+    def _show_baseline(self) -> None:
+        if self.baseline is not None and self._baseline is None:
+            self._baseline = self.baseline
+            self.visit(self.baseline)
+
+    def settle(self) -> None:
+        self._show_baseline()
+        super().settle()
+
+
 @_beside_a_running_loop
 def explore_dask(scenario: Callable[..., Any], max_schedules: int = 1_000, bound: int = 2,
                  seed: int = 0, workers: int = 1, reduce: bool = True, sample: bool = True,
                  first: bool = False,
-                 progress: Callable[[int, int, int], None] | None = None) -> ExploreResult:
+                 progress: Callable[[int, int, int], None] | None = None,
+                 visit: Callable[[Run], None] | None = None) -> ExploreResult:
     """Run ``scenario`` on real distributed under many delivery orders; group the failures.
 
     The arguments mean what they mean to :func:`jupyter_refs.explore.explore` (random runs
     past the bound run in this process only).  Each run starts a fresh cluster (about 15 ms).
+    ``visit`` is called with every run the search makes, the in-order one first (trace
+    validation compares each with the model: ``jupyter_refs.dask.validate``).
     """
     arguments.scenario(scenario)
     arguments.count(max_schedules, "max_schedules")
@@ -423,7 +452,8 @@ def explore_dask(scenario: Callable[..., Any], max_schedules: int = 1_000, bound
     collecting = gc.isenabled()
     gc.disable()
     try:
-        tally = Tally(max_schedules, progress)
+        tally = Tally(max_schedules, progress) if visit is None else _Visiting(
+            max_schedules, progress, visit)
         exhaustive, pruned = _search(scenario, workers, fp, bound, reduce, first, tally)
         found = first and tally.found()
         left = max_schedules - tally.runs if exhaustive and sample and not found else 0

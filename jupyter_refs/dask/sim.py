@@ -112,6 +112,26 @@ EXECUTE = "execute"  # the model's op for a task run (protocol.messages.EXECUTE)
 EPOCH = 1_800_000_000.0  # virtual wall clock at t=0 (distributed.metrics.time)
 
 
+def _frames(msg: Any) -> list:
+    """``msg`` as TCP writes it (``distributed.comm.tcp``: ``to_frames``, without offload).
+
+    Why: dask's in-process comms hand the very objects across, so a future a client
+    publishes reaches another client as the same object, bound to the first — a path no
+    cluster over TCP takes (two in-process clients: ``get_dataset``'s future raises
+    AttributeError in ``_gather``).  Users' clusters talk TCP.
+    """
+    from distributed.protocol import dumps
+
+    return dumps(msg, on_error="raise")
+
+
+def _put_pickled(q: Any, frames: list, deserialize: bool) -> None:
+    """Deliver: deserialize as TCP's ``from_frames`` does, on the receiver's loop."""
+    from distributed.protocol import loads
+
+    q.put_nowait(loads(frames, deserialize=deserialize))
+
+
 class SimError(JupyterRefsError, RuntimeError):
     """The simulation cannot stay deterministic (a thread touched the loop, a call hangs…)."""
 
@@ -309,8 +329,11 @@ class SimCluster:
 
     def __init__(self, chooser: Chooser = oldest, workers: int = 1, clients: int = 1,
                  threads_per_worker: int = 2, seed: int = 0, max_deliveries: int = 10_000,
-                 max_wait: float = 10.0):
+                 max_wait: float = 10.0, pickled: bool = True):
         self.chooser = chooser
+        #: Every message serialized when written and deserialized when delivered, as over TCP
+        #: (see ``_send``); False: in-process comms, which hand the very objects across.
+        self.pickled = pickled
         self.n_workers = workers
         self.n_clients = clients
         self.threads = threads_per_worker
@@ -596,8 +619,12 @@ class SimCluster:
             if isinstance(msg, dict) and "op" in msg and msg.get("reply", True):
                 self._requests.setdefault(comm._read_q, deque()).append(str(msg["op"]))
         msg_id = next(self._ids)
-        m = SimMessage(msg_id, sender, receiver, op, self._chan_names[q], keys, msg,
-                       functools.partial(q.put_nowait, msg), auto)
+        put = functools.partial(q.put_nowait, msg)
+        if self.pickled and not auto:
+            # The scheduler reads without deserializing (``Server(deserialize=False)``): it
+            # unpickles a graph itself, in update_graph.
+            put = functools.partial(_put_pickled, q, _frames(msg), receiver != "scheduler")
+        m = SimMessage(msg_id, sender, receiver, op, self._chan_names[q], keys, msg, put, auto)
         chan.append(m)
         self._record("sent", m)
 
