@@ -111,12 +111,25 @@ class _Finished:
 
 
 class _Judge:
-    """``dangling_future`` judged on dask's objects after each delivery (see the module doc)."""
+    """``dangling_future`` judged on dask's objects after each delivery, as the model's check
+    judges it on the trace (see the module doc and ``checks.py``): a finished future whose key
+    the scheduler forgets, on that delivery; whose key the scheduler registers in memory on
+    workers that no longer hold it, or that finishes while its key stands so, on that
+    delivery; and one whose data a worker deletes under a registration, only if the run ends
+    (drained: :meth:`settle`) without the client being told — a late ``release-worker-data``
+    or ``lost-data`` then ends the future cancelled, which is dask saying the data is lost,
+    not a reference lost unseen."""
 
     def __init__(self, sim: SimCluster):
         self.sim = sim
         self.found: list[tuple[str, str, str, int, str]] = []  # name, key, client, seq, why
         self._open: set[tuple[str, str]] = set()
+        #: key -> the workers the scheduler had it in memory on, at the last delivery.
+        self._memory: dict[str, frozenset[str]] = {}
+        #: (client, key) pairs whose future was finished at the last delivery.
+        self._finished: set[tuple[str, str]] = set()
+        #: (client, key) -> (seq, why, state): unbacked since seq, not reported yet.
+        self._unbacked: dict[tuple[str, str], tuple[int, str, list[str]]] = {}
         self.states: list[list[str]] = []  # dask's state at each violation (see state_of)
         self._errors = 0
 
@@ -131,33 +144,59 @@ class _Judge:
             self.found.append((DASK_RAISED, "", "", seq, f"distributed raised {text} (on "
                                "its event loop, uncaught: the connection it served is dropped)"))
             self.states.append([])
+        memory = {key: frozenset(ws.address for ws in ts.who_has or ())
+                  for key, ts in scheduler.tasks.items() if ts.state == "memory"}
+        finished: set[tuple[str, str]] = set()
         for i, client in enumerate(sim.clients):
             name = f"client:{i + 1}"
             for key, count in list(client.refcount.items()):
-                if count <= 0:
-                    continue
                 st = client.futures.get(key)
-                if st is None or st.status != "finished":
+                if count <= 0 or st is None or st.status != "finished":
                     continue
-                ts = scheduler.tasks.get(key)
-                why = None
-                if ts is None:
-                    why = (f"{name} holds a finished future of {key} (refcount {count}) and the "
-                           f"scheduler has forgotten the key{form_of(sim.trace, key)}")
-                elif ts.state == "memory":
-                    gone = [ws.address for ws in ts.who_has or ()
-                            if not any(w.address == ws.address and key in w.data
-                                       for w in sim.workers)]
-                    if gone and len(gone) == len(ts.who_has or ()):
-                        why = (f"{name} holds a finished future of {key} (refcount {count}); "
-                               "the scheduler has it in memory on a worker that no longer "
-                               "holds the data")
-                if why is None:
-                    self._open.discard((name, key))
-                elif (name, key) not in self._open:
-                    self._open.add((name, key))
-                    self.found.append((DANGLING_FUTURE, key, name, len(sim.trace), why))
-                    self.states.append(state_of(sim, key))
+                pair = (name, key)
+                finished.add(pair)
+                if key not in scheduler.tasks:
+                    if pair not in self._open:
+                        self._open.add(pair)
+                        self._report(name, key, (
+                            f"{name} holds a finished future of {key} (refcount {count}) and "
+                            f"the scheduler has forgotten the key{form_of(sim.trace, key)}"))
+                    continue
+                self._open.discard(pair)
+                if key not in memory or not self._unbacked_now(key, memory[key]):
+                    self._unbacked.pop(pair, None)
+                    continue
+                why = (f"{name} holds a finished future of {key} (refcount {count}); the "
+                       "scheduler has it in memory on a worker that no longer holds the data")
+                registered = self._memory.get(key) != memory[key]
+                if registered or pair not in self._finished:
+                    if self._unbacked.pop(pair, None) is None or registered:
+                        self._report(name, key, why)
+                else:
+                    self._unbacked.setdefault(pair, (len(sim.trace), why, state_of(sim, key)))
+        for pair in [p for p in self._unbacked if p not in finished]:
+            del self._unbacked[pair]
+        self._memory, self._finished = memory, finished
+
+    def _report(self, name: str, key: str, why: str) -> None:
+        self.found.append((DANGLING_FUTURE, key, name, len(self.sim.trace), why))
+        self.states.append(state_of(self.sim, key))
+
+    def _unbacked_now(self, key: str, holders: frozenset[str]) -> bool:
+        """In memory on workers none of which has the data."""
+        return bool(holders) and not any(w.address in holders and key in w.data
+                                         for w in self.sim.workers)
+
+    def settle(self) -> None:
+        """The run is drained: what is still in memory on no worker that has it is lost."""
+        for (name, key), (seq, why, state) in self._unbacked.items():
+            self.found.append((DANGLING_FUTURE, key, name, seq, why))
+            self.states.append(state)
+        self._unbacked.clear()
+        # In the order they became true, as the run's trace will show them.
+        order = sorted(range(len(self.found)), key=lambda i: self.found[i][3])
+        self.found = [self.found[i] for i in order]
+        self.states = [self.states[i] for i in order]
 
 
 def form_of(trace: Sequence[tuple], key: str) -> str:
@@ -289,6 +328,7 @@ def _run(scenario: Callable[..., Any], workers: int, fp: str, prefix: Sequence[i
         except Exception as exc:  # noqa: BLE001 - the scenario's own error: judged below
             raised = raised_from(exc, len(sim.trace), len(decisions))
         sim.drain()
+        verdict.settle()
     except Stop:
         pruned = True
     except Abort as abort:

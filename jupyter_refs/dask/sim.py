@@ -288,6 +288,10 @@ def _keys_of(msg: dict) -> list:
     return out
 
 
+def _delivered_already() -> None:
+    raise SimError("a message was delivered twice")
+
+
 def _describe(payload: Any, request: str | None) -> tuple[str, tuple]:
     """A write's op and keys: a batch's ops joined by ``+``, a reply ``<request>-reply``."""
     if isinstance(payload, list):
@@ -624,6 +628,7 @@ class SimCluster:
             # The scheduler reads without deserializing (``Server(deserialize=False)``): it
             # unpickles a graph itself, in update_graph.
             put = functools.partial(_put_pickled, q, _frames(msg), receiver != "scheduler")
+            msg = None  # written: as over TCP, the sender's objects are not held in flight
         m = SimMessage(msg_id, sender, receiver, op, self._chan_names[q], keys, msg, put, auto)
         chan.append(m)
         self._record("sent", m)
@@ -663,7 +668,10 @@ class SimCluster:
             del self._channels[m.channel]
         self.deliveries += 1
         self._record("run" if m.op == EXECUTE else "delivered", m)
-        m.deliver()
+        deliver, m.deliver, m.payload = m.deliver, _delivered_already, None
+        # Delivered, the message lets go of what it carried: the explorer keeps its decisions'
+        # messages, and a future held there would keep its key wanted (no release) for ever.
+        deliver()
 
     def _turn(self, steer: bool) -> bool:
         """One step once the loop has settled: a delivery or task run, else time moves on.

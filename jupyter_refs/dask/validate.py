@@ -20,7 +20,9 @@ that the model had not sent.  The first parting is reported with both sides' mes
 
 **Verdicts.**  The outcome (returned value; or the exception's type, a wait that can never
 end being one outcome on both sides: dask's ``HangError``, the model's
-``HeldMessagesError``), and whether a future was lost (``dangling_future``, which dask's
+``HeldMessagesError``, and one that goes on for ever another: dask's gather asking again
+for data that is gone, which the model gives up after three tries, ``FutureLostError``), and
+whether a future was lost (``dangling_future``, which dask's
 explorer judges on dask's own objects and the model's checks on its trace).  The model's
 other checks (refcounts, leaks) have nothing to compare with on dask's side and are not
 compared.
@@ -45,6 +47,10 @@ from .explore import explore_dask, model_op, protocol_label
 DANGLING_FUTURE = BY_NAME["dangling_future"].name
 #: Exceptions that say "this wait can never end", on dask's side and the model's.
 HANGS = frozenset({"HangError", "HeldMessagesError"})
+#: And "this goes on for ever": dask's simulator stops a run after its thousandth delivery
+#: (a gather that finds no data asks again for ever, "Couldn't gather keys, rescheduling");
+#: the model's gather gives up after three tries and says the data is lost.
+LOOPS = frozenset({"LivelockError", "FutureLostError"})
 
 #: One delivery, as both sides can name it: op, sender, receiver, and the keys' prefixes.
 Delivery = tuple[str, str, str, frozenset[str]]
@@ -93,7 +99,8 @@ class Verdict:
     def of(cls, run: Run) -> Verdict:
         if run.raised is not None:
             name = run.raised.name
-            outcome = "waits for ever" if name in HANGS else f"raised {name}"
+            outcome = ("waits for ever" if name in HANGS else "goes on for ever" if name in LOOPS
+                       else f"raised {name}")
         else:
             outcome = f"returned {run.returned}"
         return cls(outcome, any(v.name == DANGLING_FUTURE for v in run.violations))

@@ -261,11 +261,15 @@ class ClientState:
 
     def report_key(self, keys: Iterable[str]) -> list[Message]:
         """A gather found no data for ``keys``: they are pending again, and the scheduler
-        is asked where they stand (dask's ``report-key`` after "Couldn't gather keys")."""
+        is asked where they stand (dask's ``report-key`` after "Couldn't gather keys").
+
+        As dask's ``FutureState.reset``, whatever the state: a future cancelled while its
+        gather travelled is pending again too, and the scheduler's answer decides (dask#8215:
+        a new future of a cancelled key survives when the key is in memory again)."""
         out = []
         for key in keys:
             fs = self.futures.get(key)
-            if fs is not None and fs.state == FINISHED:
+            if fs is not None and fs.state != PENDING:
                 self._set_state(key, fs, PENDING, None, "its data was not where the scheduler said")
             out.append(Message(self.name, m.SCHEDULER, m.REPORT_KEY, self._stream, True, (key,),
                                {"client": self.name}))
