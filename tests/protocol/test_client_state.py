@@ -98,6 +98,24 @@ def test_cancelled_keys_cancels_the_current_future(variant):
          "cause_msg_id": msg.msg_id, "reason": "lost dependencies"}]
 
 
+def test_a_gather_that_finds_no_data_resets_even_a_cancelled_future():
+    """dask's ``_gather`` after "Couldn't gather keys, rescheduling": report-key for each
+    missing key and ``FutureState.reset()`` — pending again, whatever the state, a future
+    cancelled while the gather travelled too.  The scheduler's answer then decides: a
+    key-in-memory finishes it (dask#8215's new future survives; found by trace validation,
+    distributed 2026.8.0 returning 2 where the model raised)."""
+    net, c = client()
+    user_submit(c, "k")
+    net.handle(report("key-in-memory", "c", "k"))
+    net.handle(report("cancelled-keys", "c", "k", reason="unknown"))
+    assert c.futures["k"].state == "cancelled"
+    [ask] = c.report_key(["k"])
+    assert (ask.op, ask.batched, ask.keys) == ("report-key", True, ("k",))
+    assert c.futures["k"].state == "pending"
+    net.handle(report("key-in-memory", "c", "k"))
+    assert c.futures["k"].state == "finished"
+
+
 def test_cancel_is_immediate_and_keeps_the_refcount():
     """``Client.cancel``: the future is cancelled here at once and the key's state forgotten;
     cancel-keys follows on the stream.  The Future object still counts: the refcount stays."""
