@@ -72,3 +72,19 @@ def test_messages_travel_pickled_as_over_tcp(pickled, outcome):
             assert sim.play(in_process_get_dataset) == outcome
     finally:
         sim.close(fast=True)
+
+
+def test_explore_on_a_dask_client_searches_distributed_itself(inproc):
+    """``explore(scenario, on=client)``: the search over the installed distributed, with the
+    client's cluster's shape (one worker here); the model's own options are refused."""
+    from jupyter_refs import explore
+    from jupyter_refs.errors import ArgumentTypeError, ArgumentValueError
+
+    result = explore(zoo.scatter_drop_scatter, on=inproc, max_schedules=30, first=True)
+    assert result.protocol.startswith("distributed-") and "dangling_future" in \
+        result.failures[0].names
+    assert result.failures[0].schedule.startswith(result.protocol + "@")
+    with pytest.raises(ArgumentValueError, match="protocol= is the model's"):
+        explore(zoo.scatter_drop_scatter, on=inproc, protocol="fixed")
+    with pytest.raises(ArgumentTypeError, match="on must be a distributed.Client"):
+        explore(zoo.scatter_drop_scatter, on="dask")
