@@ -1,5 +1,7 @@
 """jupyter_refs: see, reproduce and fix the races of distributed reference counting."""
 
+import functools
+
 from .checks import Violation
 from .client import Client, Future
 from .cluster import Cluster
@@ -24,11 +26,23 @@ from .errors import (
     ThreadsExhaustedError,
     UnknownMessageError,
 )
-from .explore import ExploreResult, ScenarioError, ScheduleError, explore, replay
+from .explore import ExploreResult, ScenarioError, ScheduleError, replay
+from .explore import explore as explore_model
 from .trace import Event, Trace
 from .worker_context import fire_and_forget, get_client, rejoin, secede, worker_client
 
 __version__ = "0.1.0"
+
+
+@functools.wraps(explore_model)
+def explore(scenario, *args, on=None, **kwargs) -> ExploreResult:
+    # ``on=`` (a distributed Client or LocalCluster): the same search over real distributed.
+    # Here, above both explorers, so that neither imports the other.
+    if on is None:
+        return explore_model(scenario, *args, **kwargs)
+    from .dask.explore import explore_on
+
+    return explore_on(on, scenario, *args, **kwargs)
 
 # The views import bokeh and ipywidgets; load them only when asked for.
 _VIEWS = {"Timeline": "jupyter_refs.views.timeline", "RefsTable": "jupyter_refs.views.refs",

@@ -488,32 +488,6 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
     return run
 
 
-def _explore_on(on: Any, scenario: Scenario, protocol: Any, max_schedules: int, bound: int,
-                seed: int, reduce: bool, sample: bool, first: bool, progress: Any,
-                processes: Any, invariants: Any, client: Any, sampler: str) -> ExploreResult:
-    """``explore(..., on=client_or_cluster)``: the search on real distributed (see explore)."""
-    import distributed
-
-    from .dask.explore import explore_dask
-
-    if isinstance(on, distributed.Client):
-        workers = len(arguments.dask_client(on, "on").scheduler_info()["workers"])
-    elif isinstance(on, distributed.SpecCluster):
-        workers = len(on.workers)
-    else:
-        raise ArgumentTypeError(f"on must be a distributed.Client or LocalCluster (the search "
-                                f"runs on the installed distributed), not {type(on).__name__}")
-    for name, given in (("protocol", protocol != "dask"), ("processes", processes is not None),
-                        ("client", client is not None), ("invariants", bool(invariants)),
-                        ("sampler", sampler != "pct")):
-        if given:
-            raise ArgumentValueError(f"{name}= is the model's: with on=, the search explores "
-                                     f"distributed {distributed.__version__} itself")
-    return explore_dask(scenario, max_schedules=max_schedules, bound=bound, seed=seed,
-                        workers=max(workers, 1), reduce=reduce, sample=sample, first=first,
-                        progress=progress)
-
-
 def run_choosing(scenario: Scenario, protocol: str | ProtocolVariant,
                  pick: Callable[[Sequence[Message]], int], workers: int = 1,
                  clients: int | None = None) -> Run:
@@ -1078,7 +1052,7 @@ def explore(scenario: Scenario, protocol: str | ProtocolVariant = "dask",
             progress: Callable[[int, int, int], None] | None = None,
             processes: int | None = None,
             invariants: Sequence[Invariant] = (), prune: bool = True, sampler: str = "pct",
-            depth: int = 3, client: Any = None, on: Any = None) -> ExploreResult:
+            depth: int = 3, client: Any = None) -> ExploreResult:
     """Run ``scenario`` under many delivery orders; group the failures, smallest first.
 
     ``sample=False`` stops once the bounded space is exhausted (no random runs);
@@ -1151,17 +1125,9 @@ def explore(scenario: Scenario, protocol: str | ProtocolVariant = "dask",
     scenario travels by cloudpickle: one that cannot is refused before anything runs, with
     what cloudpickle said.
 
-    **On real dask** (``on``: a ``distributed.Client`` or ``LocalCluster``): the same search
-    over distributed's own code, :func:`jupyter_refs.dask.explore.explore_dask`: each run a
-    fresh in-process cluster of the installed distributed, on a loop and a clock the explorer
-    holds, with as many workers as ``on`` has.  ``on``'s own cluster runs nothing: a cluster
-    whose threads and sockets run free cannot be steered order by order.  The schedule strings
-    name the release (``distributed-2026.8.0@…``), ``replay_dask`` replays them; ``protocol``,
-    ``processes``, ``client``, ``invariants`` and the sampler are the model's and refused.
+    **On real dask**: ``jupyter_refs.explore(scenario, on=client)`` (the package's ``explore``)
+    runs this search over distributed's own code (:func:`jupyter_refs.dask.explore.explore_on`).
     """
-    if on is not None:
-        return _explore_on(on, scenario, protocol, max_schedules, bound, seed, reduce, sample,
-                           first, progress, processes, invariants, client, sampler)
     # Every argument is refused before anything runs (arguments.py).
     arguments.scenario(scenario)
     arguments.protocol(protocol)

@@ -36,7 +36,7 @@ from typing import Any
 
 from .. import arguments
 from ..checks import Violation
-from ..errors import LivelockError
+from ..errors import ArgumentTypeError, ArgumentValueError, LivelockError
 from ..explore import (
     OUTCOME_DIFFERS,
     SCENARIO_RAISED,
@@ -519,6 +519,40 @@ def explore_dask(scenario: Callable[..., Any], max_schedules: int = 1_000, bound
             gc.enable()
 
 
+def explore_on(on: Any, scenario: Callable[..., Any], protocol: Any = "dask",
+               max_schedules: int = 1_000, bound: int = 2, seed: int = 0,
+               workers: int | None = None, reduce: bool = True, sample: bool = True,
+               first: bool = False, progress: Callable[[int, int, int], None] | None = None,
+               **model_only: Any) -> ExploreResult:
+    """``jupyter_refs.explore(scenario, on=client_or_cluster)``: :func:`explore_dask` with as
+    many workers as ``on``'s cluster has (a ``distributed.Client`` or ``LocalCluster``).
+
+    ``on``'s own cluster runs nothing: a cluster whose threads and sockets run free cannot be
+    steered order by order, so each run is a fresh simulated one of the installed distributed.
+    The arguments are :func:`jupyter_refs.explore.explore`'s, in its order; ``workers`` is
+    the cluster's, and the model's own options (``protocol`` other than ``dask``, ``processes``, ``client``,
+    ``invariants``, the sampler…) are refused: the protocol is distributed itself.
+    """
+    import distributed
+
+    if isinstance(on, distributed.Client):
+        n_workers = len(arguments.dask_client(on, "on").scheduler_info()["workers"])
+    elif isinstance(on, distributed.SpecCluster):
+        n_workers = len(on.workers)
+    else:
+        raise ArgumentTypeError(f"on must be a distributed.Client or LocalCluster (the search "
+                                f"runs on the installed distributed), not {type(on).__name__}")
+    given = [name for name, value in model_only.items() if value not in (None, (), [])]
+    if workers is not None:
+        given.insert(0, "workers")  # the cluster's own count
+    if protocol != "dask" or given:
+        raise ArgumentValueError(f"{(given or ['protocol'])[0]}= is the model's: with on=, the "
+                                 f"search explores distributed {distributed.__version__} itself")
+    return explore_dask(scenario, max_schedules=max_schedules, bound=bound, seed=seed,
+                        workers=max(n_workers, 1), reduce=reduce, sample=sample, first=first,
+                        progress=progress)
+
+
 @_beside_a_running_loop
 def replay_dask(scenario: Callable[..., Any], schedule: str, keep_open: bool = False) -> Run:
     """Rerun on real distributed the run ``schedule`` names (``run.sim_trace``: its events).
@@ -554,5 +588,5 @@ def check_determinism(scenario: Callable[..., Any], schedule: str) -> Run:
     return a
 
 
-__all__ = ["MESSAGE_NAMES", "SimError", "check_determinism", "explore_dask", "model_op",
+__all__ = ["MESSAGE_NAMES", "SimError", "check_determinism", "explore_dask", "explore_on", "model_op",
            "protocol_label", "replay_dask"]
