@@ -188,7 +188,7 @@ class Extensions:
     def _variable_confirm(self, msg, out, stimulus):
         p = msg.payload
         key, name = msg.keys[0], p["name"]
-        self.scheduler.desire(p["client"], [key], out, stimulus)
+        self.scheduler.desire(p["client"], [key], out, stimulus, {key: p.get("gen", 0)})
         tokens = self.waiting.get((key, name))
         if tokens is not None:
             tokens.discard(p["token"])
@@ -258,7 +258,7 @@ class Extensions:
     def _queue_future_release(self, msg, out, stimulus):
         p = msg.payload
         name, key = p["name"], msg.keys[0]
-        self.scheduler.desire(p["client"], [key], out, stimulus)
+        self.scheduler.desire(p["client"], [key], out, stimulus, {key: p.get("gen", 0)})
         self.queue_refs[(name, key)] -= 1
         if not self.queue_refs[(name, key)]:
             del self.queue_refs[(name, key)]

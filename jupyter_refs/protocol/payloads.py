@@ -72,7 +72,13 @@ class WithTimeout(Named):
     timeout: float | None
 
 
-class VariableConfirm(Named):
+class Received(Named):
+    """A reader holds a future a Variable or a Queue handed it (the desire rides on this)."""
+
+    gen: NotRequired[int]  # the reader's hold of the key (fixed reads it; dask has none)
+
+
+class VariableConfirm(Received):
     token: str
 
 
@@ -283,7 +289,7 @@ PAYLOADS: dict[tuple[str, str], type] = {
     (CLIENT, m.QUEUE_GET): QueueGet,
     (CLIENT, m.QUEUE_QSIZE): Named,
     (CLIENT, m.QUEUE_RELEASE): Named,
-    (CLIENT, m.QUEUE_FUTURE_RELEASE): Named,
+    (CLIENT, m.QUEUE_FUTURE_RELEASE): Received,
     (CLIENT, m.EVENT_WAIT): WithTimeout,
     (CLIENT, m.EVENT_SET): Named,
     (CLIENT, m.EVENT_CLEAR): Named,

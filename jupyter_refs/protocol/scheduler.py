@@ -719,10 +719,12 @@ class SchedulerState:
         out.append(Message(SCHEDULER, request.sender, m.QUERY_REPLY, request.channel, False,
                            request.keys, payload))
 
-    def desire(self, holder: str, keys: list[str], out: Out, stimulus: str) -> None:
-        """``client_desires_keys`` for a holder without a stream (or a client confirming)."""
+    def desire(self, holder: str, keys: list[str], out: Out, stimulus: str,
+               gens: dict[str, int] | None = None) -> None:
+        """``client_desires_keys`` for a holder without a stream (or a client confirming, with
+        the generation of its hold: fixed's reports to it carry that one)."""
         msg = Message(SCHEDULER, SCHEDULER, m.CLIENT_DESIRES_KEYS, "", True, tuple(keys),
-                      {"client": holder, "gens": {}})
+                      {"client": holder, "gens": gens or {}})
         self._on_client_desires_keys(msg, out, stimulus)
 
     def release(self, holder: str, keys: list[str], out: Out, stimulus: str) -> None:
