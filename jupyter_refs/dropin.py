@@ -105,6 +105,10 @@ class LocalCluster(Cluster):
                          network=network or settings["network"], seed=seed,
                          threads_per_worker=threads)
         self.processes = processes
+        # Worker processes have a nanny; in-process workers none (a closed one stays closed).
+        self.nannies = processes
+        for worker in self.workers.values():
+            worker.nanny = processes
 
     @property
     def scheduler_address(self) -> str:

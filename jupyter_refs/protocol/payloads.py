@@ -261,10 +261,46 @@ class Reply(TypedDict, total=False):
     func: bytes
     args: bytes
     dependencies: list[str]
+    status: str  # a heartbeat's answer: "OK", or "missing"
+    workers: list[str]  # retire_workers: the workers retired
 
 
 class CallTimeout(TypedDict):
     call: str
+
+
+class RetireWorkers(FromClient):
+    workers: list[str]
+    close_workers: bool
+
+
+class WorkerStatusChange(TypedDict):
+    status: str
+    stimulus_id: str
+
+
+class AcquireReplicas(TypedDict):
+    who_has: dict[str, dict[str, int]]  # key -> {holder: incarnation of its copy}
+    stimulus_id: str
+
+
+class CloseWorker(TypedDict):
+    reason: str
+
+
+class AddKeys(TypedDict):
+    worker: str
+    incarnations: dict[str, int]  # the copies fetched
+    missing: list[str]  # keys the holder no longer had
+
+
+class Heartbeat(TypedDict):
+    worker: str
+
+
+class RegisterWorker(TypedDict):
+    life: int  # how often its nanny restarted it
+    nthreads: int
 
 
 CLIENT, SCHEDULER, WORKER = "client", "scheduler", "worker"
@@ -311,6 +347,7 @@ PAYLOADS: dict[tuple[str, str], type] = {
     (CLIENT, m.PUBLISH_FLUSH): PublishMarker,
     (CLIENT, m.PUBLISH_WAIT_FLUSH): PublishMarker,
     (CLIENT, m.PUBLISH_GET_CONFIRM): PublishConfirm,
+    (CLIENT, m.RETIRE_WORKERS): RetireWorkers,
     (SCHEDULER, m.COMPUTE_TASK): ComputeTask,
     (SCHEDULER, m.FREE_KEYS): FreeKeys,
     (SCHEDULER, m.STEAL_REQUEST): StealRequest,
@@ -326,6 +363,9 @@ PAYLOADS: dict[tuple[str, str], type] = {
     (SCHEDULER, m.QUERY_REPLY): Reply,
     (SCHEDULER, m.CALL_TIMEOUT): CallTimeout,
     (SCHEDULER, m.BALANCE): Empty,
+    (SCHEDULER, m.WORKER_STATUS_CHANGE): WorkerStatusChange,
+    (SCHEDULER, m.ACQUIRE_REPLICAS): AcquireReplicas,
+    (SCHEDULER, m.CLOSE_WORKER): CloseWorker,
     (WORKER, m.EXECUTE): Empty,
     (WORKER, m.GET_DATA): Empty,
     (WORKER, m.GET_DATA_REPLY): DataReply,
@@ -334,6 +374,9 @@ PAYLOADS: dict[tuple[str, str], type] = {
     (WORKER, m.TASK_ERRED): TaskErred,
     (WORKER, m.RELEASE_WORKER_DATA): FromWorker,
     (WORKER, m.STEAL_RESPONSE): StealResponse,
+    (WORKER, m.ADD_KEYS): AddKeys,
+    (WORKER, m.HEARTBEAT_WORKER): Heartbeat,
+    (WORKER, m.REGISTER_WORKER): RegisterWorker,
 }
 
 

@@ -97,6 +97,20 @@ Both are needed: the property tests find lost futures with either one alone.
     queue no longer holds it for the second record (a refcount mistake, found in order, not
     an order's race).  Since PR 1133 the queue counts its records per key.
 
+``heartbeat_restarts`` (releases before 2024.2.1, PR 8522)
+    A worker whose heartbeat the scheduler answers "missing" closes with ``nanny=False``:
+    its nanny, seeing the process end unasked, starts a new one, which registers with the
+    scheduler again.  ``retire_workers`` removes a worker and sends it ``close`` on the
+    batched stream; a heartbeat landing between the two gets "missing", and when its answer
+    beats the ``close`` the retired worker comes back (check ``retired_worker_returned``).
+    Since PR 8522 the worker closes with its nanny.  The model's workers have a nanny
+    unless made without one (``LocalCluster(processes=False)``).
+
+``future_tokens_by_key`` (releases before 2024.3.0, PR 8569)
+    ``tokenize`` of a Future is its key (``normalize_future``: ``[key, type]``): two futures
+    of one key give ``submit(f, future)`` one key.  Since PR 8569 a future's token is its own
+    (its ``_id``).  No zoo race turns on it; carried so that 2024.2.x is modelled as it was.
+
 ``ids``
     Where the keys of ``submit(pure=False)`` and ``scatter(hash=False)`` come
     from.  dask draws a ``uuid4``: no coordination, no collision.  ``racy-ids``
@@ -125,12 +139,14 @@ dask has since changed is a variant named for the last version that had it.
 model of that release of distributed: each change in :data:`HISTORY` (a mechanism
 the model carries, and the release that first shipped it, read with ``git tag
 --contains``) is switched on from its release.  Only releases from :data:`OLDEST`
-on are modelled: older ones differ in mechanisms the model does not carry (futures'
-tokens not unique before 2024.3.0, PR 8569; retire_workers' heartbeat before 2024.2.1,
-PR 8522; cancel as an RPC before 2023.3.1, PR 7583), and are refused with the range,
-not silently modelled as newer.  Between 2024.3.0 and 2024.4.2, dask changed nothing
-else a zoo scenario uses (read with ``git log 2024.3.0..2024.4.2 -- distributed/``:
-restarts, p2p, scatter's choice among workers, the dashboard, in-process comms).
+on are modelled: older ones differ in mechanisms the model does not carry (see
+:data:`OLDER_LACKS`: cancel as an RPC before 2023.3.1, PR 7583, …), and are refused with
+the range, not silently modelled as newer.  Between 2024.2.0 and 2024.4.2, dask changed
+nothing else a zoo scenario uses (read with ``git log 2024.2.0..2024.4.2 -- distributed/``:
+restarts, p2p, scatter's choice among workers, the dashboard, in-process comms, a warning
+and kept dependencies for one key submitted with two run specs (PR 8185, PR 8512), and
+memory → erred (PR 8549), which the model has no path for).  A development version is
+modelled only where a change names it (``dask-1.17.0.dev0``): no release had the race.
 """
 
 from __future__ import annotations
@@ -192,6 +208,8 @@ class ProtocolVariant:
     get_desires: bool = False
     variable_readers_by_client: bool = False
     queue_uncounted: bool = False
+    heartbeat_restarts: bool = False
+    future_tokens_by_key: bool = False
     #: ``(op, rule)`` pairs (see ``rules`` above): a tuple, so the variant stays hashable.
     rules: tuple[tuple[str, Rule], ...] = ()
 
@@ -269,6 +287,13 @@ HISTORY = (
            "client's confirmation is not waited for), and a Queue lets its hold go at the first "
            "get of a future put twice (PR 1133); no release had either",
            {"variable_readers_by_client": True, "queue_uncounted": True}, dev="1.17.0.dev0"),
+    Change("2024.2.1", "https://github.com/dask/distributed/pull/8522",
+           "a worker told 'missing' by the scheduler's answer to its heartbeat closes without its "
+           "nanny, which restarts it: a heartbeat between retire_workers' removal and its "
+           "close brings the retired worker back", {"heartbeat_restarts": True}),
+    Change("2024.3.0", "https://github.com/dask/distributed/pull/8569",
+           "a Future's token is its key (two futures of one key tokenize alike)",
+           {"future_tokens_by_key": True}),
     Change("2024.4.2", "https://github.com/dask/distributed/pull/8577",
            "publish_dataset's RPC does not wait for the client's stream (it can overtake the "
            "graph of the futures it publishes, whose annotations are then dropped)",
@@ -282,7 +307,7 @@ HISTORY = (
            {"unpublish_unordered": True, "override_keeps_keys": True}),
 )
 #: The oldest release modelled, and the newest (today's ``dask``).
-OLDEST, NEWEST = "2024.3.0", "2026.8.0"
+OLDEST, NEWEST = "2024.2.0", "2026.8.0"
 #: Every release of distributed from 1.17.0 (the first with ``Variable`` and ``Queue``) to
 #: NEWEST: dask/distributed's tags (``git tag``, without ``.dev0``, leading zeros dropped as
 #: ``packaging`` does: ``2021.01.0`` is ``2021.1.0``), and 2026.8.0 from PyPI.  A version between
@@ -310,7 +335,7 @@ RELEASES = frozenset("""
 2026.6.0 2026.7.0 2026.7.1 2026.8.0
 """.split())
 #: What releases older than OLDEST differ in that the model does not carry (the refusal says it).
-OLDER_LACKS = ("retire_workers' heartbeat before 2024.2.1, cancel as an RPC before 2023.3.1, "
+OLDER_LACKS = ("cancel as an RPC before 2023.3.1, "
                "stale task-finished and steal-response handling before 2022.12.0 and 2021.10.0")
 _RELEASE = re.compile(r"dask-(\d+(?:\.\d+)+(?:\.?(?:a|b|rc)\d+)?(?:\.dev\d*)?)")
 
