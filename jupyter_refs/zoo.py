@@ -135,6 +135,16 @@ def same_future_twice_in_a_queue(client: Any) -> str:
     return second.key
 
 
+def retire_a_worker(client: Any) -> tuple[list[str], int]:
+    """PR 8522's race as a user meets it: retire the worker holding a result (its data moves
+    to the other worker first), then look at the cluster and the result.  Two workers with
+    nannies (dask's ``LocalCluster(processes=True)``)."""
+    x = client.submit(inc, 1, key="x", workers=["worker:1"])
+    x.result()
+    client.retire_workers(["worker:1"])
+    return sorted(client.scheduler_info()["workers"]), x.result()
+
+
 def _modelled(*protocols: str) -> tuple[str, ...]:
     """``protocols`` less the releases older than :data:`OLDEST`: a race whose fix shipped in a
     release the model does not reach yet is shown absent under the protocols it does reach."""
@@ -156,10 +166,13 @@ class Race:
     scenario: Callable[..., Any]
     #: The failures that are this race (the checks' names, or ``scenario_raised``).
     names: frozenset[str]
+    #: The workers its cluster has (the report's).
+    workers: int = 1
 
     def find(self, protocol: str | None = None, **kwargs: Any) -> ExploreResult:
         """Explore the scenario under ``protocol`` (default: the release it affects)."""
         kwargs.setdefault("max_schedules", 3000)
+        kwargs.setdefault("workers", self.workers)
         return explore(self.scenario, protocol=protocol or self.found_under, **kwargs)
 
     def failures(self, result: ExploreResult) -> list[Failure]:
@@ -266,6 +279,20 @@ RACES: dict[str, Race] = {r.name: r for r in (
          "made for a desire of a forgotten key)",
          same_future_twice_in_a_queue, frozenset({"ghost_task", "hung_future",
                                                   "dangling_future"})),
+    Race("8522", "retire_workers: a heartbeat between the removal and the close brings the "
+         "worker back",
+         ("https://github.com/dask/distributed/pull/8522",),
+         "until 2024.2.0 (fixed in 2024.2.1, PR 8522)", "dask-2024.2.0",
+         _modelled("dask-2024.2.1", "fixed"),
+         "the retiring worker's heartbeat reaches the scheduler after retire_workers removed "
+         "the worker, and is answered 'missing'; that answer (an RPC's) reaches the worker "
+         "before the scheduler's close (batched, on the worker's stream), so the worker "
+         "closes itself with nanny=False, and the nanny restarts it",
+         "the retired worker comes back: its nanny starts a new worker process, which "
+         "registers, and scheduler_info() lists it again, empty, taking tasks (PR 8522's "
+         "test: after retire_workers the nanny 'resuscitates' the worker; with adaptive "
+         "scaling, workers retired come back); on a cluster without nannies, nothing",
+         retire_a_worker, frozenset({"retired_worker_returned"}), workers=2),
 )}
 
 #: Races of dask's history whose mechanisms the model does not carry, and what it lacks.
@@ -288,6 +315,4 @@ NOT_MODELLED: dict[str, str] = {
                  "the oldest release modelled",
     "1132/1133": "Variable / Queue get overtaken by a set (fixed in 1.17.0): before the oldest "
                  "release modelled",
-    "8522": "retire_workers' heartbeat between remove_worker and the close (fixed in 2024.2.1): "
-            "the model does not retire workers, and the release is before the oldest modelled",
 }
