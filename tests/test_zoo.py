@@ -303,3 +303,51 @@ def test_1133_in_order_on_2026_8_keeps_the_key(inproc):
     result = confirm(race.scenario, failure, inproc, attempts=1, stall=1.0, timeout=20)
     assert result.enforced and not result.confirmed, str(result)
     assert result.violations == [] and result.outcome == "returned 'x'"
+
+
+def test_8522_is_the_heartbeat_answer_overtaking_the_close():
+    """PR 8522 shipped in 2024.2.1: before, the heartbeat delivered after the removal and its
+    'missing' answer delivered before the batched close restart the worker; in order (the
+    heartbeat before the removal) it stays gone."""
+    assert get_variant("dask-2024.2.0").heartbeat_restarts
+    assert not get_variant("dask-2024.2.1").heartbeat_restarts and not DASK.heartbeat_restarts
+    race = RACES["8522"]
+    [failure] = race.failures(race.find(first=True, processes=1))
+    said = failure.explain()
+    assert "heartbeat_worker" in said and "close" in said
+    run = replay(race.scenario, failure.schedule, keep_open=True)
+    try:
+        scheduler = run.cluster.scheduler
+        assert "worker:1" in scheduler.workers and scheduler.lives == {"worker:1": 1}
+        assert run.cluster.workers["worker:1"].life == 1
+    finally:
+        run.cluster.close()
+    in_order = replay(race.scenario, failure.schedule.split(":")[0] + ":", keep_open=True)
+    try:
+        assert in_order.violations == [] and in_order.returned == "(['worker:0'], 2)"
+        assert in_order.cluster.scheduler.workers == ["worker:0"]
+    finally:
+        in_order.cluster.close()
+
+
+def _probe_8522():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "dask_8522_probe.py"
+    spec = importlib.util.spec_from_file_location("dask_8522_probe", path)
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    return probe
+
+
+@pytest.mark.dask
+def test_8522s_order_on_2026_8_leaves_the_worker_gone():
+    """2026.8.0, worker processes with nannies: retire_workers with the scheduler's close held
+    back, so the worker's own heartbeat is answered 'missing' first (the model's order).  The
+    worker closes with its nanny; no worker of its name registers again, and x still gathers
+    (on 2024.2.0 the same probe sees it come back: scripts/confirm_in_release.py --race 8522)."""
+    import distributed
+
+    outcome = _probe_8522().one_run(distributed, timeout=20)
+    assert outcome == "retired True; stayed gone (its nanny closed); x gathers 2; 1 worker(s)"
