@@ -81,8 +81,10 @@ RETIRE_WORKERS = "retire_workers"
 WORKER_STATUS_CHANGE = "worker-status-change"
 ACQUIRE_REPLICAS = "acquire-replicas"
 CLOSE_WORKER = "close"
-# worker -> scheduler, batched: the replicas a worker fetched (dask's ``add-keys``)
+# worker -> scheduler, batched: the replicas a worker fetched (dask's ``add-keys``), and the
+# last message of a worker that closes on its own (``LocalCluster.scale`` down closes workers)
 ADD_KEYS = "add-keys"
+CLOSE_STREAM = "close-stream"
 # worker -> scheduler, RPC: "I am alive" (the scheduler answers "missing" to a worker it removed),
 # and a worker its nanny restarted registering again (before PR 8522, 2024.2.1)
 HEARTBEAT_WORKER = "heartbeat_worker"

@@ -295,6 +295,8 @@ class AddKeys(TypedDict):
 
 
 class Heartbeat(TypedDict):
+    """A worker's heartbeat, or its stream's last message: who it is."""
+
     worker: str
 
 
@@ -375,6 +377,7 @@ PAYLOADS: dict[tuple[str, str], type] = {
     (WORKER, m.RELEASE_WORKER_DATA): FromWorker,
     (WORKER, m.STEAL_RESPONSE): StealResponse,
     (WORKER, m.ADD_KEYS): AddKeys,
+    (WORKER, m.CLOSE_STREAM): Heartbeat,
     (WORKER, m.HEARTBEAT_WORKER): Heartbeat,
     (WORKER, m.REGISTER_WORKER): RegisterWorker,
 }

@@ -877,6 +877,19 @@ class SchedulerState:
             self._add_replica(ts, worker, incarnation, out, stimulus)
             self.record(SCHEDULER, "who_has.added", key, worker, tuple(sorted(ts.who_has)))
 
+    def _on_close_stream(self, msg: Message, out: Out, stimulus: str) -> None:
+        """A worker's stream ended (it closed on its own): dask removes it as lost — nothing
+        moved first; its results are computed again, its scattered data is gone."""
+        worker = msg.payload["worker"]
+        if worker in self.processing and msg.channel == self._stream_from(worker):
+            self.remove_worker(worker, out, stimulus, close=False,
+                               reason="connection lost: killed, crashed or closed")
+
+    def _stream_from(self, worker: str) -> str:
+        life = self.lives.get(worker)
+        channel = m.stream_channel(worker, SCHEDULER)
+        return f"{channel}#{life}" if life else channel
+
     def _on_heartbeat_worker(self, msg: Message, out: Out, stimulus: str) -> None:
         """dask's ``heartbeat_worker``: a worker the scheduler does not know is "missing"."""
         known = msg.sender in self.processing
@@ -1185,6 +1198,7 @@ class SchedulerState:
         m.STEAL_RESPONSE: _on_steal_response,
         m.RETIRE_WORKERS: _on_retire_workers,
         m.ADD_KEYS: _on_add_keys,
+        m.CLOSE_STREAM: _on_close_stream,
         m.HEARTBEAT_WORKER: _on_heartbeat_worker,
         m.REGISTER_WORKER: _on_register_worker,
         **dict.fromkeys(EXTENSION_OPS, _on_query),

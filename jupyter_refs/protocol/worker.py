@@ -539,6 +539,15 @@ class WorkerState:
         self.record(self.name, "worker.closed", None, reason)
         self._forget_life()
 
+    def shutdown(self, reason: str) -> list[Message]:
+        """The worker closes on its own (its cluster closes it: ``LocalCluster.scale`` down),
+        its nanny with it; its stream's last message, ``close-stream``, tells the scheduler,
+        which removes it as a worker lost (dask: ``handle-worker-cleanup``)."""
+        if self.closed:
+            return []
+        self._close(reason)
+        return [self._to_scheduler(m.CLOSE_STREAM, (), worker=self.name)]
+
     def _forget_life(self) -> None:
         """What a worker process held goes with it."""
         self.data, self.copies, self.tasks = {}, {}, {}
