@@ -351,3 +351,24 @@ def test_8522s_order_on_2026_8_leaves_the_worker_gone():
 
     outcome = _probe_8522().one_run(distributed, timeout=20)
     assert outcome == "retired True; stayed gone (its nanny closed); x gathers 2; 1 worker(s)"
+
+
+@pytest.mark.parametrize("protocol,alike", [("dask-2024.2.0", True), ("dask-2024.3.0", False),
+                                            ("dask", False)])
+def test_a_futures_token_is_its_keys_before_2024_3_0(protocol, alike):
+    """PR 8569 (2024.3.0): before, two futures of one key tokenized alike, so ``submit(f, x)``
+    gave one key for either (checked on distributed 2024.2.0 in a venv: True; 2026.8.0: False)."""
+    from jupyter_refs import Cluster
+
+    assert get_variant(protocol).future_tokens_by_key is alike
+    with Cluster(protocol=protocol, workers=1, network="immediate") as cluster:
+        client = cluster.client()
+        x, y = client.scatter(1), client.scatter(1)
+        assert x.key == y.key and x is not y
+        assert (client.submit(inc, x).key == client.submit(inc, y).key) is alike
+
+
+@pytest.mark.dask
+def test_two_futures_of_one_key_tokenize_apart_on_2026_8(inproc):
+    x, y = inproc.scatter(1), inproc.scatter(1)
+    assert x.key == y.key and inproc.submit(inc, x).key != inproc.submit(inc, y).key
