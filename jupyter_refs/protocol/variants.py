@@ -336,7 +336,9 @@ RELEASES = frozenset("""
 """.split())
 #: What releases older than OLDEST differ in that the model does not carry (the refusal says it).
 OLDER_LACKS = ("cancel as an RPC before 2023.3.1, "
-               "stale task-finished and steal-response handling before 2022.12.0 and 2021.10.0")
+               "stale task-finished and steal-response handling before 2022.12.0 and 2021.10.0"
+               "; before 1.21.0, a desire for an unknown key kept in who_wants with no task "
+               "(desire_creates models the ghost TaskState of 1.21.0 to 2024.8.1)")
 _RELEASE = re.compile(r"dask-(\d+(?:\.\d+)+(?:\.?(?:a|b|rc)\d+)?(?:\.dev\d*)?)")
 
 
