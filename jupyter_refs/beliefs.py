@@ -49,6 +49,7 @@ _RELEASE_CLIENT = ev.RELEASE_APPLIED.at("client")
 _MSG_KEYS = ev.MSG_SENT.at("keys")
 _GONE_WORKER, _GONE_REASON, _GONE_STIMULUS = (ev.WORKER_REMOVED.at(f) for f in (
     "worker", "reason", "stimulus_id"))
+_ADDED_WORKER = ev.WORKER_ADDED.at("worker")
 STIMULUS = ev.TRANSITION.at("stimulus_id")
 _FOCUS_KEYS, _FOCUS_SAMPLE, _FOCUS_JOINED = (ev.FOCUS_CHANGED.at(f)
                                              for f in ("keys", "sample", "joined"))
@@ -485,6 +486,10 @@ class Beliefs:
         for holders in self.who_has.values():
             holders.discard(worker)
 
+    def worker_added(self, seq: int, row: tuple) -> None:
+        """A worker joined (again: its nanny restarted it): it is no longer gone."""
+        self.gone.pop(row[EXTRA][_ADDED_WORKER], None)
+
     # -- workers ---------------------------------------------------------------------------
 
     def worker_put(self, seq: int, row: tuple) -> None:
@@ -532,6 +537,8 @@ UPDATES: dict[str, Update] = {
     "who_has.removed": Beliefs.who_has_removed,
     "client.removed": Beliefs.client_removed,
     "worker.removed": Beliefs.worker_removed,
+    "worker.added": Beliefs.worker_added,
+    "who_has.added": Beliefs.who_has_removed,  # the same update: who_has is what it says after
     "worker.put": Beliefs.worker_put,
     "worker.free": Beliefs.worker_free,
     "focus.changed": Beliefs.refocus,

@@ -52,6 +52,12 @@ and judges what it made true.
     … but key is unknown").  Nothing will ever finish or cancel the future:
     ``result()`` waits for ever.  dask before PR 9217 (2026.6.0): a
     ``get_dataset``'s desire overtaken by ``unpublish_dataset``'s RPC.
+``retired_worker_returned``
+    A worker the scheduler removed as retired (``worker.removed``, 'retired') joins again
+    (``worker.added``): before PR 8522 (2024.2.1), its heartbeat, answered "missing" between
+    ``retire_workers``' removal and the batched ``close``, made it close without its nanny,
+    which started it again.  The user retired it (or scaled down) and sees it back in
+    ``scheduler_info()``, taking tasks.
 ``refcount_mismatch``
     Once the channels are drained, a client holds a key (refcount > 0) but is
     not in that key's ``who_wants``.  Judged only at ``network.drained``,
@@ -110,6 +116,7 @@ _UNKNOWN_CLIENT = ev.DESIRE_UNKNOWN.at("client")
 _ALLOC_VALUE = ev.ID_ALLOC.at("value")
 _REJECT_REASON = ev.FUTURE_PUT_REJECTED.at("reason")
 _DROPPED = ev.GRAPH_ANNOTATIONS_DROPPED.at("dropped")
+_ADDED_WORKER = ev.WORKER_ADDED.at("worker")
 
 
 @dataclass(frozen=True, slots=True)
@@ -375,6 +382,21 @@ class Checks:
         self._update_suspect(b, pair, seq)
         if b.refcount.get(pair):
             self._unheard.setdefault(pair, seq)
+
+    def _worker_added(self, b: Beliefs, seq: int, row: tuple) -> None:
+        worker = row[EXTRA][_ADDED_WORKER]
+        why = b.gone.get(worker)
+        b.worker_added(seq, row)
+        if why != "retired":
+            return
+        self._report(
+            "retired_worker_returned", "", None, seq,
+            f"{worker} joined the cluster again after retire_workers had removed it: its "
+            "heartbeat reached the scheduler after the removal and was answered 'missing' "
+            "before the scheduler's close (batched, on the worker's stream) arrived, so the "
+            "worker closed without its nanny (as every release before PR 8522 did), and the "
+            "nanny, seeing its process end unasked, started a new one, which registered. The "
+            f"cluster has {worker} again, empty, taking new tasks.", once=False)
 
     def _annotations_dropped(self, b: Beliefs, seq: int, row: tuple) -> None:
         key, dropped = row[KEY], row[EXTRA][_DROPPED]
@@ -669,6 +691,7 @@ _JUDGES: dict[str, Judge] = {
     "scheduler.assertion": Checks._assertion,
     "desire.unknown": Checks._desire_unknown,
     "graph.annotations_dropped": Checks._annotations_dropped,
+    "worker.added": Checks._worker_added,
     "network.drained": Checks._drained,
     "id.alloc": Checks._id_alloc,
     "future.put_rejected": Checks._put_rejected,

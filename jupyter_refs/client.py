@@ -240,7 +240,11 @@ class Future(TaskRef):
     # Pickled (inside task arguments or a result), a future travels as its key.
     __reduce__ = reduce_future
 
-    def __dask_tokenize__(self) -> tuple:
+    def __dask_tokenize__(self) -> tuple | list:
+        client = self.client
+        if client is not None and client.cluster is not None and (
+                client.cluster.variant.future_tokens_by_key):
+            return [self.key, type(self).__name__]  # before PR 8569: the key's, not its own
         return (type(self).__name__, self.key, self._id)
 
     def __repr__(self) -> str:
@@ -1113,6 +1117,23 @@ class Client(ClusterCalls):
         names = self._workers(workers)
         return {w: keys for w, keys in has.items() if names is None or w in names}
 
+    def retire_workers(self, workers: list[str] | None = None, close_workers: bool = True,
+                       **kwargs: Any) -> dict[str, dict[str, Any]]:
+        """dask's ``Client.retire_workers``: the workers named (by address: here, by name) stop
+        taking tasks, the data only they hold is copied to the others, and the scheduler
+        removes them (``close_workers``: and tells them to close).  Returns what was retired,
+        by address; a worker the scheduler does not know is left out, as is one whose data no
+        other worker could take."""
+        if workers is None or kwargs:
+            raise NotModelledError(
+                "Client.retire_workers(" + ", ".join(["workers=None"] * (workers is None)
+                                                     + [f"{k}=" for k in kwargs]) + ")",
+                "retire_workers(workers=[addresses], close_workers=) is modelled (dask picks "
+                "workers itself with workers_to_close, which the model does not have)")
+        names = [workers] if isinstance(workers, str) else list(workers)
+        retired = self._ask(m.RETIRE_WORKERS, workers=names, close_workers=bool(close_workers))
+        return {w: self._worker_info(w, "closed") for w in retired["workers"]}
+
     # Published datasets (dask's, with its messages: ``jupyter_refs/publish.py``).
     def publish_dataset(self, *args: Any, name: Any = None, override: bool = False,
                         **kwargs: Any) -> None:
@@ -1145,22 +1166,30 @@ class Client(ClusterCalls):
         """dask's ``Client.scheduler_info``: the scheduler and up to ``n_workers`` workers
         (``-1``: all), with dask's fields; the model measures nothing, so memory, metrics and
         directories are zeros and empty."""
-        import time
 
         cluster = self.cluster
         threads = getattr(cluster, "threads_per_worker", 1)
-        names = list(cluster.workers)
+        with cluster.locked():
+            names = list(cluster.scheduler.workers)  # the scheduler's (a retired one is gone)
         shown = names if n_workers == -1 else names[:n_workers]
-        now = time.time()
-        workers = {w: {"type": "Worker", "id": i, "name": i, "host": "kernel", "nthreads": threads,
-                       "memory_limit": 0, "resources": {}, "status": "running", "nanny": None,
-                       "last_seen": now, "local_directory": "", "services": {},
-                       "metrics": {"task_counts": {}, "managed_bytes": 0, "memory": 0,
-                                   "spilled_bytes": {"memory": 0, "disk": 0}, "cpu": 0.0}}
-                   for i, w in enumerate(shown)}
+        workers = {w: self._worker_info(w, "running") for w in shown}
         return {"type": "Scheduler", "id": f"Scheduler-{id(cluster):x}", "address": "scheduler",
                 "services": {}, "started": 0.0, "n_workers": len(names),
                 "total_threads": threads * len(names), "total_memory": 0, "workers": workers}
+
+    def _worker_info(self, worker: str, status: str) -> dict[str, Any]:
+        """A worker as dask's ``WorkerState.identity()`` describes it: its name is its number
+        (as ``LocalCluster`` names its workers); the model measures nothing."""
+        import time
+
+        cluster = self.cluster
+        number = list(cluster.workers).index(worker)
+        return {"type": "Worker", "id": number, "name": number, "host": "kernel",
+                "nthreads": getattr(cluster, "threads_per_worker", 1), "memory_limit": 0,
+                "resources": {}, "status": status, "nanny": None, "last_seen": time.time(),
+                "local_directory": "", "services": {},
+                "metrics": {"task_counts": {}, "managed_bytes": 0, "memory": 0,
+                            "spilled_bytes": {"memory": 0, "disk": 0}, "cpu": 0.0}}
 
     def close(self, timeout: Any = None) -> None:
         """Release every key this client holds; then refuse new work.  Closing twice is fine."""
@@ -1383,5 +1412,5 @@ get_scheduler_logs processing call_stack benchmark_hardware
 get_versions wait_for_workers forward_logging log_event subscribe_topic unsubscribe_topic
 get_events start_ipython_workers start_ipython_scheduler dump_cluster_state
 write_scheduler_file amm get asynchronous sync loop scheduler
-nbytes normalize_collection retire_workers recreate_error_locally recreate_task_locally
+nbytes normalize_collection recreate_error_locally recreate_task_locally
 """.split())

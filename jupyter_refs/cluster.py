@@ -277,6 +277,9 @@ class Cluster:
         self.scheduler = SchedulerState(self.variant, names, self.trace.record)
         self.threads_per_worker = (default_threads(len(names)) if threads_per_worker is None
                                    else threads_per_worker)
+        #: Whether a nanny watches each worker (and restarts one that ends unasked); dask's
+        #: ``LocalCluster(processes=False)`` has none (``dropin.LocalCluster`` says so).
+        self.nannies = True
         self.workers = {n: WorkerState(n, self.variant, self.trace.record, self._bind,
                                        self.threads_per_worker)
                         for n in names}
@@ -341,7 +344,7 @@ class Cluster:
             while name in self.workers:
                 name += "'"
             worker = WorkerState(name, self.variant, self.trace.record, self._bind,
-                                 self.threads_per_worker)
+                                 self.threads_per_worker, nanny=self.nannies)
             self.workers[name] = worker
             self._actors[name] = worker
             self._actors[worker.client.name] = worker.client

@@ -202,7 +202,8 @@ def _received(client: Client, record: dict[str, Any], user_call: Any, op: str,
     if record["type"] != "Future":
         return loads(record["value"])
     future = _as_future(client, record)
-    user_call.send(client._state.send(op, (future.key,), **payload))
+    # The hold it is: fixed's scheduler reports on the key to this hold (dask ignores it).
+    user_call.send(client._state.send(op, (future.key,), gen=future._fs.gen, **payload))
     return future
 
 

@@ -105,6 +105,10 @@ class LocalCluster(Cluster):
                          network=network or settings["network"], seed=seed,
                          threads_per_worker=threads)
         self.processes = processes
+        # Worker processes have a nanny; in-process workers none (a closed one stays closed).
+        self.nannies = processes
+        for worker in self.workers.values():
+            worker.nanny = processes
 
     @property
     def scheduler_address(self) -> str:
@@ -115,22 +119,27 @@ class LocalCluster(Cluster):
         return ""
 
     def scale(self, n: int | None = None, **kwargs: Any) -> None:
-        """dask's ``scale(n)`` up: new workers join; the same size changes nothing.  Down (dask
-        retires workers, moving their data) is not modelled."""
+        """dask's ``scale(n)``: up, new workers join; the same size changes nothing; down, the
+        newest workers close — and, as on distributed 2026.8.0, nothing is retired first:
+        ``SpecCluster`` asks ``retire_workers`` for workers by their spec names, which are not
+        addresses, so the scheduler retires none, and each worker's stream simply ends.  Its
+        results are computed again elsewhere; data scattered only to it is lost (its futures
+        are cancelled).  ``client.retire_workers`` moves the data first."""
         if kwargs or n is None:
             raise NotModelledError(f"LocalCluster.scale({', '.join(map(repr, kwargs)) or n!r})",
                                    "scale(n) with a number of workers is modelled")
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
             raise ValueError(f"scale takes a number of workers, not {n!r}")
-        if n < len(self.workers):
-            raise NotModelledError(f"LocalCluster.scale({n}) down",
-                                   f"retiring workers is not modelled; the cluster has "
-                                   f"{len(self.workers)}")
-        while len(self.workers) < n:
+        live = [name for name, worker in self.workers.items() if not worker.closed]
+        if n < len(live):
+            with self.call(None) as user_call:
+                for name in live[n:]:
+                    user_call.send(self.workers[name].shutdown("scale-down"))
+        for _ in range(n - len(live)):
             self.add_worker()
 
     def adapt(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotModelledError("LocalCluster.adapt", "scale(n) up is modelled")
+        raise NotModelledError("LocalCluster.adapt", "scale(n) is modelled")
 
     def get_logs(self, *args: Any, **kwargs: Any) -> Any:
         raise NotModelledError("LocalCluster.get_logs", "the kernel-side cluster keeps no logs")

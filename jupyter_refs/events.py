@@ -164,7 +164,8 @@ TRANSITION = _kind(
     doc="A scheduler task state change, with the stimulus that caused it (dask's names).")
 WORKER_ADDED = _kind(
     "worker.added", "worker", "nthreads", source="scheduler", actor=("worker",),
-    doc="A worker joined the running cluster (``LocalCluster.scale`` up): it takes new tasks.")
+    doc="A worker joined the running cluster (``LocalCluster.scale`` up, or registering again "
+        "after its nanny restarted it): it takes new tasks.")
 WHO_HAS_REMOVED = _kind(
     "who_has.removed", "worker", "who_has_after", source="scheduler",
     actor=("worker",), actors=("who_has_after",),
@@ -195,6 +196,35 @@ WORKER_REMOVED = _kind(
         "its scattered data is gone (``lost``); the transitions that follow carry the removal's "
         "``stimulus_id``.  Tracing dask, the worker is a source that will send nothing more: "
         "the merge stops waiting for it, and the views mark it gone.")
+WORKER_RETIRING = _kind(
+    "worker.retiring", "worker", "stimulus_id", source="scheduler", actor=("worker",),
+    doc="``retire_workers`` began to retire a worker: it takes no new task, and the data only "
+        "it holds is copied to the others before it is removed (``worker.removed``, 'retired').")
+WORKER_RETIRE_ABORTED = _kind(
+    "worker.retire_aborted", "worker", "stimulus_id", source="scheduler", actor=("worker",),
+    doc="A retirement was abandoned: no running worker could take the data only it holds "
+        "(dask: 'could not retire'); the worker runs on.")
+WHO_HAS_ADDED = _kind(
+    "who_has.added", "worker", "who_has_after", source="scheduler",
+    actor=("worker",), actors=("who_has_after",),
+    doc="The scheduler counted a replica a worker fetched (``add-keys``: a retiring worker's "
+        "data, copied before it leaves).")
+HEARTBEAT_MISSING = _kind(
+    "heartbeat.missing", "worker", source="scheduler", actor=("worker",),
+    doc="A heartbeat from a worker the scheduler has removed: answered 'missing' (dask logs "
+        "'Received heartbeat from unregistered worker').")
+WORKER_CLOSED = _kind(
+    "worker.closed", "reason", source="worker",
+    doc="The worker closed (told to by the scheduler, or answered 'missing' to a heartbeat), "
+        "its nanny with it: it reads nothing more.")
+WORKER_RESTARTED = _kind(
+    "worker.restarted", "life", source="worker",
+    doc="The worker closed without its nanny, which started a new worker process under the "
+        "same name (before PR 8522, 2024.2.1): empty, it registers with the scheduler again.")
+WORKER_DROPPED = _kind(
+    "worker.dropped", "op", "msg_id", source="worker",
+    doc="A message the worker does not read: it has closed, or it is for an earlier life of "
+        "the worker (the connection its nanny's restart ended).")
 TASK_RETRY = _kind(
     "task.retry", "retries_left", "stimulus_id", source="scheduler",
     doc="A failed task with retries left goes back to waiting.")

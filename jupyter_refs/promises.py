@@ -36,6 +36,8 @@ PROMISES: tuple[Promise, ...] = (
             "a future is not cancelled while the scheduler keeps its key for that client"),
     Promise("annotations_dropped", "checks",
             "a task keeps the annotations (retries, workers) its graph gave it"),
+    Promise("retired_worker_returned", "checks",
+            "a worker retire_workers removed does not join the cluster again"),
     Promise("scenario_raised", "explore",
             "the scenario does not raise in one message order and return in another"),
     Promise("outcome_differs", "explore",

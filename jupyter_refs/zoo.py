@@ -17,7 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from packaging.version import Version
+
+from .coordination import Queue, Variable
 from .explore import ExploreResult, Failure, explore
+from .protocol.variants import OLDEST, release_of
 
 
 def inc(x: int) -> int:
@@ -88,6 +92,65 @@ def reader_then_owner_unpublishes(owner: Any, reader: Any) -> int:
     return y.result()
 
 
+def _coordination(client: Any, name: str) -> Any:
+    """``Variable`` or ``Queue`` for ``client``: dask's for a real dask client (so that
+    ``jupyter_refs.dask.confirm`` runs the scenario there), the model's otherwise."""
+    if type(client).__module__.startswith("distributed"):
+        import distributed
+
+        return getattr(distributed, name)
+    return {"Variable": Variable, "Queue": Queue}[name]
+
+
+def variable_get_twice_then_set(client: Any) -> int:
+    """PR 1132's race (commit 744c7431, "pass tokens back to variables"), as its stress test
+    met it in one client: the variable holds x alone; the client gets it, lets it go, gets it
+    again at once, and sets the variable to another value."""
+    v = _coordination(client, "Variable")("x", client=client)
+    x = client.submit(inc, 1, key="x")
+    x.result()
+    v.set(x)
+    del x
+    f = v.get()
+    del f
+    g = v.get()
+    v.set(0)
+    return g.result()
+
+
+def same_future_twice_in_a_queue(client: Any) -> str:
+    """PR 1133's test (``test_same_futures``), its putter letting go: the same future put in a
+    queue twice, then got twice.  The second get's future is returned unwaited (by its key):
+    before the fix it waits for ever in every order, which is no order's doing."""
+    q = _coordination(client, "Queue")("q", client=client)
+    x = client.submit(inc, 1, key="x")
+    x.result()
+    q.put(x)
+    q.put(x)
+    del x
+    first = q.get()
+    first.result()
+    del first
+    second = q.get()
+    return second.key
+
+
+def retire_a_worker(client: Any) -> tuple[list[str], int]:
+    """PR 8522's race as a user meets it: retire the worker holding a result (its data moves
+    to the other worker first), then look at the cluster and the result.  Two workers with
+    nannies (dask's ``LocalCluster(processes=True)``)."""
+    x = client.submit(inc, 1, key="x", workers=["worker:1"])
+    x.result()
+    client.retire_workers(["worker:1"])
+    return sorted(client.scheduler_info()["workers"]), x.result()
+
+
+def _modelled(*protocols: str) -> tuple[str, ...]:
+    """``protocols`` less the releases older than :data:`OLDEST`: a race whose fix shipped in a
+    release the model does not reach yet is shown absent under the protocols it does reach."""
+    return tuple(p for p in protocols if (v := release_of(p)) is None or v >= Version(OLDEST))
+
+
 @dataclass(frozen=True)
 class Race:
     """One race of dask's history: where from, which releases, the order, the symptom."""
@@ -103,10 +166,13 @@ class Race:
     scenario: Callable[..., Any]
     #: The failures that are this race (the checks' names, or ``scenario_raised``).
     names: frozenset[str]
+    #: The workers its cluster has (the report's).
+    workers: int = 1
 
     def find(self, protocol: str | None = None, **kwargs: Any) -> ExploreResult:
         """Explore the scenario under ``protocol`` (default: the release it affects)."""
         kwargs.setdefault("max_schedules", 3000)
+        kwargs.setdefault("workers", self.workers)
         return explore(self.scenario, protocol=protocol or self.found_under, **kwargs)
 
     def failures(self, result: ExploreResult) -> list[Failure]:
@@ -179,6 +245,54 @@ RACES: dict[str, Race] = {r.name: r for r in (
          "'Client … desires key 'x' but key is unknown' (over TCP, the reader's stream flushing "
          "0.5 s late: 5 of 5 on 2026.3.0, 2026.6.0 and 2026.8.0, scripts/dask_9217_probe.py)",
          reader_then_owner_unpublishes, frozenset({"hung_future", "dangling_future"})),
+    Race("1132", "a Variable's get overtaking the same client's confirmation: the old key "
+         "released under the reader",
+         ("https://github.com/dask/distributed/pull/1132",
+          "https://github.com/dask/distributed/commit/744c7431cb28d37fec732e5e0f66e5b829022444"),
+         "no release: Variable came in PR 1128 (2017-06-04) and its fix (commit 744c7431, "
+         "merged with PR 1132 on 2017-06-05) is in 1.17.0, the first release with either; "
+         "modelled as the development state dask-1.17.0.dev0", "dask-1.17.0.dev0",
+         _modelled("dask-1.17.0", "fixed"),
+         "the variable counts its readers by client: the client's second variable_get RPC "
+         "overtakes the first get's confirmation on its batched stream and adds nobody; the "
+         "first confirmation empties the readers, so the set's release of the old key goes, "
+         "the client's release of its first future forgets the key, and the second get's "
+         "confirmation (its desire) comes after",
+         "the future the second get returned never finishes (1.17's scheduler adds a desire "
+         "for a forgotten key to who_wants with no task; every release before PR 8827 made "
+         "a ghost task, which the model reports); the commit: 'it was possible for a future "
+         "to be forgotten in a complex race condition'",
+         variable_get_twice_then_set, frozenset({"ghost_task", "hung_future", "dangling_future"})),
+    Race("1133", "the same future twice in a Queue: the first get lets the queue's hold go",
+         ("https://github.com/dask/distributed/pull/1133",),
+         "no release: Queue came in PR 1117 (2017-06-03) and PR 1133 (2017-06-05) is in "
+         "1.17.0, the first release with either; modelled as dask-1.17.0.dev0",
+         "dask-1.17.0.dev0", _modelled("dask-1.17.0", "fixed"),
+         "no order: a refcount mistake.  queue-future-release lets the queue's hold on the "
+         "key go at every get, although a second record of the queue still holds the same "
+         "future; once the putter and the first reader let go, the key is forgotten, and the "
+         "second get hands out a future of a forgotten key — in every order, the in-order one "
+         "first",
+         "PR 1133: 'if the same future was in the queue twice then after getting the first one "
+         "we would tell the scheduler that we no longer needed the future'; the second get's "
+         "future never finishes (the model: a ghost task, as every release before PR 8827 "
+         "made for a desire of a forgotten key)",
+         same_future_twice_in_a_queue, frozenset({"ghost_task", "hung_future",
+                                                  "dangling_future"})),
+    Race("8522", "retire_workers: a heartbeat between the removal and the close brings the "
+         "worker back",
+         ("https://github.com/dask/distributed/pull/8522",),
+         "until 2024.2.0 (fixed in 2024.2.1, PR 8522)", "dask-2024.2.0",
+         _modelled("dask-2024.2.1", "fixed"),
+         "the retiring worker's heartbeat reaches the scheduler after retire_workers removed "
+         "the worker, and is answered 'missing'; that answer (an RPC's) reaches the worker "
+         "before the scheduler's close (batched, on the worker's stream), so the worker "
+         "closes itself with nanny=False, and the nanny restarts it",
+         "the retired worker comes back: its nanny starts a new worker process, which "
+         "registers, and scheduler_info() lists it again, empty, taking tasks (PR 8522's "
+         "test: after retire_workers the nanny 'resuscitates' the worker; with adaptive "
+         "scaling, workers retired come back); on a cluster without nannies, nothing",
+         retire_a_worker, frozenset({"retired_worker_returned"}), workers=2),
 )}
 
 #: Races of dask's history whose mechanisms the model does not carry, and what it lacks.
@@ -201,6 +315,4 @@ NOT_MODELLED: dict[str, str] = {
                  "the oldest release modelled",
     "1132/1133": "Variable / Queue get overtaken by a set (fixed in 1.17.0): before the oldest "
                  "release modelled",
-    "8522": "retire_workers' heartbeat between remove_worker and the close (fixed in 2024.2.1): "
-            "the model does not retire workers, and the release is before the oldest modelled",
 }

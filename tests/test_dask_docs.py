@@ -1374,7 +1374,7 @@ loud("doc_register_plugin", CLIENT_PY, "Client.unregister_worker_plugin", "distr
 """)
 # Client.forward_logging: the harness's workers share the test process, so dask would put its
 # forwarding handler on this process's root logger for good — left out.
-loud("doc_retire_workers", CLIENT_PY, "Client.retire_workers", "Client.retire_workers", """
+compared("doc_retire_workers", CLIENT_PY, "Client.retire_workers", """
     workers = sorted(client.scheduler_info()['workers'])
     client.retire_workers(workers=workers[:1])
     out = len(client.scheduler_info()['workers'])

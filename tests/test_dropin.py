@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import textwrap
+import time
 
 import pytest
 
@@ -94,9 +95,14 @@ def test_the_first_cells_users_write():
             futures = client.map(len, ["a" * i for i in range(40)])
             assert sum(client.gather(futures)) == sum(range(40))
             assert len({w for ws in client.who_has(futures).values() for w in ws}) > 2
-            with pytest.raises(jr.NotModelledError, match="down"):
-                cluster.scale(1)
-            assert client.submit(len, "abc").result() == 3  # the bad call lost nothing
+            cluster.scale(3)  # down: the newest worker closes (its results are recomputed)
+            deadline = time.monotonic() + 10  # the live network delivers its close-stream
+            while len(client.scheduler_info()["workers"]) > 3:
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+            assert list(client.scheduler_info()["workers"]) == ["worker:0", "worker:1", "worker:2"]
+            assert sum(client.gather(futures)) == sum(range(40))
+            assert client.submit(len, "abc").result() == 3
             assert cluster.violations == []
         with pytest.raises(jr.NotModelledError, match="worker_class="):
             LocalCluster(worker_class=object)
@@ -224,3 +230,44 @@ def test_what_a_user_meets_first_behaves_as_on_dask(name):
     with jr.model():
         model = _outcome(SNIPPETS[name])
     assert model == real
+
+
+def _scale_down_program() -> tuple:
+    """Scale a two-worker LocalCluster down to one, the second worker holding a computed
+    result and a scattered value (what ``test_scale_down_is_dasks`` runs on both)."""
+    import time
+
+    from dask.distributed import Client, LocalCluster
+
+    def inc(x):
+        return x + 1
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                      dashboard_address=":0") as cluster, Client(cluster) as client:
+        info = client.scheduler_info()["workers"]
+        last = max(info, key=lambda a: info[a]["name"])
+        x = client.submit(inc, 1, key="x", workers=[last], allow_other_workers=True)
+        x.result()
+        y = client.scatter(10, workers=[last])
+        cluster.scale(1)
+        deadline = time.monotonic() + 10
+        while len(client.scheduler_info()["workers"]) > 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        while y.status == "finished" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        names = [w["name"] for w in client.scheduler_info()["workers"].values()]
+        return names, y.status, x.result(timeout=10), client.submit(inc, 5).result()
+
+
+@pytest.mark.dask
+def test_scale_down_is_dasks():
+    """distributed 2026.8.0's ``LocalCluster.scale`` down retires nothing (``SpecCluster`` hands
+    ``retire_workers`` its spec names, not addresses): the newest worker closes, its result is
+    recomputed, its scattered value is lost.  The model does the same."""
+    import logging
+
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+    real = _scale_down_program()
+    with jr.model():
+        modelled = _scale_down_program()
+    assert real == modelled == ([0], "cancelled", 2, 6)

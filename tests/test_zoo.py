@@ -8,7 +8,7 @@ import pytest
 
 from jupyter_refs import replay
 from jupyter_refs.errors import ProtocolError
-from jupyter_refs.protocol.variants import DASK, DASK_2024_7, get_variant
+from jupyter_refs.protocol.variants import DASK, DASK_2024_7, OLDEST, get_variant
 from jupyter_refs.zoo import RACES, inc
 
 
@@ -56,7 +56,7 @@ def test_9217_is_a_hung_future_before_2026_6_and_none_after():
 
 
 @pytest.mark.parametrize("name,says", [("dask-2023.3.0", "cancel as an RPC"),
-                                       ("dask-2024.2.1", "retire_workers. heartbeat"),
+                                       ("dask-2024.1.1", "cancel as an RPC"),
                                        ("dask-2027.1.0", "newer than today's"),
                                        ("dask-2026.5.1", "no release 2026.5.1 .the nearest: "
                                                          "2026.3.0, 2026.6.0"),
@@ -64,7 +64,7 @@ def test_9217_is_a_hung_future_before_2026_6_and_none_after():
 def test_a_release_outside_the_range_says_which_range_is_modelled(name, says):
     with pytest.raises(ProtocolError, match=says) as raised:
         get_variant(name)
-    assert "2024.3.0" in str(raised.value) and "2026.8.0" in str(raised.value)
+    assert OLDEST in str(raised.value) and "2026.8.0" in str(raised.value)
 
 
 def test_8577_drops_the_annotations_before_2024_4_2_and_not_after():
@@ -182,3 +182,193 @@ def test_9217_two_clients_is_open_on_real_dask_and_the_fix_holds_for_one():
         warnings.simplefilter("ignore")  # "Client … desires key 'x' but key is unknown"
         assert _publish_then_get_late("other", 0.5) == ("TimeoutError", False)
         assert _publish_then_get_late("owner", 0.5) == (123, True)
+
+
+def test_a_development_version_is_modelled_only_where_a_change_names_it():
+    """No release had PR 1132's and PR 1133's races (Variable and Queue came days before their
+    fixes, all in 1.17.0): the state before the fixes is ``dask-1.17.0.dev0``, named by its
+    ``Change``; any other unreleased name is refused, saying which one is modelled."""
+    dev = get_variant("dask-1.17.0.dev0")
+    assert dev.variable_readers_by_client and dev.queue_uncounted
+    # Every change after it is off as well: it is the oldest state the model has.
+    assert dev.desire_creates and dev.publish_unordered
+    assert not DASK.variable_readers_by_client and not DASK.queue_uncounted
+    for name in ("dask-2024.4.2.dev0", "dask-1.17.0rc1", "dask-1.17.0.dev1", "dask-1.17.0.dev"):
+        with pytest.raises(ProtocolError, match="dask-1.17.0.dev0"):
+            get_variant(name)
+
+
+def _as_1_17_0():
+    """1.17.0 for these two races: the development state with the two fixes in (what
+    ``dask-1.17.0`` is once OLDEST reaches it; until then it is refused)."""
+    import dataclasses
+
+    return dataclasses.replace(get_variant("dask-1.17.0.dev0"), name="as-1.17.0",
+                               variable_readers_by_client=False, queue_uncounted=False)
+
+
+@pytest.mark.parametrize("name", ["1132", "1133"])
+def test_1132_and_1133_are_absent_with_their_fixes_alone(name):
+    race = RACES[name]
+    result = race.find(_as_1_17_0(), max_schedules=1500, processes=1)
+    assert race.failures(result) == [], result.summary()
+
+
+def test_1132_is_a_second_get_overtaking_the_first_confirmation():
+    """The variable counts its readers by client: the second get, overtaking the first get's
+    confirmation, adds nobody; in order (confirmation first) the value comes back."""
+    race = RACES["1132"]
+    [failure] = race.failures(race.find(first=True, processes=1))
+    said = failure.explain()
+    assert "variable_get" in said and "variable-future-received-confirm" in said
+    run = replay(race.scenario, failure.schedule, keep_open=True)
+    try:
+        ext = run.cluster.scheduler.extensions
+        # The pre-release the second confirmation left: the client's next get would not count.
+        assert ("x", "x", "client:1") in ext.pre_released
+    finally:
+        run.cluster.close()
+    in_order = replay(race.scenario, failure.schedule.split(":")[0] + ":")
+    assert (in_order.raised, in_order.returned, in_order.violations) == (None, "2", [])
+
+
+def _queue_lets_go_before_the_second_get(run) -> bool:
+    events = run.cluster.trace.events()
+    let_go = [e.seq for e in events if e.kind == "release.applied" and e.data[0] == "queue-q"]
+    gets = [e.seq for e in events if e.kind == "msg.received" and e.op == "queue_get"]
+    return bool(let_go) and let_go[0] < gets[1]
+
+
+def test_1133_is_a_refcount_mistake_found_in_order():
+    """Not an order: the in-order schedule fails, the queue's hold on x gone at the first get
+    although the queue held x a second time; with PR 1133 it goes at the second."""
+    race = RACES["1133"]
+    [failure] = race.failures(race.find(first=True, processes=1))
+    assert failure.schedule.endswith(":")  # the in-order one
+    fixed = _as_1_17_0()
+    for protocol, lets_go in ((None, True), (fixed, False)):
+        schedule = (failure.schedule if protocol is None
+                    else f"{fixed.name}@{failure.schedule.split('@')[1]}")
+        run = replay(race.scenario, schedule, keep_open=True, protocol=protocol)
+        try:
+            assert _queue_lets_go_before_the_second_get(run) is lets_go
+        finally:
+            run.cluster.close()
+
+
+@pytest.mark.dask
+def test_1132s_order_on_2026_8_counts_both_gets():
+    """2026.8.0 (tokens since 1.17.0): the client's stream held 0.5 s, so the second get and
+    the set reach the scheduler before the first get's confirmation, as in the model's
+    failing order; the variable still waits for two readers, keeps x, and the second get's
+    future returns the value."""
+    import logging
+
+    import distributed
+    from distributed.metrics import time as dask_time
+
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+    with distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=1,
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as client:
+        scheduler = cluster.scheduler
+        v = distributed.Variable("x", client=client)
+        x = client.submit(inc, 1, key="x")
+        x.result()
+        v.set(x)
+        x.release()
+        deadline = dask_time() + 10
+        while scheduler.clients[client.id] in scheduler.tasks["x"].who_wants:
+            assert dask_time() < deadline
+            time.sleep(0.01)
+        client.scheduler_comm.next_deadline = dask_time() + 0.5
+        f = v.get()
+        del f
+        g = v.get()
+        v.set(0)
+        readers = scheduler.extensions["variables"].waiting[("x", "x")]
+        assert len(readers) == 2 and "x" in scheduler.tasks
+        assert g.result(timeout=5) == 2
+
+
+@pytest.mark.dask
+def test_1133_in_order_on_2026_8_keeps_the_key(inproc):
+    """2026.8.0 (PR 1133 since 1.17.0): the model's in-order failure, run on real dask, shows
+    no violation: the queue keeps x for its second record, and the second get's desire finds
+    it."""
+    from jupyter_refs.dask.confirm import confirm
+
+    race = RACES["1133"]
+    [failure] = race.failures(race.find(first=True, processes=1))
+    result = confirm(race.scenario, failure, inproc, attempts=1, stall=1.0, timeout=20)
+    assert result.enforced and not result.confirmed, str(result)
+    assert result.violations == [] and result.outcome == "returned 'x'"
+
+
+def test_8522_is_the_heartbeat_answer_overtaking_the_close():
+    """PR 8522 shipped in 2024.2.1: before, the heartbeat delivered after the removal and its
+    'missing' answer delivered before the batched close restart the worker; in order (the
+    heartbeat before the removal) it stays gone."""
+    assert get_variant("dask-2024.2.0").heartbeat_restarts
+    assert not get_variant("dask-2024.2.1").heartbeat_restarts and not DASK.heartbeat_restarts
+    race = RACES["8522"]
+    [failure] = race.failures(race.find(first=True, processes=1))
+    said = failure.explain()
+    assert "heartbeat_worker" in said and "close" in said
+    run = replay(race.scenario, failure.schedule, keep_open=True)
+    try:
+        scheduler = run.cluster.scheduler
+        assert "worker:1" in scheduler.workers and scheduler.lives == {"worker:1": 1}
+        assert run.cluster.workers["worker:1"].life == 1
+    finally:
+        run.cluster.close()
+    in_order = replay(race.scenario, failure.schedule.split(":")[0] + ":", keep_open=True)
+    try:
+        assert in_order.violations == [] and in_order.returned == "(['worker:0'], 2)"
+        assert in_order.cluster.scheduler.workers == ["worker:0"]
+    finally:
+        in_order.cluster.close()
+
+
+def _probe_8522():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "dask_8522_probe.py"
+    spec = importlib.util.spec_from_file_location("dask_8522_probe", path)
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    return probe
+
+
+@pytest.mark.dask
+def test_8522s_order_on_2026_8_leaves_the_worker_gone():
+    """2026.8.0, worker processes with nannies: retire_workers with the scheduler's close held
+    back, so the worker's own heartbeat is answered 'missing' first (the model's order).  The
+    worker closes with its nanny; no worker of its name registers again, and x still gathers
+    (on 2024.2.0 the same probe sees it come back: scripts/confirm_in_release.py --race 8522)."""
+    import distributed
+
+    outcome = _probe_8522().one_run(distributed, timeout=20)
+    assert outcome == "retired True; stayed gone (its nanny closed); x gathers 2; 1 worker(s)"
+
+
+@pytest.mark.parametrize("protocol,alike", [("dask-2024.2.0", True), ("dask-2024.3.0", False),
+                                            ("dask", False)])
+def test_a_futures_token_is_its_keys_before_2024_3_0(protocol, alike):
+    """PR 8569 (2024.3.0): before, two futures of one key tokenized alike, so ``submit(f, x)``
+    gave one key for either (checked on distributed 2024.2.0 in a venv: True; 2026.8.0: False)."""
+    from jupyter_refs import Cluster
+
+    assert get_variant(protocol).future_tokens_by_key is alike
+    with Cluster(protocol=protocol, workers=1, network="immediate") as cluster:
+        client = cluster.client()
+        x, y = client.scatter(1), client.scatter(1)
+        assert x.key == y.key and x is not y
+        assert (client.submit(inc, x).key == client.submit(inc, y).key) is alike
+
+
+@pytest.mark.dask
+def test_two_futures_of_one_key_tokenize_apart_on_2026_8(inproc):
+    x, y = inproc.scatter(1), inproc.scatter(1)
+    assert x.key == y.key and inproc.submit(inc, x).key != inproc.submit(inc, y).key

@@ -71,6 +71,8 @@ class Extensions:
         self.waiting: dict[tuple[str, str], set[str]] = defaultdict(set)
         #: Releases of a variable's old key, waiting for its readers' confirmations.
         self.pending_release: set[tuple[str, str]] = set()
+        #: Before 1.17.0: (key, variable, client) confirmed before its get counted it.
+        self.pre_released: set[tuple[str, str, str]] = set()
         self.queues: dict[str, deque[dict[str, Any]]] = {}
         self.maxsize: dict[str, int] = {}
         #: (queue, key) -> how many records of the queue hold the key.
@@ -163,7 +165,10 @@ class Extensions:
         else:
             record = {"type": "value", "value": p["data"]}
         old = self.variables.get(name)
-        if old is not None and old["type"] == "Future" and old["value"] != key:
+        # Before 1.17.0 (variable_readers_by_client) a set of the future the variable already
+        # holds released it too: the variable then names a key it no longer holds.
+        if old is not None and old["type"] == "Future" and (
+                old["value"] != key or self.scheduler.variant.variable_readers_by_client):
             self._release_old(old["value"], name, out, stimulus)
         self.variables[name] = record
         return {"ok": True}
@@ -181,15 +186,28 @@ class Extensions:
             return None  # parked until a set
         if record["type"] != "Future":
             return dict(record)
+        name, key = msg.payload["name"], record["value"]
+        if self.scheduler.variant.variable_readers_by_client:
+            # Before 1.17.0: the reader is its client, once however many gets it makes, unless
+            # a confirmation came for it already (dask's ``pre_released``).
+            client = msg.payload["client"]
+            if (key, name, client) in self.pre_released:
+                self.pre_released.discard((key, name, client))
+            else:
+                self.waiting[(key, name)].add(client)
+            return {**self._describe(record), "token": client}
         token = f"token-{next(self._tokens)}"
-        self.waiting[(record["value"], msg.payload["name"])].add(token)
+        self.waiting[(key, name)].add(token)
         return {**self._describe(record), "token": token}
 
     def _variable_confirm(self, msg, out, stimulus):
         p = msg.payload
         key, name = msg.keys[0], p["name"]
-        self.scheduler.desire(p["client"], [key], out, stimulus)
+        self.scheduler.desire(p["client"], [key], out, stimulus, {key: p.get("gen", 0)})
         tokens = self.waiting.get((key, name))
+        if self.scheduler.variant.variable_readers_by_client and p["token"] not in (
+                tokens or ()):
+            self.pre_released.add((key, name, p["token"]))  # dask's: the client's next get
         if tokens is not None:
             tokens.discard(p["token"])
             if not tokens and (key, name) in self.pending_release:
@@ -258,9 +276,11 @@ class Extensions:
     def _queue_future_release(self, msg, out, stimulus):
         p = msg.payload
         name, key = p["name"], msg.keys[0]
-        self.scheduler.desire(p["client"], [key], out, stimulus)
+        self.scheduler.desire(p["client"], [key], out, stimulus, {key: p.get("gen", 0)})
         self.queue_refs[(name, key)] -= 1
-        if not self.queue_refs[(name, key)]:
+        # Before PR 1133 (queue_uncounted) the queue let go of the key at every get, whatever
+        # records of it were still queued.
+        if not self.queue_refs[(name, key)] or self.scheduler.variant.queue_uncounted:
             del self.queue_refs[(name, key)]
             self.scheduler.release(f"queue-{name}", [key], out, stimulus)
         return {}

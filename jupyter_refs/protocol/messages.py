@@ -73,6 +73,22 @@ GET_METADATA = "get_metadata"
 GET_RUNSPEC = "get_runspec"
 GET_ERROR_CAUSE = "get_error_cause"
 QUERY_REPLY = "reply"
+# client -> scheduler, RPC: retire workers (dask's ``Client.retire_workers``)
+RETIRE_WORKERS = "retire_workers"
+# scheduler -> worker, batched: a retirement (dask's ``retire_workers`` and the Active Memory
+# Manager's ``RetireWorker`` policy): the worker takes no new task, another worker fetches the
+# data only it holds, and the scheduler removes it and tells it to close.
+WORKER_STATUS_CHANGE = "worker-status-change"
+ACQUIRE_REPLICAS = "acquire-replicas"
+CLOSE_WORKER = "close"
+# worker -> scheduler, batched: the replicas a worker fetched (dask's ``add-keys``), and the
+# last message of a worker that closes on its own (``LocalCluster.scale`` down closes workers)
+ADD_KEYS = "add-keys"
+CLOSE_STREAM = "close-stream"
+# worker -> scheduler, RPC: "I am alive" (the scheduler answers "missing" to a worker it removed),
+# and a worker its nanny restarted registering again (before PR 8522, 2024.2.1)
+HEARTBEAT_WORKER = "heartbeat_worker"
+REGISTER_WORKER = "register-worker"
 # scheduler -> worker
 UPDATE_DATA = "update-data"  # RPC: the worker put of a scatter
 UPDATE_DATA_REPLY = "update-data-reply"

@@ -72,7 +72,13 @@ class WithTimeout(Named):
     timeout: float | None
 
 
-class VariableConfirm(Named):
+class Received(Named):
+    """A reader holds a future a Variable or a Queue handed it (the desire rides on this)."""
+
+    gen: NotRequired[int]  # the reader's hold of the key (fixed reads it; dask has none)
+
+
+class VariableConfirm(Received):
     token: str
 
 
@@ -255,10 +261,48 @@ class Reply(TypedDict, total=False):
     func: bytes
     args: bytes
     dependencies: list[str]
+    status: str  # a heartbeat's answer: "OK", or "missing"
+    workers: list[str]  # retire_workers: the workers retired
 
 
 class CallTimeout(TypedDict):
     call: str
+
+
+class RetireWorkers(FromClient):
+    workers: list[str]
+    close_workers: bool
+
+
+class WorkerStatusChange(TypedDict):
+    status: str
+    stimulus_id: str
+
+
+class AcquireReplicas(TypedDict):
+    who_has: dict[str, dict[str, int]]  # key -> {holder: incarnation of its copy}
+    stimulus_id: str
+
+
+class CloseWorker(TypedDict):
+    reason: str
+
+
+class AddKeys(TypedDict):
+    worker: str
+    incarnations: dict[str, int]  # the copies fetched
+    missing: list[str]  # keys the holder no longer had
+
+
+class Heartbeat(TypedDict):
+    """A worker's heartbeat, or its stream's last message: who it is."""
+
+    worker: str
+
+
+class RegisterWorker(TypedDict):
+    life: int  # how often its nanny restarted it
+    nthreads: int
 
 
 CLIENT, SCHEDULER, WORKER = "client", "scheduler", "worker"
@@ -283,7 +327,7 @@ PAYLOADS: dict[tuple[str, str], type] = {
     (CLIENT, m.QUEUE_GET): QueueGet,
     (CLIENT, m.QUEUE_QSIZE): Named,
     (CLIENT, m.QUEUE_RELEASE): Named,
-    (CLIENT, m.QUEUE_FUTURE_RELEASE): Named,
+    (CLIENT, m.QUEUE_FUTURE_RELEASE): Received,
     (CLIENT, m.EVENT_WAIT): WithTimeout,
     (CLIENT, m.EVENT_SET): Named,
     (CLIENT, m.EVENT_CLEAR): Named,
@@ -305,6 +349,7 @@ PAYLOADS: dict[tuple[str, str], type] = {
     (CLIENT, m.PUBLISH_FLUSH): PublishMarker,
     (CLIENT, m.PUBLISH_WAIT_FLUSH): PublishMarker,
     (CLIENT, m.PUBLISH_GET_CONFIRM): PublishConfirm,
+    (CLIENT, m.RETIRE_WORKERS): RetireWorkers,
     (SCHEDULER, m.COMPUTE_TASK): ComputeTask,
     (SCHEDULER, m.FREE_KEYS): FreeKeys,
     (SCHEDULER, m.STEAL_REQUEST): StealRequest,
@@ -320,6 +365,9 @@ PAYLOADS: dict[tuple[str, str], type] = {
     (SCHEDULER, m.QUERY_REPLY): Reply,
     (SCHEDULER, m.CALL_TIMEOUT): CallTimeout,
     (SCHEDULER, m.BALANCE): Empty,
+    (SCHEDULER, m.WORKER_STATUS_CHANGE): WorkerStatusChange,
+    (SCHEDULER, m.ACQUIRE_REPLICAS): AcquireReplicas,
+    (SCHEDULER, m.CLOSE_WORKER): CloseWorker,
     (WORKER, m.EXECUTE): Empty,
     (WORKER, m.GET_DATA): Empty,
     (WORKER, m.GET_DATA_REPLY): DataReply,
@@ -328,6 +376,10 @@ PAYLOADS: dict[tuple[str, str], type] = {
     (WORKER, m.TASK_ERRED): TaskErred,
     (WORKER, m.RELEASE_WORKER_DATA): FromWorker,
     (WORKER, m.STEAL_RESPONSE): StealResponse,
+    (WORKER, m.ADD_KEYS): AddKeys,
+    (WORKER, m.CLOSE_STREAM): Heartbeat,
+    (WORKER, m.HEARTBEAT_WORKER): Heartbeat,
+    (WORKER, m.REGISTER_WORKER): RegisterWorker,
 }
 
 

@@ -95,6 +95,17 @@ class _ScatterCall:
 
 
 @dataclass(slots=True)
+class _RetireCall:
+    """A client's ``retire_workers`` RPC, waiting for its workers to be retired."""
+
+    client_msg: Message
+    close: bool
+    waiting: set[str]
+    #: The workers retired, in order (the client describes each as dask's identity()).
+    retired: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
 class _GatherCall:
     client_msg: Message
     waiting: set[str]
@@ -149,6 +160,12 @@ class SchedulerState:
         self.pseudo: set[str] = {FIRE_AND_FORGET}  # fire_and_forget's: holds keys, has no stream
         self._extensions: Extensions | None = None
         self._stealing: WorkStealing | None = None
+        #: Workers being retired -> the ``retire_workers`` call that waits for them.
+        self.retiring: dict[str, _RetireCall] = {}
+        #: Keys a worker is fetching for a retirement -> that worker (one fetch at a time).
+        self._acquiring: dict[str, str] = {}
+        #: Worker -> its life: how often its nanny restarted it (its streams are new ones).
+        self.lives: dict[str, int] = {}
 
     def add_worker(self, worker: str, nthreads: int) -> None:
         """A worker joins (dask's ``add_worker``): it takes new tasks from now on; nothing
@@ -179,6 +196,8 @@ class SchedulerState:
             ext = self._extensions
             if ext is not None and ext.parked:
                 ext.retry(out, stimulus)
+            if self.retiring:
+                self._retire_progress(out, stimulus)
         except InvariantError as exc:
             client = msg.payload.get("client")
             self.record(SCHEDULER, "scheduler.assertion", exc.key, str(exc), stimulus)
@@ -212,7 +231,11 @@ class SchedulerState:
     def _stream_to(self, receiver: str) -> str:
         """The name of the stream to ``receiver``, made once (the hot senders look it up
         in ``_streams`` first, and come here only the first time)."""
-        channel = self._streams[receiver] = m.stream_channel(SCHEDULER, receiver)
+        channel = m.stream_channel(SCHEDULER, receiver)
+        life = self.lives.get(receiver)
+        if life:  # a worker its nanny restarted: a new connection
+            channel = f"{channel}#{life}"
+        self._streams[receiver] = channel
         return channel
 
     def _rpc(self, out: Out, receiver: str, op: str, keys: tuple[str, ...], **payload: Any) -> str:
@@ -253,9 +276,11 @@ class SchedulerState:
         if ts is not None and ts.dependencies:
             # Where most of the inputs already are, as dask's decide_worker prefers.
             counts: dict[str, int] = {}
+            retiring = self.retiring
             for dep in ts.dependencies:
                 for w in self.tasks[dep].who_has:
-                    counts[w] = counts.get(w, 0) + 1
+                    if w not in retiring:
+                        counts[w] = counts.get(w, 0) + 1
             if len(counts) == 1:  # the inputs are on one worker (the usual case): no ranking
                 for w in counts:
                     return w
@@ -265,6 +290,8 @@ class SchedulerState:
         # from its idle set — so a task that waits for sub-tasks does not get them queued
         # behind itself while another worker is free.  Then round robin.
         workers, processing, nthreads = self.workers, self.processing, self.nthreads
+        if self.retiring:  # a retiring worker takes no new task (dask: it is not running)
+            workers = [w for w in workers if w not in self.retiring] or workers
         start = self._next_worker
         n = len(workers)
         for i in range(n):
@@ -719,10 +746,12 @@ class SchedulerState:
         out.append(Message(SCHEDULER, request.sender, m.QUERY_REPLY, request.channel, False,
                            request.keys, payload))
 
-    def desire(self, holder: str, keys: list[str], out: Out, stimulus: str) -> None:
-        """``client_desires_keys`` for a holder without a stream (or a client confirming)."""
+    def desire(self, holder: str, keys: list[str], out: Out, stimulus: str,
+               gens: dict[str, int] | None = None) -> None:
+        """``client_desires_keys`` for a holder without a stream (or a client confirming, with
+        the generation of its hold: fixed's reports to it carry that one)."""
         msg = Message(SCHEDULER, SCHEDULER, m.CLIENT_DESIRES_KEYS, "", True, tuple(keys),
-                      {"client": holder, "gens": {}})
+                      {"client": holder, "gens": gens or {}})
         self._on_client_desires_keys(msg, out, stimulus)
 
     def release(self, holder: str, keys: list[str], out: Out, stimulus: str) -> None:
@@ -730,6 +759,152 @@ class SchedulerState:
         for key in keys:
             self._release(holder, key, self.wants.get(holder, {}).get(key, 0), recs)
         self._transitions(recs, stimulus, out)
+
+    # -- retiring workers (dask's ``retire_workers``, the AMM's ``RetireWorker``) -------------
+
+    def _on_retire_workers(self, msg: Message, out: Out, stimulus: str) -> None:
+        """The workers named stop taking tasks (``closing_gracefully``, told on their stream);
+        the data only they hold is copied to the others (``_retire_progress``), and each is
+        removed once none is left.  The call returns what was retired."""
+        p = msg.payload
+        names = [w for w in dict.fromkeys(p["workers"])
+                 if w in self.processing and w not in self.retiring]
+        if not names:
+            self.reply(out, msg, workers=[])
+            return
+        call = _RetireCall(msg, p["close_workers"], set(names))
+        for worker in names:
+            self.retiring[worker] = call
+            self.record(SCHEDULER, "worker.retiring", None, worker, stimulus)
+            self.send(out, worker, m.WORKER_STATUS_CHANGE, (), status="closing_gracefully",
+                      stimulus_id=stimulus)
+
+    def _retire_progress(self, out: Out, stimulus: str) -> None:
+        """After each stimulus, for each retiring worker: every key it holds that no running
+        worker holds is fetched by the running worker holding the fewest keys (dask's AMM
+        picks the one with the least memory), one fetch per key at a time; with none left,
+        the worker is removed; with no running worker to take them, its retirement is
+        abandoned (dask: "could not retire", the worker runs on)."""
+        for worker, call in list(self.retiring.items()):
+            if self.retiring.get(worker) is not call:
+                continue
+            running = [w for w in self.workers if w not in self.retiring]
+            held = {w: 0 for w in running}
+            unique: list[TaskState] = []
+            for ts in self.tasks.values():
+                for w in ts.who_has:
+                    if w in held:
+                        held[w] += 1
+                if worker in ts.who_has and not any(w in held for w in ts.who_has):
+                    unique.append(ts)
+            if not unique:
+                self._retired(worker, call, out, stimulus)
+                continue
+            if not running:
+                del self.retiring[worker]
+                call.waiting.discard(worker)
+                self.record(SCHEDULER, "worker.retire_aborted", None, worker, stimulus)
+                self.send(out, worker, m.WORKER_STATUS_CHANGE, (), status="running",
+                          stimulus_id=stimulus)
+                if not call.waiting:
+                    self.reply(out, call.client_msg, workers=call.retired)
+                continue
+            for ts in unique:
+                if ts.key in self._acquiring:
+                    continue
+                recipient = min(running, key=lambda w: held[w])
+                held[recipient] += 1
+                self._acquiring[ts.key] = recipient
+                self.send(out, recipient, m.ACQUIRE_REPLICAS, (ts.key,),
+                          who_has={ts.key: {worker: ts.who_has[worker]}}, stimulus_id=stimulus)
+
+    def _retired(self, worker: str, call: _RetireCall, out: Out, stimulus: str) -> None:
+        del self.retiring[worker]
+        call.waiting.discard(worker)
+        call.retired.append(worker)
+        self.remove_worker(worker, out, stimulus, close=call.close, reason="retired")
+        if not call.waiting:
+            self.reply(out, call.client_msg, workers=call.retired)
+
+    def remove_worker(self, worker: str, out: Out, stimulus: str, close: bool,
+                      reason: str) -> None:
+        """dask's ``remove_worker``: with ``close``, the worker is told to close on its stream
+        (batched: the heartbeat's answer, on an RPC, can come first); the scheduler forgets it
+        at once.  Its tasks in flight start again elsewhere; keys only it held are lost."""
+        if close:
+            self.send(out, worker, m.CLOSE_WORKER, (), reason="scheduler-remove-worker")
+        self.workers.remove(worker)
+        queued = self.processing.pop(worker)
+        lost = [ts for ts in self.tasks.values() if worker in ts.who_has and len(ts.who_has) == 1]
+        self.record(SCHEDULER, "worker.removed", None, worker, reason, stimulus, len(queued),
+                    sum(ts.run_spec is None for ts in lost))
+        recs: dict[str, str] = {}
+        for key in queued:
+            ts = self.tasks[key]
+            ts.processing_on = None  # nothing to tell a worker that is gone
+            if self._stealing is not None:
+                self._stealing.left(key)
+            recs[key] = WAITING
+        for ts in self.tasks.values():
+            if worker in ts.who_has:
+                del ts.who_has[worker]
+                self.record(SCHEDULER, "who_has.removed", ts.key, worker, tuple(sorted(ts.who_has)))
+                if not ts.who_has and ts.state == MEMORY:
+                    recs[ts.key] = RELEASED
+        del self.nthreads[worker]
+        self._streams.pop(worker, None)
+        for key in [k for k, w in self._acquiring.items() if w == worker]:
+            del self._acquiring[key]
+        self._transitions(recs, stimulus, out)
+
+    def _on_add_keys(self, msg: Message, out: Out, stimulus: str) -> None:
+        """A worker fetched replicas (for a retirement): the scheduler counts them, or, for a
+        key no longer in memory, tells the worker to drop its copy."""
+        worker = msg.payload["worker"]
+        for key in msg.payload["missing"]:  # the holder had it no more: the next pass retries
+            if self._acquiring.get(key) == worker:
+                del self._acquiring[key]
+        for key, incarnation in msg.payload["incarnations"].items():
+            if self._acquiring.get(key) == worker:
+                del self._acquiring[key]
+            ts = self.tasks.get(key)
+            if worker not in self.processing:
+                continue  # removed meanwhile: its copy went with it
+            if ts is None or ts.state != MEMORY:
+                self.send(out, worker, m.FREE_KEYS, (key,), incarnations={key: incarnation},
+                          stimulus_id=stimulus)
+                continue
+            self._add_replica(ts, worker, incarnation, out, stimulus)
+            self.record(SCHEDULER, "who_has.added", key, worker, tuple(sorted(ts.who_has)))
+
+    def _on_close_stream(self, msg: Message, out: Out, stimulus: str) -> None:
+        """A worker's stream ended (it closed on its own): dask removes it as lost — nothing
+        moved first; its results are computed again, its scattered data is gone."""
+        worker = msg.payload["worker"]
+        if worker in self.processing and msg.channel == self._stream_from(worker):
+            self.remove_worker(worker, out, stimulus, close=False,
+                               reason="connection lost: killed, crashed or closed")
+
+    def _stream_from(self, worker: str) -> str:
+        life = self.lives.get(worker)
+        channel = m.stream_channel(worker, SCHEDULER)
+        return f"{channel}#{life}" if life else channel
+
+    def _on_heartbeat_worker(self, msg: Message, out: Out, stimulus: str) -> None:
+        """dask's ``heartbeat_worker``: a worker the scheduler does not know is "missing"."""
+        known = msg.sender in self.processing
+        if not known:
+            self.record(SCHEDULER, "heartbeat.missing", None, msg.sender)
+        self.reply(out, msg, status="OK" if known else "missing")
+
+    def _on_register_worker(self, msg: Message, out: Out, stimulus: str) -> None:
+        """A worker joins again: its nanny restarted it (a new process, new connections)."""
+        worker = msg.sender
+        if worker in self.processing:
+            return
+        self.lives[worker] = msg.payload["life"]
+        self._streams.pop(worker, None)
+        self.add_worker(worker, msg.payload["nthreads"])
 
     # -- gather ----------------------------------------------------------------------
 
@@ -1021,5 +1196,10 @@ class SchedulerState:
         m.REPORT_KEY: _on_report_key,
         m.BALANCE: _on_balance,
         m.STEAL_RESPONSE: _on_steal_response,
+        m.RETIRE_WORKERS: _on_retire_workers,
+        m.ADD_KEYS: _on_add_keys,
+        m.CLOSE_STREAM: _on_close_stream,
+        m.HEARTBEAT_WORKER: _on_heartbeat_worker,
+        m.REGISTER_WORKER: _on_register_worker,
         **dict.fromkeys(EXTENSION_OPS, _on_query),
     }

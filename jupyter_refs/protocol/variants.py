@@ -80,6 +80,37 @@ Both are needed: the property tests find lost futures with either one alone.
     unpublish by another client, sent after the reader's get returned, can still
     overtake it (zoo race ``9217-two-clients``, open).
 
+``variable_readers_by_client`` (``dask-1.17.0.dev0``: before PR 1132's commit 744c7431)
+    A Variable counts its readers by *client*, not by get: ``variable_get`` adds the
+    reader's client to a set, its confirmation takes the client out (or, when it is not
+    there, remembers a "pre-release" that the client's next get of the key uses up instead of
+    adding it), and setting the variable to the future it already holds releases its hold.
+    Two gets by one client count once, so the first confirmation lets a ``set``'s release of
+    the old key go while the second get's confirmation (and desire) still travels: the key is
+    forgotten under the reader's future.  Since the fix each get hands out a token of its own.
+    No release had it: Variable came days before (PR 1128) and the fix is in 1.17.0, so it is
+    modelled as the development state ``dask-1.17.0.dev0``.
+
+``queue_uncounted`` (``dask-1.17.0.dev0``: before PR 1133)
+    ``queue-future-release`` lets the queue's hold on the key go at every get, however many
+    records of the queue still hold the same future: put it twice, get it once, and the
+    queue no longer holds it for the second record (a refcount mistake, found in order, not
+    an order's race).  Since PR 1133 the queue counts its records per key.
+
+``heartbeat_restarts`` (releases before 2024.2.1, PR 8522)
+    A worker whose heartbeat the scheduler answers "missing" closes with ``nanny=False``:
+    its nanny, seeing the process end unasked, starts a new one, which registers with the
+    scheduler again.  ``retire_workers`` removes a worker and sends it ``close`` on the
+    batched stream; a heartbeat landing between the two gets "missing", and when its answer
+    beats the ``close`` the retired worker comes back (check ``retired_worker_returned``).
+    Since PR 8522 the worker closes with its nanny.  The model's workers have a nanny
+    unless made without one (``LocalCluster(processes=False)``).
+
+``future_tokens_by_key`` (releases before 2024.3.0, PR 8569)
+    ``tokenize`` of a Future is its key (``normalize_future``: ``[key, type]``): two futures
+    of one key give ``submit(f, future)`` one key.  Since PR 8569 a future's token is its own
+    (its ``_id``).  No zoo race turns on it; carried so that 2024.2.x is modelled as it was.
+
 ``ids``
     Where the keys of ``submit(pure=False)`` and ``scatter(hash=False)`` come
     from.  dask draws a ``uuid4``: no coordination, no collision.  ``racy-ids``
@@ -108,12 +139,14 @@ dask has since changed is a variant named for the last version that had it.
 model of that release of distributed: each change in :data:`HISTORY` (a mechanism
 the model carries, and the release that first shipped it, read with ``git tag
 --contains``) is switched on from its release.  Only releases from :data:`OLDEST`
-on are modelled: older ones differ in mechanisms the model does not carry (futures'
-tokens not unique before 2024.3.0, PR 8569; retire_workers' heartbeat before 2024.2.1,
-PR 8522; cancel as an RPC before 2023.3.1, PR 7583), and are refused with the range,
-not silently modelled as newer.  Between 2024.3.0 and 2024.4.2, dask changed nothing
-else a zoo scenario uses (read with ``git log 2024.3.0..2024.4.2 -- distributed/``:
-restarts, p2p, scatter's choice among workers, the dashboard, in-process comms).
+on are modelled: older ones differ in mechanisms the model does not carry (see
+:data:`OLDER_LACKS`: cancel as an RPC before 2023.3.1, PR 7583, …), and are refused with
+the range, not silently modelled as newer.  Between 2024.2.0 and 2024.4.2, dask changed
+nothing else a zoo scenario uses (read with ``git log 2024.2.0..2024.4.2 -- distributed/``:
+restarts, p2p, scatter's choice among workers, the dashboard, in-process comms, a warning
+and kept dependencies for one key submitted with two run specs (PR 8185, PR 8512), and
+memory → erred (PR 8549), which the model has no path for).  A development version is
+modelled only where a change names it (``dask-1.17.0.dev0``): no release had the race.
 """
 
 from __future__ import annotations
@@ -173,6 +206,10 @@ class ProtocolVariant:
     unpublish_unordered: bool = False
     override_keeps_keys: bool = False
     get_desires: bool = False
+    variable_readers_by_client: bool = False
+    queue_uncounted: bool = False
+    heartbeat_restarts: bool = False
+    future_tokens_by_key: bool = False
     #: ``(op, rule)`` pairs (see ``rules`` above): a tuple, so the variant stays hashable.
     rules: tuple[tuple[str, Rule], ...] = ()
 
@@ -230,16 +267,33 @@ VARIANTS = {v.name: v for v in (DASK, DASK_2024_7, RACY_IDS, FIXED)}
 @dataclass(frozen=True)
 class Change:
     """A change of dask the model carries: the first release with it, what dask did until
-    then, and the flags that model it."""
+    then, and the flags that model it.
+
+    ``dev``: a development version (PEP 440, ``1.17.0.dev0``) that names the state before the
+    fix when no release had it (the mechanism came in the same release as its fix): the
+    protocol ``dask-<dev>`` models it, the one unreleased name accepted."""
 
     release: str
     link: str
     what: str
     before: dict
+    dev: str | None = None
 
 
 #: dask's changes the model carries, oldest first.
 HISTORY = (
+    Change("1.17.0", "https://github.com/dask/distributed/pull/1132",
+           "a Variable counts its readers by client, not by get (a get overtaking the same "
+           "client's confirmation is not waited for), and a Queue lets its hold go at the first "
+           "get of a future put twice (PR 1133); no release had either",
+           {"variable_readers_by_client": True, "queue_uncounted": True}, dev="1.17.0.dev0"),
+    Change("2024.2.1", "https://github.com/dask/distributed/pull/8522",
+           "a worker told 'missing' by the scheduler's answer to its heartbeat closes without its "
+           "nanny, which restarts it: a heartbeat between retire_workers' removal and its "
+           "close brings the retired worker back", {"heartbeat_restarts": True}),
+    Change("2024.3.0", "https://github.com/dask/distributed/pull/8569",
+           "a Future's token is its key (two futures of one key tokenize alike)",
+           {"future_tokens_by_key": True}),
     Change("2024.4.2", "https://github.com/dask/distributed/pull/8577",
            "publish_dataset's RPC does not wait for the client's stream (it can overtake the "
            "graph of the futures it publishes, whose annotations are then dropped)",
@@ -253,7 +307,7 @@ HISTORY = (
            {"unpublish_unordered": True, "override_keeps_keys": True}),
 )
 #: The oldest release modelled, and the newest (today's ``dask``).
-OLDEST, NEWEST = "2024.3.0", "2026.8.0"
+OLDEST, NEWEST = "2024.2.0", "2026.8.0"
 #: Every release of distributed from 1.17.0 (the first with ``Variable`` and ``Queue``) to
 #: NEWEST: dask/distributed's tags (``git tag``, without ``.dev0``, leading zeros dropped as
 #: ``packaging`` does: ``2021.01.0`` is ``2021.1.0``), and 2026.8.0 from PyPI.  A version between
@@ -281,9 +335,11 @@ RELEASES = frozenset("""
 2026.6.0 2026.7.0 2026.7.1 2026.8.0
 """.split())
 #: What releases older than OLDEST differ in that the model does not carry (the refusal says it).
-OLDER_LACKS = ("retire_workers' heartbeat before 2024.2.1, cancel as an RPC before 2023.3.1, "
-               "stale task-finished and steal-response handling before 2022.12.0 and 2021.10.0")
-_RELEASE = re.compile(r"dask-(\d+(?:\.\d+)+(?:\.dev\d*)?)")
+OLDER_LACKS = ("cancel as an RPC before 2023.3.1, "
+               "stale task-finished and steal-response handling before 2022.12.0 and 2021.10.0"
+               "; before 1.21.0, a desire for an unknown key kept in who_wants with no task "
+               "(desire_creates models the ghost TaskState of 1.21.0 to 2024.8.1)")
+_RELEASE = re.compile(r"dask-(\d+(?:\.\d+)+(?:\.?(?:a|b|rc)\d+)?(?:\.dev\d*)?)")
 
 
 def release_of(name: str) -> Version | None:
@@ -305,12 +361,19 @@ def release_variant(name: str) -> ProtocolVariant | None:
     if version is None:
         return None
     said = name.removeprefix("dask-")
-    if not Version(OLDEST) <= version <= Version(NEWEST):
+    if version.is_prerelease or version.is_devrelease:
+        devs = [c.dev for c in HISTORY if c.dev is not None]
+        if said not in devs:
+            raise ProtocolError(
+                f"{name}: a development version is modelled only where no release had the race "
+                f"({', '.join(f'dask-{d}' for d in devs) or 'none'}); releases {OLDEST} to "
+                f"{NEWEST} of distributed are modelled")
+    elif not Version(OLDEST) <= version <= Version(NEWEST):
         raise ProtocolError(
             f"{name}: releases {OLDEST} to {NEWEST} of distributed are modelled"
             + (f"; {said} differs in mechanisms the model does not carry ({OLDER_LACKS})"
                if version < Version(OLDEST) else f"; {said} is newer than today's dask"))
-    if str(version) not in RELEASES:
+    if str(version) not in RELEASES and not version.is_devrelease:
         ordered = sorted(RELEASES, key=Version)
         before = [r for r in ordered if Version(r) < version][-1:]
         after = [r for r in ordered if Version(r) > version][:1]
@@ -354,8 +417,8 @@ ALIASES = {"legacy": DASK}
 #: Every name ``protocol=`` takes (magics and the command line offer these).
 PROTOCOL_NAMES = sorted([*VARIANTS, *ALIASES])
 PROTOCOL_HELP = ("dask (today's), dask-2024.7 (before PR 8827: ghost tasks), racy-ids "
-                 "(non-atomic ids), fixed, or dask-<release> (2024.3.0 to 2026.8.0); "
-                 "legacy = dask")
+                 f"(non-atomic ids), fixed, or dask-<release> ({OLDEST} to {NEWEST}, and "
+                 + ", ".join(f"dask-{c.dev}" for c in HISTORY if c.dev) + "); legacy = dask")
 
 
 def get_variant(protocol: str | ProtocolVariant) -> ProtocolVariant:

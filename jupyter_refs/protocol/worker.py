@@ -115,8 +115,21 @@ def _bind_ref(client: ClientState, key: str, fs: FutureState, future_id: int) ->
 
 class WorkerState:
     def __init__(self, name: str, variant: ProtocolVariant, record: Callable[..., None],
-                 bind: Bind = _bind_ref, nthreads: int = 1):
+                 bind: Bind = _bind_ref, nthreads: int = 1, nanny: bool = True):
         self.name = name
+        #: Whether a nanny restarts this worker when its process ends without being told to
+        #: close (dask's ``LocalCluster(processes=True)`` and ``dask worker`` have one).
+        self.nanny = nanny
+        #: How often the nanny restarted it: each life has connections of its own.
+        self.life = 0
+        self.status = "running"
+        self.closed = False
+        #: The scheduler's stream to this life of the worker (earlier lives' are not read).
+        self._from_scheduler = m.stream_channel(m.SCHEDULER, name)
+        #: Heartbeat calls of this life waiting for their answer.
+        self._heartbeats: set[str] = set()
+        #: Replica fetches for a retirement: call -> (key, the copy's incarnation).
+        self._replicas: dict[str, tuple[str, int]] = {}
         self.variant = variant
         self.record = record
         #: The worker's own client, which futures deserialized in tasks belong to.
@@ -142,6 +155,11 @@ class WorkerState:
         self._runs = 0
 
     def handle(self, msg: Message) -> list[Message]:
+        if self.closed or (msg.batched and msg.sender == m.SCHEDULER
+                           and msg.channel != self._from_scheduler):
+            # A closed worker reads nothing; a restarted one, nothing of its earlier life.
+            self.record(self.name, "worker.dropped", None, msg.op, msg.msg_id)
+            return []
         return self._handlers[msg.op](self, msg)
 
     def _to_scheduler(self, op: str, keys: tuple[str, ...], **payload: Any) -> Message:
@@ -280,6 +298,9 @@ class WorkerState:
         return out
 
     def _on_get_data_reply(self, msg: Message) -> list[Message]:
+        replica = self._replicas.pop(msg.channel, None)
+        if replica is not None:
+            return self._replica_fetched(msg, *replica)
         ts = self._fetching.pop(msg.channel)
         ts.waiting.discard(msg.sender)
         ts.fetched.update((k, loads(v)) for k, v in msg.payload["data"].items())
@@ -378,7 +399,9 @@ class WorkerState:
 
     def finish(self, key: str, ok: bool, value: Any) -> list[Message]:
         """A run of ``key`` ended (``ok``: ``value`` is its result, else the exception)."""
-        ts = self.tasks[key]
+        ts = self.tasks.get(key)
+        if ts is None:
+            return []  # the worker closed, or restarted, while its thread ran
         self.executing.discard(key)
         self.long_running.discard(key)
         if ts.state == CANCELLED:
@@ -475,7 +498,108 @@ class WorkerState:
         return [Message(self.name, msg.sender, m.GET_DATA_REPLY, msg.channel, False, msg.keys,
                         {"data": data, "missing": missing, "errors": errors})]
 
+    # -- retirement, heartbeats, closing ----------------------------------------------------
+
+    def _on_worker_status_change(self, msg: Message) -> list[Message]:
+        """``closing_gracefully``: the worker is being retired.  Its heartbeat is due while
+        the retirement goes on (dask's comes every ``heartbeat-interval``, 0.5 s on a small
+        cluster, whatever the scheduler does): modelled as one heartbeat sent now, which
+        the network may deliver at any point of the retirement, its removal included."""
+        self.status = msg.payload["status"]
+        if self.status != "closing_gracefully":
+            return []
+        self._calls += 1
+        call = f"rpc:{self.name}#{self._calls}"
+        self._heartbeats.add(call)
+        return [Message(self.name, m.SCHEDULER, m.HEARTBEAT_WORKER, call, False, (),
+                        {"worker": self.name})]
+
+    def _on_heartbeat_reply(self, msg: Message) -> list[Message]:
+        """The scheduler answered a heartbeat.  "missing": it removed this worker, whose
+        ``close`` may still be on the stream.  Since PR 8522 (2024.2.1) the worker closes,
+        its nanny with it; before, it closed with ``nanny=False`` and the nanny, seeing its
+        process end unasked, started a new one, which registers with the scheduler again
+        (``heartbeat_restarts``)."""
+        if msg.channel not in self._heartbeats:
+            return []  # an earlier life's heartbeat
+        self._heartbeats.discard(msg.channel)
+        if msg.payload["status"] != "missing":
+            return []
+        if self.variant.heartbeat_restarts and self.nanny:
+            return self._restart()
+        self._close("worker-heartbeat-missing")
+        return []
+
+    def _on_close(self, msg: Message) -> list[Message]:
+        self._close(msg.payload["reason"])
+        return []
+
+    def _close(self, reason: str) -> None:
+        self.closed = True
+        self.record(self.name, "worker.closed", None, reason)
+        self._forget_life()
+
+    def shutdown(self, reason: str) -> list[Message]:
+        """The worker closes on its own (its cluster closes it: ``LocalCluster.scale`` down),
+        its nanny with it; its stream's last message, ``close-stream``, tells the scheduler,
+        which removes it as a worker lost (dask: ``handle-worker-cleanup``)."""
+        if self.closed:
+            return []
+        self._close(reason)
+        return [self._to_scheduler(m.CLOSE_STREAM, (), worker=self.name)]
+
+    def _forget_life(self) -> None:
+        """What a worker process held goes with it."""
+        self.data, self.copies, self.tasks = {}, {}, {}
+        self.ready.clear()
+        self.executing.clear()
+        self.long_running.clear()
+        self._fetching, self._heartbeats, self._replicas = {}, set(), {}
+
+    def _restart(self) -> list[Message]:
+        """The nanny starts a new worker process: empty, with new connections, registering
+        with the scheduler under the same name."""
+        self._forget_life()
+        self.life += 1
+        self.status = "running"
+        self._stream = f"{m.stream_channel(self.name, m.SCHEDULER)}#{self.life}"
+        self._from_scheduler = f"{m.stream_channel(m.SCHEDULER, self.name)}#{self.life}"
+        self.record(self.name, "worker.restarted", None, self.life)
+        self._calls += 1
+        return [Message(self.name, m.SCHEDULER, m.REGISTER_WORKER, f"rpc:{self.name}#{self._calls}",
+                        False, (), {"life": self.life, "nthreads": self.nthreads})]
+
+    def _on_acquire_replicas(self, msg: Message) -> list[Message]:
+        """Fetch a copy of each key from the worker that holds it (dask's ``acquire-replicas``:
+        the data of a retiring worker); ``add-keys`` tells the scheduler when it is here."""
+        out: list[Message] = []
+        for key, holders in msg.payload["who_has"].items():
+            if key in self.copies:
+                inc = max(self.copies[key])
+                out.append(self._to_scheduler(m.ADD_KEYS, (key,), worker=self.name,
+                                              incarnations={key: inc}, missing=[]))
+                continue
+            peer, incarnation = next(iter(holders.items()))
+            self._calls += 1
+            call = f"rpc:{self.name}#{self._calls}"
+            self._replicas[call] = (key, incarnation)
+            out.append(Message(self.name, peer, m.GET_DATA, call, False, (key,), {}))
+        return out
+
+    def _replica_fetched(self, msg: Message, key: str, incarnation: int) -> list[Message]:
+        blob = msg.payload["data"].get(key)
+        if blob is None:
+            return [self._to_scheduler(m.ADD_KEYS, (key,), worker=self.name, incarnations={},
+                                       missing=[key])]
+        self._store(key, loads(blob), incarnation)
+        return [self._to_scheduler(m.ADD_KEYS, (key,), worker=self.name,
+                                   incarnations={key: incarnation}, missing=[])]
+
     _handlers = {
+        m.WORKER_STATUS_CHANGE: _on_worker_status_change,
+        m.QUERY_REPLY: _on_heartbeat_reply,
+        m.CLOSE_WORKER: _on_close,
+        m.ACQUIRE_REPLICAS: _on_acquire_replicas,
         m.UPDATE_DATA: _on_update_data,
         m.FREE_KEYS: _on_free_keys,
         m.COMPUTE_TASK: _on_compute_task,
