@@ -63,6 +63,28 @@ def test_a_task_waits_for_its_dependency():
     assert net.state("a") == "released" and net.state("b") == "memory"
 
 
+def test_a_released_dependency_whose_dependents_are_done_is_released():
+    """The user's ``x = submit(inc, 1); y = submit(inc, x); y.result(); del x, y``: the release
+    of ``x`` comes once ``y`` is in memory, so no dependent waits for ``x`` any more and dask's
+    ``_client_releases_keys`` recommends ``released`` (its data freed); the release of ``y``
+    then forgets both.  A bare ``dependents`` test kept ``x`` in memory instead."""
+    net = Net()
+    net.handle(update_graph("c", {"x": spec(len, "ab"),
+                                  "y": spec(abs, Dep("x"), deps=["x"])}))
+    net.handle(task_finished("w", "x", 1))
+    net.handle(task_finished("w", "y", 2))
+    net.pool.clear()
+    assert (net.state("x"), net.state("y")) == ("memory", "memory")
+    out = net.handle(releases("c", "x"))
+    assert [(m.op, m.receiver, m.keys) for m in out] == [("free-keys", "w", ("x",))]
+    assert net.state("x") == "released" and net.scheduler.tasks["x"].who_has == {}
+    story(net.rec.events,
+          (SCHEDULER, "release.applied", "x", "c", 1, ()),
+          (SCHEDULER, "transition", "x", "memory", "released"))
+    net.handle(releases("c", "y"))
+    assert net.scheduler.tasks == {} and net.scheduler.wants["c"] == {}
+
+
 def test_the_last_release_forgets_the_key_and_frees_its_data():
     """client-releases-keys from the only holder: forgotten, and the worker told to delete
     exactly the copy it holds (its incarnation: the run id that made it)."""
