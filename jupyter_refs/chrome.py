@@ -20,10 +20,26 @@ nudged forward by 1 ns where needed to keep the log's order on screen.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:  # the trace imports this module when it exports: no cycle at run time
-    from .trace import Event
+
+class Event(Protocol):
+    """What an export reads of a trace event (``jupyter_refs.trace.Event`` has it): declared
+    here, so that the log, which exports itself, and its export do not import each other."""
+
+    t_ns: int
+    actor: str
+    kind: str
+    key: str | None
+    msg_id: int | None
+    channel: str | None
+    op: str | None
+
+    def as_dict(self) -> dict[str, Any]: ...
+
+    def describe(self) -> str: ...
+
+    def get(self, name: str, default: Any = None) -> Any: ...
 
 ACTORS, CHANNELS, KEYS = 1, 2, 3
 _PROCESS_NAMES = {ACTORS: "actors", CHANNELS: "channels", KEYS: "keys"}
