@@ -35,6 +35,12 @@ and judges what it made true.
     desire that overtook the graph (``publish_put`` before PR 8577, 2024.4.2) —
     and, as dask's ``update_graph`` then did, gave it the run spec without the
     annotations (``retries``, ``workers``): the task runs, but not as submitted.
+``stale_result``
+    The scheduler took a ``task-finished`` (or ``task-erred``) from an earlier run of a
+    task as the result of the run it asked for last (``task.stale_accepted``): the key
+    was released and submitted again while the first run's result travelled, and dask
+    before PR 7463 (2023.1.1; ``task-erred`` before PR 7933, 2023.7.0) had no run id to
+    tell them apart.  The future of the second submission gets the first one's value.
 ``leaked_key``
     Once the channels are drained, the scheduler keeps a key for a client
     (it is in ``who_wants``) that holds no reference to it (refcount 0): that
@@ -110,6 +116,9 @@ _UNKNOWN_CLIENT = ev.DESIRE_UNKNOWN.at("client")
 _ALLOC_VALUE = ev.ID_ALLOC.at("value")
 _REJECT_REASON = ev.FUTURE_PUT_REJECTED.at("reason")
 _DROPPED = ev.GRAPH_ANNOTATIONS_DROPPED.at("dropped")
+_STALE_WORKER = ev.TASK_STALE_ACCEPTED.at("worker")
+_STALE_RUN = ev.TASK_STALE_ACCEPTED.at("run_id")
+_STALE_CURRENT = ev.TASK_STALE_ACCEPTED.at("current_run_id")
 
 
 @dataclass(frozen=True, slots=True)
@@ -393,6 +402,21 @@ class Checks:
             f"run spec but applies annotations to the tasks it creates only: {key} runs without "
             f"its {', '.join(dropped)}.")
 
+    def _stale_accepted(self, b: Beliefs, seq: int, row: tuple) -> None:
+        key, extra = row[KEY], row[EXTRA]
+        receiving = b.receiving
+        op = receiving[1] if receiving else "task-finished"
+        msg = f" (msg #{receiving[0]})" if receiving else ""
+        self._report(
+            "stale_result", key, None, seq,
+            f"the scheduler took {extra[_STALE_WORKER]}'s {op}{msg} for {key} as the result of "
+            f"run {extra[_STALE_CURRENT]}, the run it last sent, but it came from run "
+            f"{extra[_STALE_RUN]}: {key} was released and submitted again while that run's "
+            "result travelled, and the worker it runs on again is the one that sent it. With "
+            "no run id to compare (dask before PR 7463 for task-finished, PR 7933 for "
+            "task-erred), the new submission gets the old run's outcome — whatever function "
+            "and arguments it was given.", once=False)
+
     def _registered(self, b: Beliefs, seq: int, row: tuple) -> None:
         b.registered(seq, row)
         key = row[KEY]
@@ -669,6 +693,7 @@ _JUDGES: dict[str, Judge] = {
     "scheduler.assertion": Checks._assertion,
     "desire.unknown": Checks._desire_unknown,
     "graph.annotations_dropped": Checks._annotations_dropped,
+    "task.stale_accepted": Checks._stale_accepted,
     "network.drained": Checks._drained,
     "id.alloc": Checks._id_alloc,
     "future.put_rejected": Checks._put_rejected,

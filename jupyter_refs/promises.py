@@ -36,6 +36,8 @@ PROMISES: tuple[Promise, ...] = (
             "a future is not cancelled while the scheduler keeps its key for that client"),
     Promise("annotations_dropped", "checks",
             "a task keeps the annotations (retries, workers) its graph gave it"),
+    Promise("stale_result", "checks",
+            "a task's result (or error) is from the run the scheduler last asked for"),
     Promise("scenario_raised", "explore",
             "the scenario does not raise in one message order and return in another"),
     Promise("outcome_differs", "explore",

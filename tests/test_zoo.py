@@ -8,7 +8,7 @@ import pytest
 
 from jupyter_refs import replay
 from jupyter_refs.errors import ProtocolError
-from jupyter_refs.protocol.variants import DASK, DASK_2024_7, get_variant
+from jupyter_refs.protocol.variants import DASK, DASK_2024_7, OLDEST, get_variant
 from jupyter_refs.zoo import RACES, inc
 
 
@@ -55,8 +55,8 @@ def test_9217_is_a_hung_future_before_2026_6_and_none_after():
     assert (in_order.raised, in_order.returned, in_order.violations) == (None, "123", [])
 
 
-@pytest.mark.parametrize("name,says", [("dask-2023.3.0", "cancel as an RPC"),
-                                       ("dask-2024.2.1", "retire_workers. heartbeat"),
+@pytest.mark.parametrize("name,says", [("dask-1.16.0", "differs in mechanisms the model does "
+                                                        "not carry"),
                                        ("dask-2027.1.0", "newer than today's"),
                                        ("dask-2026.5.1", "no release 2026.5.1 .the nearest: "
                                                          "2026.3.0, 2026.6.0"),
@@ -64,7 +64,7 @@ def test_9217_is_a_hung_future_before_2026_6_and_none_after():
 def test_a_release_outside_the_range_says_which_range_is_modelled(name, says):
     with pytest.raises(ProtocolError, match=says) as raised:
         get_variant(name)
-    assert "2024.3.0" in str(raised.value) and "2026.8.0" in str(raised.value)
+    assert OLDEST in str(raised.value) and "2026.8.0" in str(raised.value)
 
 
 def test_8577_drops_the_annotations_before_2024_4_2_and_not_after():
@@ -182,3 +182,30 @@ def test_9217_two_clients_is_open_on_real_dask_and_the_fix_holds_for_one():
         warnings.simplefilter("ignore")  # "Client … desires key 'x' but key is unknown"
         assert _publish_then_get_late("other", 0.5) == ("TimeoutError", False)
         assert _publish_then_get_late("owner", 0.5) == (123, True)
+
+
+@pytest.mark.parametrize("name,before,after,flag", [
+    ("7463", "dask-2023.1.0", "dask-2023.1.1", "unsigned_results"),
+    ("7933", "dask-2023.6.1", "dask-2023.7.0", "unsigned_errors")])
+def test_a_stale_run_is_taken_before_run_ids_and_dropped_after(name, before, after, flag):
+    """PR 7463 (2023.1.1) signed task-finished with the run id, PR 7933 (2023.7.0) task-erred:
+    before, the first run's outcome, arriving when the resubmitted key is processing on the
+    same worker again, is taken as the new run's; from the fix, the same order is recognised
+    as a stale run (``task.stale_run``) and the task runs again."""
+    assert getattr(get_variant(before), flag) and not getattr(get_variant(after), flag)
+    assert not getattr(DASK, flag)
+    race = RACES[name]
+    [failure] = race.failures(race.find(first=True, processes=1))
+    assert "task.stale_accepted" in {e.kind for e in replay(race.scenario,
+                                                            failure.schedule).trace.events()}
+    assert "delivered before #5 free-keys" in failure.explain()
+    # The same picks under the fix: the stale outcome is recognised, never taken.
+    fixed = replay(race.scenario, after + "@" + failure.schedule.split("@", 1)[1])
+    kinds = [e.kind for e in fixed.trace.events()]
+    assert "task.stale_run" in kinds and "task.stale_accepted" not in kinds
+    assert "stale_result" not in {v.name for v in fixed.violations}
+    # In order (no message overtakes another), both releases return the second function's value.
+    for protocol in (before, after):
+        in_order = replay(race.scenario, protocol + "@" + failure.schedule.split("@", 1)[1]
+                          .split(":")[0] + ":")
+        assert (in_order.returned, in_order.violations) == ("0", [])

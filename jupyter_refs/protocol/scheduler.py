@@ -610,8 +610,14 @@ class SchedulerState:
         key, worker, incarnation = msg.keys[0], p["worker"], p["incarnation"]
         ts = self.tasks.get(key)
         # (_stale_run only when the run ids differ: it is False whenever they match.)
-        if ts is not None and incarnation != ts.run_id and self._stale_run(msg, ts, out, stimulus):
-            return
+        if ts is not None and incarnation != ts.run_id:
+            if not self.variant.unsigned_results:
+                if self._stale_run(msg, ts, out, stimulus):
+                    return
+            elif ts.state == PROCESSING and ts.processing_on == worker:
+                # dask before PR 7463 had no run id to compare: the result is the new run's.
+                self.record(SCHEDULER, "task.stale_accepted", key, worker, incarnation,
+                            ts.run_id)
         if ts is None or ts.state != PROCESSING or ts.processing_on != worker:
             # Nobody needs this result any more: tell the worker to drop it.
             self.send(out, worker, m.FREE_KEYS, (key,),
@@ -626,8 +632,14 @@ class SchedulerState:
 
     def _on_task_erred(self, msg: Message, out: Out, stimulus: str) -> None:
         ts = self.tasks.get(msg.keys[0])
-        if self._stale_run(msg, ts, out, stimulus):
-            return
+        if not self.variant.unsigned_errors:
+            if self._stale_run(msg, ts, out, stimulus):
+                return
+        elif (ts is not None and ts.state == PROCESSING
+              and msg.payload["incarnation"] != ts.run_id):
+            # dask before PR 7933: any task-erred for a processing task is taken.
+            self.record(SCHEDULER, "task.stale_accepted", ts.key, msg.payload["worker"],
+                        msg.payload["incarnation"], ts.run_id)
         if ts is None or ts.state != PROCESSING:
             return
         if ts.retries > 0:

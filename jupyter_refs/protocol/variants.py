@@ -80,6 +80,25 @@ Both are needed: the property tests find lost futures with either one alone.
     unpublish by another client, sent after the reader's get returned, can still
     overtake it (zoo race ``9217-two-clients``, open).
 
+``unsigned_results`` (releases before 2023.1.1, PR 7463)
+    ``task-finished`` is not checked against the run the scheduler asked for: a
+    result from the worker a task is processing on is taken, whichever run it came
+    from.  dask had no run ids before PR 7463; the model keeps numbering runs (so
+    the trace can tell, check ``stale_result``) but the scheduler does not look.
+    Why it matters: a key released and resubmitted at once with another function
+    or arguments (``submit(f, key="k")``, release, ``submit(g, key="k")``) is
+    processing on the same worker again when the first run's ``task-finished``
+    arrives, and the first run's value becomes the second's.  Since PR 7463 the
+    scheduler releases the task and runs it again (``task.stale_run``).  A result
+    from *another* worker is dropped with ``free-keys`` in both (dask raised "This
+    should be impossible" from ``transition_processing_memory`` then; the model
+    does not carry a failing stream handler's consequences for a worker).
+
+``unsigned_errors`` (releases before 2023.7.0, PR 7933)
+    The same for ``task-erred``, whose run id came later: until PR 7933 a
+    ``task-erred`` for a task in ``processing`` was taken from any worker and any
+    run, so the first run's exception (or a spent retry) fell on the resubmitted task.
+
 ``ids``
     Where the keys of ``submit(pure=False)`` and ``scatter(hash=False)`` come
     from.  dask draws a ``uuid4``: no coordination, no collision.  ``racy-ids``
@@ -173,6 +192,8 @@ class ProtocolVariant:
     unpublish_unordered: bool = False
     override_keeps_keys: bool = False
     get_desires: bool = False
+    unsigned_results: bool = False
+    unsigned_errors: bool = False
     #: ``(op, rule)`` pairs (see ``rules`` above): a tuple, so the variant stays hashable.
     rules: tuple[tuple[str, Rule], ...] = ()
 
@@ -240,6 +261,12 @@ class Change:
 
 #: dask's changes the model carries, oldest first.
 HISTORY = (
+    Change("2023.1.1", "https://github.com/dask/distributed/pull/7463",
+           "task-finished carries no run id: a stale result from the worker a resubmitted "
+           "task is processing on again is taken as the new run's", {"unsigned_results": True}),
+    Change("2023.7.0", "https://github.com/dask/distributed/pull/7933",
+           "task-erred carries no run id: a stale error from any worker falls on the task "
+           "processing again", {"unsigned_errors": True}),
     Change("2024.4.2", "https://github.com/dask/distributed/pull/8577",
            "publish_dataset's RPC does not wait for the client's stream (it can overtake the "
            "graph of the futures it publishes, whose annotations are then dropped)",
@@ -253,7 +280,7 @@ HISTORY = (
            {"unpublish_unordered": True, "override_keeps_keys": True}),
 )
 #: The oldest release modelled, and the newest (today's ``dask``).
-OLDEST, NEWEST = "2024.3.0", "2026.8.0"
+OLDEST, NEWEST = "2021.9.1", "2026.8.0"
 #: Every release of distributed from 1.17.0 (the first with ``Variable`` and ``Queue``) to
 #: NEWEST: dask/distributed's tags (``git tag``, without ``.dev0``, leading zeros dropped as
 #: ``packaging`` does: ``2021.01.0`` is ``2021.1.0``), and 2026.8.0 from PyPI.  A version between
