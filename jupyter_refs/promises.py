@@ -38,6 +38,8 @@ PROMISES: tuple[Promise, ...] = (
             "a task keeps the annotations (retries, workers) its graph gave it"),
     Promise("stale_result", "checks",
             "a task's result (or error) is from the run the scheduler last asked for"),
+    Promise("stale_steal", "checks",
+            "a task moves to a thief only on its victim's answer to the steal request in flight"),
     Promise("scenario_raised", "explore",
             "the scenario does not raise in one message order and return in another"),
     Promise("outcome_differs", "explore",

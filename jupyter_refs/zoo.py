@@ -86,6 +86,18 @@ def resubmit_after_error(client: Any) -> int:
     return g.result()
 
 
+def release_while_stolen(client: Any) -> tuple[int, int, int]:
+    """dask#5370's chain on two workers of two threads (``test_reschedule_concurrent_requests_
+    deadlock`` asks by hand; here the balance does): ``b`` queues behind ``a`` and ``c`` on
+    worker:0 and may move, is released while a steal of it travels, and is submitted again."""
+    a = client.submit(inc, 1, key="a", workers=["worker:0"])
+    c = client.submit(inc, 3, key="c", workers=["worker:0"])
+    b = client.submit(inc, 2, key="b", workers=["worker:0"], allow_other_workers=True)
+    b.release()
+    b = client.submit(inc, 2, key="b", workers=["worker:0"], allow_other_workers=True)
+    return a.result(), b.result(), c.result()
+
+
 def publish_right_after_submit(client: Any) -> int:
     """PR 8577's test (``test_publish_submit_ordering``): publish a future just submitted with
     an annotation (there ``resources=``, which the model does not carry; here ``retries=``)."""
@@ -130,10 +142,13 @@ class Race:
     scenario: Callable[..., Any]
     #: The failures that are this race (the checks' names, or ``scenario_raised``).
     names: frozenset[str]
+    #: The cluster's workers (work stealing needs two).
+    workers: int = 1
 
     def find(self, protocol: str | None = None, **kwargs: Any) -> ExploreResult:
         """Explore the scenario under ``protocol`` (default: the release it affects)."""
         kwargs.setdefault("max_schedules", 3000)
+        kwargs.setdefault("workers", self.workers)
         return explore(self.scenario, protocol=protocol or self.found_under, **kwargs)
 
     def failures(self, result: ExploreResult) -> list[Failure]:

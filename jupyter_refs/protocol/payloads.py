@@ -169,6 +169,11 @@ class StealResponse(StealRequest):
     state: str
 
 
+class StealRelease(TypedDict):
+    key: str
+    worker: str
+
+
 class UpdateData(TypedDict):
     data: dict[str, Any]
     incarnations: dict[str, int]
@@ -328,6 +333,7 @@ PAYLOADS: dict[tuple[str, str], type] = {
     (WORKER, m.TASK_ERRED): TaskErred,
     (WORKER, m.RELEASE_WORKER_DATA): FromWorker,
     (WORKER, m.STEAL_RESPONSE): StealResponse,
+    (WORKER, m.STEAL_RELEASE): StealRelease,
 }
 
 

@@ -922,6 +922,15 @@ class SchedulerState:
             self._stealing.confirm(p["key"], p["state"], p["stimulus_id"], msg.sender, out,
                                    stimulus)
 
+    def _on_steal_release(self, msg: Message, out: Out, stimulus: str) -> None:
+        """Before 2021.10.0 (``steal_release``): a worker that gave a stolen task up says so,
+        and a task still processing there is released and sent again (dask's
+        ``handle_release_data``, then ``stimulus_missing_data``)."""
+        ts = self.tasks.get(msg.keys[0])
+        if ts is None or ts.state != PROCESSING or ts.processing_on != msg.payload["worker"]:
+            return
+        self.reschedule(ts.key, out, stimulus)
+
     def _processing_erred(self, ts, recs, out, stimulus) -> None:
         self._leave_processing(ts, out)
         self._erred(ts, recs, out)
@@ -1033,5 +1042,6 @@ class SchedulerState:
         m.REPORT_KEY: _on_report_key,
         m.BALANCE: _on_balance,
         m.STEAL_RESPONSE: _on_steal_response,
+        m.STEAL_RELEASE: _on_steal_release,
         **dict.fromkeys(EXTENSION_OPS, _on_query),
     }

@@ -80,6 +80,25 @@ Both are needed: the property tests find lost futures with either one alone.
     unpublish by another client, sent after the reader's get returned, can still
     overtake it (zoo race ``9217-two-clients``, open).
 
+``steal_by_key`` (releases before 2021.10.0, PR 5379)
+    A ``steal-response`` is matched to the steal in flight by its key alone: the
+    request carried no stimulus id.  A late answer to a request about the task's
+    previous life (it was released and processes again, and was asked for again)
+    consumes the current request's record and is acted on: a ``ready`` from the old
+    victim moves the task off the worker it processes on now, which was not asked
+    yet (check ``stale_steal``); an ``executing`` or ``None`` drops the record, and
+    the current victim's own answer then finds nothing in flight and is ignored.
+    Since PR 5379 an answer to another request is a ``stale-response``.
+
+``steal_release`` (releases before 2021.10.0, PR 5046's worker)
+    The worker before its state machine (PR 5046, shipped with PR 5379) followed its
+    ``steal-response`` with a ``release`` of the task it gave up, and the scheduler
+    released (and sent again) a task still processing on that worker.  This is
+    what kept ``steal_by_key`` from dask#5370's deadlock in a release: a victim
+    that gave the task up while its answer was ignored still said so.  Together
+    with PR 5379 the worker stopped sending it; the deadlock of #5370 needed the new
+    worker and the old confirmation, which met only on main between the two PRs.
+
 ``unsigned_results`` (releases before 2023.1.1, PR 7463)
     ``task-finished`` is not checked against the run the scheduler asked for: a
     result from the worker a task is processing on is taken, whichever run it came
@@ -130,7 +149,11 @@ the model carries, and the release that first shipped it, read with ``git tag
 on are modelled: older ones differ in mechanisms the model does not carry (futures'
 tokens not unique before 2024.3.0, PR 8569; retire_workers' heartbeat before 2024.2.1,
 PR 8522; cancel as an RPC before 2023.3.1, PR 7583), and are refused with the range,
-not silently modelled as newer.  Between 2024.3.0 and 2024.4.2, dask changed nothing
+not silently modelled as newer.  Run ids (PR 7463, PR 7933) and the steal's stimulus id
+(PR 5379) are carried by flags, so the releases before them are modelled as far as 2021.9.1:
+the last before the worker's state machine (PR 5046, 2021.10.0), of whose old worker the
+model carries only the ``release`` of a stolen task (``steal_release``); older workers had
+no ``cancelled`` state at all.  Between 2024.3.0 and 2024.4.2, dask changed nothing
 else a zoo scenario uses (read with ``git log 2024.3.0..2024.4.2 -- distributed/``:
 restarts, p2p, scatter's choice among workers, the dashboard, in-process comms).
 """
@@ -192,6 +215,8 @@ class ProtocolVariant:
     unpublish_unordered: bool = False
     override_keeps_keys: bool = False
     get_desires: bool = False
+    steal_by_key: bool = False
+    steal_release: bool = False
     unsigned_results: bool = False
     unsigned_errors: bool = False
     #: ``(op, rule)`` pairs (see ``rules`` above): a tuple, so the variant stays hashable.
@@ -261,6 +286,12 @@ class Change:
 
 #: dask's changes the model carries, oldest first.
 HISTORY = (
+    Change("2021.10.0", "https://github.com/dask/distributed/pull/5379",
+           "a steal-response is matched to the steal in flight by key alone (a late answer "
+           "about the task's previous life moves it)", {"steal_by_key": True}),
+    Change("2021.10.0", "https://github.com/dask/distributed/pull/5046",
+           "a victim that gives a stolen task up also sends release, and a task still "
+           "processing there is sent again", {"steal_release": True}),
     Change("2023.1.1", "https://github.com/dask/distributed/pull/7463",
            "task-finished carries no run id: a stale result from the worker a resubmitted "
            "task is processing on again is taken as the new run's", {"unsigned_results": True}),
@@ -309,7 +340,8 @@ RELEASES = frozenset("""
 """.split())
 #: What releases older than OLDEST differ in that the model does not carry (the refusal says it).
 OLDER_LACKS = ("retire_workers' heartbeat before 2024.2.1, cancel as an RPC before 2023.3.1, "
-               "stale task-finished and steal-response handling before 2022.12.0 and 2021.10.0")
+               "the worker without its state machine before 2021.10.0 beyond a stolen task's "
+               "release")
 _RELEASE = re.compile(r"dask-(\d+(?:\.\d+)+(?:\.dev\d*)?)")
 
 
