@@ -86,16 +86,28 @@ def resubmit_after_error(client: Any) -> int:
     return g.result()
 
 
+def blocked(x: int, event: Any) -> int:
+    """Holds its worker's thread until ``event`` is set (PR 7348's test blocks its tasks so)."""
+    event.wait()
+    return x
+
+
 def release_while_stolen(client: Any) -> tuple[int, int, int]:
     """dask#5370's chain on two workers of two threads (``test_reschedule_concurrent_requests_
-    deadlock`` asks by hand; here the balance does): ``b`` queues behind ``a`` and ``c`` on
-    worker:0 and may move, is released while a steal of it travels, and is submitted again."""
-    a = client.submit(inc, 1, key="a", workers=["worker:0"])
-    c = client.submit(inc, 3, key="c", workers=["worker:0"])
+    deadlock`` asks by hand; here the balance does): ``a`` and ``c`` hold worker:0's threads,
+    ``b`` queues behind them and may move; it is released while a steal of it travels and
+    submitted again at once, then stolen again."""
+    from .coordination import Event
+
+    go = Event("go", client)
+    a = client.submit(blocked, 1, go, key="a", workers=["worker:0"])
+    c = client.submit(blocked, 3, go, key="c", workers=["worker:0"])
     b = client.submit(inc, 2, key="b", workers=["worker:0"], allow_other_workers=True)
     b.release()
     b = client.submit(inc, 2, key="b", workers=["worker:0"], allow_other_workers=True)
-    return a.result(), b.result(), c.result()
+    value = b.result()
+    go.set()
+    return value, a.result(), c.result()
 
 
 def publish_right_after_submit(client: Any) -> int:
@@ -209,6 +221,22 @@ RACES: dict[str, Race] = {r.name: r for r in (
          "the second future raises the first function's exception (ValueError) instead of "
          "returning 0",
          resubmit_after_error, frozenset({"stale_result"})),
+    Race("5379", "a late steal-response moves a task released and processing again",
+         ("https://github.com/dask/distributed/issues/5370",
+          "https://github.com/dask/distributed/pull/5379"),
+         "until 2021.9.1 (fixed in 2021.10.0, PR 5379: steal-request and steal-response carry "
+         "a stimulus id)", "dask-2021.9.1", ("dask-2021.10.0", "fixed"),
+         "the balance asks worker:0 for b (steal-1); the client's release of b and its "
+         "resubmission reach the scheduler, b processes on worker:0 again and is asked for "
+         "again (steal-2); worker:0's answer to steal-1 ('ready': it gave the first b up) "
+         "arrives and, matched by key alone, confirms steal-2",
+         "the scheduler moves the new b to worker:1 while worker:0 still has it queued and "
+         "was never told (its steal-2 is on its way): with a free thread it runs b too. The "
+         "issue's deadlock — an 'executing' or None answer consuming steal-2's record, so "
+         "the victim's own 'ready' is ignored and b stays processing on a worker that gave "
+         "it up — needed the worker of PR 5046, which shipped with the fix: 2021.9.1's worker "
+         "followed a given-up task with 'release', and the scheduler sent the task again",
+         release_while_stolen, frozenset({"stale_steal"}), workers=2),
     Race("8577", "publish right after submit: the put overtakes the graph, annotations dropped",
          ("https://github.com/dask/distributed/pull/8577",),
          "until 2024.4.1 (fixed in 2024.4.2, PR 8577)", "dask-2024.4.1",
@@ -265,8 +293,6 @@ NOT_MODELLED: dict[str, str] = {
                  "transition failed an assertion and the computation deadlocked.  The model has no "
                  "queued state (as if worker-saturation were inf); what run ids fixed for a task "
                  "processing again is race 7463",
-    "5370/5379": "a late steal-response moving a re-processed task (fixed in 2021.10.0): before "
-                 "the oldest release modelled",
     "1132/1133": "Variable / Queue get overtaken by a set (fixed in 1.17.0): before the oldest "
                  "release modelled",
     "8522": "retire_workers' heartbeat between remove_worker and the close (fixed in 2024.2.1): "
