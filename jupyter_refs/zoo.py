@@ -73,6 +73,7 @@ def resubmit_other_function(client: Any) -> int:
     with another function."""
     f = client.submit(inc, 1, key="k")
     f.release()
+    client.who_has()  # a round trip: dask's release() only queues the release on its loop
     g = client.submit(dec, 1, key="k")
     return g.result()
 
@@ -82,6 +83,7 @@ def resubmit_after_error(client: Any) -> int:
     fails, the second would not."""
     f = client.submit(fail, 1, key="k")
     f.release()
+    client.who_has()  # a round trip: dask's release() only queues the release on its loop
     g = client.submit(dec, 1, key="k")
     return g.result()
 

@@ -233,3 +233,50 @@ def test_a_late_steal_response_moves_the_task_before_2021_10_and_is_stale_after(
     assert [e.data[0] for e in after.trace.events()
             if e.kind == "steal.outcome"][:2] == ["stale-response", "confirm"]
     assert before.returned == after.returned == "(3, 1, 3)"
+
+
+def _probe_7463():
+    """scripts/dask_7463_probe.py, loaded as a module (it is a script, not a package)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "dask_7463_probe.py"
+    spec = importlib.util.spec_from_file_location("dask_7463_probe", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.dask
+@pytest.mark.parametrize("error", [False, True])
+def test_7463_and_7933_orders_forced_on_2026_8_show_the_run_ids_holding(error):
+    """The model's order on real dask 2026.8.0 (PR 7348's test with another function for the
+    second submission, the scheduler's stream to the worker frozen): the first run's
+    task-finished (task-erred) reaches the scheduler while k is processing again on the same
+    worker, and is recognised as stale: the second future gets dec(1) == 0.  (On 2023.1.0 the
+    same probe gets 2 and ValueError: scripts/dask_7463_probe.py in a venv of its own.)"""
+    import asyncio
+    import logging
+
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+    assert asyncio.run(_probe_7463().probe(error)) == 0
+
+
+@pytest.mark.dask
+def test_5379_order_forced_on_2026_8_is_a_stale_response():
+    """The model's order on real dask 2026.8.0, forced as PR 5379's tests do (move_task_request
+    by hand, the streams held): worker A's late answer to the steal of the first b is logged
+    as a stale-response and the new b stays on A, which holds it.  (On 2021.9.1 the same probe
+    logs a confirm and moves b to B while A still holds it: scripts/dask_5379_probe.py.)"""
+    import asyncio
+    import importlib.util
+    import logging
+    from pathlib import Path
+
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+    path = Path(__file__).resolve().parents[1] / "scripts" / "dask_5379_probe.py"
+    spec = importlib.util.spec_from_file_location("dask_5379_probe", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    outcome = asyncio.run(module.probe())
+    assert outcome == {"processing_on": "A", "A still holds b": True, "log": ["stale-response"]}
