@@ -413,7 +413,7 @@ ALIASES = {"legacy": DASK}
 #: Every name ``protocol=`` takes (magics and the command line offer these).
 PROTOCOL_NAMES = sorted([*VARIANTS, *ALIASES])
 PROTOCOL_HELP = ("dask (today's), dask-2024.7 (before PR 8827: ghost tasks), racy-ids "
-                 "(non-atomic ids), fixed, or dask-<release> (2024.3.0 to 2026.8.0); "
+                 f"(non-atomic ids), fixed, or dask-<release> ({OLDEST} to {NEWEST}); "
                  "legacy = dask")
 
 
