@@ -152,8 +152,9 @@ PR 8522; cancel as an RPC before 2023.3.1, PR 7583), and are refused with the ra
 not silently modelled as newer.  Run ids (PR 7463, PR 7933) and the steal's stimulus id
 (PR 5379) are carried by flags, so the releases before them are modelled as far as 2021.9.1:
 the last before the worker's state machine (PR 5046, 2021.10.0), of whose old worker the
-model carries only the ``release`` of a stolen task (``steal_release``); older workers had
-no ``cancelled`` state at all.  Between 2024.3.0 and 2024.4.2, dask changed nothing
+model carries only the ``release`` of a stolen task (``steal_release``).  That worker had no
+``cancelled`` state (a task freed while it ran was dropped at once); the model's worker keeps
+its own, which zoo race 5379's order under 2021.9.1 does not go through.  Between 2024.3.0 and 2024.4.2, dask changed nothing
 else a zoo scenario uses (read with ``git log 2024.3.0..2024.4.2 -- distributed/``:
 restarts, p2p, scatter's choice among workers, the dashboard, in-process comms).
 """
