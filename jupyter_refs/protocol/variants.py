@@ -153,10 +153,10 @@ not silently modelled as newer.  Run ids (PR 7463, PR 7933) and the steal's stim
 (PR 5379) are carried by flags, so the releases before them are modelled as far as 2021.9.1:
 the last before the worker's state machine (PR 5046, 2021.10.0), of whose old worker the
 model carries only the ``release`` of a stolen task (``steal_release``).  That worker had no
-``cancelled`` state (a task freed while it ran was dropped at once); the model's worker keeps
-its own, which zoo race 5379's order under 2021.9.1 does not go through.  Between 2024.3.0 and 2024.4.2, dask changed nothing
-else a zoo scenario uses (read with ``git log 2024.3.0..2024.4.2 -- distributed/``:
-restarts, p2p, scatter's choice among workers, the dashboard, in-process comms).
+``cancelled`` state; the model's worker keeps its own, which zoo race 5379's order under
+2021.9.1 does not go through.  Between 2024.3.0 and 2024.4.2, dask changed nothing else a
+zoo scenario uses (read with ``git log 2024.3.0..2024.4.2 -- distributed/``: restarts,
+p2p, scatter's choice among workers, the dashboard, in-process comms).
 """
 
 from __future__ import annotations
