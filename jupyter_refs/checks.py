@@ -219,6 +219,7 @@ class Checks:
         self._unbacked.pop(key, None)
         self._late_ff.pop(key, None)
         self._vanished.pop(key, None)
+        self._steals.pop(key, None)
 
     def close(self) -> None:
         """Stop following the trace (and drop the handler table, a cycle through ``self``)."""
@@ -647,7 +648,7 @@ class Checks:
                     del table[pair]
             self._settled = {p for p in self._settled if p[1] not in left}
             self._unheard = {p: s for p, s in self._unheard.items() if p[1] not in left}
-            for table in (self._unbacked, self._late_ff, self._vanished):
+            for table in (self._unbacked, self._late_ff, self._vanished, self._steals):
                 for key in left & table.keys():
                     del table[key]
             self._leak_check -= left
