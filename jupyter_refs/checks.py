@@ -35,6 +35,19 @@ and judges what it made true.
     desire that overtook the graph (``publish_put`` before PR 8577, 2024.4.2) —
     and, as dask's ``update_graph`` then did, gave it the run spec without the
     annotations (``retries``, ``workers``): the task runs, but not as submitted.
+``stale_result``
+    The scheduler took a ``task-finished`` (or ``task-erred``) from an earlier run of a
+    task as the result of the run it asked for last (``task.stale_accepted``): the key
+    was released and submitted again while the first run's result travelled, and dask
+    before PR 7463 (2023.1.1; ``task-erred`` before PR 7933, 2023.7.0) had no run id to
+    tell them apart.  The future of the second submission gets the first one's value.
+``stale_steal``
+    Work stealing moved a task to its thief (``steal.outcome`` ``confirm``) on an answer
+    to another ``steal-request`` than the last one made for it (``steal.request``): the
+    task was released and processes again, and the answer was about its previous life.
+    The worker it processes on now was not asked (or its answer is still coming), still
+    holds the task and may run it: the scheduler believes it moved off a worker that
+    does not know it.  dask before PR 5379 (2021.10.0) matched answers by key alone.
 ``leaked_key``
     Once the channels are drained, the scheduler keeps a key for a client
     (it is in ``who_wants``) that holds no reference to it (refcount 0): that
@@ -117,6 +130,15 @@ _ALLOC_VALUE = ev.ID_ALLOC.at("value")
 _REJECT_REASON = ev.FUTURE_PUT_REJECTED.at("reason")
 _DROPPED = ev.GRAPH_ANNOTATIONS_DROPPED.at("dropped")
 _ADDED_WORKER = ev.WORKER_ADDED.at("worker")
+_STEAL_ASKED = ev.STEAL_REQUEST.at("stimulus_id")
+_STEAL_VICTIM = ev.STEAL_REQUEST.at("victim")
+_STEAL_OUTCOME = ev.STEAL_OUTCOME.at("outcome")
+_STEAL_ANSWERS = ev.STEAL_OUTCOME.at("stimulus_id")
+_STEAL_FROM = ev.STEAL_OUTCOME.at("victim")
+_STEAL_TO = ev.STEAL_OUTCOME.at("thief")
+_STALE_WORKER = ev.TASK_STALE_ACCEPTED.at("worker")
+_STALE_RUN = ev.TASK_STALE_ACCEPTED.at("run_id")
+_STALE_CURRENT = ev.TASK_STALE_ACCEPTED.at("current_run_id")
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +191,7 @@ class Checks:
     # Slots: one Checks is made per explored run, and every event reads a few of these.
     __slots__ = ("trace", "beliefs", "violations", "_open", "_suspects", "_cancelled",
                  "_unbacked", "_leak_check", "_late_ff", "_settled", "_unheard", "_vanished", "_allocated",
-                 "_lock", "unsubscribe")
+                 "_steals", "_lock", "unsubscribe")
 
     def __init__(self, trace: Trace, quiet_limit: int | None = None):
         """``quiet_limit``: how many keys long gone keep their history (``Beliefs``); a
@@ -193,6 +215,8 @@ class Checks:
         self._unheard: dict[tuple[str, str], int] = {}
         self._vanished: dict[str, str] = {}  # key in memory on workers without the data -> why
         self._allocated: dict[int, tuple[int, str, str]] = {}  # id -> (seq, actor, thread)
+        #: key -> (seq, stimulus id, victim) of the last steal-request made for it.
+        self._steals: dict[str, tuple[int, str, str]] = {}
         self._lock = threading.Lock()
         self.unsubscribe = trace.subscribe(self._on_batch, from_start=True)
 
@@ -202,6 +226,7 @@ class Checks:
         self._unbacked.pop(key, None)
         self._late_ff.pop(key, None)
         self._vanished.pop(key, None)
+        self._steals.pop(key, None)
 
     def close(self) -> None:
         """Stop following the trace (and drop the handler table, a cycle through ``self``)."""
@@ -415,6 +440,42 @@ class Checks:
             f"run spec but applies annotations to the tasks it creates only: {key} runs without "
             f"its {', '.join(dropped)}.")
 
+    def _stale_accepted(self, b: Beliefs, seq: int, row: tuple) -> None:
+        key, extra = row[KEY], row[EXTRA]
+        receiving = b.receiving
+        op = receiving[1] if receiving else "task-finished"
+        msg = f" (msg #{receiving[0]})" if receiving else ""
+        self._report(
+            "stale_result", key, None, seq,
+            f"the scheduler took {extra[_STALE_WORKER]}'s {op}{msg} for {key} as the result of "
+            f"run {extra[_STALE_CURRENT]}, the run it last sent, but it came from run "
+            f"{extra[_STALE_RUN]}: {key} was released and submitted again while that run's "
+            "result travelled, and the worker it runs on again is the one that sent it. With "
+            "no run id to compare (dask before PR 7463 for task-finished, PR 7933 for "
+            "task-erred), the new submission gets the old run's outcome — whatever function "
+            "and arguments it was given.", once=False)
+
+    def _steal_request(self, b: Beliefs, seq: int, row: tuple) -> None:
+        extra = row[EXTRA]
+        self._steals[row[KEY]] = (seq, extra[_STEAL_ASKED], extra[_STEAL_VICTIM])
+
+    def _steal_outcome(self, b: Beliefs, seq: int, row: tuple) -> None:
+        key, extra = row[KEY], row[EXTRA]
+        asked = self._steals.get(key)
+        if extra[_STEAL_OUTCOME] != "confirm" or asked is None or asked[1] == extra[_STEAL_ANSWERS]:
+            return
+        receiving = b.receiving
+        sender = receiving[3] if receiving else extra[_STEAL_FROM]
+        self._report(
+            "stale_steal", key, None, asked[0],
+            f"work stealing moved {key} from {extra[_STEAL_FROM]} to {extra[_STEAL_TO]} on "
+            f"{sender}'s answer to {extra[_STEAL_ANSWERS]}, a request about {key}'s previous "
+            f"life; the request in flight is {asked[1]} (event {asked[0]}), to {asked[2]}, "
+            f"which has not answered. {key} was released and processes again; matched by key "
+            "alone (dask before PR 5379), the late answer moved the task off a worker that "
+            "still holds it and was never told: it may run there too, and that worker's own "
+            "answer will find nothing in flight.", once=False)
+
     def _registered(self, b: Beliefs, seq: int, row: tuple) -> None:
         b.registered(seq, row)
         key = row[KEY]
@@ -609,7 +670,7 @@ class Checks:
                     del table[pair]
             self._settled = {p for p in self._settled if p[1] not in left}
             self._unheard = {p: s for p, s in self._unheard.items() if p[1] not in left}
-            for table in (self._unbacked, self._late_ff, self._vanished):
+            for table in (self._unbacked, self._late_ff, self._vanished, self._steals):
                 for key in left & table.keys():
                     del table[key]
             self._leak_check -= left
@@ -692,6 +753,9 @@ _JUDGES: dict[str, Judge] = {
     "desire.unknown": Checks._desire_unknown,
     "graph.annotations_dropped": Checks._annotations_dropped,
     "worker.added": Checks._worker_added,
+    "task.stale_accepted": Checks._stale_accepted,
+    "steal.request": Checks._steal_request,
+    "steal.outcome": Checks._steal_outcome,
     "network.drained": Checks._drained,
     "id.alloc": Checks._id_alloc,
     "future.put_rejected": Checks._put_rejected,

@@ -252,6 +252,13 @@ WORKER_MISSING_DEPENDENCY = _kind(
 TASK_STALE_RUN = _kind(
     "task.stale_run", "worker", "run_id", "current_run_id", source="scheduler", actor=("worker",),
     doc="A task result from an older run (cancelled, then resubmitted) arrived and was dropped.")
+TASK_STALE_ACCEPTED = _kind(
+    "task.stale_accepted", "worker", "run_id", "current_run_id", source="scheduler",
+    actor=("worker",),
+    text="stale result accepted: run {run_id} from {worker}, as run {current_run_id}",
+    doc="A task-finished (or task-erred) from an older run of a task that is processing again "
+        "was taken as the current run's: dask before PR 7463 (task-finished, 2023.1.1) and PR "
+        "7933 (task-erred, 2023.7.0) had no run id to tell them apart.")
 STEAL_REQUEST = _kind(
     "steal.request", "victim", "thief", "stimulus_id", source="scheduler",
     actor=("victim", "thief"),

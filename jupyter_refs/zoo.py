@@ -28,6 +28,14 @@ def inc(x: int) -> int:
     return x + 1
 
 
+def dec(x: int) -> int:
+    return x - 1
+
+
+def fail(x: int) -> int:
+    raise ValueError(f"the first submission's error ({x})")
+
+
 def keep(box: Any) -> Any:
     return box
 
@@ -61,6 +69,51 @@ def cancel_then_same_key(client: Any) -> int:
     client.cancel([f])
     g = client.submit(inc, 1, key="k")
     return g.result()
+
+
+def resubmit_other_function(client: Any) -> int:
+    """PR 7463's case (``test_secede_cancelled_or_resumed_scheduler``; PR 7348's test with
+    another function): a key submitted, released while it runs, and submitted again at once
+    with another function."""
+    f = client.submit(inc, 1, key="k")
+    f.release()
+    client.who_has()  # a round trip: dask's release() only queues the release on its loop
+    g = client.submit(dec, 1, key="k")
+    return g.result()
+
+
+def resubmit_after_error(client: Any) -> int:
+    """PR 7933's case (``test_cancelled_task_error_rejected``): the first submission of the key
+    fails, the second would not."""
+    f = client.submit(fail, 1, key="k")
+    f.release()
+    client.who_has()  # a round trip: dask's release() only queues the release on its loop
+    g = client.submit(dec, 1, key="k")
+    return g.result()
+
+
+def blocked(x: int, event: Any) -> int:
+    """Holds its worker's thread until ``event`` is set (PR 7348's test blocks its tasks so)."""
+    event.wait()
+    return x
+
+
+def release_while_stolen(client: Any) -> tuple[int, int, int]:
+    """dask#5370's chain on two workers of two threads (``test_reschedule_concurrent_requests_
+    deadlock`` asks by hand; here the balance does): ``a`` and ``c`` hold worker:0's threads,
+    ``b`` queues behind them and may move; it is released while a steal of it travels and
+    submitted again at once, then stolen again."""
+    from .coordination import Event
+
+    go = Event("go", client)
+    a = client.submit(blocked, 1, go, key="a", workers=["worker:0"])
+    c = client.submit(blocked, 3, go, key="c", workers=["worker:0"])
+    b = client.submit(inc, 2, key="b", workers=["worker:0"], allow_other_workers=True)
+    b.release()
+    b = client.submit(inc, 2, key="b", workers=["worker:0"], allow_other_workers=True)
+    value = b.result()
+    go.set()
+    return value, a.result(), c.result()
 
 
 def publish_right_after_submit(client: Any) -> int:
@@ -166,7 +219,7 @@ class Race:
     scenario: Callable[..., Any]
     #: The failures that are this race (the checks' names, or ``scenario_raised``).
     names: frozenset[str]
-    #: The workers its cluster has (the report's).
+    #: The workers its cluster has (the report's; work stealing needs two).
     workers: int = 1
 
     def find(self, protocol: str | None = None, **kwargs: Any) -> ExploreResult:
@@ -208,6 +261,47 @@ RACES: dict[str, Race] = {r.name: r for r in (
          "FutureCancelledError: k cancelled for reason: unknown — on real dask in most runs "
          "(20 of 20 on 2026.8.0 here), the in-order one included",
          cancel_then_same_key, frozenset({"scenario_raised", "outcome_differs"})),
+    Race("7463", "release, resubmit with another function: the first run's result is taken",
+         ("https://github.com/dask/distributed/issues/7200",
+          "https://github.com/dask/distributed/pull/7348",
+          "https://github.com/dask/distributed/pull/7463"),
+         "until 2023.1.0 (fixed in 2023.1.1, PR 7463: compute-task and task-finished carry a "
+         "run id)", "dask-2023.1.0", ("dask-2023.1.1", "fixed"),
+         "the worker runs the first submission before the free-keys of its release reaches it; "
+         "its task-finished reaches the scheduler after the release and the second "
+         "update-graph, when the key is processing on that same worker again, and is taken as "
+         "the second run's result",
+         "the scheduler registers the first function's result as the second's: a gather that "
+         "reaches the worker before the release's free-keys returns 2 (inc) for the dec future; "
+         "otherwise the free-keys deletes it and the key is reported lost and recomputed (PR "
+         "7463's test, where the worker's cancelled run resumed, got 123 instead of 2)",
+         resubmit_other_function, frozenset({"stale_result"})),
+    Race("7933", "release, resubmit: the first run's error falls on the second",
+         ("https://github.com/dask/distributed/pull/7933",),
+         "until 2023.6.1 (fixed in 2023.7.0, PR 7933: task-erred carries the run id)",
+         "dask-2023.6.1", ("dask-2023.7.0", "fixed"),
+         "as for 7463, with a first submission that raises: its task-erred reaches the scheduler "
+         "when the key is processing again, and a task-erred for a processing task was taken "
+         "from any run (and any worker)",
+         "the second future raises the first function's exception (ValueError) instead of "
+         "returning 0",
+         resubmit_after_error, frozenset({"stale_result"})),
+    Race("5379", "a late steal-response moves a task released and processing again",
+         ("https://github.com/dask/distributed/issues/5370",
+          "https://github.com/dask/distributed/pull/5379"),
+         "until 2021.9.1 (fixed in 2021.10.0, PR 5379: steal-request and steal-response carry "
+         "a stimulus id)", "dask-2021.9.1", ("dask-2021.10.0", "fixed"),
+         "the balance asks worker:0 for b (steal-1); the client's release of b and its "
+         "resubmission reach the scheduler, b processes on worker:0 again and is asked for "
+         "again (steal-2); worker:0's answer to steal-1 ('ready': it gave the first b up) "
+         "arrives and, matched by key alone, confirms steal-2",
+         "the scheduler moves the new b to worker:1 while worker:0 still has it queued and "
+         "was never told (its steal-2 is on its way): with a free thread it runs b too. The "
+         "issue's deadlock — an 'executing' or None answer consuming steal-2's record, so "
+         "the victim's own 'ready' is ignored and b stays processing on a worker that gave "
+         "it up — needed the worker of PR 5046, which shipped with the fix: 2021.9.1's worker "
+         "followed a given-up task with 'release', and the scheduler sent the task again",
+         release_while_stolen, frozenset({"stale_steal"}), workers=2),
     Race("8577", "publish right after submit: the put overtakes the graph, annotations dropped",
          ("https://github.com/dask/distributed/pull/8577",),
          "until 2024.4.1 (fixed in 2024.4.2, PR 8577)", "dask-2024.4.1",
@@ -306,13 +400,12 @@ NOT_MODELLED: dict[str, str] = {
             "not (who_wants == {client} guarded only the dependents), and its retry dropped "
             "force=; an order decides only whether the other client's graph came first; before "
             "the oldest release modelled",
-    "7200/7348": "a stale task-finished accepted by a resubmitted, queued task (fixed in "
-                 "2022.12.0, PR 7348: queued joins released among the states that ignore it); "
-                 "run ids signed compute-task only from 2023.1.1 (PR 7463) and task-erred from "
-                 "2023.7.0 (PR 7933); the model has no queued state and has run ids in every "
-                 "release it models",
-    "5370/5379": "a late steal-response moving a re-processed task (fixed in 2021.10.0): before "
-                 "the oldest release modelled",
+    "7200/7348": "a stale task-finished taken by a resubmitted task that is *queued* (2022.11.0 "
+                 "and 2022.11.1, when queuing became the default; fixed in 2022.12.0, PR 7348: "
+                 "queued joins released among the states that ignore it): the queued -> memory "
+                 "transition failed an assertion and the computation deadlocked.  The model has no "
+                 "queued state (as if worker-saturation were inf); what run ids fixed for a task "
+                 "processing again is race 7463",
     "1132/1133": "Variable / Queue get overtaken by a set (fixed in 1.17.0): before the oldest "
                  "release modelled",
 }

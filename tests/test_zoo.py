@@ -55,8 +55,8 @@ def test_9217_is_a_hung_future_before_2026_6_and_none_after():
     assert (in_order.raised, in_order.returned, in_order.violations) == (None, "123", [])
 
 
-@pytest.mark.parametrize("name,says", [("dask-2023.3.0", "cancel as an RPC"),
-                                       ("dask-2024.1.1", "cancel as an RPC"),
+@pytest.mark.parametrize("name,says", [("dask-1.16.0", "differs in mechanisms the model does "
+                                                        "not carry"),
                                        ("dask-2027.1.0", "newer than today's"),
                                        ("dask-2026.5.1", "no release 2026.5.1 .the nearest: "
                                                          "2026.3.0, 2026.6.0"),
@@ -372,3 +372,101 @@ def test_a_futures_token_is_its_keys_before_2024_3_0(protocol, alike):
 def test_two_futures_of_one_key_tokenize_apart_on_2026_8(inproc):
     x, y = inproc.scatter(1), inproc.scatter(1)
     assert x.key == y.key and inproc.submit(inc, x).key != inproc.submit(inc, y).key
+
+
+@pytest.mark.parametrize("name,before,after,flag", [
+    ("7463", "dask-2023.1.0", "dask-2023.1.1", "unsigned_results"),
+    ("7933", "dask-2023.6.1", "dask-2023.7.0", "unsigned_errors")])
+def test_a_stale_run_is_taken_before_run_ids_and_dropped_after(name, before, after, flag):
+    """PR 7463 (2023.1.1) signed task-finished with the run id, PR 7933 (2023.7.0) task-erred:
+    before, the first run's outcome, arriving when the resubmitted key is processing on the
+    same worker again, is taken as the new run's; from the fix, the same order is recognised
+    as a stale run (``task.stale_run``) and the task runs again."""
+    assert getattr(get_variant(before), flag) and not getattr(get_variant(after), flag)
+    assert not getattr(DASK, flag)
+    race = RACES[name]
+    [failure] = race.failures(race.find(first=True, processes=1))
+    assert "task.stale_accepted" in {e.kind for e in replay(race.scenario,
+                                                            failure.schedule).trace.events()}
+    assert "delivered before #5 free-keys" in failure.explain()
+    # The same picks under the fix: the stale outcome is recognised, never taken.
+    fixed = replay(race.scenario, after + "@" + failure.schedule.split("@", 1)[1])
+    kinds = [e.kind for e in fixed.trace.events()]
+    assert "task.stale_run" in kinds and "task.stale_accepted" not in kinds
+    assert "stale_result" not in {v.name for v in fixed.violations}
+    # In order (no message overtakes another), both releases return the second function's value.
+    for protocol in (before, after):
+        in_order = replay(race.scenario, protocol + "@" + failure.schedule.split("@", 1)[1]
+                          .split(":")[0] + ":")
+        assert (in_order.returned, in_order.violations) == ("0", [])
+
+
+def test_a_late_steal_response_moves_the_task_before_2021_10_and_is_stale_after():
+    """PR 5379 (2021.10.0) matched a steal-response to its request by stimulus id: before, an
+    answer about the task's previous life (released while asked for, submitted again, asked
+    for again) confirmed the current steal, moving the task off a worker that had not
+    answered (``stale_steal``); from 2021.10.0 that answer is a ``stale-response``."""
+    old, new = get_variant("dask-2021.9.1"), get_variant("dask-2021.10.0")
+    assert (old.steal_by_key, old.steal_release) == (True, True)
+    assert (new.steal_by_key, new.steal_release) == (False, False)
+    race = RACES["5379"]
+    [failure] = race.failures(race.find(first=True, processes=1))
+    before = replay(race.scenario, failure.schedule)
+    assert [v.name for v in before.violations] == ["stale_steal"]
+    steals = [(e.kind, e.data[0]) for e in before.trace.events() if e.kind.startswith("steal.")]
+    assert steals[:3] == [("steal.request", "worker:0"), ("steal.request", "worker:0"),
+                          ("steal.outcome", "confirm")]
+    # The victim that gave the first b up also said so (``release``, the worker before PR 5046).
+    assert "release" in {e.op for e in before.trace.events() if e.kind == "msg.received"}
+    after = replay(race.scenario, "dask-2021.10.0@" + failure.schedule.split("@", 1)[1])
+    assert "stale_steal" not in {v.name for v in after.violations}
+    assert [e.data[0] for e in after.trace.events()
+            if e.kind == "steal.outcome"][:2] == ["stale-response", "confirm"]
+    assert before.returned == after.returned == "(3, 1, 3)"
+
+
+def _probe_7463():
+    """scripts/dask_7463_probe.py, loaded as a module (it is a script, not a package)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "dask_7463_probe.py"
+    spec = importlib.util.spec_from_file_location("dask_7463_probe", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.dask
+@pytest.mark.parametrize("error", [False, True])
+def test_7463_and_7933_orders_forced_on_2026_8_show_the_run_ids_holding(error):
+    """The model's order on real dask 2026.8.0 (PR 7348's test with another function for the
+    second submission, the scheduler's stream to the worker frozen): the first run's
+    task-finished (task-erred) reaches the scheduler while k is processing again on the same
+    worker, and is recognised as stale: the second future gets dec(1) == 0.  (On 2023.1.0 the
+    same probe gets 2 and ValueError: scripts/dask_7463_probe.py in a venv of its own.)"""
+    import asyncio
+    import logging
+
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+    assert asyncio.run(_probe_7463().probe(error)) == 0
+
+
+@pytest.mark.dask
+def test_5379_order_forced_on_2026_8_is_a_stale_response():
+    """The model's order on real dask 2026.8.0, forced as PR 5379's tests do (move_task_request
+    by hand, the streams held): worker A's late answer to the steal of the first b is logged
+    as a stale-response and the new b stays on A, which holds it.  (On 2021.9.1 the same probe
+    logs a confirm and moves b to B while A still holds it: scripts/dask_5379_probe.py.)"""
+    import asyncio
+    import importlib.util
+    import logging
+    from pathlib import Path
+
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+    path = Path(__file__).resolve().parents[1] / "scripts" / "dask_5379_probe.py"
+    spec = importlib.util.spec_from_file_location("dask_5379_probe", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    outcome = asyncio.run(module.probe())
+    assert outcome == {"processing_on": "A", "A still holds b": True, "log": ["stale-response"]}

@@ -106,6 +106,7 @@ TASK_FINISHED = "task-finished"
 TASK_ERRED = "task-erred"
 RELEASE_WORKER_DATA = "release-worker-data"
 STEAL_RESPONSE = "steal-response"  # the state the steal-request found the task in
+STEAL_RELEASE = "release"  # before 2021.10.0: the victim gave the stolen task up (``steal_release``)
 # scheduler -> client reports, batched
 KEY_IN_MEMORY = "key-in-memory"
 LOST_DATA = "lost-data"

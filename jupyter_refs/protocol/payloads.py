@@ -175,6 +175,11 @@ class StealResponse(StealRequest):
     state: str
 
 
+class StealRelease(TypedDict):
+    key: str
+    worker: str
+
+
 class UpdateData(TypedDict):
     data: dict[str, Any]
     incarnations: dict[str, int]
@@ -380,6 +385,7 @@ PAYLOADS: dict[tuple[str, str], type] = {
     (WORKER, m.CLOSE_STREAM): Heartbeat,
     (WORKER, m.HEARTBEAT_WORKER): Heartbeat,
     (WORKER, m.REGISTER_WORKER): RegisterWorker,
+    (WORKER, m.STEAL_RELEASE): StealRelease,
 }
 
 

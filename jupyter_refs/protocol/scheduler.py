@@ -637,8 +637,14 @@ class SchedulerState:
         key, worker, incarnation = msg.keys[0], p["worker"], p["incarnation"]
         ts = self.tasks.get(key)
         # (_stale_run only when the run ids differ: it is False whenever they match.)
-        if ts is not None and incarnation != ts.run_id and self._stale_run(msg, ts, out, stimulus):
-            return
+        if ts is not None and incarnation != ts.run_id:
+            if not self.variant.unsigned_results:
+                if self._stale_run(msg, ts, out, stimulus):
+                    return
+            elif ts.state == PROCESSING and ts.processing_on == worker:
+                # dask before PR 7463 had no run id to compare: the result is the new run's.
+                self.record(SCHEDULER, "task.stale_accepted", key, worker, incarnation,
+                            ts.run_id)
         if ts is None or ts.state != PROCESSING or ts.processing_on != worker:
             # Nobody needs this result any more: tell the worker to drop it.
             self.send(out, worker, m.FREE_KEYS, (key,),
@@ -653,8 +659,14 @@ class SchedulerState:
 
     def _on_task_erred(self, msg: Message, out: Out, stimulus: str) -> None:
         ts = self.tasks.get(msg.keys[0])
-        if self._stale_run(msg, ts, out, stimulus):
-            return
+        if not self.variant.unsigned_errors:
+            if self._stale_run(msg, ts, out, stimulus):
+                return
+        elif (ts is not None and ts.state == PROCESSING
+              and msg.payload["incarnation"] != ts.run_id):
+            # dask before PR 7933: any task-erred for a processing task is taken.
+            self.record(SCHEDULER, "task.stale_accepted", ts.key, msg.payload["worker"],
+                        msg.payload["incarnation"], ts.run_id)
         if ts is None or ts.state != PROCESSING:
             return
         if ts.retries > 0:
@@ -1085,6 +1097,15 @@ class SchedulerState:
             self._stealing.confirm(p["key"], p["state"], p["stimulus_id"], msg.sender, out,
                                    stimulus)
 
+    def _on_steal_release(self, msg: Message, out: Out, stimulus: str) -> None:
+        """Before 2021.10.0 (``steal_release``): a worker that gave a stolen task up says so,
+        and a task still processing there is released and sent again (dask's
+        ``handle_release_data``, then ``stimulus_missing_data``)."""
+        ts = self.tasks.get(msg.keys[0])
+        if ts is None or ts.state != PROCESSING or ts.processing_on != msg.payload["worker"]:
+            return
+        self.reschedule(ts.key, out, stimulus)
+
     def _processing_erred(self, ts, recs, out, stimulus) -> None:
         self._leave_processing(ts, out)
         self._erred(ts, recs, out)
@@ -1201,5 +1222,6 @@ class SchedulerState:
         m.CLOSE_STREAM: _on_close_stream,
         m.HEARTBEAT_WORKER: _on_heartbeat_worker,
         m.REGISTER_WORKER: _on_register_worker,
+        m.STEAL_RELEASE: _on_steal_release,
         **dict.fromkeys(EXTENSION_OPS, _on_query),
     }

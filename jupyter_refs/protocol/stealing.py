@@ -153,6 +153,9 @@ class WorkStealing:
         ts = s.tasks.get(key)
         if ts is None:
             return  # released and forgotten while the request travelled
+        if s.variant.steal_by_key:
+            self._confirm_by_key(ts, state, stimulus_id, out, stimulus)
+            return
         flight = self.in_flight.get(key)
         if flight is None:
             self._outcome(key, "already-aborted", state, worker, None, stimulus_id)
@@ -176,6 +179,32 @@ class WorkStealing:
             raise ValueError(f"steal-response for {key} with unexpected task state {state!r}")
         if len(s.processing[thief]) < s.nthreads[thief]:
             s.maybe_balance(out)  # the thief still has a free thread: try another task
+
+    def _confirm_by_key(self, ts: TaskState, state: str | None, stimulus_id: str, out: Out,
+                        stimulus: str) -> None:
+        """dask's ``move_task_confirm`` before PR 5379 (``steal_by_key``): the answer is matched
+        to the steal in flight *for the key*, whichever request it answers, so a late answer
+        to a request about the task's previous life consumes the current one and acts on it.
+        A task no longer processing on that steal's victim is left alone; ``None`` (the victim
+        did not know the task) counts as already computing; silent outcomes are not logged,
+        as dask did not log them."""
+        s, key = self.scheduler, ts.key
+        flight = self.in_flight.pop(key, None)
+        if flight is None:
+            return
+        victim, thief, _ = flight
+        if ts.state != "processing" or ts.processing_on != victim:
+            return
+        if state in CONFIRM:
+            self._outcome(key, "confirm", state, victim, thief, stimulus_id)
+            self.asked.discard(key)
+            s.move_task(ts, thief, out, stimulus)
+        elif state in REJECT or state is None:
+            self._outcome(key, "already-computing", state, victim, thief, stimulus_id)
+        else:
+            raise ValueError(f"steal-response for {key} with unexpected task state {state!r}")
+        if len(s.processing[thief]) < s.nthreads[thief]:
+            s.maybe_balance(out)
 
     def _outcome(self, key: str, outcome: str, state: str | None, victim: str,
                  thief: str | None, stimulus_id: str) -> None:

@@ -110,6 +110,43 @@ Both are needed: the property tests find lost futures with either one alone.
     ``tokenize`` of a Future is its key (``normalize_future``: ``[key, type]``): two futures
     of one key give ``submit(f, future)`` one key.  Since PR 8569 a future's token is its own
     (its ``_id``).  No zoo race turns on it; carried so that 2024.2.x is modelled as it was.
+``steal_by_key`` (releases before 2021.10.0, PR 5379)
+    A ``steal-response`` is matched to the steal in flight by its key alone: the
+    request carried no stimulus id.  A late answer to a request about the task's
+    previous life (it was released and processes again, and was asked for again)
+    consumes the current request's record and is acted on: a ``ready`` from the old
+    victim moves the task off the worker it processes on now, which was not asked
+    yet (check ``stale_steal``); an ``executing`` or ``None`` drops the record, and
+    the current victim's own answer then finds nothing in flight and is ignored.
+    Since PR 5379 an answer to another request is a ``stale-response``.
+
+``steal_release`` (releases before 2021.10.0, PR 5046's worker)
+    The worker before its state machine (PR 5046, shipped with PR 5379) followed its
+    ``steal-response`` with a ``release`` of the task it gave up, and the scheduler
+    released (and sent again) a task still processing on that worker.  This is
+    what kept ``steal_by_key`` from dask#5370's deadlock in a release: a victim
+    that gave the task up while its answer was ignored still said so.  Together
+    with PR 5379 the worker stopped sending it; the deadlock of #5370 needed the new
+    worker and the old confirmation, which met only on main between the two PRs.
+
+``unsigned_results`` (releases before 2023.1.1, PR 7463)
+    ``task-finished`` is not checked against the run the scheduler asked for: a
+    result from the worker a task is processing on is taken, whichever run it came
+    from.  dask had no run ids before PR 7463; the model keeps numbering runs (so
+    the trace can tell, check ``stale_result``) but the scheduler does not look.
+    Why it matters: a key released and resubmitted at once with another function
+    or arguments (``submit(f, key="k")``, release, ``submit(g, key="k")``) is
+    processing on the same worker again when the first run's ``task-finished``
+    arrives, and the first run's value becomes the second's.  Since PR 7463 the
+    scheduler releases the task and runs it again (``task.stale_run``).  A result
+    from *another* worker is dropped with ``free-keys`` in both (dask raised "This
+    should be impossible" from ``transition_processing_memory`` then; the model
+    does not carry a failing stream handler's consequences for a worker).
+
+``unsigned_errors`` (releases before 2023.7.0, PR 7933)
+    The same for ``task-erred``, whose run id came later: until PR 7933 a
+    ``task-erred`` for a task in ``processing`` was taken from any worker and any
+    run, so the first run's exception (or a spent retry) fell on the resubmitted task.
 
 ``ids``
     Where the keys of ``submit(pure=False)`` and ``scatter(hash=False)`` come
@@ -140,13 +177,18 @@ model of that release of distributed: each change in :data:`HISTORY` (a mechanis
 the model carries, and the release that first shipped it, read with ``git tag
 --contains``) is switched on from its release.  Only releases from :data:`OLDEST`
 on are modelled: older ones differ in mechanisms the model does not carry (see
-:data:`OLDER_LACKS`: cancel as an RPC before 2023.3.1, PR 7583, …), and are refused with
-the range, not silently modelled as newer.  Between 2024.2.0 and 2024.4.2, dask changed
-nothing else a zoo scenario uses (read with ``git log 2024.2.0..2024.4.2 -- distributed/``:
-restarts, p2p, scatter's choice among workers, the dashboard, in-process comms, a warning
-and kept dependencies for one key submitted with two run specs (PR 8185, PR 8512), and
-memory → erred (PR 8549), which the model has no path for).  A development version is
-modelled only where a change names it (``dask-1.17.0.dev0``): no release had the race.
+:data:`OLDER_LACKS`), and are refused with the range, not silently modelled as newer.  Run
+ids (PR 7463, PR 7933) and the steal's stimulus id (PR 5379) are carried by flags, so the
+releases before them are modelled as far as 2021.9.1: the last before the worker's state
+machine (PR 5046, 2021.10.0), of whose old worker the model carries only the ``release`` of a
+stolen task (``steal_release``).  That worker had no ``cancelled`` state; the model's worker
+keeps its own, which zoo race 5379's order under 2021.9.1 does not go through.  Between
+2024.2.0 and 2024.4.2, dask changed nothing else a zoo scenario uses (read with ``git log
+2024.2.0..2024.4.2 -- distributed/``: restarts, p2p, scatter's choice among workers, the
+dashboard, in-process comms, a warning and kept dependencies for one key submitted with two
+run specs (PR 8185, PR 8512), and memory → erred (PR 8549), which the model has no path
+for).  A development version is modelled only where a change names it
+(``dask-1.17.0.dev0``): no release had the race.
 """
 
 from __future__ import annotations
@@ -210,6 +252,10 @@ class ProtocolVariant:
     queue_uncounted: bool = False
     heartbeat_restarts: bool = False
     future_tokens_by_key: bool = False
+    steal_by_key: bool = False
+    steal_release: bool = False
+    unsigned_results: bool = False
+    unsigned_errors: bool = False
     #: ``(op, rule)`` pairs (see ``rules`` above): a tuple, so the variant stays hashable.
     rules: tuple[tuple[str, Rule], ...] = ()
 
@@ -287,6 +333,18 @@ HISTORY = (
            "client's confirmation is not waited for), and a Queue lets its hold go at the first "
            "get of a future put twice (PR 1133); no release had either",
            {"variable_readers_by_client": True, "queue_uncounted": True}, dev="1.17.0.dev0"),
+    Change("2021.10.0", "https://github.com/dask/distributed/pull/5379",
+           "a steal-response is matched to the steal in flight by key alone (a late answer "
+           "about the task's previous life moves it)", {"steal_by_key": True}),
+    Change("2021.10.0", "https://github.com/dask/distributed/pull/5046",
+           "a victim that gives a stolen task up also sends release, and a task still "
+           "processing there is sent again", {"steal_release": True}),
+    Change("2023.1.1", "https://github.com/dask/distributed/pull/7463",
+           "task-finished carries no run id: a stale result from the worker a resubmitted "
+           "task is processing on again is taken as the new run's", {"unsigned_results": True}),
+    Change("2023.7.0", "https://github.com/dask/distributed/pull/7933",
+           "task-erred carries no run id: a stale error from any worker falls on the task "
+           "processing again", {"unsigned_errors": True}),
     Change("2024.2.1", "https://github.com/dask/distributed/pull/8522",
            "a worker told 'missing' by the scheduler's answer to its heartbeat closes without its "
            "nanny, which restarts it: a heartbeat between retire_workers' removal and its "
@@ -307,7 +365,7 @@ HISTORY = (
            {"unpublish_unordered": True, "override_keeps_keys": True}),
 )
 #: The oldest release modelled, and the newest (today's ``dask``).
-OLDEST, NEWEST = "2024.2.0", "2026.8.0"
+OLDEST, NEWEST = "2021.9.1", "2026.8.0"
 #: Every release of distributed from 1.17.0 (the first with ``Variable`` and ``Queue``) to
 #: NEWEST: dask/distributed's tags (``git tag``, without ``.dev0``, leading zeros dropped as
 #: ``packaging`` does: ``2021.01.0`` is ``2021.1.0``), and 2026.8.0 from PyPI.  A version between
@@ -335,10 +393,9 @@ RELEASES = frozenset("""
 2026.6.0 2026.7.0 2026.7.1 2026.8.0
 """.split())
 #: What releases older than OLDEST differ in that the model does not carry (the refusal says it).
-OLDER_LACKS = ("cancel as an RPC before 2023.3.1, "
-               "stale task-finished and steal-response handling before 2022.12.0 and 2021.10.0"
-               "; before 1.21.0, a desire for an unknown key kept in who_wants with no task "
-               "(desire_creates models the ghost TaskState of 1.21.0 to 2024.8.1)")
+OLDER_LACKS = ("the worker without its state machine before 2021.10.0 beyond a stolen task's "
+               "release; before 1.21.0, a desire for an unknown key kept in who_wants with no "
+               "task (desire_creates models the ghost TaskState of 1.21.0 to 2024.8.1)")
 _RELEASE = re.compile(r"dask-(\d+(?:\.\d+)+(?:\.?(?:a|b|rc)\d+)?(?:\.dev\d*)?)")
 
 

@@ -476,6 +476,11 @@ class WorkerState:
         out = [self._to_scheduler(m.STEAL_RESPONSE, (key,), key=key, state=state,
                                   stimulus_id=stimulus)]
         if ts is not None and state in (READY, WAITING):
+            if self.variant.steal_release:
+                # The worker before PR 5046 (2021.10.0): release_key reported a task released
+                # while processing — "this path is only hit with work stealing".
+                out.append(self._to_scheduler(m.STEAL_RELEASE, (key,), key=key,
+                                              worker=self.name))
             out += self._release(ts, stimulus)
         return out
 
