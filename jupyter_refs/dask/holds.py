@@ -41,14 +41,47 @@ from collections import defaultdict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import JupyterRefsError, NotDeliverableError, UnknownMessageError
 from ..protocol import messages as m
 from . import remote
 
 if TYPE_CHECKING:
-    from .tracer import DaskTracer
+    import distributed
+
+    from ..focus import Focus
+
+
+class DaskTracer(Protocol):
+    """What holds need of the tracer that installs them (``tracer.DaskTracer`` has it):
+    declared here, so that the tracer, which makes its holds, and its holds do not import
+    each other."""
+
+    client: distributed.Client
+    me: str
+    merging: threading.Lock
+    #: Receipts not yet paired with their send, by signature (see ``DaskTracer.unmatched``).
+    unmatched: dict[tuple, deque[tuple[int, str, tuple]]]
+
+    @property
+    def focused(self) -> Focus | None: ...
+
+    def actor_name(self, raw: str | None) -> str | None: ...
+
+    def hold(self, pattern: str) -> None: ...
+
+    def hook_failed(self, label: str, exc: BaseException) -> None: ...
+
+    def merge_upto(self, upto: int | None, yield_gil: bool = False) -> None: ...
+
+    def push(self, t: int, actor: str, thread: str, kind: str, key: str | None,
+             op: str | None = None, peer: str | None = None, keys: tuple = (),
+             extra: tuple = ()) -> None: ...
+
+    def rpc_channel(self, sender: str) -> str: ...
+
+    def sync(self, timeout: float = 10.0) -> None: ...
 
 #: Ops that are never held: dask's liveness messages and the tracer's own event batches.
 NEVER_HELD = {"keep-alive", "heartbeat-client"}
