@@ -241,6 +241,11 @@ class Future(TaskRef):
     __reduce__ = reduce_future
 
     def __dask_tokenize__(self) -> tuple:
+        client = self.client
+        if client is not None and client.cluster.variant.future_tokens_by_key:
+            # Before PR 8569 (2024.3.0) dask's normalize_future: the key and the type, so two
+            # submits of one function on futures of one key made one key.
+            return (self.key, type(self).__name__)
         return (type(self).__name__, self.key, self._id)
 
     def __repr__(self) -> str:
@@ -1074,6 +1079,17 @@ class Client(ClusterCalls):
         from .coordination import futures_of  # dask's: it looks into collections too
 
         keys = dict.fromkeys(f.key for f in futures_of(futures))
+        if self.cluster.variant.cancel_rpc:
+            # Before PR 7583: an RPC beside the stream, awaited; the futures are cancelled
+            # when it returns (it may overtake the update-graph of the keys it cancels).
+            replies = self._state.replies
+            with self.cluster.call(user_cell()) as user_call:
+                rpc, msgs = self._state.cancel_call(iter(keys), force, reason, msg)
+                user_call.send(msgs)
+                user_call.wait(lambda: rpc in replies, "cancel")
+                replies.pop(rpc)
+                self._state.forget_cancelled(keys, reason, msg)
+            return
         with self.cluster.call(user_cell()) as user_call:
             user_call.send(self._state.cancel(iter(keys), force, reason, msg))
 

@@ -59,6 +59,25 @@ def cancel_then_same_key(client: Any) -> int:
     return g.result()
 
 
+def cancel_right_after_submit(client: Any) -> int:
+    """PR 7583's test (``test_cancel_before_known_to_scheduler``): cancel a future right after
+    submitting it, keep it, and go on working."""
+    f = client.submit(inc, 1, key="k")  # noqa: F841 - kept, as the test keeps it
+    client.cancel([f])
+    return client.submit(inc, 2, key="next").result()
+
+
+def other_client_cancels(client: Any, other: Any) -> int:
+    """PR 6016's test (``test_cancel_multi_client``): two clients submit the same key, both
+    see it finish, then one of them cancels it."""
+    x = client.submit(inc, 1, key="k")
+    y = other.submit(inc, 1, key="k")
+    y.result()
+    x.result()
+    client.cancel([x])
+    return y.result()
+
+
 def publish_right_after_submit(client: Any) -> int:
     """PR 8577's test (``test_publish_submit_ordering``): publish a future just submitted with
     an annotation (there ``resources=``, which the model does not carry; here ``retries=``)."""
@@ -142,9 +161,36 @@ RACES: dict[str, Race] = {r.name: r for r in (
          "FutureCancelledError: k cancelled for reason: unknown — on real dask in most runs "
          "(20 of 20 on 2026.8.0 here), the in-order one included",
          cancel_then_same_key, frozenset({"scenario_raised", "outcome_differs"})),
+    Race("7583", "cancel right after submit: the cancel overtakes the graph and is lost",
+         ("https://github.com/dask/distributed/pull/7583",),
+         "until 2023.3.0 (fixed in 2023.3.1, PR 7583)", "dask-2023.3.0",
+         ("dask-2023.3.1", "fixed"),
+         "Client.cancel awaits a cancel RPC, which overtakes the batched update-graph sent just "
+         "before it; the scheduler's _cancel_key polls every 0.1 s for the key to be known and "
+         "wanted (by anyone) and, the graph still on its way after ten looks (1 s), gives up "
+         "without a word; the RPC returns, the client cancels its future, and the graph then "
+         "makes the client want the key",
+         "the task runs although cancelled, and its result stays in memory for a future the user "
+         "cancelled until the Future object is dropped (PR 7583's test: 'Scheduler cancels key' "
+         "never logged); the cancel itself blocks for up to a second",
+         cancel_right_after_submit, frozenset({"cancel_ignored"})),
+    Race("6016", "one client's cancel cancels another client's future of the same key",
+         ("https://github.com/dask/distributed/pull/6016",),
+         "until 2022.5.0 (fixed in 2022.5.1, PR 6016)", "dask-2022.5.0",
+         ("dask-2022.5.1", "dask", "fixed"),
+         "no order is needed: with both graphs applied, the cancel finds who_wants = {both}, "
+         "cancels nothing and releases only the cancelling client's hold, yet cancel_key "
+         "reports cancelled-key to every client that wants the key (who_wants == {client} "
+         "guarded only the recursion into the dependents); an order decides only whether the "
+         "other client's graph had arrived when the cancel looked",
+         "the other client's future says cancelled and its result() raises CancelledError, "
+         "while the scheduler computes and keeps the key for it (PR 6016's test: "
+         "'assert not y.cancelled()' fails)",
+         other_client_cancels, frozenset({"cancelled_for_another"})),
     Race("8577", "publish right after submit: the put overtakes the graph, annotations dropped",
          ("https://github.com/dask/distributed/pull/8577",),
-         "until 2024.4.1 (fixed in 2024.4.2, PR 8577)", "dask-2024.4.1",
+         "2023.4.0 to 2024.4.1 (fixed in 2024.4.2, PR 8577; before PR 7564, 2023.4.0, "
+         "update_graph gave a task made first its annotations too)", "dask-2024.4.1",
          ("dask-2024.4.2", "fixed"),
          "publish_dataset's publish_put RPC overtakes the batched update-graph of the future it "
          "publishes; its desire for published-<name> makes the unknown key's task (as every "
@@ -183,15 +229,6 @@ RACES: dict[str, Race] = {r.name: r for r in (
 
 #: Races of dask's history whose mechanisms the model does not carry, and what it lacks.
 NOT_MODELLED: dict[str, str] = {
-    "7583": "cancel as an RPC (fixed in 2023.3.1): until then Client.cancel awaited a cancel RPC "
-            "whose handler polled up to 1 s for the key to be known and wanted, so a cancel "
-            "sent right after submit overtook its update-graph; before the oldest release "
-            "modelled (2024.3.0)",
-    "6016": "one client's cancel cancelling another's future (fixed in 2022.5.1): until then "
-            "cancel_key reported cancelled-key to every client whether it cancelled the key or "
-            "not (who_wants == {client} guarded only the dependents), and its retry dropped "
-            "force=; an order decides only whether the other client's graph came first; before "
-            "the oldest release modelled",
     "7200/7348": "a stale task-finished accepted by a resubmitted, queued task (fixed in "
                  "2022.12.0, PR 7348: queued joins released among the states that ignore it); "
                  "run ids signed compute-task only from 2023.1.1 (PR 7463) and task-erred from "
@@ -202,5 +239,6 @@ NOT_MODELLED: dict[str, str] = {
     "1132/1133": "Variable / Queue get overtaken by a set (fixed in 1.17.0): before the oldest "
                  "release modelled",
     "8522": "retire_workers' heartbeat between remove_worker and the close (fixed in 2024.2.1): "
-            "the model does not retire workers, and the release is before the oldest modelled",
+            "the model does not retire workers (releases 2022.5.0 to 2024.2.0 are modelled "
+            "without it: no zoo scenario retires one)",
 }

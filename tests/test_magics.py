@@ -123,7 +123,7 @@ def test_release_trace_timeline_and_export(ip, tmp_path, capsys):
 
 BAD = [
     ("cluster --protocol nope", "unknown protocol 'nope'"),
-    ("cluster --protocol dask-2023.3.0", "releases 2024.3.0 to 2026.8.0 of distributed are modelled"),
+    ("cluster --protocol dask-2022.4.2", "releases 2022.5.0 to 2026.8.0 of distributed are modelled"),
     ("cluster --workers 0", "at least 1"),
     ("cluster --bogus", "unrecognized arguments"),
     ("scatter x 123", "usage: %scatter NAME = EXPR"),

@@ -261,6 +261,11 @@ class CallTimeout(TypedDict):
     call: str
 
 
+class CancelPoll(TypedDict):
+    job: int  # the key's cancel that waits (``SchedulerState._cancel_jobs``)
+    after: float  # seconds it stands for (0.1, before 2022.5.1 0.2): the policy's clock
+
+
 CLIENT, SCHEDULER, WORKER = "client", "scheduler", "worker"
 
 #: (sender's kind, operation) -> its payload.
@@ -269,6 +274,7 @@ PAYLOADS: dict[tuple[str, str], type] = {
     (CLIENT, m.CLIENT_RELEASES_KEYS): ClientReleasesKeys,
     (CLIENT, m.CLIENT_DESIRES_KEYS): ClientDesiresKeys,
     (CLIENT, m.CANCEL_KEYS): CancelKeys,
+    (CLIENT, m.CANCEL): CancelKeys,
     (CLIENT, m.REPORT_KEY): FromClient,
     (CLIENT, m.SCATTER): Scatter,
     (CLIENT, m.GATHER): FromClient,
@@ -320,6 +326,7 @@ PAYLOADS: dict[tuple[str, str], type] = {
     (SCHEDULER, m.QUERY_REPLY): Reply,
     (SCHEDULER, m.CALL_TIMEOUT): CallTimeout,
     (SCHEDULER, m.BALANCE): Empty,
+    (SCHEDULER, m.CANCEL_POLL): CancelPoll,
     (WORKER, m.EXECUTE): Empty,
     (WORKER, m.GET_DATA): Empty,
     (WORKER, m.GET_DATA_REPLY): DataReply,

@@ -80,6 +80,50 @@ Both are needed: the property tests find lost futures with either one alone.
     unpublish by another client, sent after the reader's get returned, can still
     overtake it (zoo race ``9217-two-clients``, open).
 
+``cancel_reports_uncancelled``, ``cancel_retry_detached`` (releases before 2022.5.1, PR 6016)
+    dask's ``cancel_key`` reports ``cancelled-key`` to every client that wants the key whether
+    it cancelled the key or not: ``who_wants == {client}`` (or ``force``) guards only the
+    recursion into the dependents, so one client's cancel of a key another client also
+    wants cancels that client's future too (its hold stays: the user's ``result()`` raises
+    ``CancelledError`` for a key the scheduler keeps computing for it; check
+    ``cancelled_for_another``).  And the ``cancel`` RPC answers at once: a key the scheduler
+    does not know yet (or that nobody wants) is retried by ``call_later`` every 0.2 s, five
+    times, and the retry drops ``force=``.  Since PR 6016 the report goes out only for a key
+    it cancelled, and the RPC waits for the retries (``cancel_rpc``).
+
+``cancel_rpc`` (releases before 2023.3.1, PR 7583)
+    ``Client.cancel`` awaits a ``cancel`` RPC, and cancels its futures only when it returns;
+    the scheduler's ``_cancel_key`` polls every 0.1 s for a key that is unknown or that no
+    client wants (``cancel-poll``, a timer of the scheduler's own), for at most 1 s, and then
+    gives up without a word; it awaits its dependents' cancels before it reports
+    ``cancelled-key`` for a key to the clients that want it, and releases the cancelling
+    client's hold of every key it was asked about, cancelled or not.  The RPC runs beside the
+    client's batched stream: sent right after ``submit``, it overtakes the ``update-graph``,
+    and the poll waits for the key to be *known and wanted by anyone*, not by the cancelling
+    client — another client's want ends it, the cancel finds a key it may not cancel, and the
+    client's own graph then makes it want the key for good (check ``cancel_ignored``); a graph
+    more than 1 s late does the same alone.  Since PR 7583 ``cancel-keys`` rides the stream
+    behind the graph, its report goes to every client (dask#8215's mechanism) and it releases
+    the client's hold only of the keys it cancelled.
+
+``cancel_releases_own`` (fixed only)
+    A client's cancel of a key another client also wants releases the cancelling client's
+    hold, as dask did before PR 7583.  Since then (2026.8.0 too) ``stimulus_cancel`` releases
+    only the keys it cancelled: the client's future is cancelled, but the scheduler keeps the
+    key for it until its ``Future`` objects are dropped (check ``cancel_ignored``; confirmed
+    on 2026.8.0: after the other client lets go, the key stays in memory).
+
+``annotations_to_existing`` (releases before 2023.4.0, PR 7564)
+    ``update_graph`` applies a graph's annotations (``retries``, worker restrictions) to
+    every task the graph names, one a desire made before it included; since PR 7564 it
+    applies them to the tasks it creates only (what ``annotations_dropped`` reports when a
+    dataset's desire made the task first, before PR 8577).
+
+``future_tokens_by_key`` (releases before 2024.3.0, PR 8569)
+    A ``Future`` tokenizes as its key (dask's ``normalize_future``): two ``submit`` of one
+    function on two futures of one key make one key.  Since PR 8569 a future's token carries
+    an id of its own.
+
 ``ids``
     Where the keys of ``submit(pure=False)`` and ``scatter(hash=False)`` come
     from.  dask draws a ``uuid4``: no coordination, no collision.  ``racy-ids``
@@ -108,12 +152,14 @@ dask has since changed is a variant named for the last version that had it.
 model of that release of distributed: each change in :data:`HISTORY` (a mechanism
 the model carries, and the release that first shipped it, read with ``git tag
 --contains``) is switched on from its release.  Only releases from :data:`OLDEST`
-on are modelled: older ones differ in mechanisms the model does not carry (futures'
-tokens not unique before 2024.3.0, PR 8569; retire_workers' heartbeat before 2024.2.1,
-PR 8522; cancel as an RPC before 2023.3.1, PR 7583), and are refused with the range,
-not silently modelled as newer.  Between 2024.3.0 and 2024.4.2, dask changed nothing
-else a zoo scenario uses (read with ``git log 2024.3.0..2024.4.2 -- distributed/``:
-restarts, p2p, scatter's choice among workers, the dashboard, in-process comms).
+(2022.5.0) on are modelled; older ones are refused with the range, not silently modelled as
+newer (:data:`OLDER_LACKS` says why).  ``git log 2022.5.0..2024.3.0 -- distributed/scheduler.py
+distributed/client.py`` was read for what a zoo scenario meets (docs/zoo.md lists it): the
+changes above are carried; what is not — run ids (PR 7463, 2023.1.1; task-erred's, PR
+7933, 2023.7.0) and the transitions of a stale result (PR 7205, 2022.11.0; PR 7348,
+2022.12.0), met by dask#8215's resubmit only; an update_graph that applies a second
+graph's annotations to a task already made (before PR 7564); retire_workers (PR 8522) — is
+named there, with the scenarios it touches.
 """
 
 from __future__ import annotations
@@ -173,6 +219,12 @@ class ProtocolVariant:
     unpublish_unordered: bool = False
     override_keeps_keys: bool = False
     get_desires: bool = False
+    cancel_rpc: bool = False
+    cancel_reports_uncancelled: bool = False
+    cancel_retry_detached: bool = False
+    cancel_releases_own: bool = False
+    annotations_to_existing: bool = False
+    future_tokens_by_key: bool = False
     #: ``(op, rule)`` pairs (see ``rules`` above): a tuple, so the variant stays hashable.
     rules: tuple[tuple[str, Rule], ...] = ()
 
@@ -222,6 +274,7 @@ FIXED = ProtocolVariant(
     "stale ones are ignored; an unknown key is never created",
     fire_and_forget_ended=True,
     get_desires=True,
+    cancel_releases_own=True,
 )
 
 VARIANTS = {v.name: v for v in (DASK, DASK_2024_7, RACY_IDS, FIXED)}
@@ -240,6 +293,21 @@ class Change:
 
 #: dask's changes the model carries, oldest first.
 HISTORY = (
+    Change("2022.5.1", "https://github.com/dask/distributed/pull/6016",
+           "cancel reports cancelled-key to every client that wants the key, whether it "
+           "cancelled it or not (another client's future of a shared key is cancelled), and "
+           "its RPC answers at once, retrying an unknown key five times at 0.2 s without force",
+           {"cancel_reports_uncancelled": True, "cancel_retry_detached": True}),
+    Change("2023.3.1", "https://github.com/dask/distributed/pull/7583",
+           "cancel is an RPC beside the client's stream: sent right after submit it overtakes "
+           "the update-graph, and its handler polls up to 1 s for the key to be known and "
+           "wanted by anyone, then gives up", {"cancel_rpc": True}),
+    Change("2023.4.0", "https://github.com/dask/distributed/pull/7564",
+           "update_graph applies a graph's annotations to every task it names, those a desire "
+           "made first included", {"annotations_to_existing": True}),
+    Change("2024.3.0", "https://github.com/dask/distributed/pull/8569",
+           "a future tokenizes as its key (two submits on futures of one key make one key)",
+           {"future_tokens_by_key": True}),
     Change("2024.4.2", "https://github.com/dask/distributed/pull/8577",
            "publish_dataset's RPC does not wait for the client's stream (it can overtake the "
            "graph of the futures it publishes, whose annotations are then dropped)",
@@ -253,7 +321,7 @@ HISTORY = (
            {"unpublish_unordered": True, "override_keeps_keys": True}),
 )
 #: The oldest release modelled, and the newest (today's ``dask``).
-OLDEST, NEWEST = "2024.3.0", "2026.8.0"
+OLDEST, NEWEST = "2022.5.0", "2026.8.0"
 #: Every release of distributed from 1.17.0 (the first with ``Variable`` and ``Queue``) to
 #: NEWEST: dask/distributed's tags (``git tag``, without ``.dev0``, leading zeros dropped as
 #: ``packaging`` does: ``2021.01.0`` is ``2021.1.0``), and 2026.8.0 from PyPI.  A version between
@@ -281,8 +349,8 @@ RELEASES = frozenset("""
 2026.6.0 2026.7.0 2026.7.1 2026.8.0
 """.split())
 #: What releases older than OLDEST differ in that the model does not carry (the refusal says it).
-OLDER_LACKS = ("retire_workers' heartbeat before 2024.2.1, cancel as an RPC before 2023.3.1, "
-               "stale task-finished and steal-response handling before 2022.12.0 and 2021.10.0")
+OLDER_LACKS = ("not read for what a zoo scenario meets (the log was read from 2022.5.0 on); "
+               "known: steal-response handling before 2021.10.0, PR 5379")
 _RELEASE = re.compile(r"dask-(\d+(?:\.\d+)+(?:\.dev\d*)?)")
 
 
@@ -354,7 +422,7 @@ ALIASES = {"legacy": DASK}
 #: Every name ``protocol=`` takes (magics and the command line offer these).
 PROTOCOL_NAMES = sorted([*VARIANTS, *ALIASES])
 PROTOCOL_HELP = ("dask (today's), dask-2024.7 (before PR 8827: ghost tasks), racy-ids "
-                 "(non-atomic ids), fixed, or dask-<release> (2024.3.0 to 2026.8.0); "
+                 "(non-atomic ids), fixed, or dask-<release> (2022.5.0 to 2026.8.0); "
                  "legacy = dask")
 
 
