@@ -168,8 +168,9 @@ class Beliefs:
         #: a client about another client's cancel (dask before PR 6016, or since PR 7583 to
         #: every client): what ``cancelled_for_another`` judges.
         self.foreign: dict[tuple[str, str], tuple[int, str]] = {}
-        #: (client, key) -> msg id of the last cancelled-keys sent to that client about the key
-        #: (still on its way while the id is in ``sent``): the future is about to be cancelled.
+        #: (client, key) -> msg id of the last cancelled-keys that answers the client's own
+        #: cancel of the key (on its way while the id is in ``sent``: the future is about to
+        #: end cancelled, as the client asked).
         self.cancel_sent: dict[tuple[str, str], int] = {}
         # -- the focus (focus.changed): None until the trace's focus first changes --------------
         #: The keys the trace follows now (None: every key).
@@ -334,8 +335,6 @@ class Beliefs:
             # cancel: the request being applied, or (a cancel's poll, before PR 7583) the
             # client of the decision just recorded.
             receiver = row[CHANNEL].rpartition("->")[2]
-            for key in row[EXTRA][_MSG_KEYS]:
-                self.cancel_sent[(receiver, key)] = msg_id
             receiving = self.receiving
             cancelling = self.cancelling
             if cancelling is not None and cancelling[0] is receiving:
@@ -348,6 +347,8 @@ class Beliefs:
                 self.cancelled_by_client[(receiver, key)] = seq
                 if receiver != canceller:
                     self.foreign[(receiver, key)] = (msg_id, canceller)
+                else:
+                    self.cancel_sent[(receiver, key)] = msg_id
             return
         self._pair_clients.add(sender)
         if op in DESIRES:
