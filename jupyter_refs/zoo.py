@@ -78,6 +78,14 @@ def other_client_cancels(client: Any, other: Any) -> int:
     return y.result()
 
 
+def cancel_before_the_others_graph(client: Any, other: Any) -> int:
+    """Two clients submit the same key; the first cancels its future right away, before the
+    other's graph has reached the scheduler."""
+    y = other.submit(inc, 1, key="k")
+    client.submit(inc, 1, key="k").cancel()
+    return y.result()
+
+
 def publish_right_after_submit(client: Any) -> int:
     """PR 8577's test (``test_publish_submit_ordering``): publish a future just submitted with
     an annotation (there ``resources=``, which the model does not carry; here ``retries=``)."""
@@ -187,6 +195,20 @@ RACES: dict[str, Race] = {r.name: r for r in (
          "while the scheduler computes and keeps the key for it (PR 6016's test: "
          "'assert not y.cancelled()' fails)",
          other_client_cancels, frozenset({"cancelled_for_another"})),
+    Race("7583-two-clients", "one client's cancel reaches every client: still open",
+         ("https://github.com/dask/distributed/pull/7583",
+          "https://github.com/dask/distributed/issues/8215"),
+         "from 2023.3.1 (open on 2026.8.0: PR 7583 made the cancel's report go to every "
+         "client; before it the report went to the clients that wanted the key)", "dask",
+         ("fixed",),
+         "the first client's update-graph and cancel-keys (one stream) reach the scheduler "
+         "before the other client's update-graph (another stream): the cancel finds who_wants "
+         "= {first}, cancels the key and reports cancelled-keys, with no hold in it, to every "
+         "client; the other client, whose graph is still on its way, cancels its future",
+         "the other client's result() raises FutureCancelledError, then its graph arrives and "
+         "the scheduler computes the key for it (on 2026.8.0 over TCP, its stream 0.5 s late: "
+         "5 of 5 raised, and the key ended in memory wanted by it)",
+         cancel_before_the_others_graph, frozenset({"scenario_raised", "cancelled_for_another"})),
     Race("8577", "publish right after submit: the put overtakes the graph, annotations dropped",
          ("https://github.com/dask/distributed/pull/8577",),
          "2023.4.0 to 2024.4.1 (fixed in 2024.4.2, PR 8577; before PR 7564, 2023.4.0, "

@@ -288,3 +288,31 @@ def test_9217_two_clients_is_open_on_real_dask_and_the_fix_holds_for_one():
         warnings.simplefilter("ignore")  # "Client … desires key 'x' but key is unknown"
         assert _publish_then_get_late("other", 0.5) == ("TimeoutError", False)
         assert _publish_then_get_late("owner", 0.5) == (123, True)
+
+
+@pytest.mark.dask
+def test_7583_two_clients_is_open_on_real_dask():
+    """2026.8.0 over TCP: the other client's stream 0.5 s late, the first client's cancel
+    (its graph in) cancels the key and reports it to every client: the other's result()
+    raises, and its graph, arriving after, has the key computed for it."""
+    import logging
+
+    import distributed
+    from distributed.metrics import time as dask_time
+
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+    with distributed.LocalCluster(processes=False, protocol="tcp", n_workers=1,
+                                  threads_per_worker=1, dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as a, distributed.Client(cluster) as b:
+        b.scheduler_comm.next_deadline = dask_time() + 0.5
+        y = b.submit(inc, 1, key="k")
+        x = a.submit(inc, 1, key="k")
+        a.cancel([x])
+        with pytest.raises(distributed.client.FutureCancelledError):
+            y.result(timeout=3)
+        scheduler = cluster.scheduler
+        deadline = dask_time() + 5
+        while "k" not in scheduler.tasks or scheduler.tasks["k"].state != "memory":
+            assert dask_time() < deadline
+            time.sleep(0.01)
+        assert {cs.client_key for cs in scheduler.tasks["k"].who_wants} == {b.id}

@@ -174,6 +174,11 @@ class SchedulerState:
         self._extensions: Extensions | None = None
         self._stealing: WorkStealing | None = None
 
+    def connect(self, client: str) -> None:
+        """A client connects (dask's ``add_client``): a report meant for every client —
+        a cancel's, since PR 7583 — reaches it, whether it wants anything yet or not."""
+        self.wants.setdefault(client, {})
+
     def add_worker(self, worker: str, nthreads: int) -> None:
         """A worker joins (dask's ``add_worker``): it takes new tasks from now on; nothing
         already placed moves (work stealing may move queued tasks later)."""
