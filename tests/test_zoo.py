@@ -55,7 +55,7 @@ def test_9217_is_a_hung_future_before_2026_6_and_none_after():
     assert (in_order.raised, in_order.returned, in_order.violations) == (None, "123", [])
 
 
-@pytest.mark.parametrize("name,says", [("dask-2022.4.2", "not read for what a zoo scenario"),
+@pytest.mark.parametrize("name,says", [("dask-2022.4.2", "stale task-finished"),
                                        ("dask-2021.9.1", "steal-response handling"),
                                        ("dask-2027.1.0", "newer than today's"),
                                        ("dask-2026.5.1", "no release 2026.5.1 .the nearest: "

@@ -349,8 +349,7 @@ RELEASES = frozenset("""
 2026.6.0 2026.7.0 2026.7.1 2026.8.0
 """.split())
 #: What releases older than OLDEST differ in that the model does not carry (the refusal says it).
-OLDER_LACKS = ("not read for what a zoo scenario meets (the log was read from 2022.5.0 on); "
-               "known: steal-response handling before 2021.10.0, PR 5379")
+OLDER_LACKS = ("stale task-finished and steal-response handling before 2022.12.0 and 2021.10.0")
 _RELEASE = re.compile(r"dask-(\d+(?:\.\d+)+(?:\.dev\d*)?)")
 
 
