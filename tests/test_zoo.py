@@ -316,3 +316,61 @@ def test_7583_two_clients_is_open_on_real_dask():
             assert dask_time() < deadline
             time.sleep(0.01)
         assert {cs.client_key for cs in scheduler.tasks["k"].who_wants} == {b.id}
+
+
+@pytest.mark.dask
+def test_7583_a_graph_later_than_a_second_is_still_cancelled_on_real_dask():
+    """PR 7583 shipped in 2023.3.1: on 2026.8.0 the cancel rides the client's stream behind the
+    graph, so a stream flushing 1.5 s late (longer than 2023.3.0's poll gave a graph) delays
+    both, in order: the key is cancelled and forgotten, and no task result is kept for it."""
+    import logging
+
+    import distributed
+    from distributed.metrics import time as dask_time
+
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+    with distributed.LocalCluster(processes=False, protocol="tcp", n_workers=1,
+                                  threads_per_worker=1, dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as client:
+        scheduler = cluster.scheduler
+        seen: list[str] = []
+        original = scheduler.stimulus_cancel
+
+        def stimulus_cancel(keys, *args, **kwargs):
+            seen.extend(keys)
+            return original(keys, *args, **kwargs)
+
+        scheduler.stream_handlers["cancel-keys"] = stimulus_cancel
+        client.scheduler_comm.next_deadline = dask_time() + 1.5
+        f = client.submit(inc, 1, key="k")
+        client.cancel([f])
+        assert f.cancelled()
+        assert client.submit(inc, 2, key="next").result() == 3
+        assert seen == ["k"] and "k" not in scheduler.tasks
+
+
+@pytest.mark.dask
+def test_6016_the_other_clients_future_survives_a_cancel_on_real_dask():
+    """PR 6016 shipped in 2022.5.1: PR 6016's test, the model's in-order failing run on
+    2022.5.0, on 2026.8.0 returns the value, the other client's future never cancelled."""
+    import logging
+
+    import distributed
+
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+    with distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=1,
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as a, distributed.Client(cluster) as b:
+        cancelled: list[str] = []
+        handler = b._stream_handlers["cancelled-keys"]
+
+        def watch(keys, *args, **kwargs):
+            cancelled.extend(k for k in keys if k in b.futures)
+            return handler(keys, *args, **kwargs)
+
+        b._stream_handlers["cancelled-keys"] = watch
+        assert RACES["6016"].scenario(a, b) == 2
+        deadline = time.monotonic() + 2
+        while "k" in cluster.scheduler.tasks and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert cancelled == []
