@@ -80,16 +80,18 @@ Both are needed: the property tests find lost futures with either one alone.
     unpublish by another client, sent after the reader's get returned, can still
     overtake it (zoo race ``9217-two-clients``, open).
 
-``cancel_reports_uncancelled``, ``cancel_retry_detached`` (releases before 2022.5.1, PR 6016)
+``cancel_reports_uncancelled`` (releases before 2022.5.1, PR 6016)
     dask's ``cancel_key`` reports ``cancelled-key`` to every client that wants the key whether
     it cancelled the key or not: ``who_wants == {client}`` (or ``force``) guards only the
     recursion into the dependents, so one client's cancel of a key another client also
     wants cancels that client's future too (its hold stays: the user's ``result()`` raises
     ``CancelledError`` for a key the scheduler keeps computing for it; check
-    ``cancelled_for_another``).  And the ``cancel`` RPC answers at once: a key the scheduler
-    does not know yet (or that nobody wants) is retried by ``call_later`` every 0.2 s, five
-    times, and the retry drops ``force=``.  Since PR 6016 the report goes out only for a key
-    it cancelled, and the RPC waits for the retries (``cancel_rpc``).
+    ``cancelled_for_another``).  Since PR 6016 the report goes out only for a key it cancelled.
+
+``cancel_retry_detached`` (releases before 2022.5.1, PR 6016)
+    The ``cancel`` RPC answers at once: a key the scheduler does not know yet (or that nobody
+    wants) is retried by ``call_later`` every 0.2 s, five times (``cancel-poll`` timers), and the
+    retry drops ``force=``.  Since PR 6016 the RPC awaits each key's wait (``cancel_rpc``).
 
 ``cancel_rpc`` (releases before 2023.3.1, PR 7583)
     ``Client.cancel`` awaits a ``cancel`` RPC, and cancels its futures only when it returns;
