@@ -60,7 +60,13 @@ _COPIES = ("worker.put", "worker.free")
 #: Operations a client sends that may start a hold of their keys.
 DESIRES = ("scatter", "update-graph", "client-desires-keys")
 #: The sends whose keys the beliefs note (see ``Beliefs._sent_about_holds``).
-_ABOUT_HOLDS = frozenset({*DESIRES, m.CLIENT_RELEASES_KEYS, m.CANCEL_KEYS, m.CANCELLED_KEYS})
+_ABOUT_HOLDS = frozenset({*DESIRES, m.CLIENT_RELEASES_KEYS, m.CANCEL_KEYS, m.CANCEL,
+                          m.CANCELLED_KEYS})
+#: The client's requests to cancel: on the stream since PR 7583, an RPC before.
+_CANCELS = (m.CANCEL_KEYS, m.CANCEL)
+_DECIDED_CLIENT, _DECIDED_CANCELLED, _DECIDED_WANTS = (ev.CANCEL_DECIDED.at(f) for f in (
+    "client", "cancelled", "who_wants"))
+_GAVE_UP_CLIENT, _GAVE_UP_POLLS = ev.CANCEL_GAVE_UP.at("client"), ev.CANCEL_GAVE_UP.at("polls")
 
 #: A judge of the checks: ``judge(checks, beliefs, seq, row)`` (see ``Beliefs.apply``).
 Judge = Callable[[Any, "Beliefs", int, tuple], None]
@@ -93,7 +99,8 @@ class Beliefs:
                  "holders", "clients", "disconnected", "sched", "forgotten", "who_wants",
                  "who_has", "ghosts", "dropping", "copies", "gone", "removals", "sent",
                  "receiving", "desired_by", "released_by", "cancelled_by_client", "applied",
-                 "forgotten_by", "released_at", "focus", "gate")
+                 "forgotten_by", "released_at", "cancels", "cancelling", "foreign", "cancel_sent", "focus",
+                 "gate")
 
     def __init__(self, quiet_limit: int | None = None,
                  on_erase: Callable[[str], None] | None = None) -> None:
@@ -151,6 +158,21 @@ class Beliefs:
         self.forgotten_by: dict[str, Receipt | None] = {}  # key -> the message that forgot it
         #: (client, key) -> seq of the release.applied that took a still-holding client off.
         self.released_at: dict[tuple[str, str], int] = {}
+        #: (client, key) -> what the scheduler's cancel asked by that client decided, (seq,
+        #: True: cancelled / False: kept for others / None: gave up waiting, who_wants it
+        #: found, or the polls it gave up after): ``cancel.decided``, ``cancel.gave_up``.
+        self.cancels: dict[tuple[str, str], tuple[int, bool | None, Any]] = {}
+        #: (the receipt being applied, the client) of the last ``cancel.decided``: whose cancel
+        #: the reports that follow in the same stimulus are (a poll's receipt names no client).
+        self.cancelling: tuple[Receipt | None, str] | None = None
+        #: (client, key) -> (msg id, the client whose cancel it was) of a cancelled-keys sent to
+        #: a client about another client's cancel (dask before PR 6016, or since PR 7583 to
+        #: every client): what ``cancelled_for_another`` judges.
+        self.foreign: dict[tuple[str, str], tuple[int, str]] = {}
+        #: (client, key) -> msg id of the last cancelled-keys that answers the client's own
+        #: cancel of the key (on its way while the id is in ``sent``: the future is about to
+        #: end cancelled, as the client asked).
+        self.cancel_sent: dict[tuple[str, str], int] = {}
         # -- the focus (focus.changed): None until the trace's focus first changes --------------
         #: The keys the trace follows now (None: every key).
         self.focus: Focus | None = None
@@ -266,7 +288,8 @@ class Beliefs:
         if not keys:
             return
         for table in (self.refcount, self.fstate, self.desired_by, self.released_by,
-                      self.cancelled_by_client, self.applied, self.released_at):
+                      self.cancelled_by_client, self.applied, self.released_at, self.cancels,
+                      self.foreign, self.cancel_sent):
             for pair in [p for p in table if p[1] in keys]:
                 del table[pair]
         self.disconnected = {p for p in self.disconnected if p[1] not in keys}
@@ -308,13 +331,25 @@ class Beliefs:
         """A client's message that may start, end or cancel a hold of its keys."""
         sender, msg_id = row[ACTOR], row[MSG_ID]
         if op == "cancelled-keys":
-            # The scheduler's answer to a client's cancel-keys names the dependents it
-            # cancelled too (dask's stimulus_cancel): those holds end at a client's request.
+            # The scheduler's answer to a client's cancel names the dependents it cancelled
+            # too (dask's stimulus_cancel): those holds end at a client's request.  Whose
+            # cancel: the request being applied, or (a cancel's poll, before PR 7583) the
+            # client of the decision just recorded.
+            receiver = row[CHANNEL].rpartition("->")[2]
             receiving = self.receiving
-            if receiving is not None and receiving[1] == "cancel-keys":
-                receiver = row[CHANNEL].rpartition("->")[2]
-                for key in row[EXTRA][_MSG_KEYS]:
-                    self.cancelled_by_client[(receiver, key)] = seq
+            cancelling = self.cancelling
+            if cancelling is not None and cancelling[0] is receiving:
+                canceller = cancelling[1]
+            elif receiving is not None and receiving[1] in _CANCELS:
+                canceller = receiving[3]
+            else:
+                return
+            for key in row[EXTRA][_MSG_KEYS]:
+                self.cancelled_by_client[(receiver, key)] = seq
+                if receiver != canceller:
+                    self.foreign[(receiver, key)] = (msg_id, canceller)
+                else:
+                    self.cancel_sent[(receiver, key)] = msg_id
             return
         self._pair_clients.add(sender)
         if op in DESIRES:
@@ -324,7 +359,7 @@ class Beliefs:
         elif op == m.CLIENT_RELEASES_KEYS:
             for key in row[EXTRA][_MSG_KEYS]:
                 self.released_by[(sender, key)] = (msg_id, seq)
-        else:  # cancel-keys
+        else:  # cancel-keys, or the cancel RPC before PR 7583
             for key in row[EXTRA][_MSG_KEYS]:
                 self.cancelled_by_client[(sender, key)] = seq
 
@@ -363,6 +398,12 @@ class Beliefs:
             self.released_at.pop(pair, None)
         if self.cancelled_by_client:
             self.cancelled_by_client.pop(pair, None)
+        if self.cancels:
+            self.cancels.pop(pair, None)
+        if self.foreign:
+            self.foreign.pop(pair, None)
+        if self.cancel_sent:
+            self.cancel_sent.pop(pair, None)
         if self.disconnected:
             self.disconnected.discard(pair)
         holders = self.holders.get(key)
@@ -429,7 +470,8 @@ class Beliefs:
         for client in self.clients | self._pair_clients:
             pair = (client, key)
             for table in (self.desired_by, self.released_by, self.applied, self.released_at,
-                          self.cancelled_by_client):
+                          self.cancelled_by_client, self.cancels, self.foreign,
+                          self.cancel_sent):
                 table.pop(pair, None)
             self.disconnected.discard(pair)
         if self._on_erase is not None:
@@ -448,6 +490,16 @@ class Beliefs:
             self.ghosts[key] = seq
             self.sched[key] = "released"
             self.forgotten.discard(key)
+
+    def cancel_decided(self, seq: int, row: tuple) -> None:
+        extra = row[EXTRA]
+        client = extra[_DECIDED_CLIENT]
+        self.cancels[(client, row[KEY])] = (seq, extra[_DECIDED_CANCELLED], extra[_DECIDED_WANTS])
+        self.cancelling = (self.receiving, client)
+
+    def cancel_gave_up(self, seq: int, row: tuple) -> None:
+        extra = row[EXTRA]
+        self.cancels[(extra[_GAVE_UP_CLIENT], row[KEY])] = (seq, None, extra[_GAVE_UP_POLLS])
 
     def release_applied(self, seq: int, row: tuple) -> None:
         key, client = row[KEY], row[EXTRA][_RELEASE_CLIENT]
@@ -533,6 +585,8 @@ UPDATES: dict[str, Update] = {
     "transition": Beliefs.transition,
     "desire.applied": Beliefs.desire_applied,
     "release.applied": Beliefs.release_applied,
+    "cancel.decided": Beliefs.cancel_decided,
+    "cancel.gave_up": Beliefs.cancel_gave_up,
     "scatter.registered": Beliefs.registered,
     "who_has.removed": Beliefs.who_has_removed,
     "client.removed": Beliefs.client_removed,

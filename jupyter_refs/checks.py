@@ -19,6 +19,24 @@ and judges what it made true.
     Once the channels are drained, a client's future is cancelled although the
     scheduler holds the key in memory for that very client: the cancellation
     was about an earlier life of the key, and the client could not tell.
+``cancelled_for_another``
+    Once the channels are drained, a client's future is cancelled by a
+    ``cancelled-keys`` the scheduler sent about *another* client's cancel, yet the
+    scheduler keeps the key for the first client (it is in ``who_wants``): dask
+    before PR 6016 (2022.5.1) reported a shared key cancelled to every client that
+    wanted it, cancelled or not; since PR 7583 (2023.3.1) the report goes to every
+    client, so a client whose graph comes after another's cancel has its future
+    cancelled as well.  The user's ``result()`` raises ``CancelledError`` for a key
+    the scheduler computes and keeps for it.  (Judged on the kernel-side cluster,
+    whose reports name the message that cancelled the future.)
+``cancel_ignored``
+    Once the channels are drained, a client's own cancel (``Client.cancel``) has
+    cancelled its future, the scheduler has decided about it, and still keeps the
+    key for that client: the cancel overtook the client's own ``update-graph`` and
+    found a key the client did not want yet (an RPC before PR 7583), or waited
+    1 s for it and gave up, or — dask since PR 7583 — found a key others want and
+    released nothing.  The task runs for a future the user cancelled, and its
+    result stays until the client's ``Future`` objects are dropped.
 ``id_collision``
     Two allocations returned the same id: two futures now alias one key
     (Julia's non-atomic ``next_ref_id``).
@@ -139,6 +157,7 @@ _STEAL_TO = ev.STEAL_OUTCOME.at("thief")
 _STALE_WORKER = ev.TASK_STALE_ACCEPTED.at("worker")
 _STALE_RUN = ev.TASK_STALE_ACCEPTED.at("run_id")
 _STALE_CURRENT = ev.TASK_STALE_ACCEPTED.at("current_run_id")
+_STATE_CAUSE = ev.FUTURE_STATE.at("cause_msg_id")
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,7 +223,8 @@ class Checks:
         self._open: set[tuple[str, str, str]] = set()  # (name, client, key) reported, still true
         # Judged at the next network.drained (in between, a message may still set them right):
         self._suspects: dict[tuple[str, str], int] = {}  # held, not in who_wants -> since seq
-        self._cancelled: dict[tuple[str, str], int] = {}  # held and cancelled -> seq
+        # held and cancelled -> (seq, the message that cancelled it; None: the client itself)
+        self._cancelled: dict[tuple[str, str], tuple[int, int | None]] = {}
         self._unbacked: dict[str, int] = {}  # key whose backing may have gone -> seq of that event
         self._leak_check: set[str] = set()  # keys whose who_wants or holders changed since a drain
         self._late_ff: dict[str, int] = {}  # key -> seq of a fire-and-forget desire after its end
@@ -289,7 +309,7 @@ class Checks:
         pair = (client, key)
         to = row[EXTRA][STATE_TO]
         if to == "cancelled":
-            self._cancelled[pair] = seq
+            self._cancelled[pair] = (seq, row[EXTRA][_STATE_CAUSE])
             if row[EXTRA][STATE_REASON] == CONNECTION_LOST:
                 # Cancelled by the lost connection: the ghost_task violation that dropped
                 # it already names the client; do not report each future again.
@@ -300,6 +320,11 @@ class Checks:
         if to in _CLOSED_STATES:
             self._open.discard(("dangling_future", client, key))
         elif to == "finished" and b.refcount.get(pair):
+            cancelling = b.cancel_sent.get(pair) if b.cancel_sent else None
+            if cancelling is not None and cancelling in b.sent:
+                # A cancelled-keys for it is on its way on the same stream (a cancel RPC still
+                # awaited, before PR 7583): the future ends cancelled, not dangling.
+                return
             if key in b.forgotten:
                 overtaken = self._overtaken(b, client, key, b.forgotten_by.get(key))
                 self._report(
@@ -583,8 +608,20 @@ class Checks:
                 elif m.FIRE_AND_FORGET not in b.who_wants.get(key, ()):
                     del self._late_ff[key]
         if self._cancelled:
-            for (client, key), first in list(self._cancelled.items()):
-                if b.sched.get(key) == "memory" and client in b.who_wants.get(key, ()):
+            for (client, key), (first, cause) in list(self._cancelled.items()):
+                state = b.sched.get(key)
+                if state is None or client not in b.who_wants.get(key, ()):
+                    continue
+                pair = (client, key)
+                decided = b.cancels.get(pair)
+                foreign = b.foreign.get(pair)
+                if cause is None and decided is not None:
+                    self._report("cancel_ignored", key, client, first,
+                                 self._why_kept(b, client, key, state, decided))
+                elif foreign is not None and cause == foreign[0]:
+                    self._report("cancelled_for_another", key, client, first,
+                                 self._why_foreign(b, client, key, state, foreign))
+                elif state == "memory":
                     self._report(
                         "spurious_cancel", key, client, first,
                         f"{client}'s future for {key} is cancelled, yet the scheduler holds {key} in "
@@ -605,6 +642,50 @@ class Checks:
                     f"count {client} among those who want it (who_wants = "
                     f"{set(b.who_wants.get(key, ())) or '{}'}). The two sides disagree for "
                     "good: no message in flight will reconcile them.")
+
+    @staticmethod
+    def _why_kept(b: Beliefs, client: str, key: str, state: str, decided: tuple) -> str:
+        """Why the scheduler still keeps ``key`` for ``client``, who cancelled it."""
+        seq, cancelled, found = decided
+        kept = (f"The task ran for a future the user cancelled, and {key} ({state}) stays for "
+                f"{client} until its Future objects are dropped.")
+        if cancelled is None:
+            return (f"{client} cancelled its future for {key}, but its cancel — an RPC beside the "
+                    f"stream before PR 7583 — reached the scheduler before {client}'s own "
+                    f"update-graph, and dask's handler, having looked {found} times for {key} to be "
+                    f"known and wanted, gave up without a word (event {seq}). The graph then "
+                    f"made {client} want {key}. " + kept)
+        others = ", ".join(c for c in found if c != client) or "nobody"
+        if cancelled:
+            return (f"the scheduler cancelled {key} for {client} (event {seq}), yet a desire of "
+                    f"{client}'s that came after its cancel made it want {key} again. " + kept)
+        if client not in found:
+            return (f"{client}'s cancel reached the scheduler before {client}'s own update-graph "
+                    f"(the cancel was an RPC beside the stream before PR 7583), when {others} "
+                    f"wanted {key}: dask's poll waits for a key wanted by anyone, cancels nothing "
+                    f"another client wants, and released {client}'s hold of a key {client} did "
+                    f"not yet want — nothing (event {seq}). The graph that came after made "
+                    f"{client} want {key}. " + kept)
+        return (f"{client} cancelled its future for {key}, which {others} also want(s): dask's "
+                f"stimulus_cancel cancels nothing for anyone then (event {seq}), and since PR "
+                f"7583 it releases a client's hold only of the keys it cancelled, so {client} "
+                f"stays in who_wants (before PR 7583 its hold was released). " + kept)
+
+    @staticmethod
+    def _why_foreign(b: Beliefs, client: str, key: str, state: str, foreign: tuple) -> str:
+        msg_id, canceller = foreign
+        decided = b.cancels.get((canceller, key))
+        if decided is not None and decided[1] is False:
+            why = (f"it did not cancel {key} (others wanted it), yet, as dask's cancel_key did "
+                   "before PR 6016, reported it cancelled to every client that wanted it")
+        else:
+            why = (f"it cancelled {key} for {canceller} and, as dask's stimulus_cancel has done "
+                   f"since PR 7583, reported it to every client, {client} among them, whose "
+                   f"update-graph came after the cancel")
+        return (f"{client}'s future for {key} was cancelled by cancelled-keys (msg #{msg_id}) "
+                f"that the scheduler sent while handling {canceller}'s cancel: {why}. The "
+                f"scheduler keeps {key} ({state}) for {client}, which still wants it: the user's "
+                "result() raises CancelledError for a value that is computed for them.")
 
     def _hung(self, b: Beliefs) -> None:
         """Futures left pending for a key the scheduler does not know: nothing will end them."""

@@ -1078,6 +1078,17 @@ class Client(ClusterCalls):
         from .coordination import futures_of  # dask's: it looks into collections too
 
         keys = dict.fromkeys(f.key for f in futures_of(futures))
+        if self.cluster.variant.cancel_rpc:
+            # Before PR 7583: an RPC beside the stream, awaited; the futures are cancelled
+            # when it returns (it may overtake the update-graph of the keys it cancels).
+            replies = self._state.replies
+            with self.cluster.call(user_cell()) as user_call:
+                rpc, msgs = self._state.cancel_call(iter(keys), force, reason, msg)
+                user_call.send(msgs)
+                user_call.wait(lambda: rpc in replies, "cancel")
+                replies.pop(rpc)
+                self._state.forget_cancelled(keys, reason, msg)
+            return
         with self.cluster.call(user_cell()) as user_call:
             user_call.send(self._state.cancel(iter(keys), force, reason, msg))
 

@@ -370,6 +370,7 @@ class Cluster:
             state = ClientState(name, self.variant, self.trace.record)
             self._actors[name] = state
             self.kinds[name] = "client"
+            self.scheduler.connect(name)
             return state
 
     @property

@@ -181,6 +181,20 @@ GRAPH_ANNOTATIONS_DROPPED = _kind(
 DESIRE_UNKNOWN = _kind(
     "desire.unknown", "client", "task", source="scheduler", actor=("client",),
     doc="A desire for a key the scheduler does not know: today's dask only warns.")
+CANCEL_DECIDED = _kind(
+    "cancel.decided", "client", "cancelled", "who_wants", source="scheduler",
+    actor=("client",), actors=("who_wants",),
+    text=lambda v: (f"cancel by {v['client']}: "
+                    + ("cancelled" if v["cancelled"] else "kept (others want it)")
+                    + " who_wants={" + ",".join(v["who_wants"]) + "}"),
+    doc="The scheduler's cancel, asked by ``client``, decided about the key: ``cancelled`` "
+        "(nobody else wanted it, or force) or kept (others want it: dask then cancels nothing "
+        "for anyone), with ``who_wants`` as it found it.  The reports and releases that "
+        "follow in the same stimulus are this cancel's.")
+CANCEL_GAVE_UP = _kind(
+    "cancel.gave_up", "client", "polls", source="scheduler", actor=("client",),
+    doc="Before PR 7583 (``cancel_rpc``): a cancel waited for its key to be known and wanted "
+        "(``polls`` looks, 1 s) and gave up without a word; before PR 6016 its last retry did.")
 SCHEDULER_ASSERTION = _kind(
     "scheduler.assertion", "message", "stimulus_id", source="scheduler",
     doc="A scheduler handler failed an assertion; dask drops the sender's connection.")

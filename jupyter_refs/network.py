@@ -39,7 +39,7 @@ from fnmatch import fnmatchcase
 from operator import attrgetter
 
 from .errors import NotDeliverableError, ProtocolError, UnknownMessageError
-from .protocol.messages import BALANCE, EXECUTE, Message
+from .protocol.messages import BALANCE, CANCEL_POLL, EXECUTE, TIMERS, Message
 
 MS = 1_000_000  # nanoseconds
 
@@ -132,16 +132,17 @@ class Network:
         return heads[0] if heads else None
 
     def oldest_message(self) -> Message | None:
-        """The oldest deliverable message that is not a task run (``execute``); the balance
-        timer only when nothing else is left (see :meth:`Immediate.next`)."""
+        """The oldest deliverable message that is not a task run (``execute``); a timer (the
+        balance, a cancel's poll) only when nothing else is left (see :meth:`Immediate.next`)."""
         timer = None
         is_held = self.is_held if self.held else None
         for msg in self.ordered_heads:  # read in place: nothing changes while we look
             op = msg.op
             if op == EXECUTE or (is_held is not None and is_held(msg.channel)):
                 continue
-            if op == BALANCE:
-                timer = msg
+            if op in TIMERS:
+                if timer is None:
+                    timer = msg
                 continue
             return msg
         return timer
@@ -239,10 +240,12 @@ class Immediate(Policy):
         if not heads:
             return None
         msg = heads[0]
-        if msg.op == BALANCE and len(heads) > 1:
-            # The balance is a timer (dask's periodic stealing), not a message: it fires
-            # once nothing else can move, as a second of dask's clock would pass.
-            msg = heads[1]
+        if msg.op in TIMERS and len(heads) > 1:
+            # A timer (dask's periodic stealing, a cancel's poll) is not a message: it fires
+            # once nothing else can move, as dask's clock would pass.
+            for head in heads:
+                if head.op not in TIMERS:
+                    return head, now_ns
         return msg, now_ns
 
 
@@ -316,6 +319,8 @@ class RandomLatency(Policy):
         elif msg.op == BALANCE:
             # dask's periodic callback fires at some point of its interval.
             ready = now_ns + self.rng.randint(0, WORK_STEALING_INTERVAL_NS)
+        elif msg.op == CANCEL_POLL:
+            ready = now_ns + int(msg.payload["after"] * 1e9)  # dask's sleep (or call_later)
         else:
             ready = now_ns + self.rng.randint(*self.rpc_ns)
         self.ready[msg.msg_id] = ready

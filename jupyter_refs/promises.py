@@ -34,6 +34,11 @@ PROMISES: tuple[Promise, ...] = (
             "a key in memory is wanted by someone who will release it"),
     Promise("spurious_cancel", "checks",
             "a future is not cancelled while the scheduler keeps its key for that client"),
+    Promise("cancelled_for_another", "checks",
+            "one client's cancel does not cancel another client's future of a key the "
+            "scheduler keeps for that client"),
+    Promise("cancel_ignored", "checks",
+            "a key a client cancelled is not kept for that client"),
     Promise("annotations_dropped", "checks",
             "a task keeps the annotations (retries, workers) its graph gave it"),
     Promise("retired_worker_returned", "checks",

@@ -116,6 +116,33 @@ def release_while_stolen(client: Any) -> tuple[int, int, int]:
     return value, a.result(), c.result()
 
 
+def cancel_right_after_submit(client: Any) -> int:
+    """PR 7583's test (``test_cancel_before_known_to_scheduler``): cancel a future right after
+    submitting it, keep it, and go on working."""
+    f = client.submit(inc, 1, key="k")  # noqa: F841 - kept, as the test keeps it
+    client.cancel([f])
+    return client.submit(inc, 2, key="next").result()
+
+
+def other_client_cancels(client: Any, other: Any) -> int:
+    """PR 6016's test (``test_cancel_multi_client``): two clients submit the same key, both
+    see it finish, then one of them cancels it."""
+    x = client.submit(inc, 1, key="k")
+    y = other.submit(inc, 1, key="k")
+    y.result()
+    x.result()
+    client.cancel([x])
+    return y.result()
+
+
+def cancel_before_the_others_graph(client: Any, other: Any) -> int:
+    """Two clients submit the same key; the first cancels its future right away, before the
+    other's graph has reached the scheduler."""
+    y = other.submit(inc, 1, key="k")
+    client.submit(inc, 1, key="k").cancel()
+    return y.result()
+
+
 def publish_right_after_submit(client: Any) -> int:
     """PR 8577's test (``test_publish_submit_ordering``): publish a future just submitted with
     an annotation (there ``resources=``, which the model does not carry; here ``retries=``)."""
@@ -302,9 +329,50 @@ RACES: dict[str, Race] = {r.name: r for r in (
          "it up — needed the worker of PR 5046, which shipped with the fix: 2021.9.1's worker "
          "followed a given-up task with 'release', and the scheduler sent the task again",
          release_while_stolen, frozenset({"stale_steal"}), workers=2),
+    Race("7583", "cancel right after submit: the cancel overtakes the graph and is lost",
+         ("https://github.com/dask/distributed/pull/7583",),
+         "until 2023.3.0 (fixed in 2023.3.1, PR 7583)", "dask-2023.3.0",
+         ("dask-2023.3.1", "fixed"),
+         "Client.cancel awaits a cancel RPC, which overtakes the batched update-graph sent just "
+         "before it; the scheduler's _cancel_key polls every 0.1 s for the key to be known and "
+         "wanted (by anyone) and, the graph still on its way after ten looks (1 s), gives up "
+         "without a word; the RPC returns, the client cancels its future, and the graph then "
+         "makes the client want the key",
+         "the task runs although cancelled, and its result stays in memory for a future the user "
+         "cancelled until the Future object is dropped (PR 7583's test: 'Scheduler cancels key' "
+         "never logged); the cancel itself blocks for up to a second",
+         cancel_right_after_submit, frozenset({"cancel_ignored"})),
+    Race("6016", "one client's cancel cancels another client's future of the same key",
+         ("https://github.com/dask/distributed/pull/6016",),
+         "until 2022.5.0 (fixed in 2022.5.1, PR 6016)", "dask-2022.5.0",
+         ("dask-2022.5.1", "dask", "fixed"),
+         "no order is needed: with both graphs applied, the cancel finds who_wants = {both}, "
+         "cancels nothing and releases only the cancelling client's hold, yet cancel_key "
+         "reports cancelled-key to every client that wants the key (who_wants == {client} "
+         "guarded only the recursion into the dependents); an order decides only whether the "
+         "other client's graph had arrived when the cancel looked",
+         "the other client's future says cancelled and its result() raises CancelledError, "
+         "while the scheduler computes and keeps the key for it (PR 6016's test: "
+         "'assert not y.cancelled()' fails)",
+         other_client_cancels, frozenset({"cancelled_for_another"})),
+    Race("7583-two-clients", "one client's cancel reaches every client: still open",
+         ("https://github.com/dask/distributed/pull/7583",
+          "https://github.com/dask/distributed/issues/8215"),
+         "from 2023.3.1 (open on 2026.8.0: PR 7583 made the cancel's report go to every "
+         "client; before it the report went to the clients that wanted the key)", "dask",
+         ("fixed",),
+         "the first client's update-graph and cancel-keys (one stream) reach the scheduler "
+         "before the other client's update-graph (another stream): the cancel finds who_wants "
+         "= {first}, cancels the key and reports cancelled-keys, with no hold in it, to every "
+         "client; the other client, whose graph is still on its way, cancels its future",
+         "the other client's result() raises FutureCancelledError, then its graph arrives and "
+         "the scheduler computes the key for it (on 2026.8.0 over TCP, its stream 0.5 s late: "
+         "5 of 5 raised, and the key ended in memory wanted by it)",
+         cancel_before_the_others_graph, frozenset({"scenario_raised", "cancelled_for_another"})),
     Race("8577", "publish right after submit: the put overtakes the graph, annotations dropped",
          ("https://github.com/dask/distributed/pull/8577",),
-         "until 2024.4.1 (fixed in 2024.4.2, PR 8577)", "dask-2024.4.1",
+         "2023.4.0 to 2024.4.1 (fixed in 2024.4.2, PR 8577; before PR 7564, 2023.4.0, "
+         "update_graph gave a task made first its annotations too)", "dask-2024.4.1",
          ("dask-2024.4.2", "fixed"),
          "publish_dataset's publish_put RPC overtakes the batched update-graph of the future it "
          "publishes; its desire for published-<name> makes the unknown key's task (as every "
@@ -406,6 +474,4 @@ NOT_MODELLED: dict[str, str] = {
                  "transition failed an assertion and the computation deadlocked.  The model has no "
                  "queued state (as if worker-saturation were inf); what run ids fixed for a task "
                  "processing again is race 7463",
-    "1132/1133": "Variable / Queue get overtaken by a set (fixed in 1.17.0): before the oldest "
-                 "release modelled",
 }

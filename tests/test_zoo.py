@@ -57,6 +57,7 @@ def test_9217_is_a_hung_future_before_2026_6_and_none_after():
 
 @pytest.mark.parametrize("name,says", [("dask-1.16.0", "differs in mechanisms the model does "
                                                         "not carry"),
+                                       ("dask-2021.9.0", "the worker without its state machine"),
                                        ("dask-2027.1.0", "newer than today's"),
                                        ("dask-2026.5.1", "no release 2026.5.1 .the nearest: "
                                                          "2026.3.0, 2026.6.0"),
@@ -470,3 +471,195 @@ def test_5379_order_forced_on_2026_8_is_a_stale_response():
     spec.loader.exec_module(module)
     outcome = asyncio.run(module.probe())
     assert outcome == {"processing_on": "A", "A still holds b": True, "log": ["stale-response"]}
+
+
+def test_the_cancel_changes_are_modelled_from_their_releases():
+    """PR 6016 shipped in 2022.5.1 and PR 7583 in 2023.3.1 (``git tag --contains``)."""
+    old, mid, new = (get_variant(f"dask-{r}") for r in ("2022.5.0", "2022.5.1", "2023.3.1"))
+    assert (old.cancel_reports_uncancelled, old.cancel_retry_detached, old.cancel_rpc) == (
+        True, True, True)
+    assert (mid.cancel_reports_uncancelled, mid.cancel_retry_detached, mid.cancel_rpc) == (
+        False, False, True)
+    assert not (new.cancel_rpc or new.cancel_reports_uncancelled or DASK.cancel_rpc)
+    assert get_variant("dask-2023.3.2").annotations_to_existing
+    assert not get_variant("dask-2023.4.0").annotations_to_existing
+    assert get_variant("dask-2024.2.1").future_tokens_by_key
+    assert not get_variant("dask-2024.3.0").future_tokens_by_key
+
+
+def test_7583_the_cancel_gives_up_after_ten_polls_and_the_task_runs_for_nobody():
+    """dask-2023.3.0: the cancel RPC overtakes the graph; its handler polls ten times (1 s)
+    and gives up; the client cancels its future; the graph then makes it want the key."""
+    race = RACES["7583"]
+    [failure] = race.failures(race.find(first=True, processes=1))
+    run = replay(race.scenario, failure.schedule)
+    polls = [e for e in run.trace.events(kind="msg.received") if e.op == "cancel-poll"]
+    [gave_up] = run.trace.events(kind="cancel.gave_up")
+    assert len(polls) == 10 and gave_up.fields["polls"] == 10
+    [v] = [v for v in run.violations if v.name == "cancel_ignored"]
+    assert v.client == "client:1" and "gave up" in v.explanation
+    # In order (the graph first) the same release cancels the key: nothing is kept.
+    in_order = replay(race.scenario, failure.schedule.split(":")[0] + ":")
+    assert in_order.violations == [] and in_order.returned == "3"
+    decided = in_order.trace.events(kind="cancel.decided")
+    assert [e.fields["cancelled"] for e in decided] == [True]
+
+
+def test_7583_before_6016_the_rpc_answers_at_once_and_retries_five_times():
+    """dask-2022.5.0: the cancel RPC answers before the key is known; call_later retries it
+    five times, 0.2 s apart, and the last one gives up."""
+    race = RACES["7583"]
+    found = race.find("dask-2022.5.0", first=True, processes=1)
+    [failure] = race.failures(found)
+    run = replay(race.scenario, failure.schedule)
+    polls = [e for e in run.trace.events(kind="msg.received") if e.op == "cancel-poll"]
+    assert len(polls) == 5 and run.trace.events(kind="cancel.gave_up")
+
+
+def test_6016_the_other_clients_future_is_cancelled_in_order_before_2022_5_1():
+    """dask-2022.5.0: with both graphs in, the cancel cancels nothing (who_wants = both), yet
+    reports the key cancelled to both; the other client's result() raises, while the
+    scheduler keeps the key for it.  From 2022.5.1 no order does it."""
+    race = RACES["6016"]
+    found = race.find(processes=1, max_schedules=300)
+    first = found.failures[0]
+    assert first.schedule.endswith(":") and "cancelled_for_another" in first.names
+    run = replay(race.scenario, first.schedule)
+    assert run.raised is not None and "Cancelled" in run.raised.name
+    [v] = [v for v in run.violations if v.name == "cancelled_for_another"]
+    assert v.client == "client:2" and "before PR 6016" in v.explanation
+
+
+def test_6016_on_today_dask_the_cancelling_clients_hold_is_kept():
+    """dask since PR 7583 (2026.8.0 too): the cancel of a key another client wants releases
+    nothing, so the cancelling client stays in who_wants until its future is dropped (checked
+    on real dask by ``test_a_shared_keys_cancel_keeps_the_cancelling_client_on_real_dask``);
+    ``fixed`` releases its hold."""
+    from jupyter_refs.explore import fingerprint
+
+    race = RACES["6016"]
+    in_order = replay(race.scenario, f"dask@{fingerprint(race.scenario)}/c2:")
+    [v] = in_order.violations
+    assert (v.name, v.client) == ("cancel_ignored", "client:1")
+    assert "since PR 7583" in v.explanation
+
+
+@pytest.mark.dask
+def test_a_shared_keys_cancel_keeps_the_cancelling_client_on_real_dask():
+    """Real distributed 2026.8.0: after one client cancels a key another also wants, the
+    scheduler still counts the cancelling client; when the other lets go, the key stays in
+    memory until the cancelled future is dropped."""
+    import logging
+
+    import distributed
+    from distributed.metrics import time as dask_time
+
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+    with distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=1,
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as a, distributed.Client(cluster) as b:
+        scheduler = cluster.scheduler
+        y = b.submit(inc, 1, key="k")
+        x = a.submit(inc, 1, key="k")
+        assert (y.result(), x.result()) == (2, 2)
+        a.cancel([x])
+        deadline = dask_time() + 5
+        while x.status != "cancelled":
+            assert dask_time() < deadline
+            time.sleep(0.01)
+        time.sleep(0.2)
+        assert {cs.client_key for cs in scheduler.tasks["k"].who_wants} == {a.id, b.id}
+        y.release()
+        time.sleep(0.2)
+        assert scheduler.tasks["k"].state == "memory"
+        x.release()
+        deadline = dask_time() + 5
+        while "k" in scheduler.tasks:
+            assert dask_time() < deadline
+            time.sleep(0.01)
+
+
+@pytest.mark.dask
+def test_7583_two_clients_is_open_on_real_dask():
+    """2026.8.0 over TCP: the other client's stream 0.5 s late, the first client's cancel
+    (its graph in) cancels the key and reports it to every client: the other's result()
+    raises, and its graph, arriving after, has the key computed for it."""
+    import logging
+
+    import distributed
+    from distributed.metrics import time as dask_time
+
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+    with distributed.LocalCluster(processes=False, protocol="tcp", n_workers=1,
+                                  threads_per_worker=1, dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as a, distributed.Client(cluster) as b:
+        b.scheduler_comm.next_deadline = dask_time() + 0.5
+        y = b.submit(inc, 1, key="k")
+        x = a.submit(inc, 1, key="k")
+        a.cancel([x])
+        with pytest.raises(distributed.client.FutureCancelledError):
+            y.result(timeout=3)
+        scheduler = cluster.scheduler
+        deadline = dask_time() + 5
+        while "k" not in scheduler.tasks or scheduler.tasks["k"].state != "memory":
+            assert dask_time() < deadline
+            time.sleep(0.01)
+        assert {cs.client_key for cs in scheduler.tasks["k"].who_wants} == {b.id}
+
+
+@pytest.mark.dask
+def test_7583_a_graph_later_than_a_second_is_still_cancelled_on_real_dask():
+    """PR 7583 shipped in 2023.3.1: on 2026.8.0 the cancel rides the client's stream behind the
+    graph, so a stream flushing 1.5 s late (longer than 2023.3.0's poll gave a graph) delays
+    both, in order: the key is cancelled and forgotten, and no task result is kept for it."""
+    import logging
+
+    import distributed
+    from distributed.metrics import time as dask_time
+
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+    with distributed.LocalCluster(processes=False, protocol="tcp", n_workers=1,
+                                  threads_per_worker=1, dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as client:
+        scheduler = cluster.scheduler
+        seen: list[str] = []
+        original = scheduler.stimulus_cancel
+
+        def stimulus_cancel(keys, *args, **kwargs):
+            seen.extend(keys)
+            return original(keys, *args, **kwargs)
+
+        scheduler.stream_handlers["cancel-keys"] = stimulus_cancel
+        client.scheduler_comm.next_deadline = dask_time() + 1.5
+        f = client.submit(inc, 1, key="k")
+        client.cancel([f])
+        assert f.cancelled()
+        assert client.submit(inc, 2, key="next").result() == 3
+        assert seen == ["k"] and "k" not in scheduler.tasks
+
+
+@pytest.mark.dask
+def test_6016_the_other_clients_future_survives_a_cancel_on_real_dask():
+    """PR 6016 shipped in 2022.5.1: PR 6016's test, the model's in-order failing run on
+    2022.5.0, on 2026.8.0 returns the value, the other client's future never cancelled."""
+    import logging
+
+    import distributed
+
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+    with distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=1,
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as a, distributed.Client(cluster) as b:
+        cancelled: list[str] = []
+        handler = b._stream_handlers["cancelled-keys"]
+
+        def watch(keys, *args, **kwargs):
+            cancelled.extend(k for k in keys if k in b.futures)
+            return handler(keys, *args, **kwargs)
+
+        b._stream_handlers["cancelled-keys"] = watch
+        assert RACES["6016"].scenario(a, b) == 2
+        deadline = time.monotonic() + 2
+        while "k" in cluster.scheduler.tasks and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert cancelled == []

@@ -251,13 +251,24 @@ class ClientState:
         the keys' states without waiting (their refcounts stay with the objects).
         """
         keys = tuple(dict.fromkeys(keys))
+        self.forget_cancelled(keys, reason, msg)
+        return [Message(self.name, m.SCHEDULER, m.CANCEL_KEYS, self._stream, True, keys,
+                        {"client": self.name, "force": force, "reason": reason, "msg": msg})]
+
+    def cancel_call(self, keys: Iterable[str], force: bool, reason: str | None,
+                    msg: str | None) -> tuple[str, list[Message]]:
+        """``Client.cancel`` before PR 7583 (``cancel_rpc``): the ``cancel`` RPC, whose answer
+        the caller awaits before it forgets the keys (:meth:`forget_cancelled`)."""
+        return self.query(m.CANCEL, tuple(dict.fromkeys(keys)), force=force, reason=reason,
+                          msg=msg)
+
+    def forget_cancelled(self, keys: Iterable[str], reason: str | None, msg: str | None) -> None:
+        """The client's side of a cancel: each key's state cancelled and forgotten."""
         for key in keys:
             fs = self.futures.pop(key, None)
             if fs is not None:
                 self._set_state(key, fs, CANCELLED, None, reason or "unknown")
                 fs.error = msg.encode() if msg else None
-        return [Message(self.name, m.SCHEDULER, m.CANCEL_KEYS, self._stream, True, keys,
-                        {"client": self.name, "force": force, "reason": reason, "msg": msg})]
 
     def report_key(self, keys: Iterable[str]) -> list[Message]:
         """A gather found no data for ``keys``: they are pending again, and the scheduler

@@ -37,6 +37,9 @@ PUBLISH_FLUSH = "publish_flush_batched_send"
 #: fixed only: the reader holds what its get was handed (the scheduler lets go of the get's hold).
 PUBLISH_GET_CONFIRM = "publish-get-confirm"
 # client -> scheduler, RPC
+#: Before 2023.3.1 (PR 7583, ``cancel_rpc``): ``Client.cancel`` awaited this RPC, not
+#: ``cancel-keys`` on the stream; it is answered with ``reply``.
+CANCEL = "cancel"
 SCATTER = "scatter"
 SCATTER_REPLY = "scatter-reply"
 GATHER = "gather"
@@ -122,6 +125,14 @@ CALL_TIMEOUT = "call-timeout"
 # the policy's clock says (see ``stealing.py``).
 BALANCE = "balance"
 BALANCE_CHANNEL = "balance:scheduler"
+# scheduler -> itself, before 2023.3.1 (``cancel_rpc``): a cancel waiting for its key looks
+# again (dask's ``_cancel_key`` sleeps 0.1 s between looks, for 1 s; before 2022.5.1 a
+# ``call_later`` 0.2 s, five times).  A timer like the balance: each wait on a channel of its
+# own (``cancel-poll:scheduler#3``), delivered when the policy's clock says.
+CANCEL_POLL = "cancel-poll"
+#: The timers: messages the scheduler sends itself that stand for time passing (``Immediate``
+#: delivers one only when nothing else can move).
+TIMERS = frozenset({BALANCE, CANCEL_POLL})
 # scheduler -> client, last on the stream: the scheduler dropped the connection
 STREAM_CLOSED = "stream-closed"
 

@@ -308,6 +308,9 @@ class Heartbeat(TypedDict):
 class RegisterWorker(TypedDict):
     life: int  # how often its nanny restarted it
     nthreads: int
+class CancelPoll(TypedDict):
+    job: int  # the key's cancel that waits (``SchedulerState._cancel_jobs``)
+    after: float  # seconds it stands for (0.1, before 2022.5.1 0.2): the policy's clock
 
 
 CLIENT, SCHEDULER, WORKER = "client", "scheduler", "worker"
@@ -318,6 +321,7 @@ PAYLOADS: dict[tuple[str, str], type] = {
     (CLIENT, m.CLIENT_RELEASES_KEYS): ClientReleasesKeys,
     (CLIENT, m.CLIENT_DESIRES_KEYS): ClientDesiresKeys,
     (CLIENT, m.CANCEL_KEYS): CancelKeys,
+    (CLIENT, m.CANCEL): CancelKeys,
     (CLIENT, m.REPORT_KEY): FromClient,
     (CLIENT, m.SCATTER): Scatter,
     (CLIENT, m.GATHER): FromClient,
@@ -373,6 +377,7 @@ PAYLOADS: dict[tuple[str, str], type] = {
     (SCHEDULER, m.WORKER_STATUS_CHANGE): WorkerStatusChange,
     (SCHEDULER, m.ACQUIRE_REPLICAS): AcquireReplicas,
     (SCHEDULER, m.CLOSE_WORKER): CloseWorker,
+    (SCHEDULER, m.CANCEL_POLL): CancelPoll,
     (WORKER, m.EXECUTE): Empty,
     (WORKER, m.GET_DATA): Empty,
     (WORKER, m.GET_DATA_REPLY): DataReply,

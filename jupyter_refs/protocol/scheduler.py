@@ -103,6 +103,22 @@ class _RetireCall:
     waiting: set[str]
     #: The workers retired, in order (the client describes each as dask's identity()).
     retired: list[str] = field(default_factory=list)
+class _CancelJob:
+    """One key of a cancel before PR 7583 (``cancel_rpc``): dask's ``_cancel_key`` coroutine
+    (before PR 6016, ``cancel_key`` and its ``call_later`` retries)."""
+
+    key: str
+    client: str
+    force: bool
+    #: The ``cancel`` RPC's channel this job answers for (None: a dependent, or a retry of a
+    #: call already answered).
+    call: str | None
+    #: The job whose cancel awaits this one (its dependents' ``gather``), if any.
+    parent: int | None
+    polls: int = 0
+    #: Dependents' jobs not yet done (the key is reported and released after them).
+    waiting: int = 0
+    cancelled: bool = False
 
 
 @dataclass(slots=True)
@@ -155,6 +171,11 @@ class SchedulerState:
             self.nthreads[worker] = 1
         self._scatters: dict[str, _ScatterCall] = {}
         self._gathers: dict[str, _GatherCall] = {}
+        #: Before PR 7583: the keys' cancels waiting for their key (``cancel_rpc``), and the
+        #: ``cancel`` RPCs waiting for their keys' jobs (channel -> [request, jobs left]).
+        self._cancel_jobs: dict[int, _CancelJob] = {}
+        self._cancel_calls: dict[str, list] = {}
+        self._cancel_job = 0
         self._streams: dict[str, str] = {}  # receiver -> its stream's name, made once
         #: Holders of keys that are not clients with a stream (variable-x, queue-x, …).
         self.pseudo: set[str] = {FIRE_AND_FORGET}  # fire_and_forget's: holds keys, has no stream
@@ -166,6 +187,11 @@ class SchedulerState:
         self._acquiring: dict[str, str] = {}
         #: Worker -> its life: how often its nanny restarted it (its streams are new ones).
         self.lives: dict[str, int] = {}
+
+    def connect(self, client: str) -> None:
+        """A client connects (dask's ``add_client``): a report meant for every client —
+        a cancel's, since PR 7583 — reaches it, whether it wants anything yet or not."""
+        self.wants.setdefault(client, {})
 
     def add_worker(self, worker: str, nthreads: int) -> None:
         """A worker joins (dask's ``add_worker``): it takes new tasks from now on; nothing
@@ -560,7 +586,9 @@ class SchedulerState:
                 # A task a desire made before its graph came (dask before PR 8827 lets a
                 # desire create one): dask's update_graph gives it the run spec, but applies
                 # annotations to the tasks it creates only, so these are dropped.
-                dropped = tuple(a for a in _ANNOTATIONS if spec.get(a))
+                # Before PR 7564 (2023.4.0) update_graph applied them to every task it named.
+                dropped = (() if self.variant.annotations_to_existing
+                           else tuple(a for a in _ANNOTATIONS if spec.get(a)))
                 self.record(SCHEDULER, "graph.annotations_dropped", key, dropped)
                 ts.run_spec = {**spec, **dict.fromkeys(dropped)}
                 new.append(ts)
@@ -695,21 +723,29 @@ class SchedulerState:
     # -- cancel ------------------------------------------------------------------------
 
     def _on_cancel_keys(self, msg: Message, out: Out, stimulus: str) -> None:
-        """dask's ``stimulus_cancel``: the client lets go of the keys (and of their
-        dependents), everyone's hold too with ``force``; the clients are told."""
+        """dask's ``stimulus_cancel`` (since PR 7583): the client lets go of the keys it may
+        cancel (and of their dependents), everyone's hold too with ``force``; every client is
+        told.  A key others want is not cancelled, and — dask since PR 7583 — the client's
+        own hold of it is not released either (``fixed``: ``cancel_releases_own``)."""
         p = msg.payload
         client = p["client"]
         cancelled: list[str] = []
         releasers: list[str] = []
+        kept: list[str] = []
 
         def cancel(keys: list[str]) -> None:
             for key in keys:
                 ts = self.tasks.get(key)
                 if ts is None or key in cancelled:
                     continue
-                if p["force"] or ts.who_wants == {client}:
+                cancelling = p["force"] or ts.who_wants == {client}
+                self.record(SCHEDULER, "cancel.decided", key, client, cancelling,
+                            tuple(sorted(ts.who_wants)))
+                if cancelling:
                     cancel(sorted(ts.dependents))
                     cancelled.append(key)
+                elif client in ts.who_wants:
+                    kept.append(key)
                 releasers.extend(sorted(ts.who_wants) if p["force"] else [client])
 
         cancel(list(msg.keys))
@@ -722,11 +758,133 @@ class SchedulerState:
         for holder in dict.fromkeys(releasers):
             for key in cancelled:
                 self._release(holder, key, self.wants.get(holder, {}).get(key, 0), recs)
+        if self.variant.cancel_releases_own:
+            for key in kept:
+                self._release(client, key, self.wants.get(client, {}).get(key, 0), recs)
         self._transitions(recs, stimulus, out)
         for holder in sorted(gens):
             if holder not in self.pseudo and cancelled:
                 self.send(out, holder, m.CANCELLED_KEYS, tuple(cancelled), gens=gens[holder],
                            reason=p.get("reason"), msg=p.get("msg"))
+
+    # -- cancel before PR 7583: an RPC that waits for its keys ---------------------------
+
+    def _on_cancel(self, msg: Message, out: Out, stimulus: str) -> None:
+        """dask's ``stimulus_cancel`` before PR 7583 (``cancel_rpc``): an RPC, one job per key.
+
+        2022.5.1 to 2023.3.0: the reply waits for every key's ``_cancel_key`` (each may poll
+        for its key, and awaits its dependents).  Before 2022.5.1 (``cancel_retry_detached``)
+        it answers at once, the retries left to ``call_later``.  The keys' first looks are
+        taken here, in one step (dask's ``gather`` starts them on the next turn of its loop).
+        """
+        p = msg.payload
+        detached = self.variant.cancel_retry_detached
+        call: list = [msg, 0]
+        if not detached:
+            self._cancel_calls[msg.channel] = call
+        for key in dict.fromkeys(msg.keys):
+            if not detached:
+                call[1] += 1
+            self._cancel_start(key, p["client"], p["force"], None if detached else msg.channel,
+                               None, out, stimulus)
+        if detached or not call[1]:
+            self._cancel_calls.pop(msg.channel, None)
+            self.reply(out, msg)
+
+    def _cancel_start(self, key: str, client: str, force: bool, call: str | None,
+                      parent: int | None, out: Out, stimulus: str) -> None:
+        self._cancel_job = job_id = self._cancel_job + 1
+        job = self._cancel_jobs[job_id] = _CancelJob(key, client, force, call, parent)
+        self._cancel_look(job_id, job, out, stimulus)
+
+    def _cancel_look(self, job_id: int, job: _CancelJob, out: Out, stimulus: str) -> None:
+        """One look at the key: wait for it (a poll), or decide, cancel the dependents, and
+        report and release it (after the dependents' jobs, before PR 7583)."""
+        ts = self.tasks.get(job.key)
+        detached = self.variant.cancel_retry_detached
+        if ts is None or not ts.who_wants:
+            # dask: "no key yet, lets try again in a moment" — known and wanted by *anyone*.
+            if detached and job.polls >= 5:  # the last of call_later's five retries
+                self._cancel_gave_up(job_id, job, out, stimulus)
+                return
+            out.append(Message(SCHEDULER, SCHEDULER, m.CANCEL_POLL, self._poll_channel(), False,
+                               (job.key,), {"job": job_id, "after": 0.2 if detached else 0.1}))
+            return
+        job.cancelled = job.force or ts.who_wants == {job.client}
+        self.record(SCHEDULER, "cancel.decided", job.key, job.client, job.cancelled,
+                    tuple(sorted(ts.who_wants)))
+        if job.cancelled and ts.dependents:
+            if detached:  # cancel_key recursed without waiting for its dependents' retries
+                for dep in sorted(ts.dependents):
+                    self._cancel_start(dep, job.client, job.force, None, None, out, stimulus)
+            else:  # _cancel_key awaited them
+                job.waiting = len(ts.dependents)
+                for dep in sorted(ts.dependents):
+                    self._cancel_start(dep, job.client, job.force, None, job_id, out, stimulus)
+                if job.waiting:
+                    return
+        self._cancel_apply(job_id, job, out, stimulus)
+
+    def _poll_channel(self) -> str:
+        self._call = n = self._call + 1
+        return f"{m.CANCEL_POLL}:{SCHEDULER}#{n}"
+
+    def _cancel_apply(self, job_id: int, job: _CancelJob, out: Out, stimulus: str) -> None:
+        """``self.report({"op": "cancelled-key", "key": key})`` then ``client_releases_keys``
+        for the client (everyone who wants the key, with force)."""
+        key = job.key
+        ts = self.tasks.get(key)
+        if job.cancelled or self.variant.cancel_reports_uncancelled:
+            # dask's report: to those who want the key; a key it no longer knows, to everyone.
+            payload = {"reason": None, "msg": None}
+            if ts is not None:
+                self._report(out, ts, m.CANCELLED_KEYS, payload)
+            else:
+                for client in sorted(self.wants):
+                    if client not in self.pseudo:
+                        self.send(out, client, m.CANCELLED_KEYS, (key,), gens={key: 0},
+                                  **payload)
+        holders = sorted(ts.who_wants) if (job.force and ts is not None) else [job.client]
+        recs: dict[str, str] = {}
+        for holder in holders:
+            self._release(holder, key, self.wants.get(holder, _NO_WANTS).get(key, 0), recs)
+        self._transitions(recs, stimulus, out)
+        self._cancel_done(job_id, job, out, stimulus)
+
+    def _cancel_gave_up(self, job_id: int, job: _CancelJob, out: Out, stimulus: str) -> None:
+        self.record(SCHEDULER, "cancel.gave_up", job.key, job.client, job.polls)
+        self._cancel_done(job_id, job, out, stimulus)
+
+    def _cancel_done(self, job_id: int, job: _CancelJob, out: Out, stimulus: str) -> None:
+        """A key's job ended: its parent goes on once all its dependents' have, and the RPC
+        is answered once all its keys' have."""
+        del self._cancel_jobs[job_id]
+        if job.parent is not None:
+            parent = self._cancel_jobs[job.parent]
+            parent.waiting -= 1
+            if not parent.waiting:
+                self._cancel_apply(job.parent, parent, out, stimulus)
+            return
+        call = self._cancel_calls.get(job.call) if job.call is not None else None
+        if call is not None:
+            call[1] -= 1
+            if not call[1]:
+                del self._cancel_calls[job.call]
+                self.reply(out, call[0])
+
+    def _on_cancel_poll(self, msg: Message, out: Out, stimulus: str) -> None:
+        """A cancel's wait is over: look again.  2022.5.1 to 2023.3.0, ``_cancel_key``'s loop
+        (``sleep(0.1)``, read the key, return once 1 s has passed) gives up at its tenth
+        wake-up without looking; before 2022.5.1 each of five retries looks, without force."""
+        job_id = msg.payload["job"]
+        job = self._cancel_jobs[job_id]
+        job.polls += 1
+        if self.variant.cancel_retry_detached:
+            job.force = False  # the retry's lambda does not pass it on
+        elif job.polls >= 10:
+            self._cancel_gave_up(job_id, job, out, stimulus)
+            return
+        self._cancel_look(job_id, job, out, stimulus)
 
     def _on_report_key(self, msg: Message, out: Out, stimulus: str) -> None:
         """dask's ``report_on_key``: tell the client where the key stands now."""
@@ -1214,6 +1372,8 @@ class SchedulerState:
         m.GATHER: _on_gather,
         m.GET_DATA_REPLY: _on_get_data_reply,
         m.CANCEL_KEYS: _on_cancel_keys,
+        m.CANCEL: _on_cancel,
+        m.CANCEL_POLL: _on_cancel_poll,
         m.REPORT_KEY: _on_report_key,
         m.BALANCE: _on_balance,
         m.STEAL_RESPONSE: _on_steal_response,

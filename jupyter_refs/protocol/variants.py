@@ -148,6 +148,47 @@ Both are needed: the property tests find lost futures with either one alone.
     ``task-erred`` for a task in ``processing`` was taken from any worker and any
     run, so the first run's exception (or a spent retry) fell on the resubmitted task.
 
+``cancel_reports_uncancelled`` (releases before 2022.5.1, PR 6016)
+    dask's ``cancel_key`` reports ``cancelled-key`` to every client that wants the key whether
+    it cancelled the key or not: ``who_wants == {client}`` (or ``force``) guards only the
+    recursion into the dependents, so one client's cancel of a key another client also
+    wants cancels that client's future too (its hold stays: the user's ``result()`` raises
+    ``CancelledError`` for a key the scheduler keeps computing for it; check
+    ``cancelled_for_another``).  Since PR 6016 the report goes out only for a key it cancelled.
+
+``cancel_retry_detached`` (releases before 2022.5.1, PR 6016)
+    The ``cancel`` RPC answers at once: a key the scheduler does not know yet (or that nobody
+    wants) is retried by ``call_later`` every 0.2 s, five times (``cancel-poll`` timers), and the
+    retry drops ``force=``.  Since PR 6016 the RPC awaits each key's wait (``cancel_rpc``).
+
+``cancel_rpc`` (releases before 2023.3.1, PR 7583)
+    ``Client.cancel`` awaits a ``cancel`` RPC, and cancels its futures only when it returns;
+    the scheduler's ``_cancel_key`` polls every 0.1 s for a key that is unknown or that no
+    client wants (``cancel-poll``, a timer of the scheduler's own), for at most 1 s, and then
+    gives up without a word; it awaits its dependents' cancels before it reports
+    ``cancelled-key`` for a key to the clients that want it, and releases the cancelling
+    client's hold of every key it was asked about, cancelled or not.  The RPC runs beside the
+    client's batched stream: sent right after ``submit``, it overtakes the ``update-graph``,
+    and the poll waits for the key to be *known and wanted by anyone*, not by the cancelling
+    client — another client's want ends it, the cancel finds a key it may not cancel, and the
+    client's own graph then makes it want the key for good (check ``cancel_ignored``); a graph
+    more than 1 s late does the same alone.  Since PR 7583 ``cancel-keys`` rides the stream
+    behind the graph, its report goes to every client (dask#8215's mechanism) and it releases
+    the client's hold only of the keys it cancelled.
+
+``cancel_releases_own`` (fixed only)
+    A client's cancel of a key another client also wants releases the cancelling client's
+    hold, as dask did before PR 7583.  Since then (2026.8.0 too) ``stimulus_cancel`` releases
+    only the keys it cancelled: the client's future is cancelled, but the scheduler keeps the
+    key for it until its ``Future`` objects are dropped (check ``cancel_ignored``; confirmed
+    on 2026.8.0: after the other client lets go, the key stays in memory).
+
+``annotations_to_existing`` (releases before 2023.4.0, PR 7564)
+    ``update_graph`` applies a graph's annotations (``retries``, worker restrictions) to
+    every task the graph names, one a desire made before it included; since PR 7564 it
+    applies them to the tasks it creates only (what ``annotations_dropped`` reports when a
+    dataset's desire made the task first, before PR 8577).
+
 ``ids``
     Where the keys of ``submit(pure=False)`` and ``scatter(hash=False)`` come
     from.  dask draws a ``uuid4``: no coordination, no collision.  ``racy-ids``
@@ -178,7 +219,8 @@ the model carries, and the release that first shipped it, read with ``git tag
 --contains``) is switched on from its release.  Only releases from :data:`OLDEST`
 on are modelled: older ones differ in mechanisms the model does not carry (see
 :data:`OLDER_LACKS`), and are refused with the range, not silently modelled as newer.  Run
-ids (PR 7463, PR 7933) and the steal's stimulus id (PR 5379) are carried by flags, so the
+ids (PR 7463, PR 7933), the steal's stimulus id (PR 5379) and the cancel's RPC (PR 6016,
+PR 7583) are carried by flags, so the
 releases before them are modelled as far as 2021.9.1: the last before the worker's state
 machine (PR 5046, 2021.10.0), of whose old worker the model carries only the ``release`` of a
 stolen task (``steal_release``).  That worker had no ``cancelled`` state; the model's worker
@@ -256,6 +298,11 @@ class ProtocolVariant:
     steal_release: bool = False
     unsigned_results: bool = False
     unsigned_errors: bool = False
+    cancel_rpc: bool = False
+    cancel_reports_uncancelled: bool = False
+    cancel_retry_detached: bool = False
+    cancel_releases_own: bool = False
+    annotations_to_existing: bool = False
     #: ``(op, rule)`` pairs (see ``rules`` above): a tuple, so the variant stays hashable.
     rules: tuple[tuple[str, Rule], ...] = ()
 
@@ -305,6 +352,7 @@ FIXED = ProtocolVariant(
     "stale ones are ignored; an unknown key is never created",
     fire_and_forget_ended=True,
     get_desires=True,
+    cancel_releases_own=True,
 )
 
 VARIANTS = {v.name: v for v in (DASK, DASK_2024_7, RACY_IDS, FIXED)}
@@ -339,9 +387,21 @@ HISTORY = (
     Change("2021.10.0", "https://github.com/dask/distributed/pull/5046",
            "a victim that gives a stolen task up also sends release, and a task still "
            "processing there is sent again", {"steal_release": True}),
+    Change("2022.5.1", "https://github.com/dask/distributed/pull/6016",
+           "cancel reports cancelled-key to every client that wants the key, whether it "
+           "cancelled it or not (another client's future of a shared key is cancelled), and "
+           "its RPC answers at once, retrying an unknown key five times at 0.2 s without force",
+           {"cancel_reports_uncancelled": True, "cancel_retry_detached": True}),
     Change("2023.1.1", "https://github.com/dask/distributed/pull/7463",
            "task-finished carries no run id: a stale result from the worker a resubmitted "
            "task is processing on again is taken as the new run's", {"unsigned_results": True}),
+    Change("2023.3.1", "https://github.com/dask/distributed/pull/7583",
+           "cancel is an RPC beside the client's stream: sent right after submit it overtakes "
+           "the update-graph, and its handler polls up to 1 s for the key to be known and "
+           "wanted by anyone, then gives up", {"cancel_rpc": True}),
+    Change("2023.4.0", "https://github.com/dask/distributed/pull/7564",
+           "update_graph applies a graph's annotations to every task it names, those a desire "
+           "made first included", {"annotations_to_existing": True}),
     Change("2023.7.0", "https://github.com/dask/distributed/pull/7933",
            "task-erred carries no run id: a stale error from any worker falls on the task "
            "processing again", {"unsigned_errors": True}),
