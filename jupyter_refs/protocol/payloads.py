@@ -308,6 +308,8 @@ class Heartbeat(TypedDict):
 class RegisterWorker(TypedDict):
     life: int  # how often its nanny restarted it
     nthreads: int
+
+
 class CancelPoll(TypedDict):
     job: int  # the key's cancel that waits (``SchedulerState._cancel_jobs``)
     after: float  # seconds it stands for (0.1, before 2022.5.1 0.2): the policy's clock

@@ -103,6 +103,9 @@ class _RetireCall:
     waiting: set[str]
     #: The workers retired, in order (the client describes each as dask's identity()).
     retired: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
 class _CancelJob:
     """One key of a cancel before PR 7583 (``cancel_rpc``): dask's ``_cancel_key`` coroutine
     (before PR 6016, ``cancel_key`` and its ``call_later`` retries)."""
