@@ -489,7 +489,9 @@ def release_variant(name: str) -> ProtocolVariant | None:
         raise ProtocolError(
             f"{name}: releases {OLDEST} to {NEWEST} of distributed are modelled"
             + (f"; {said} differs in mechanisms the model does not carry ({OLDER_LACKS})"
-               if version < Version(OLDEST) else f"; {said} is newer than today's dask"))
+               if version < Version(OLDEST) else f"; {said} is newer than today's dask")
+            + "".join(f"; {c.release} before its fixes ({c.link}) is dask-{c.dev}"
+                      for c in HISTORY if c.dev and version < Version(OLDEST)))
     if str(version) not in RELEASES and not version.is_devrelease:
         ordered = sorted(RELEASES, key=Version)
         before = [r for r in ordered if Version(r) < version][-1:]
