@@ -51,6 +51,7 @@ from .errors import (
     NotModelledError,
     ResultSerializationError,
     SchedulerHandlerError,
+    dask_flavoured,
 )
 from .protocol import messages as m
 from .protocol import serialize
@@ -737,7 +738,7 @@ class Client(ClusterCalls):
 
     def _check_open(self, op: str = "update-graph") -> None:
         if self._closed:
-            raise ClosedClientError(f"Client is closed. Can't send {op} message.")
+            raise dask_flavoured(ClosedClientError)(f"Client is closed. Can't send {op} message.")
 
     def _new_key(self, prefix: str, hexed: bool) -> str:
         """A non-hashed key: dask's uuid4, or the protocol's counter (race 3)."""
@@ -1057,7 +1058,8 @@ class Client(ClusterCalls):
     def _raise_if_failed(self, f: Future) -> None:
         fs = f._fs
         if fs.state == CANCELLED:
-            raise FutureCancelledError(f.key, fs.reason, fs.error.decode() if fs.error else None)
+            raise dask_flavoured(FutureCancelledError)(
+                f.key, fs.reason, fs.error.decode() if fs.error else None)
         if fs.state == ERROR:
             raise loads(fs.error)
 
