@@ -309,9 +309,13 @@ class Beliefs:
         if op == "cancelled-keys":
             # The scheduler's answer to a client's cancel-keys names the dependents it
             # cancelled too (dask's stimulus_cancel): those holds end at a client's request.
+            # Its answer to the client's own update-graph refuses the graph (a dependency
+            # is lost): the keys never lived, and both sides know it at once.  A loss a race
+            # caused is judged on the lost key itself, which the client still holds.
             receiving = self.receiving
-            if receiving is not None and receiving[1] == "cancel-keys":
-                receiver = row[CHANNEL].rpartition("->")[2]
+            receiver = row[CHANNEL].rpartition("->")[2]
+            if receiving is not None and (receiving[1] == "cancel-keys" or (
+                    receiving[1] == "update-graph" and receiving[3] == receiver)):
                 for key in row[EXTRA][_MSG_KEYS]:
                     self.cancelled_by_client[(receiver, key)] = seq
             return

@@ -1273,9 +1273,14 @@ class Client(ClusterCalls):
         if hasattr(dsk, "__dask_graph__"):  # dask hands its schedulers an expression
             dsk = dsk.__dask_graph__()
         flat = _flatten(keys)
-        futures = self._submit_graph(dict(dsk), flat, kwargs.get("retries"))
+        graph = dict(dsk)
+        futures = self._submit_graph(graph, flat, kwargs.get("retries"))
         if not sync:  # dask: the futures, in the shape of keys
             return _unflatten(keys, dict(zip(flat, futures)))
+        # dask releases the futures it made once the gather ends, raised or not: a cancelled
+        # result (lost dependencies) is let go at once, not when the traceback is dropped.
+        # The user's own futures in the graph (persisted keys) are theirs to keep.
+        made = [f for k, f in zip(flat, futures) if type(graph.get(k)) is not Future]
         from .cluster import current_run
 
         # In a task (compute() inside one) dask secedes while it waits, then rejoins; a task
@@ -1288,6 +1293,8 @@ class Client(ClusterCalls):
         try:
             return _unflatten(keys, dict(zip(flat, self.gather(futures))))
         finally:
+            for future in made:
+                future.release()
             if entry is not None:
                 entry[0].rejoin(entry[1])
 
