@@ -50,6 +50,7 @@ from .client import Client, Future
 from .errors import (
     ArgumentValueError,
     ClusterClosedError,
+    ConnectTimeoutError,
     HeldMessagesError,
     MissingDataError,
     ThreadsExhaustedError,
@@ -693,15 +694,25 @@ class Cluster:
         if self.closed:
             raise ClusterClosedError("the cluster is closed; start a new one with Cluster(...)")
 
-    def worker_client(self, worker: str) -> Client:
+    def worker_client(self, worker: str, timeout: float | None = None) -> Client:
         """The client of ``worker`` (``client:<worker>``): what ``get_client()`` gives its tasks.
 
         dask gives each worker process its own client; an in-process dask cluster
         (``LocalCluster(processes=False)``) hands a task the user's own client
         instead.  The model always uses the worker's, so nested work shows on its
         own lane.
+
+        A worker process makes its client on first use, connecting within ``timeout``
+        seconds: with 0 that fails (``OSError``), and the next use tries again.  Once made,
+        or in-process (the user's client, already connected), the timeout does not matter.
         """
-        return self._client_of(self.workers[worker].client)
+        state = self.workers[worker].client
+        if (timeout is not None and timeout <= 0 and state.name not in self._worker_clients
+                and getattr(self, "processes", True)):
+            address = getattr(self, "scheduler_address", "the scheduler")
+            raise ConnectTimeoutError(f"Timed out trying to connect to {address} after "
+                                      f"{timeout} s")
+        return self._client_of(state)
 
     def _client_of(self, state: ClientState) -> Client:
         client = self._worker_clients.get(state.name)

@@ -140,10 +140,11 @@ class LocalCluster(Cluster):
                 f"workers={len(self.workers)}, threads per worker={self.threads_per_worker})")
 
 
-def _get_client(*args: Any, **kwargs: Any) -> Client:
+def _get_client(address: Any = None, timeout: Any = None, resolve_address: bool = True
+                ) -> Client:
     """dask's ``get_client``: the worker's client in a task, the default client elsewhere."""
     try:
-        return get_client()
+        return get_client(timeout)
     except ValueError:
         return _default_client()
 

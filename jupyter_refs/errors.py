@@ -81,6 +81,13 @@ class HeldMessagesError(JupyterRefsError, TimeoutError):
         super().__init__(f"{what} cannot complete: the messages it needs {why}")
 
 
+class ConnectTimeoutError(JupyterRefsError, OSError):
+    """dask's ``OSError: Timed out trying to connect to … after … s``: a worker's client,
+    made on a task's first ``get_client`` / ``worker_client`` with a timeout of 0, cannot
+    connect to the scheduler in no time (dask fails there whenever the worker makes its
+    client; once made, it is reused and the timeout no longer matters)."""
+
+
 class FutureReleasedError(JupyterRefsError, RuntimeError):
     """The future was released; it no longer refers to anything."""
 

@@ -36,10 +36,20 @@ def _current(what: str):
     return entry
 
 
-def get_client() -> Client:
+def _seconds(timeout: float | str | None) -> float | None:
+    """dask's reading of a timeout (``parse_timedelta``: ``"1s"``, ``0``); None stays None,
+    dask's default connect timeout, which a worker's client meets."""
+    if timeout is None:
+        return None
+    from dask.utils import parse_timedelta
+
+    return parse_timedelta(timeout, "s")
+
+
+def get_client(timeout: float | str | None = None) -> Client:
     """The client of the worker running this task (dask's ``get_client()`` in a task)."""
     cluster, run = _current("get_client")
-    return cluster.worker_client(run.worker)
+    return cluster.worker_client(run.worker, _seconds(timeout))
 
 
 def secede() -> None:
@@ -58,10 +68,11 @@ def rejoin() -> None:
 def worker_client(timeout: float | None = None, separate_thread: bool = True) -> Iterator[Client]:
     """``with worker_client() as client:`` — secede, use the worker's client, rejoin on exit."""
     cluster, run = _current("worker_client")
+    client = cluster.worker_client(run.worker, _seconds(timeout))  # before seceding, as dask
     if separate_thread:
         cluster.secede(run)
     try:
-        yield cluster.worker_client(run.worker)
+        yield client
     finally:
         if separate_thread:
             cluster.rejoin(run)

@@ -102,3 +102,44 @@ def test_a_refused_graph_still_held_is_no_refcount_mismatch():
 
 def inc(x: int) -> int:
     return x + 1
+
+
+def _worker_client(timeout: object) -> str:
+    from distributed import worker_client
+
+    try:
+        with worker_client(timeout=timeout) as c:
+            return f"got {c.submit(inc, 1).result()}"
+    except OSError as e:
+        return f"OSError: {str(e).split(' to connect')[0]}"
+
+
+WORKER_CLIENT = ("from distributed import worker_client\n"
+                 "out = (client.submit(f, 0, pure=False).result(), "
+                 "client.submit(f, '1s', pure=False).result(), "
+                 "client.submit(f, 0, pure=False).result())")
+
+
+@pytest.mark.dask
+@pytest.mark.slow
+def test_a_workers_client_made_with_no_time_to_connect_fails_as_on_dask():
+    """dask's test_timeout: with worker processes, the first ``worker_client(timeout=0)``
+    cannot connect (``OSError``); once the worker has its client, the timeout is moot.  An
+    in-process worker uses the user's client, already connected."""
+    def outcome(processes: bool) -> tuple[str, ...]:
+        from distributed import Client  # the switch's, under it
+
+        with Client(n_workers=1, threads_per_worker=2, processes=processes,
+                    dashboard_address=":0") as client:
+            env = {"client": client, "f": _worker_client}
+            exec(compile(WORKER_CLIENT, "<snippet>", "exec"), env)
+            return env["out"]
+
+    import logging
+
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+    real = {p: outcome(p) for p in (True, False)}
+    with jr.model():
+        model = {p: outcome(p) for p in (True, False)}
+    assert model == real
+    assert real[True][0] == "OSError: Timed out trying" and real[False][0] == "got 2"
