@@ -43,6 +43,7 @@ from dask._task_spec import TaskRef
 from dask.utils import funcname, typename
 
 from . import arguments, gcscope, interrupts, publish
+from .addresses import SchedulerRPC
 from .client_admin import ClusterCalls
 from .errors import (
     ClosedClientError,
@@ -719,12 +720,18 @@ class Client(ClusterCalls):
         self.cluster.apply_drops()
         return dict(self._state.futures)
 
+    @property
+    def scheduler(self) -> SchedulerRPC:
+        """dask's rpc to the scheduler: its ``address`` is the cluster's."""
+        return SchedulerRPC(self.cluster.scheduler_address)
+
     def __repr__(self) -> str:
         # dask's shape, "<Client: 'address' processes=n threads=t, ...>", and the keys held
         cluster = self.cluster
         workers = len(cluster.workers) if cluster is not None else 0
         threads = workers * getattr(cluster, "threads_per_worker", 1)
-        return (f"<Client: '{self.name}' processes={workers} threads={threads}, holding "
+        address = cluster.scheduler_address if cluster is not None else self.name
+        return (f"<Client: '{address}' processes={workers} threads={threads}, holding "
                 f"{len(self._state.refcount)} keys>")
 
     def _future(self, key: str, origin: str) -> tuple[Future, bool]:
@@ -1160,7 +1167,8 @@ class Client(ClusterCalls):
                        "metrics": {"task_counts": {}, "managed_bytes": 0, "memory": 0,
                                    "spilled_bytes": {"memory": 0, "disk": 0}, "cpu": 0.0}}
                    for i, w in enumerate(shown)}
-        return {"type": "Scheduler", "id": f"Scheduler-{id(cluster):x}", "address": "scheduler",
+        return {"type": "Scheduler", "id": f"Scheduler-{id(cluster):x}",
+                "address": cluster.scheduler_address,
                 "services": {}, "started": 0.0, "n_workers": len(names),
                 "total_threads": threads * len(names), "total_memory": 0, "workers": workers}
 
@@ -1391,6 +1399,6 @@ register_scheduler_plugin get_executor get_metadata set_metadata get_worker_logs
 get_scheduler_logs processing call_stack benchmark_hardware
 get_versions wait_for_workers forward_logging log_event subscribe_topic unsubscribe_topic
 get_events start_ipython_workers start_ipython_scheduler dump_cluster_state
-write_scheduler_file amm get asynchronous sync loop scheduler
-nbytes normalize_collection retire_workers recreate_error_locally recreate_task_locally
+write_scheduler_file amm get asynchronous sync loop
+nbytes retire_workers recreate_error_locally recreate_task_locally
 """.split())

@@ -45,6 +45,7 @@ from typing import Any
 from dask.utils import parse_timedelta
 
 from . import arguments, gcscope, interrupts
+from .addresses import new_address
 from .checks import Checks, Violation, quiet_limit_for
 from .client import Client, Future
 from .errors import (
@@ -257,6 +258,8 @@ class Cluster:
         arguments.flag(checks, "checks")
         arguments.count(threads_per_worker, "threads_per_worker", none=True)
         self.live = network == "live"
+        #: dask's ``scheduler_address``: this cluster's own, ``inproc://jupyter-refs/<n>``.
+        self.scheduler_address = new_address()
         self.policy = make_policy(network, seed)
         self.network_name = network if isinstance(network, str) else self.policy.name
         self.seed = seed
@@ -709,9 +712,8 @@ class Cluster:
         state = self.workers[worker].client
         if (timeout is not None and timeout <= 0 and state.name not in self._worker_clients
                 and getattr(self, "processes", True)):
-            address = getattr(self, "scheduler_address", "the scheduler")
-            raise ConnectTimeoutError(f"Timed out trying to connect to {address} after "
-                                      f"{timeout} s")
+            raise ConnectTimeoutError(f"Timed out trying to connect to "
+                                      f"{self.scheduler_address} after {timeout} s")
         return self._client_of(state)
 
     def _client_of(self, state: ClientState) -> Client:

@@ -37,7 +37,14 @@ from .coordination import (
     wait,
 )
 from .errors import NotModelledError
-from .worker_context import fire_and_forget, get_client, rejoin, secede, worker_client
+from .worker_context import (
+    fire_and_forget,
+    get_client,
+    get_worker,
+    rejoin,
+    secede,
+    worker_client,
+)
 
 #: dask's ``LocalCluster`` arguments that change nothing a program can observe on the model
 #: (a dashboard, logs, ports, directories): accepted and let go.
@@ -107,10 +114,6 @@ class LocalCluster(Cluster):
         self.processes = processes
 
     @property
-    def scheduler_address(self) -> str:
-        return "inproc://jupyter-refs/scheduler"
-
-    @property
     def dashboard_link(self) -> str:
         return ""
 
@@ -162,7 +165,7 @@ def _default_client(c: Client | None = None) -> Client:
 MODEL: dict[str, Any] = {
     "Client": Client, "LocalCluster": LocalCluster, "Future": Future, "wait": wait,
     "as_completed": as_completed, "get_client": _get_client, "default_client": _default_client,
-    "worker_client": worker_client, "secede": secede, "rejoin": rejoin,
+    "worker_client": worker_client, "get_worker": get_worker, "secede": secede, "rejoin": rejoin,
     "fire_and_forget": fire_and_forget, "futures_of": futures_of, "Variable": Variable,
     "Queue": Queue, "Event": Event, "Lock": Lock, "Semaphore": Semaphore,
 }
