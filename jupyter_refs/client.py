@@ -21,6 +21,7 @@ cannot be pickled is refused with the cluster untouched.
 
 from __future__ import annotations
 
+import copy
 import functools
 import queue
 import sys
@@ -1271,6 +1272,29 @@ class Client(ClusterCalls):
 
         single, out = _each_collection(collections, one, kwargs)
         return out[0] if single else out
+
+    def normalize_collection(self, collection: Any) -> Any:
+        """dask's ``normalize_collection``: the collection with each key this client holds a
+        future for replaced by a new future of it (the graph culled to what is left to
+        compute), so computing it reuses those results; unchanged when it holds none.
+        Futures dropped before the call are let go first: their keys are computed again."""
+        from dask.optimization import cull
+
+        graph = collection.__dask_graph__()
+        self.cluster.apply_drops()
+        with self.cluster.locked():
+            held = self._state.futures
+            mine = {k: self._future(_key(k), "normalize")[0] for k in graph if _key(k) in held}
+        if not mine:
+            return collection
+        dsk, _ = cull({**dict(graph), **mine}, collection.__dask_keys__())
+        from dask.delayed import Delayed
+
+        if isinstance(collection, Delayed):  # dask's redict_collection
+            return Delayed(collection.key, dsk)
+        copied = copy.copy(collection)
+        copied.dask = dsk
+        return copied
 
     def get(self, dsk: Mapping[Any, Any], keys: Any, **kwargs: Any) -> Any:
         """dask's scheduler interface: compute ``keys`` of the graph ``dsk`` here and return
