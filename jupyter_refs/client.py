@@ -912,11 +912,8 @@ class Client(ClusterCalls):
         held = self._state.futures
         tasks: dict[str, dict[str, Any]] = {}
         dep_futures: dict[str, Future] = {}
-        for key, args, kwargs in calls:
-            if (key in held or key in tasks) and not allocated:
-                # dask: a key the client already holds is not submitted again.  (A key from
-                # racy-ids' counter is: two threads given one id is the race to show.)
-                continue
+
+        def spec(args: tuple, kwargs: dict) -> dict[str, Any]:
             deps: dict[str, Future] = {}
             if not kwargs and _all_plain(args):
                 # Plain values only (a ``map`` over numbers): nothing to pack, nothing travels.
@@ -925,10 +922,20 @@ class Client(ClusterCalls):
                 with sending() as travelling:
                     ablob = dumps((_pack(args, deps), _pack(kwargs, deps)))
                 carries = tuple(dict.fromkeys(f.key for f in travelling))
-            tasks[key] = {"func": fblob, "args": ablob, "deps": tuple(deps),
-                          "allocated": allocated and self.cluster.variant.ids != UUID,
-                          "carries": carries, **options}
             dep_futures.update(deps)
+            return {"func": fblob, "args": ablob, "deps": tuple(deps),
+                    "allocated": allocated and self.cluster.variant.ids != UUID,
+                    "carries": carries, **options}
+
+        skipped: dict[str, tuple[tuple, dict]] = {}
+        for key, args, kwargs in calls:
+            if (key in held or key in tasks) and not allocated:
+                # dask: a key the client already holds is not submitted again.  (A key from
+                # racy-ids' counter is: two threads given one id is the race to show.)
+                if key not in tasks:
+                    skipped.setdefault(key, (args, kwargs))
+                continue
+            tasks[key] = spec(args, kwargs)
         for dep in dep_futures.values():
             if dep.client is None:
                 raise _not_initialized()
@@ -942,6 +949,7 @@ class Client(ClusterCalls):
         early = (self._hold_first([k for k, _, _ in calls if k not in tasks], origin)
                  if len(tasks) < len(calls) else {})
         with cluster.call(cell) as user_call:
+            tasks.update((key, spec(*call)) for key, call in _let_go(skipped, held))
             futures = [early.pop(key) if key in early else self._future(key, origin)[0]
                        for key, _, _ in calls]
             if tasks:
@@ -1338,19 +1346,26 @@ class Client(ClusterCalls):
         held = self._state.futures
         given = {k: v for k, v in dsk.items() if type(v) is Future}  # persisted keys
         graph = convert_legacy_graph({k: v for k, v in dsk.items() if k not in given})
+
+        def spec(node: Any) -> dict[str, Any]:
+            deps = {d: Dep(_key(d)) for d in node.dependencies}
+            return {"func": _RUN_NODE, "args": dumps(((node, deps), {})),
+                    "deps": tuple(_key(d) for d in deps), "allocated": False,
+                    "carries": (), "workers": None, "retries": retries, "priority": 0}
+
         tasks: dict[str, dict[str, Any]] = {}
+        skipped: dict[str, Any] = {}  # as submit: a key this client holds is not sent again
         for key, node in graph.items():
             name = _key(key)
             if name in held:
-                continue  # as submit: a key this client holds is not sent again
-            deps = {d: Dep(_key(d)) for d in node.dependencies}
-            tasks[name] = {"func": _RUN_NODE, "args": dumps(((node, deps), {})),
-                           "deps": tuple(_key(d) for d in deps), "allocated": False,
-                           "carries": (), "workers": None, "retries": retries, "priority": 0}
+                skipped[name] = node
+            else:
+                tasks[name] = spec(node)
         dep_futures = {f.key: f for f in given.values()}
         # Held keys not sent again, wanted or depended on, keep their reference through the call.
-        early = self._hold_first([_key(k) for k in graph if _key(k) not in tasks], "compute")
+        early = self._hold_first(list(skipped), "compute")
         with self.cluster.call(user_cell()) as user_call:
+            tasks.update((name, spec(node)) for name, node in _let_go(skipped, held))
             futures = [given[k] if k in given else early.pop(_key(k), None)
                        or self._future(_key(k), "compute")[0] for k in wanted]
             if tasks:
@@ -1362,6 +1377,14 @@ class Client(ClusterCalls):
         if name in _DASK_CLIENT_API:
             raise NotModelledError(f"Client.{name}")
         raise AttributeError(f"'Client' object has no attribute {name!r}")
+
+
+def _let_go(skipped: dict[str, Any], held: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """The keys a call skipped because the client held them, and no longer holds: another
+    thread's call applied their drop between the skip and this call taking the lock (30
+    threads computing on one client, dask's test_threadsafe_compute).  Sent after all — else
+    the new future waits for a graph nobody sends."""
+    return [(key, what) for key, what in skipped.items() if key not in held] if skipped else []
 
 
 def _run_node(node: Any, values: dict[Any, Any]) -> Any:
