@@ -91,6 +91,7 @@ class ClusterCalls:
         """Call ``function`` where the scheduler is — here — with ``dask_scheduler`` (its
         ``tasks``, ``workers``) if it takes that argument."""
         cluster = self.cluster
+        cluster.apply_drops()  # a call is a safe point: futures dropped before it are let go
         with cluster.locked():
             view = _View("dask_scheduler", tasks=dict(cluster.scheduler.tasks),
                          workers=dict.fromkeys(cluster.workers),
@@ -107,6 +108,7 @@ class ClusterCalls:
         if on_error not in ("raise", "return", "ignore"):
             raise ValueError(f"on_error must be 'raise', 'return' or 'ignore'; got {on_error!r}")
         cluster = self.cluster
+        cluster.apply_drops()  # a call is a safe point: futures dropped before it are let go
         names = self._workers(workers) or list(cluster.workers)
 
         def all_of_them() -> dict[str, Any]:

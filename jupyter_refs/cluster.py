@@ -826,6 +826,8 @@ class Cluster:
             return
         deadline = None if timeout is None else time.monotonic() + timeout
         next_, deliver = self._next, self._deliver
+        if current_run.get() is not None and isinstance(self.policy, Immediate):
+            next_ = self._next_in_task  # a task waits: the others run beside it, not inside
         while not done():
             if interrupts._pending:
                 interrupts.check()  # between two deliveries, the state is whole
@@ -944,6 +946,13 @@ class Cluster:
         if not self.live and at > self._now:
             self._now = at
         return msg
+
+    def _next_in_task(self, force: bool) -> Message | None:
+        """Immediate, a task waiting inside its run: :meth:`Immediate.next_in_task`."""
+        choice = self.policy.next_in_task(self._network, self._now)
+        if choice is None:
+            return self._network.oldest(held_too=True) if force else None
+        return choice[0]
 
     def _deliver(self, msg: Message, threaded: bool = False) -> TaskRun | None:
         network, trace = self._network, self.trace
