@@ -11,16 +11,30 @@ modelled: the client's methods are the way in.
 from __future__ import annotations
 
 import itertools
-from typing import Any
+import weakref
+from typing import TYPE_CHECKING, Any
 
 from .errors import NotModelledError
 
+if TYPE_CHECKING:
+    from .cluster import Cluster
+
 _numbers = itertools.count(1)
+#: Each cluster by its address, while it lives: ``Client(address)`` and
+#: ``Client(scheduler_file=...)`` find it there, as a second dask client connects.
+_clusters: weakref.WeakValueDictionary[str, Cluster] = weakref.WeakValueDictionary()
 
 
-def new_address() -> str:
-    """A scheduler address no other cluster of this kernel has."""
-    return f"inproc://jupyter-refs/{next(_numbers)}"
+def new_address(cluster: Cluster) -> str:
+    """An address no other cluster of this kernel has, for ``cluster``."""
+    address = f"inproc://jupyter-refs/{next(_numbers)}"
+    _clusters[address] = cluster
+    return address
+
+
+def cluster_at(address: str) -> Cluster | None:
+    """The kernel-side cluster with this scheduler address, if one lives."""
+    return _clusters.get(address)
 
 
 class SchedulerRPC:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
 import queue
 import sys
 import threading
@@ -44,7 +45,7 @@ from dask._task_spec import TaskRef
 from dask.utils import funcname, typename
 
 from . import arguments, gcscope, interrupts, publish
-from .addresses import SchedulerRPC
+from .addresses import SchedulerRPC, cluster_at
 from .client_admin import ClusterCalls
 from .errors import (
     ClosedClientError,
@@ -655,6 +656,13 @@ class Client(ClusterCalls):
                  set_as_default: bool = True, timeout: Any = None, **kwargs: Any):
         Cluster = _cluster_class()  # noqa: N806 - the class, imported late (a cycle)
         arguments.text(name, "name", none=True)  # before a cluster of its own is started
+        # dask's event loop to run on: the kernel-side client has none, so nothing changes.
+        kwargs.pop("loop", None)
+        scheduler_file = kwargs.pop("scheduler_file", None)
+        if scheduler_file is not None and not isinstance(address, Cluster):
+            address = _address_in(scheduler_file)
+        if isinstance(address, str) and cluster_at(address) is not None:
+            address = cluster_at(address)  # a second client of a kernel-side cluster
         self._own_cluster = address is None
         if address is None:
             # dask's Client() starts a LocalCluster, and passes it the arguments it takes.
@@ -668,6 +676,7 @@ class Client(ClusterCalls):
                 f"Client({address!r})", "a kernel-side client takes a jupyter_refs.Cluster; "
                 "to trace a real dask cluster use jupyter_refs.dask.attach(client)")
         self._setup(address, address._register_client(name))
+        self.scheduler_file = scheduler_file
         self.direct_to_workers = None  # dask's default: decided at each gather
         address.clients[self.name] = self
         if set_as_default:
@@ -697,6 +706,7 @@ class Client(ClusterCalls):
         self._closed = False
         self._callbacks: dict[str, list[tuple[Future, Callable[[Future], Any]]]] = {}
         self._callback_queue: queue.SimpleQueue | None = None
+        self.scheduler_file: str | None = None  # dask's: given, or written by this client
 
     # -- identity ------------------------------------------------------------------------
 
@@ -1159,6 +1169,15 @@ class Client(ClusterCalls):
 
     ncores = nthreads
 
+    def write_scheduler_file(self, scheduler_file: str) -> None:
+        """dask's ``write_scheduler_file``: ``scheduler_info()`` as JSON, whose address
+        ``Client(scheduler_file=...)`` connects a second client with; once per client."""
+        if self.scheduler_file:
+            raise ValueError("Scheduler file already set")
+        self.scheduler_file = scheduler_file
+        with open(scheduler_file, "w") as f:
+            json.dump(self.scheduler_info(), f, indent=2)
+
     def scheduler_info(self, n_workers: int = 5, **kwargs: Any) -> dict[str, Any]:
         """dask's ``Client.scheduler_info``: the scheduler and up to ``n_workers`` workers
         (``-1``: all), with dask's fields; the model measures nothing, so memory, metrics and
@@ -1379,6 +1398,13 @@ class Client(ClusterCalls):
         raise AttributeError(f"'Client' object has no attribute {name!r}")
 
 
+def _address_in(scheduler_file: str) -> str:
+    """The scheduler address a scheduler file gives (dask waits for the file to appear; a
+    kernel-side cluster's is written before it is read, or never)."""
+    with open(scheduler_file) as f:
+        return json.load(f)["address"]
+
+
 def _let_go(skipped: dict[str, Any], held: Mapping[str, Any]) -> list[tuple[str, Any]]:
     """The keys a call skipped because the client held them, and no longer holds: another
     thread's call applied their drop between the skip and this call taking the lock (30
@@ -1446,6 +1472,6 @@ register_scheduler_plugin get_executor get_metadata set_metadata get_worker_logs
 get_scheduler_logs processing call_stack benchmark_hardware
 get_versions wait_for_workers forward_logging log_event subscribe_topic unsubscribe_topic
 get_events start_ipython_workers start_ipython_scheduler dump_cluster_state
-write_scheduler_file amm get asynchronous sync loop
+amm get asynchronous sync loop
 nbytes retire_workers recreate_error_locally recreate_task_locally
 """.split())

@@ -259,7 +259,7 @@ class Cluster:
         arguments.count(threads_per_worker, "threads_per_worker", none=True)
         self.live = network == "live"
         #: dask's ``scheduler_address``: this cluster's own, ``inproc://jupyter-refs/<n>``.
-        self.scheduler_address = new_address()
+        self.scheduler_address = new_address(self)
         self.policy = make_policy(network, seed)
         self.network_name = network if isinstance(network, str) else self.policy.name
         self.seed = seed

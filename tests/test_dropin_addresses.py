@@ -1,7 +1,8 @@
 """Where the scheduler is, as dask code reads it: ``client.scheduler.address`` (in the
 client's repr and ``scheduler_info``) and, in a task, ``get_worker().scheduler.address`` and
-``get_client().scheduler.address`` — run on real dask and under the switch, with the same
-outcome (dask's test_repr_sync and test_get_client_sync found them not modelled)."""
+``get_client().scheduler.address``; a second client by that address or a scheduler file —
+run on real dask and under the switch, with the same outcome (dask's test_repr_sync,
+test_get_client_sync and test_write_scheduler_file found them not modelled)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,19 @@ SNIPPETS = {
         "get_client().scheduler.address, get_worker().address), workers=[w], pure=False)"
         ".result() == (a, a, w) for w in workers]"),
     "get_worker_outside_a_task": "from distributed import get_worker\nout = get_worker()",
+    "a_second_client_by_scheduler_file_or_address": (
+        "import os, tempfile\nfrom distributed import Client\n"
+        "with tempfile.TemporaryDirectory() as d:\n"
+        "    path = os.path.join(d, 'scheduler.json')\n"
+        "    client.write_scheduler_file(path)\n"
+        "    with Client(scheduler_file=path) as c2:\n"
+        "        same = (c2.scheduler.address == client.scheduler.address,"
+        " c2.submit(inc, 1).result(), c2.scheduler_file == path)\n"
+        "    with Client(client.scheduler.address) as c3:\n"
+        "        by_address = c3.submit(inc, 2).result()\n"
+        "    try:\n        client.write_scheduler_file(path)\n"
+        "    except ValueError as e:\n        again = str(e)\n"
+        "out = (same, by_address, again, Client.current() is client)"),
 }
 
 
