@@ -56,6 +56,7 @@ from .errors import (
     SchedulerHandlerError,
     dask_flavoured,
 )
+from .loop import EventLoop
 from .protocol import messages as m
 from .protocol import serialize
 from .protocol.client import BORROWED, CANCELLED, DONE, ERROR, ClientState, FutureState
@@ -197,9 +198,10 @@ class Future(TaskRef):
 
     # -- actions -----------------------------------------------------------------------
 
-    def cancel(self, reason: str | None = None, msg: str | None = None, **kwargs: Any) -> None:
-        """Cancel the key: the future is cancelled now, the scheduler told after."""
-        self._verify().cancel([self], reason=reason, msg=msg, **kwargs)
+    def cancel(self, reason: str | None = None, msg: str | None = None, **kwargs: Any) -> Any:
+        """Cancel the key: the future is cancelled now, the scheduler told after
+        (``asynchronous=True``: when the awaitable returned is awaited, as dask's)."""
+        return self._verify().cancel([self], reason=reason, msg=msg, **kwargs)
 
     def add_done_callback(self, fn: Callable[[Future], Any]) -> None:
         """Call ``fn(self)`` in a callback thread once the future is done (at once if it is)."""
@@ -505,6 +507,9 @@ class Refcounts(Mapping[str, int]):
         return repr(dict(self._counts()))
 
 
+#: The one event loop every kernel-side client hands out as ``client.loop``.
+_LOOP = EventLoop()
+
 #: Gathers that found no data: how often to ask the scheduler again before giving up
 #: (dask asks forever; the model says the data is lost).
 _GATHER_ATTEMPTS = 3
@@ -730,6 +735,11 @@ class Client(ClusterCalls):
         """The keys this client holds, with their states (dask: ``client.futures``)."""
         self.cluster.apply_drops()
         return dict(self._state.futures)
+
+    @property
+    def loop(self) -> EventLoop:
+        """dask's event loop, for callbacks code written for dask hands it (``loop.py``)."""
+        return _LOOP
 
     @property
     def scheduler(self) -> SchedulerRPC:
@@ -1097,8 +1107,15 @@ class Client(ClusterCalls):
     # -- cancel, questions, close ------------------------------------------------------------
 
     def cancel(self, futures: Any, asynchronous: bool | None = None, force: bool = False,
-               reason: str | None = None, msg: str | None = None) -> None:
-        """Cancel the futures' keys (and what depends on them), as dask's ``Client.cancel``."""
+               reason: str | None = None, msg: str | None = None) -> Any:
+        """Cancel the futures' keys (and what depends on them), as dask's ``Client.cancel``;
+        with ``asynchronous=True`` a coroutine that cancels them when awaited (dask's, on
+        its event loop: ``client.loop.add_callback``)."""
+        if asynchronous:
+            async def cancelled() -> None:
+                self.cancel(futures, force=force, reason=reason, msg=msg)
+
+            return cancelled()
         from .coordination import futures_of  # dask's: it looks into collections too
 
         keys = dict.fromkeys(f.key for f in futures_of(futures))
@@ -1472,6 +1489,6 @@ register_scheduler_plugin get_executor get_metadata set_metadata get_worker_logs
 get_scheduler_logs processing call_stack benchmark_hardware
 get_versions wait_for_workers forward_logging log_event subscribe_topic unsubscribe_topic
 get_events start_ipython_workers start_ipython_scheduler dump_cluster_state
-amm get asynchronous sync loop
+amm get asynchronous sync
 nbytes retire_workers recreate_error_locally recreate_task_locally
 """.split())
