@@ -47,6 +47,7 @@ from dask.utils import funcname, typename
 from . import arguments, gcscope, interrupts, publish
 from .addresses import SchedulerRPC, cluster_at
 from .client_admin import ClusterCalls
+from .computation_code import computation_code
 from .errors import (
     ClosedClientError,
     FutureCancelledError,
@@ -973,7 +974,8 @@ class Client(ClusterCalls):
             futures = [early.pop(key) if key in early else self._future(key, origin)[0]
                        for key, _, _ in calls]
             if tasks:
-                user_call.send(self._state.update_graph(tasks, list(tasks), dep_futures))
+                user_call.send(self._state.update_graph(tasks, list(tasks), dep_futures,
+                                                        computation_code()))
         return futures
 
     def _hold_first(self, keys: list[str], origin: str) -> dict[str, Future]:
@@ -1406,7 +1408,7 @@ class Client(ClusterCalls):
                        or self._future(_key(k), "compute")[0] for k in wanted]
             if tasks:
                 user_call.send(self._state.update_graph(tasks, [_key(k) for k in wanted],
-                                                        dep_futures))
+                                                        dep_futures, computation_code()))
         return futures
 
     def __getattr__(self, name: str) -> Any:

@@ -94,6 +94,7 @@ class ClusterCalls:
         cluster.apply_drops()  # a call is a safe point: futures dropped before it are let go
         with cluster.locked():
             view = _View("dask_scheduler", tasks=dict(cluster.scheduler.tasks),
+                         computations=cluster.scheduler.computations.copy(),
                          workers=dict.fromkeys(cluster.workers),
                          address=getattr(cluster, "scheduler_address", "scheduler"))
         return _call(function, args, kwargs, "dask_scheduler", view)

@@ -19,11 +19,13 @@ recommendations loop like dask's, whose steps are declared in ``_TRANSITIONS``.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import messages as m
+from .computations import MAX_HISTORY, Computation, joined
 from .extensions import EXTENSION_OPS, Extensions
 from .messages import FIRE_AND_FORGET, SCHEDULER, Message
 from .serialize import dumps
@@ -149,6 +151,7 @@ class SchedulerState:
         self.pseudo: set[str] = {FIRE_AND_FORGET}  # fire_and_forget's: holds keys, has no stream
         self._extensions: Extensions | None = None
         self._stealing: WorkStealing | None = None
+        self._computations: deque[Computation] | None = None
 
     def add_worker(self, worker: str, nthreads: int) -> None:
         """A worker joins (dask's ``add_worker``): it takes new tasks from now on; nothing
@@ -168,6 +171,14 @@ class SchedulerState:
         if ext is None:
             ext = self._extensions = Extensions(self)
         return ext
+
+    @property
+    def computations(self) -> deque[Computation]:
+        """dask's ``Scheduler.computations``: the graphs received, grouped (computations.py)."""
+        history = self._computations
+        if history is None:
+            history = self._computations = deque(maxlen=MAX_HISTORY)
+        return history
 
     # -- plumbing ----------------------------------------------------------------
 
@@ -522,6 +533,9 @@ class SchedulerState:
             self.send(out, client, m.CANCELLED_KEYS, msg.keys,
                        gens={k: p["gens"].get(k, 0) for k in msg.keys}, reason=LOST_DEPENDENCIES)
             return
+        # An idle scheduler starts a new computation; a busy one adds the graph to the last
+        # (dask's is_idle: every task done; here, none processing on any worker).
+        joined(self.computations, not any(self.processing.values()), p.get("code", ()))
         gens, known = p["gens"], self.tasks
         recs: dict[str, str] = {}
         new: list[TaskState] = []
