@@ -17,13 +17,17 @@ def inc(x: int) -> int:
     return x + 1
 
 
-@pytest.mark.parametrize("network", ["immediate", "live"])
-def test_threads_computing_the_same_keys_on_one_client(network):
+# Live, the fixed protocol: under dask's a key-in-memory about the key's previous life may
+# reach the client after another thread took the key again, and finish the new future for
+# data the late release then forgets — dask's own race (a dangling_future, rightly
+# reported), not the one this test is about.  Immediate delivers in order: no such race.
+@pytest.mark.parametrize("network, protocol", [("immediate", "dask"), ("live", "fixed")])
+def test_threads_computing_the_same_keys_on_one_client(network, protocol):
     import dask.array as da
 
     x = da.arange(40, chunks=(10,))
     rng = random.Random(0)
-    with jr.Cluster(protocol="dask", workers=2, network=network) as cluster:
+    with jr.Cluster(protocol=protocol, workers=2, network=network) as cluster:
         client = jr.Client(cluster)
 
         def compute(_: int) -> list[int]:
