@@ -334,9 +334,17 @@ class Beliefs:
             # The scheduler's answer to a client's cancel names the dependents it cancelled
             # too (dask's stimulus_cancel): those holds end at a client's request.  Whose
             # cancel: the request being applied, or (a cancel's poll, before PR 7583) the
-            # client of the decision just recorded.
+            # client of the decision just recorded.  Its answer to the client's own
+            # update-graph refuses the graph (a dependency is lost): the keys never lived, and
+            # both sides know it at once.  A loss a race caused is judged on the lost key
+            # itself, which the client still holds.
             receiver = row[CHANNEL].rpartition("->")[2]
             receiving = self.receiving
+            if receiving is not None and receiving[1] == "update-graph" and (
+                    receiving[3] == receiver):
+                for key in row[EXTRA][_MSG_KEYS]:
+                    self.cancelled_by_client[(receiver, key)] = seq
+                return
             cancelling = self.cancelling
             if cancelling is not None and cancelling[0] is receiving:
                 canceller = cancelling[1]

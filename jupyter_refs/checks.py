@@ -325,7 +325,7 @@ class Checks:
                 # A cancelled-keys for it is on its way on the same stream (a cancel RPC still
                 # awaited, before PR 7583): the future ends cancelled, not dangling.
                 return
-            if key in b.forgotten:
+            if key in b.forgotten and not self._desired_again(b, client, key):
                 overtaken = self._overtaken(b, client, key, b.forgotten_by.get(key))
                 self._report(
                     "dangling_future", key, client, seq,
@@ -358,9 +358,22 @@ class Checks:
         for client in sorted(holders):
             pair = (client, key)
             self._update_suspect(b, pair, seq)
-            if b.fstate.get(pair) == "finished" and client not in b.dropping and not with_worker:
+            if (b.fstate.get(pair) == "finished" and client not in b.dropping and not with_worker
+                    and not self._desired_again(b, client, key)):
                 first, why = self._why_forgotten(b, client, key, seq, told=client in wanted)
                 self._report("dangling_future", key, client, first, why)
+
+    @staticmethod
+    def _desired_again(b: Beliefs, client: str, key: str) -> bool:
+        """The client's release forgot the key, and a desire it sent after that release is
+        still on its way (behind it on the stream): it re-creates the task when it lands.  Its
+        future says finished because a key-in-memory about the key's previous life arrived
+        after the new hold began (threads computing one key) — late news, not a dangling
+        future: the data comes again."""
+        desire = b.desired_by.get((client, key))
+        release = b.forgotten_by.get(key)
+        return bool(desire and release and release[1] == m.CLIENT_RELEASES_KEYS
+                    and release[2] < desire[1] and desire[0] in b.sent)
 
     def _who_wants_changed(self, b: Beliefs, seq: int, key: str) -> None:
         self._leak_check.add(key)

@@ -21,7 +21,9 @@ cannot be pickled is refused with the cluster untouched.
 
 from __future__ import annotations
 
+import copy
 import functools
+import json
 import queue
 import sys
 import threading
@@ -43,7 +45,9 @@ from dask._task_spec import TaskRef
 from dask.utils import funcname, typename
 
 from . import arguments, gcscope, interrupts, publish
+from .addresses import SchedulerRPC, cluster_at
 from .client_admin import ClusterCalls
+from .computation_code import computation_code
 from .errors import (
     ClosedClientError,
     FutureCancelledError,
@@ -51,7 +55,9 @@ from .errors import (
     NotModelledError,
     ResultSerializationError,
     SchedulerHandlerError,
+    dask_flavoured,
 )
+from .loop import EventLoop
 from .protocol import messages as m
 from .protocol import serialize
 from .protocol.client import BORROWED, CANCELLED, DONE, ERROR, ClientState, FutureState
@@ -193,9 +199,10 @@ class Future(TaskRef):
 
     # -- actions -----------------------------------------------------------------------
 
-    def cancel(self, reason: str | None = None, msg: str | None = None, **kwargs: Any) -> None:
-        """Cancel the key: the future is cancelled now, the scheduler told after."""
-        self._verify().cancel([self], reason=reason, msg=msg, **kwargs)
+    def cancel(self, reason: str | None = None, msg: str | None = None, **kwargs: Any) -> Any:
+        """Cancel the key: the future is cancelled now, the scheduler told after
+        (``asynchronous=True``: when the awaitable returned is awaited, as dask's)."""
+        return self._verify().cancel([self], reason=reason, msg=msg, **kwargs)
 
     def add_done_callback(self, fn: Callable[[Future], Any]) -> None:
         """Call ``fn(self)`` in a callback thread once the future is done (at once if it is)."""
@@ -505,6 +512,9 @@ class Refcounts(Mapping[str, int]):
         return repr(dict(self._counts()))
 
 
+#: The one event loop every kernel-side client hands out as ``client.loop``.
+_LOOP = EventLoop()
+
 #: Gathers that found no data: how often to ask the scheduler again before giving up
 #: (dask asks forever; the model says the data is lost).
 _GATHER_ATTEMPTS = 3
@@ -656,6 +666,13 @@ class Client(ClusterCalls):
                  set_as_default: bool = True, timeout: Any = None, **kwargs: Any):
         Cluster = _cluster_class()  # noqa: N806 - the class, imported late (a cycle)
         arguments.text(name, "name", none=True)  # before a cluster of its own is started
+        # dask's event loop to run on: the kernel-side client has none, so nothing changes.
+        kwargs.pop("loop", None)
+        scheduler_file = kwargs.pop("scheduler_file", None)
+        if scheduler_file is not None and not isinstance(address, Cluster):
+            address = _address_in(scheduler_file)
+        if isinstance(address, str) and cluster_at(address) is not None:
+            address = cluster_at(address)  # a second client of a kernel-side cluster
         self._own_cluster = address is None
         if address is None:
             # dask's Client() starts a LocalCluster, and passes it the arguments it takes.
@@ -669,6 +686,7 @@ class Client(ClusterCalls):
                 f"Client({address!r})", "a kernel-side client takes a jupyter_refs.Cluster; "
                 "to trace a real dask cluster use jupyter_refs.dask.attach(client)")
         self._setup(address, address._register_client(name))
+        self.scheduler_file = scheduler_file
         self.direct_to_workers = None  # dask's default: decided at each gather
         address.clients[self.name] = self
         if set_as_default:
@@ -698,6 +716,7 @@ class Client(ClusterCalls):
         self._closed = False
         self._callbacks: dict[str, list[tuple[Future, Callable[[Future], Any]]]] = {}
         self._callback_queue: queue.SimpleQueue | None = None
+        self.scheduler_file: str | None = None  # dask's: given, or written by this client
 
     # -- identity ------------------------------------------------------------------------
 
@@ -722,12 +741,23 @@ class Client(ClusterCalls):
         self.cluster.apply_drops()
         return dict(self._state.futures)
 
+    @property
+    def loop(self) -> EventLoop:
+        """dask's event loop, for callbacks code written for dask hands it (``loop.py``)."""
+        return _LOOP
+
+    @property
+    def scheduler(self) -> SchedulerRPC:
+        """dask's rpc to the scheduler: its ``address`` is the cluster's."""
+        return SchedulerRPC(self.cluster.scheduler_address)
+
     def __repr__(self) -> str:
         # dask's shape, "<Client: 'address' processes=n threads=t, ...>", and the keys held
         cluster = self.cluster
         workers = len(cluster.workers) if cluster is not None else 0
         threads = workers * getattr(cluster, "threads_per_worker", 1)
-        return (f"<Client: '{self.name}' processes={workers} threads={threads}, holding "
+        address = cluster.scheduler_address if cluster is not None else self.name
+        return (f"<Client: '{address}' processes={workers} threads={threads}, holding "
                 f"{len(self._state.refcount)} keys>")
 
     def _future(self, key: str, origin: str) -> tuple[Future, bool]:
@@ -741,7 +771,7 @@ class Client(ClusterCalls):
 
     def _check_open(self, op: str = "update-graph") -> None:
         if self._closed:
-            raise ClosedClientError(f"Client is closed. Can't send {op} message.")
+            raise dask_flavoured(ClosedClientError)(f"Client is closed. Can't send {op} message.")
 
     def _new_key(self, prefix: str, hexed: bool) -> str:
         """A non-hashed key: dask's uuid4, or the protocol's counter (race 3)."""
@@ -907,11 +937,8 @@ class Client(ClusterCalls):
         held = self._state.futures
         tasks: dict[str, dict[str, Any]] = {}
         dep_futures: dict[str, Future] = {}
-        for key, args, kwargs in calls:
-            if (key in held or key in tasks) and not allocated:
-                # dask: a key the client already holds is not submitted again.  (A key from
-                # racy-ids' counter is: two threads given one id is the race to show.)
-                continue
+
+        def spec(args: tuple, kwargs: dict) -> dict[str, Any]:
             deps: dict[str, Future] = {}
             if not kwargs and _all_plain(args):
                 # Plain values only (a ``map`` over numbers): nothing to pack, nothing travels.
@@ -920,10 +947,20 @@ class Client(ClusterCalls):
                 with sending() as travelling:
                     ablob = dumps((_pack(args, deps), _pack(kwargs, deps)))
                 carries = tuple(dict.fromkeys(f.key for f in travelling))
-            tasks[key] = {"func": fblob, "args": ablob, "deps": tuple(deps),
-                          "allocated": allocated and self.cluster.variant.ids != UUID,
-                          "carries": carries, **options}
             dep_futures.update(deps)
+            return {"func": fblob, "args": ablob, "deps": tuple(deps),
+                    "allocated": allocated and self.cluster.variant.ids != UUID,
+                    "carries": carries, **options}
+
+        skipped: dict[str, tuple[tuple, dict]] = {}
+        for key, args, kwargs in calls:
+            if (key in held or key in tasks) and not allocated:
+                # dask: a key the client already holds is not submitted again.  (A key from
+                # racy-ids' counter is: two threads given one id is the race to show.)
+                if key not in tasks:
+                    skipped.setdefault(key, (args, kwargs))
+                continue
+            tasks[key] = spec(args, kwargs)
         for dep in dep_futures.values():
             if dep.client is None:
                 raise _not_initialized()
@@ -937,10 +974,12 @@ class Client(ClusterCalls):
         early = (self._hold_first([k for k, _, _ in calls if k not in tasks], origin)
                  if len(tasks) < len(calls) else {})
         with cluster.call(cell) as user_call:
+            tasks.update((key, spec(*call)) for key, call in _let_go(skipped, held))
             futures = [early.pop(key) if key in early else self._future(key, origin)[0]
                        for key, _, _ in calls]
             if tasks:
-                user_call.send(self._state.update_graph(tasks, list(tasks), dep_futures))
+                user_call.send(self._state.update_graph(tasks, list(tasks), dep_futures,
+                                                        computation_code()))
         return futures
 
     def _hold_first(self, keys: list[str], origin: str) -> dict[str, Future]:
@@ -1061,7 +1100,8 @@ class Client(ClusterCalls):
     def _raise_if_failed(self, f: Future) -> None:
         fs = f._fs
         if fs.state == CANCELLED:
-            raise FutureCancelledError(f.key, fs.reason, fs.error.decode() if fs.error else None)
+            raise dask_flavoured(FutureCancelledError)(
+                f.key, fs.reason, fs.error.decode() if fs.error else None)
         if fs.state == ERROR:
             raise loads(fs.error)
 
@@ -1073,8 +1113,15 @@ class Client(ClusterCalls):
     # -- cancel, questions, close ------------------------------------------------------------
 
     def cancel(self, futures: Any, asynchronous: bool | None = None, force: bool = False,
-               reason: str | None = None, msg: str | None = None) -> None:
-        """Cancel the futures' keys (and what depends on them), as dask's ``Client.cancel``."""
+               reason: str | None = None, msg: str | None = None) -> Any:
+        """Cancel the futures' keys (and what depends on them), as dask's ``Client.cancel``;
+        with ``asynchronous=True`` a coroutine that cancels them when awaited (dask's, on
+        its event loop: ``client.loop.add_callback``)."""
+        if asynchronous:
+            async def cancelled() -> None:
+                self.cancel(futures, force=force, reason=reason, msg=msg)
+
+            return cancelled()
         from .coordination import futures_of  # dask's: it looks into collections too
 
         keys = dict.fromkeys(f.key for f in futures_of(futures))
@@ -1173,6 +1220,15 @@ class Client(ClusterCalls):
 
     ncores = nthreads
 
+    def write_scheduler_file(self, scheduler_file: str) -> None:
+        """dask's ``write_scheduler_file``: ``scheduler_info()`` as JSON, whose address
+        ``Client(scheduler_file=...)`` connects a second client with; once per client."""
+        if self.scheduler_file:
+            raise ValueError("Scheduler file already set")
+        self.scheduler_file = scheduler_file
+        with open(scheduler_file, "w") as f:
+            json.dump(self.scheduler_info(), f, indent=2)
+
     def scheduler_info(self, n_workers: int = 5, **kwargs: Any) -> dict[str, Any]:
         """dask's ``Client.scheduler_info``: the scheduler and up to ``n_workers`` workers
         (``-1``: all), with dask's fields; the model measures nothing, so memory, metrics and
@@ -1184,7 +1240,8 @@ class Client(ClusterCalls):
             names = list(cluster.scheduler.workers)  # the scheduler's (a retired one is gone)
         shown = names if n_workers == -1 else names[:n_workers]
         workers = {w: self._worker_info(w, "running") for w in shown}
-        return {"type": "Scheduler", "id": f"Scheduler-{id(cluster):x}", "address": "scheduler",
+        return {"type": "Scheduler", "id": f"Scheduler-{id(cluster):x}",
+                "address": cluster.scheduler_address,
                 "services": {}, "started": 0.0, "n_workers": len(names),
                 "total_threads": threads * len(names), "total_memory": 0, "workers": workers}
 
@@ -1302,6 +1359,29 @@ class Client(ClusterCalls):
         single, out = _each_collection(collections, one, kwargs)
         return out[0] if single else out
 
+    def normalize_collection(self, collection: Any) -> Any:
+        """dask's ``normalize_collection``: the collection with each key this client holds a
+        future for replaced by a new future of it (the graph culled to what is left to
+        compute), so computing it reuses those results; unchanged when it holds none.
+        Futures dropped before the call are let go first: their keys are computed again."""
+        from dask.optimization import cull
+
+        graph = collection.__dask_graph__()
+        self.cluster.apply_drops()
+        with self.cluster.locked():
+            held = self._state.futures
+            mine = {k: self._future(_key(k), "normalize")[0] for k in graph if _key(k) in held}
+        if not mine:
+            return collection
+        dsk, _ = cull({**dict(graph), **mine}, collection.__dask_keys__())
+        from dask.delayed import Delayed
+
+        if isinstance(collection, Delayed):  # dask's redict_collection
+            return Delayed(collection.key, dsk)
+        copied = copy.copy(collection)
+        copied.dask = dsk
+        return copied
+
     def get(self, dsk: Mapping[Any, Any], keys: Any, **kwargs: Any) -> Any:
         """dask's scheduler interface: compute ``keys`` of the graph ``dsk`` here and return
         their values in the shape of ``keys``.  A default client is dask's scheduler, so
@@ -1311,9 +1391,14 @@ class Client(ClusterCalls):
         if hasattr(dsk, "__dask_graph__"):  # dask hands its schedulers an expression
             dsk = dsk.__dask_graph__()
         flat = _flatten(keys)
-        futures = self._submit_graph(dict(dsk), flat, kwargs.get("retries"))
+        graph = dict(dsk)
+        futures = self._submit_graph(graph, flat, kwargs.get("retries"))
         if not sync:  # dask: the futures, in the shape of keys
             return _unflatten(keys, dict(zip(flat, futures)))
+        # dask releases the futures it made once the gather ends, raised or not: a cancelled
+        # result (lost dependencies) is let go at once, not when the traceback is dropped.
+        # The user's own futures in the graph (persisted keys) are theirs to keep.
+        made = [f for k, f in zip(flat, futures) if type(graph.get(k)) is not Future]
         from .cluster import current_run
 
         # In a task (compute() inside one) dask secedes while it waits, then rejoins; a task
@@ -1326,6 +1411,8 @@ class Client(ClusterCalls):
         try:
             return _unflatten(keys, dict(zip(flat, self.gather(futures))))
         finally:
+            for future in made:
+                future.release()
             if entry is not None:
                 entry[0].rejoin(entry[1])
 
@@ -1337,30 +1424,52 @@ class Client(ClusterCalls):
         held = self._state.futures
         given = {k: v for k, v in dsk.items() if type(v) is Future}  # persisted keys
         graph = convert_legacy_graph({k: v for k, v in dsk.items() if k not in given})
+
+        def spec(node: Any) -> dict[str, Any]:
+            deps = {d: Dep(_key(d)) for d in node.dependencies}
+            return {"func": _RUN_NODE, "args": dumps(((node, deps), {})),
+                    "deps": tuple(_key(d) for d in deps), "allocated": False,
+                    "carries": (), "workers": None, "retries": retries, "priority": 0}
+
         tasks: dict[str, dict[str, Any]] = {}
+        skipped: dict[str, Any] = {}  # as submit: a key this client holds is not sent again
         for key, node in graph.items():
             name = _key(key)
             if name in held:
-                continue  # as submit: a key this client holds is not sent again
-            deps = {d: Dep(_key(d)) for d in node.dependencies}
-            tasks[name] = {"func": _RUN_NODE, "args": dumps(((node, deps), {})),
-                           "deps": tuple(_key(d) for d in deps), "allocated": False,
-                           "carries": (), "workers": None, "retries": retries, "priority": 0}
+                skipped[name] = node
+            else:
+                tasks[name] = spec(node)
         dep_futures = {f.key: f for f in given.values()}
         # Held keys not sent again, wanted or depended on, keep their reference through the call.
-        early = self._hold_first([_key(k) for k in graph if _key(k) not in tasks], "compute")
+        early = self._hold_first(list(skipped), "compute")
         with self.cluster.call(user_cell()) as user_call:
+            tasks.update((name, spec(node)) for name, node in _let_go(skipped, held))
             futures = [given[k] if k in given else early.pop(_key(k), None)
                        or self._future(_key(k), "compute")[0] for k in wanted]
             if tasks:
                 user_call.send(self._state.update_graph(tasks, [_key(k) for k in wanted],
-                                                        dep_futures))
+                                                        dep_futures, computation_code()))
         return futures
 
     def __getattr__(self, name: str) -> Any:
         if name in _DASK_CLIENT_API:
             raise NotModelledError(f"Client.{name}")
         raise AttributeError(f"'Client' object has no attribute {name!r}")
+
+
+def _address_in(scheduler_file: str) -> str:
+    """The scheduler address a scheduler file gives (dask waits for the file to appear; a
+    kernel-side cluster's is written before it is read, or never)."""
+    with open(scheduler_file) as f:
+        return json.load(f)["address"]
+
+
+def _let_go(skipped: dict[str, Any], held: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """The keys a call skipped because the client held them, and no longer holds: another
+    thread's call applied their drop between the skip and this call taking the lock (30
+    threads computing on one client, dask's test_threadsafe_compute).  Sent after all — else
+    the new future waits for a graph nobody sends."""
+    return [(key, what) for key, what in skipped.items() if key not in held] if skipped else []
 
 
 def _run_node(node: Any, values: dict[Any, Any]) -> Any:
@@ -1422,6 +1531,6 @@ register_scheduler_plugin get_executor get_metadata set_metadata get_worker_logs
 get_scheduler_logs processing call_stack benchmark_hardware
 get_versions wait_for_workers forward_logging log_event subscribe_topic unsubscribe_topic
 get_events start_ipython_workers start_ipython_scheduler dump_cluster_state
-write_scheduler_file amm get asynchronous sync loop scheduler
-nbytes normalize_collection recreate_error_locally recreate_task_locally
+amm get asynchronous sync
+nbytes recreate_error_locally recreate_task_locally
 """.split())

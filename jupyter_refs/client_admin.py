@@ -91,8 +91,10 @@ class ClusterCalls:
         """Call ``function`` where the scheduler is — here — with ``dask_scheduler`` (its
         ``tasks``, ``workers``) if it takes that argument."""
         cluster = self.cluster
+        cluster.apply_drops()  # a call is a safe point: futures dropped before it are let go
         with cluster.locked():
             view = _View("dask_scheduler", tasks=dict(cluster.scheduler.tasks),
+                         computations=cluster.scheduler.computations.copy(),
                          workers=dict.fromkeys(cluster.workers),
                          address=getattr(cluster, "scheduler_address", "scheduler"))
         return _call(function, args, kwargs, "dask_scheduler", view)
@@ -107,6 +109,7 @@ class ClusterCalls:
         if on_error not in ("raise", "return", "ignore"):
             raise ValueError(f"on_error must be 'raise', 'return' or 'ignore'; got {on_error!r}")
         cluster = self.cluster
+        cluster.apply_drops()  # a call is a safe point: futures dropped before it are let go
         names = self._workers(workers) or list(cluster.workers)
 
         def all_of_them() -> dict[str, Any]:

@@ -45,11 +45,13 @@ from typing import Any
 from dask.utils import parse_timedelta
 
 from . import arguments, gcscope, interrupts
+from .addresses import new_address
 from .checks import Checks, Violation, quiet_limit_for
 from .client import Client, Future
 from .errors import (
     ArgumentValueError,
     ClusterClosedError,
+    ConnectTimeoutError,
     HeldMessagesError,
     MissingDataError,
     ThreadsExhaustedError,
@@ -256,6 +258,8 @@ class Cluster:
         arguments.flag(checks, "checks")
         arguments.count(threads_per_worker, "threads_per_worker", none=True)
         self.live = network == "live"
+        #: dask's ``scheduler_address``: this cluster's own, ``inproc://jupyter-refs/<n>``.
+        self.scheduler_address = new_address(self)
         self.policy = make_policy(network, seed)
         self.network_name = network if isinstance(network, str) else self.policy.name
         self.seed = seed
@@ -697,15 +701,24 @@ class Cluster:
         if self.closed:
             raise ClusterClosedError("the cluster is closed; start a new one with Cluster(...)")
 
-    def worker_client(self, worker: str) -> Client:
+    def worker_client(self, worker: str, timeout: float | None = None) -> Client:
         """The client of ``worker`` (``client:<worker>``): what ``get_client()`` gives its tasks.
 
         dask gives each worker process its own client; an in-process dask cluster
         (``LocalCluster(processes=False)``) hands a task the user's own client
         instead.  The model always uses the worker's, so nested work shows on its
         own lane.
+
+        A worker process makes its client on first use, connecting within ``timeout``
+        seconds: with 0 that fails (``OSError``), and the next use tries again.  Once made,
+        or in-process (the user's client, already connected), the timeout does not matter.
         """
-        return self._client_of(self.workers[worker].client)
+        state = self.workers[worker].client
+        if (timeout is not None and timeout <= 0 and state.name not in self._worker_clients
+                and getattr(self, "processes", True)):
+            raise ConnectTimeoutError(f"Timed out trying to connect to "
+                                      f"{self.scheduler_address} after {timeout} s")
+        return self._client_of(state)
 
     def _client_of(self, state: ClientState) -> Client:
         client = self._worker_clients.get(state.name)
@@ -817,6 +830,8 @@ class Cluster:
             return
         deadline = None if timeout is None else time.monotonic() + timeout
         next_, deliver = self._next, self._deliver
+        if current_run.get() is not None and isinstance(self.policy, Immediate):
+            next_ = self._next_in_task  # a task waits: the others run beside it, not inside
         while not done():
             if interrupts._pending:
                 interrupts.check()  # between two deliveries, the state is whole
@@ -935,6 +950,13 @@ class Cluster:
         if not self.live and at > self._now:
             self._now = at
         return msg
+
+    def _next_in_task(self, force: bool) -> Message | None:
+        """Immediate, a task waiting inside its run: :meth:`Immediate.next_in_task`."""
+        choice = self.policy.next_in_task(self._network, self._now)
+        if choice is None:
+            return self._network.oldest(held_too=True) if force else None
+        return choice[0]
 
     def _deliver(self, msg: Message, threaded: bool = False) -> TaskRun | None:
         network, trace = self._network, self.trace

@@ -22,7 +22,12 @@ from typing import Any
 from dask.utils import parse_timedelta
 
 from .client import Client, Future, default_client, futures_in, user_cell
-from .errors import FutureCancelledError, FuturesCancelledError, NotModelledError
+from .errors import (
+    FutureCancelledError,
+    FuturesCancelledError,
+    NotModelledError,
+    dask_flavoured,
+)
 from .protocol import messages as m
 from .protocol.client import CANCELLED, DONE, ERROR, PENDING
 from .protocol.serialize import dumps, loads
@@ -92,8 +97,9 @@ def wait(fs: Any, timeout: float | None = None,
     done_set = {f for f in futures if f.status != PENDING}
     cancelled = [f for f in done_set if f.status == CANCELLED]
     if cancelled:
-        raise FuturesCancelledError([
-            FutureCancelledError(f.key, f._fs.reason, f._fs.error.decode() if f._fs.error else None)
+        raise dask_flavoured(FuturesCancelledError)([
+            dask_flavoured(FutureCancelledError)(
+                f.key, f._fs.reason, f._fs.error.decode() if f._fs.error else None)
             for f in cancelled])
     return DoneAndNotDoneFutures(done_set, {f for f in futures if f.status == PENDING})
 

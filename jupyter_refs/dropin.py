@@ -37,7 +37,14 @@ from .coordination import (
     wait,
 )
 from .errors import NotModelledError
-from .worker_context import fire_and_forget, get_client, rejoin, secede, worker_client
+from .worker_context import (
+    fire_and_forget,
+    get_client,
+    get_worker,
+    rejoin,
+    secede,
+    worker_client,
+)
 
 #: dask's ``LocalCluster`` arguments that change nothing a program can observe on the model
 #: (a dashboard, logs, ports, directories): accepted and let go.
@@ -111,10 +118,6 @@ class LocalCluster(Cluster):
             worker.nanny = processes
 
     @property
-    def scheduler_address(self) -> str:
-        return "inproc://jupyter-refs/scheduler"
-
-    @property
     def dashboard_link(self) -> str:
         return ""
 
@@ -149,10 +152,11 @@ class LocalCluster(Cluster):
                 f"workers={len(self.workers)}, threads per worker={self.threads_per_worker})")
 
 
-def _get_client(*args: Any, **kwargs: Any) -> Client:
+def _get_client(address: Any = None, timeout: Any = None, resolve_address: bool = True
+                ) -> Client:
     """dask's ``get_client``: the worker's client in a task, the default client elsewhere."""
     try:
-        return get_client()
+        return get_client(timeout)
     except ValueError:
         return _default_client()
 
@@ -170,7 +174,7 @@ def _default_client(c: Client | None = None) -> Client:
 MODEL: dict[str, Any] = {
     "Client": Client, "LocalCluster": LocalCluster, "Future": Future, "wait": wait,
     "as_completed": as_completed, "get_client": _get_client, "default_client": _default_client,
-    "worker_client": worker_client, "secede": secede, "rejoin": rejoin,
+    "worker_client": worker_client, "get_worker": get_worker, "secede": secede, "rejoin": rejoin,
     "fire_and_forget": fire_and_forget, "futures_of": futures_of, "Variable": Variable,
     "Queue": Queue, "Event": Event, "Lock": Lock, "Semaphore": Semaphore,
 }

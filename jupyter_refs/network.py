@@ -248,6 +248,22 @@ class Immediate(Policy):
                     return head, now_ns
         return msg, now_ns
 
+    def next_in_task(self, network: Network, now_ns: int) -> tuple[Message, int] | None:
+        """The next delivery while a task waits inside its run (a lock, an RPC, a result).
+
+        On dask the other tasks run on threads of their own, side by side with the waiter:
+        what it waits for (an RPC's reply) comes whether they have started or not.  Stepped,
+        a run is nested inside the delivery that starts it, so a task started here would
+        have to end before the waiter goes on — and one that waits for what the waiter
+        holds (the same ``Lock``) never could.  So the waiter's own messages go first, and
+        a task starts only when nothing else moves (its result may be what is awaited).
+        """
+        heads = network.heads() if network.held else network.ordered_heads
+        for msg in heads:
+            if msg.op != EXECUTE and msg.op != BALANCE:
+                return msg, now_ns
+        return self.next(network, now_ns)
+
 
 class Manual(Policy):
     name = "manual"

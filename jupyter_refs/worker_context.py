@@ -22,8 +22,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from .addresses import SchedulerRPC
 from .client import Client, Future
 from .cluster import current_run
+from .errors import NotModelledError
 from .protocol import messages as m
 from .protocol.messages import FIRE_AND_FORGET
 
@@ -36,10 +38,54 @@ def _current(what: str):
     return entry
 
 
-def get_client() -> Client:
+def _seconds(timeout: float | str | None) -> float | None:
+    """dask's reading of a timeout (``parse_timedelta``: ``"1s"``, ``0``); None stays None,
+    dask's default connect timeout, which a worker's client meets."""
+    if timeout is None:
+        return None
+    from dask.utils import parse_timedelta
+
+    return parse_timedelta(timeout, "s")
+
+
+def get_client(timeout: float | str | None = None) -> Client:
     """The client of the worker running this task (dask's ``get_client()`` in a task)."""
     cluster, run = _current("get_client")
-    return cluster.worker_client(run.worker)
+    return cluster.worker_client(run.worker, _seconds(timeout))
+
+
+class WorkerView:
+    """dask's ``get_worker()`` in a task, as the model has the worker: its ``address`` (the
+    model's worker name, as ``who_has`` gives it), ``name``, ``nthreads``, ``data`` and
+    ``scheduler`` (the rpc, with the scheduler's address); anything else dask's ``Worker``
+    has says it is not modelled, rather than an AttributeError."""
+
+    def __init__(self, cluster: Any, worker: str):
+        state = cluster.workers[worker]
+        self.address = worker
+        self.name = list(cluster.workers).index(worker)  # as scheduler_info numbers them
+        self.nthreads = state.nthreads
+        self.data = state.data
+        self.scheduler = SchedulerRPC(cluster.scheduler_address)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise NotModelledError(f"get_worker().{name}",
+                               "the worker's address, name, nthreads, data and scheduler are")
+
+    def __repr__(self) -> str:
+        return f"<Worker {self.address!r}, name: {self.name}, threads: {self.nthreads}>"
+
+
+def get_worker() -> WorkerView:
+    """The worker running this task (dask's ``get_worker()``); outside a task dask's
+    ``ValueError: No worker found``."""
+    entry = current_run.get()
+    if entry is None:
+        raise ValueError("No worker found")
+    cluster, run = entry
+    return WorkerView(cluster, run.worker)
 
 
 def secede() -> None:
@@ -58,10 +104,11 @@ def rejoin() -> None:
 def worker_client(timeout: float | None = None, separate_thread: bool = True) -> Iterator[Client]:
     """``with worker_client() as client:`` — secede, use the worker's client, rejoin on exit."""
     cluster, run = _current("worker_client")
+    client = cluster.worker_client(run.worker, _seconds(timeout))  # before seceding, as dask
     if separate_thread:
         cluster.secede(run)
     try:
-        yield cluster.worker_client(run.worker)
+        yield client
     finally:
         if separate_thread:
             cluster.rejoin(run)

@@ -75,7 +75,7 @@ async def probe() -> dict:
 
     async with Scheduler(dashboard_address=":0") as s, \
             Worker(s.address, nthreads=2) as wa, Worker(s.address, nthreads=2) as wb, \
-            Client(s.address, asynchronous=True) as c:
+            Client(s.address, asynchronous=True, set_as_default=False) as c:
         steal = s.extensions["stealing"]
         go = Event("go-5379", client=c)
         a = c.submit(blocked, 1, "go-5379", key="a", workers=[wa.address])

@@ -56,7 +56,7 @@ async def probe(error: bool = False) -> object:
 
     async with Scheduler(dashboard_address=":0") as s, \
             Worker(s.address, nthreads=1) as a, \
-            Client(s.address, asynchronous=True) as c:
+            Client(s.address, asynchronous=True, set_as_default=False) as c:
         block = Event("block-7463", client=c)
         f = c.submit(first, 1, "block-7463", error, key="k")
         await _until(lambda: "k" in a.state.tasks and a.state.tasks["k"].state == "executing",

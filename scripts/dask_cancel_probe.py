@@ -37,7 +37,7 @@ async def run_7583(scheduler, late: float, i: int) -> str:
     from distributed.metrics import time as dask_time
 
     key = f"k-{i}"
-    async with Client(scheduler.address, asynchronous=True) as client:
+    async with Client(scheduler.address, asynchronous=True, set_as_default=False) as client:
         # Set before the client sends anything: its stream waits for this deadline.
         client.scheduler_comm.next_deadline = dask_time() + late
         f = client.submit(inc, 1, key=key)
@@ -74,8 +74,8 @@ async def probe(runs: int, late: float) -> None:
             Worker(scheduler.address, nthreads=1):
         seen = Counter([await run_7583(scheduler, late, i) for i in range(runs)])
         print(f"7583, the client's stream {late} s late: {dict(seen)}")
-        async with Client(scheduler.address, asynchronous=True) as a, \
-                Client(scheduler.address, asynchronous=True) as b:
+        async with Client(scheduler.address, asynchronous=True, set_as_default=False) as a, \
+                Client(scheduler.address, asynchronous=True, set_as_default=False) as b:
             seen = Counter([await run_6016(scheduler, a, b, i) for i in range(runs)])
         print(f"6016, both results gathered, one client cancels: {dict(seen)}")
 

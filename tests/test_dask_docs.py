@@ -1255,7 +1255,7 @@ compared("doc_get", CLIENT_PY, "Client.get", """
     from operator import add
     out = client.get({'x': (add, 1, 2)}, 'x')
 """)
-loud("doc_normalize_collection", CLIENT_PY, "Client.normalize_collection", "Client.normalize_collection", """
+compared("doc_normalize_collection", CLIENT_PY, "Client.normalize_collection", """
     import dask.array as da
     x = da.ones(10, chunks=5)
     client.persist(x)
@@ -1475,7 +1475,7 @@ compared("doc_secede", WORKER_PY, "secede", """
         return client.gather(futures)  # return gathered results
     out = client.submit(mytask, 4).result()
 """)
-loud("doc_get_worker", WORKER_PY, "get_worker", "distributed.get_worker", """
+compared("doc_get_worker", WORKER_PY, "get_worker", """
     from dask.distributed import get_worker
     def f():
         worker = get_worker()  # The worker on which this task is running

@@ -426,16 +426,23 @@ def test_a_late_steal_response_moves_the_task_before_2021_10_and_is_stale_after(
     assert before.returned == after.returned == "(3, 1, 3)"
 
 
-def _probe_7463():
-    """scripts/dask_7463_probe.py, loaded as a module (it is a script, not a package)."""
-    import importlib.util
+def _probe_apart(script: str, call: str):
+    """``asyncio.run(<call>)`` of ``scripts/<script>`` in a Python process of its own, its
+    outcome read back as JSON.  An asynchronous probe makes a scheduler, workers and a client
+    on its own loop; in this process that left dask's default client and scheduler setting
+    behind for the tests after it (the module's ``inproc`` client could not close)."""
+    import json
+    import subprocess
+    import sys
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "scripts" / "dask_7463_probe.py"
-    spec = importlib.util.spec_from_file_location("dask_7463_probe", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    path = Path(__file__).resolve().parents[1] / "scripts" / script
+    code = ("import asyncio, json, logging, runpy; "
+            "logging.getLogger('distributed').setLevel(logging.CRITICAL); "
+            f"m = runpy.run_path({str(path)!r}); print(json.dumps(asyncio.run(m['probe']{call})))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.dask
@@ -446,11 +453,7 @@ def test_7463_and_7933_orders_forced_on_2026_8_show_the_run_ids_holding(error):
     task-finished (task-erred) reaches the scheduler while k is processing again on the same
     worker, and is recognised as stale: the second future gets dec(1) == 0.  (On 2023.1.0 the
     same probe gets 2 and ValueError: scripts/dask_7463_probe.py in a venv of its own.)"""
-    import asyncio
-    import logging
-
-    logging.getLogger("distributed").setLevel(logging.CRITICAL)
-    assert asyncio.run(_probe_7463().probe(error)) == 0
+    assert _probe_apart("dask_7463_probe.py", f"({error})") == 0
 
 
 @pytest.mark.dask
@@ -459,17 +462,7 @@ def test_5379_order_forced_on_2026_8_is_a_stale_response():
     by hand, the streams held): worker A's late answer to the steal of the first b is logged
     as a stale-response and the new b stays on A, which holds it.  (On 2021.9.1 the same probe
     logs a confirm and moves b to B while A still holds it: scripts/dask_5379_probe.py.)"""
-    import asyncio
-    import importlib.util
-    import logging
-    from pathlib import Path
-
-    logging.getLogger("distributed").setLevel(logging.CRITICAL)
-    path = Path(__file__).resolve().parents[1] / "scripts" / "dask_5379_probe.py"
-    spec = importlib.util.spec_from_file_location("dask_5379_probe", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    outcome = asyncio.run(module.probe())
+    outcome = _probe_apart("dask_5379_probe.py", "()")
     assert outcome == {"processing_on": "A", "A still holds b": True, "log": ["stale-response"]}
 
 

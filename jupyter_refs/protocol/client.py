@@ -232,16 +232,20 @@ class ClientState:
         return call, [msg]
 
     def update_graph(self, tasks: dict[str, Any], wanted: list[str],
-                     deps: Iterable[str] = ()) -> list[Message]:
-        """Submit ``tasks`` (key -> run spec); the client holds ``wanted`` and uses ``deps``."""
+                     deps: Iterable[str] = (), code: tuple[Any, ...] = ()) -> list[Message]:
+        """Submit ``tasks`` (key -> run spec); the client holds ``wanted`` and uses ``deps``;
+        ``code``: the user's frames around the call, for the scheduler's computations."""
         futures, gens = self.futures, {}
         for keys in (wanted, deps):  # loops, not a comprehension over a new tuple of both
             for k in keys:
                 fs = futures.get(k)
                 if fs is not None:
                     gens[k] = fs.gen
+        payload = {"client": self.name, "tasks": tasks, "gens": gens}
+        if code:
+            payload["code"] = code
         return [Message(self.name, m.SCHEDULER, m.UPDATE_GRAPH, self._stream, True,
-                        tuple(wanted), {"client": self.name, "tasks": tasks, "gens": gens})]
+                        tuple(wanted), payload)]
 
     def cancel(self, keys: Iterable[str], force: bool, reason: str | None,
                msg: str | None) -> list[Message]:

@@ -31,6 +31,7 @@ class FromClient(TypedDict):
 class UpdateGraph(FromClient):
     tasks: dict[str, Any]
     gens: dict[str, int]  # the hold each key's desire starts (fixed); {} under dask
+    code: NotRequired[tuple[Any, ...]]  # the user's frames around the call (computations.py)
 
 
 class ClientReleasesKeys(FromClient):

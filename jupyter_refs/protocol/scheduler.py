@@ -19,11 +19,13 @@ recommendations loop like dask's, whose steps are declared in ``_TRANSITIONS``.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import messages as m
+from .computations import MAX_HISTORY, Computation, joined
 from .extensions import EXTENSION_OPS, Extensions
 from .messages import FIRE_AND_FORGET, SCHEDULER, Message
 from .serialize import dumps
@@ -190,6 +192,7 @@ class SchedulerState:
         self._acquiring: dict[str, str] = {}
         #: Worker -> its life: how often its nanny restarted it (its streams are new ones).
         self.lives: dict[str, int] = {}
+        self._computations: deque[Computation] | None = None
 
     def connect(self, client: str) -> None:
         """A client connects (dask's ``add_client``): a report meant for every client —
@@ -214,6 +217,14 @@ class SchedulerState:
         if ext is None:
             ext = self._extensions = Extensions(self)
         return ext
+
+    @property
+    def computations(self) -> deque[Computation]:
+        """dask's ``Scheduler.computations``: the graphs received, grouped (computations.py)."""
+        history = self._computations
+        if history is None:
+            history = self._computations = deque(maxlen=MAX_HISTORY)
+        return history
 
     # -- plumbing ----------------------------------------------------------------
 
@@ -578,6 +589,9 @@ class SchedulerState:
             self.send(out, client, m.CANCELLED_KEYS, msg.keys,
                        gens={k: p["gens"].get(k, 0) for k in msg.keys}, reason=LOST_DEPENDENCIES)
             return
+        # An idle scheduler starts a new computation; a busy one adds the graph to the last
+        # (dask's is_idle: every task done; here, none processing on any worker).
+        joined(self.computations, not any(self.processing.values()), p.get("code", ()))
         gens, known = p["gens"], self.tasks
         recs: dict[str, str] = {}
         new: list[TaskState] = []
