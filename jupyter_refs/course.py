@@ -68,11 +68,14 @@ def check(guess: Any, actual: Any, *, why: str = "") -> None:
 
     ``guess`` left as ``...`` means the student did not answer: the answer is shown.  Strings
     compare without case or surrounding blanks, since "Forgotten" and "forgotten " are the same
-    guess.  Returns nothing: a check is read, not computed with.
+    guess; obvious aliases count as right too (:func:`_same`): a value typed as text
+    (``"[41]"`` for ``[41]``, ``"0"`` for ``0``), a set of names in another case, and an
+    exception's shorter name (``"CancelledError"`` for ``"FutureCancelledError"``).
+    Returns nothing: a check is read, not computed with.
     """
     if guess is ...:
         verdict = "no guess yet"
-    elif _norm(guess) == _norm(actual):
+    elif _same(guess, actual):
         verdict = "right"
     else:
         verdict = f"not quite: you guessed {guess!r}"
@@ -123,7 +126,30 @@ def load_magics(shell: Any) -> None:
 
 
 def _norm(value: Any) -> Any:
-    return value.strip().lower() if isinstance(value, str) else value
+    if isinstance(value, str):
+        return value.strip().lower()
+    if isinstance(value, (set, frozenset)) and all(isinstance(v, str) for v in value):
+        return {v.strip().lower() for v in value}
+    return value
+
+
+def _same(guess: Any, actual: Any) -> bool:
+    """Whether ``guess`` is ``actual`` up to case, blanks and the obvious aliases."""
+    if _norm(guess) == _norm(actual):
+        return True
+    if isinstance(guess, str) and not isinstance(actual, str):
+        try:  # "[41]" for [41], "True" for True, "{'A', 'B'}" for {"A", "B"}
+            return bool(_norm(ast.literal_eval(guess.strip())) == _norm(actual))
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return False
+    if isinstance(guess, str) and isinstance(actual, str) and actual.endswith("Error"):
+        # an exception's shorter name: "CancelledError" for "FutureCancelledError", at a
+        # CamelCase boundary, and more than the bare "Error"
+        short = guess.strip()
+        tail = actual[-len(short):] if short else ""
+        return (len(short) > len("Error") and tail.lower() == short.lower()
+                and tail[:1].isupper())
+    return False
 
 
 def form_of_8576(trace: Trace, key: str) -> str:

@@ -22,6 +22,24 @@ def test_a_right_guess_ignores_case_and_blanks(capsys):
     assert capsys.readouterr().out == "[right] the answer: 'forgotten' (the release won)\n"
 
 
+@pytest.mark.parametrize("guess, actual", [
+    ("CancelledError", "FutureCancelledError"), ("cancellederror", "FutureCancelledError"),
+    ("[41]", [41]), (" 0 ", 0), ("True", True), ("{'A', 'B'}", {"A", "B"}), ({"a", "b"}, {"A", "B"}),
+])
+def test_obvious_aliases_are_right(capsys, guess, actual):
+    check(guess, actual)
+    assert capsys.readouterr().out.startswith("[right] the answer: ")
+
+
+@pytest.mark.parametrize("guess, actual", [
+    ("Error", "FutureCancelledError"), ("ledError", "FutureCancelledError"), ("[42]", [41]),
+    ("not python", [41]), ("1", "10"), ({"A"}, {"A", "B"}),
+])
+def test_aliases_stay_narrow(capsys, guess, actual):
+    check(guess, actual)
+    assert capsys.readouterr().out.startswith("[not quite: ")
+
+
 def test_a_wrong_guess_says_what_was_guessed(capsys):
     check(3, 2)
     assert capsys.readouterr().out == "[not quite: you guessed 3] the answer: 2\n"
