@@ -3705,9 +3705,6 @@ compared("priority_map_kwarg", PRIORITY, "User priorities (client.map(..., prior
 
 #: Where the model differs from dask (measured): xfail(strict=True), the team's next items.
 DIFFERENT: dict[str, str] = {
-    "priority_order": (
-        "a worker runs its ready tasks in arrival order on the model: ['low', 'high']; "
-        "dask runs the higher priority first: ['high', 'low']"),
     "locality_compute_workers": (
         "the model says NotModelledError (workers= for dask collections); dask 2026.8 rejects "
         "the docs' form itself: TypeError: unhashable type: 'dict'"),

@@ -155,6 +155,7 @@ class ComputeTask(Stimulus):
     args: bytes
     who_has: dict[str, list[str]]
     incarnation: int
+    priority: tuple  # dask's (-user priority, graph generation, order in the graph): lower first
 
 
 class FreeKeys(Stimulus):

@@ -80,6 +80,9 @@ class TaskState:
     type: bytes | None = None
     #: Retries left (``submit(retries=)``).
     retries: int = 0
+    #: dask's ``TaskState.priority``: (-user priority, graph generation, order in its graph);
+    #: a worker runs its ready tasks lowest first.
+    priority: tuple = ()
 
 
 @dataclass(slots=True)
@@ -132,6 +135,9 @@ class SchedulerState:
         #: The last incarnation (run id) handed out, and the last RPC call number.
         self._incarnation = 0
         self._call = 0
+        #: dask's ``Scheduler.generation``: one per graph (dask also shares one among graphs
+        #: that come within ``fifo_timeout``; the model has no clock here, so each is its own).
+        self._generation = 0
         self._next_worker = 0
         #: Worker -> the keys processing there, in the order they were sent (dask's
         #: ``WorkerState.processing``): its length is the worker's load, and work stealing
@@ -544,9 +550,11 @@ class SchedulerState:
                            exception=dumps(RuntimeError(f"{key}: {SET_TWICE}")),
                            text=f"RuntimeError: {SET_TWICE}")
         # Linked once every new task exists: a dependency may come later in the graph.
-        for ts in new:
+        self._generation = generation = self._generation + 1
+        for order, ts in enumerate(new):
             spec = ts.run_spec
             ts.retries = spec.get("retries") or 0
+            ts.priority = (-(spec.get("priority") or 0), generation, order)
             deps = spec["deps"]
             if deps:
                 ts.dependencies = set(deps)
@@ -834,7 +842,8 @@ class SchedulerState:
         out.append(Message(SCHEDULER, worker, m.COMPUTE_TASK,
                            self._streams.get(worker) or self._stream_to(worker), True, (key,),
                            {"key": key, "func": spec["func"], "args": spec["args"],
-                            "who_has": who_has, "incarnation": run_id, "stimulus_id": stimulus}))
+                            "who_has": who_has, "incarnation": run_id, "stimulus_id": stimulus,
+                            "priority": ts.priority}))
 
     def _processing_memory(self, ts, recs, out, stimulus) -> None:
         # Every computed task comes here: the empty cases (nobody to tell, no dependents,

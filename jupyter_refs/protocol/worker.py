@@ -39,7 +39,6 @@ it passes ``bind``.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -48,6 +47,7 @@ from typing import Any
 from . import messages as m
 from .client import ClientState, FutureState
 from .messages import Message
+from .ready import ReadyQueue
 from .serialize import (
     FutureRef,
     adopting,
@@ -134,7 +134,7 @@ class WorkerState:
         self.nthreads = nthreads
         #: Tasks asked for and not finished, by key.
         self.tasks: dict[str, WorkerTask] = {}
-        self.ready: deque[str] = deque()
+        self.ready = ReadyQueue()
         #: Keys holding a thread slot (cancelled ones too: their thread still runs).
         self.executing: set[str] = set()
         #: Keys running on a thread that seceded from its slot.
@@ -248,7 +248,7 @@ class WorkerState:
             # No dependencies (most tasks): straight to the ready queue, told by the
             # compute-task's receipt (released -> ready is not recorded).
             ts.state = READY
-            self.ready.append(key)
+            self.ready.append(key, p["priority"])
             if len(self.executing) >= self.nthreads:
                 return []  # every thread is busy: the task waits for one to finish
             return self._ensure_computing(stimulus)
@@ -263,7 +263,7 @@ class WorkerState:
             return []
         if not remote:
             self._transition(ts, READY, stimulus)
-            self.ready.append(key)
+            self.ready.append(key, p["priority"])
             return self._ensure_computing(stimulus)
         # Fetch what another worker holds, then queue (one RPC per peer).
         self._transition(ts, WAITING, stimulus)
@@ -290,7 +290,7 @@ class WorkerState:
             self._missing(ts, ts.missing)
             return []
         self._transition(ts, READY, f"{msg.op}-{msg.msg_id}")
-        self.ready.append(ts.key)
+        self.ready.append(ts.key, ts.spec["priority"])
         return self._ensure_computing(None)
 
     def _missing(self, ts: WorkerTask, deps: list[str]) -> None:
@@ -311,7 +311,7 @@ class WorkerState:
 
     def _ensure_computing(self, stimulus: str | None, out: list[Message] | None = None
                           ) -> list[Message]:
-        """Give free threads to ready tasks, oldest first: an ``execute`` each, appended to
+        """Give free threads to ready tasks, highest priority first: an ``execute`` each, appended to
         ``out`` (a new list if none is given), which is returned."""
         if out is None:
             out = []
