@@ -44,6 +44,7 @@ from dask.utils import funcname, typename
 
 from . import arguments, gcscope, interrupts, publish
 from .client_admin import ClusterCalls
+from .client_events import TopicCalls
 from .errors import (
     ClosedClientError,
     FutureCancelledError,
@@ -640,7 +641,7 @@ def _make_default(client: Client) -> None:
     _default.append(weakref.ref(client))
 
 
-class Client(ClusterCalls):
+class Client(ClusterCalls, TopicCalls):
     """A client of a kernel-side :class:`~jupyter_refs.cluster.Cluster`, with dask's API.
 
     ``Client(cluster)`` or ``cluster.client()``; ``Client()`` — or ``Client(n_workers=…,
@@ -694,6 +695,7 @@ class Client(ClusterCalls):
         self._closed = False
         self._callbacks: dict[str, list[tuple[Future, Callable[[Future], Any]]]] = {}
         self._callback_queue: queue.SimpleQueue | None = None
+        state.on_event = self._on_event
 
     # -- identity ------------------------------------------------------------------------
 
@@ -1380,8 +1382,8 @@ rebalance replicate retry story get_task_stream profile
 dashboard_link register_plugin unregister_worker_plugin register_worker_plugin
 register_scheduler_plugin get_executor get_metadata set_metadata get_worker_logs
 get_scheduler_logs processing call_stack benchmark_hardware
-get_versions wait_for_workers forward_logging log_event subscribe_topic unsubscribe_topic
-get_events start_ipython_workers start_ipython_scheduler dump_cluster_state
+get_versions wait_for_workers forward_logging
+start_ipython_workers start_ipython_scheduler dump_cluster_state
 write_scheduler_file amm get asynchronous sync loop scheduler
 nbytes normalize_collection retire_workers recreate_error_locally recreate_task_locally
 """.split())

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import NotModelledError
 from .protocol import messages as m
+from .worker_view import WorkerView
 
 if TYPE_CHECKING:
     from .cluster import Cluster
@@ -99,7 +100,7 @@ class ClusterCalls:
 
     def run(self, function: Any, *args: Any, workers: Any = None, wait: bool = True,
             nanny: bool = False, on_error: str = "raise", **kwargs: Any) -> Any:
-        """Call ``function`` once per worker (``dask_worker``: its name and data), as dask's
+        """Call ``function`` once per worker (``dask_worker``: a :class:`WorkerView`), as dask's
         ``Client.run``: ``{worker: result}``.  The workers live in the kernel, so each call
         runs here, one after the other; ``wait=False`` runs them on a thread and returns None."""
         if nanny:
@@ -112,9 +113,7 @@ class ClusterCalls:
         def all_of_them() -> dict[str, Any]:
             out: dict[str, Any] = {}
             for name in names:
-                worker = cluster.workers[name]
-                view = _View("dask_worker", name=name, address=name, data=worker.data,
-                             nthreads=worker.nthreads)
+                view = WorkerView(cluster, name)
                 try:
                     out[name] = _call(function, args, kwargs, "dask_worker", view)
                 except Exception as exc:  # noqa: BLE001 - on_error says what becomes of it

@@ -367,6 +367,7 @@ class Cluster:
             state = ClientState(name, self.variant, self.trace.record)
             self._actors[name] = state
             self.kinds[name] = "client"
+            self.scheduler.add_client(name)
             return state
 
     @property
@@ -558,6 +559,7 @@ class Cluster:
         for client in (*self.clients.values(), *self._worker_clients.values()):
             client.cluster = None
             client._state.on_done = None  # the client's own method: a cycle
+            client._state.on_event = None
         self.clients.clear()
         self._worker_clients.clear()
         self._actors.clear()

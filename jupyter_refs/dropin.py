@@ -37,7 +37,16 @@ from .coordination import (
     wait,
 )
 from .errors import NotModelledError
-from .worker_context import fire_and_forget, get_client, rejoin, secede, worker_client
+from .worker_context import (
+    fire_and_forget,
+    get_client,
+    get_worker,
+    rejoin,
+    secede,
+    worker_client,
+)
+from .worker_context import print as remote_print
+from .worker_context import warn as remote_warn
 
 #: dask's ``LocalCluster`` arguments that change nothing a program can observe on the model
 #: (a dashboard, logs, ports, directories): accepted and let go.
@@ -164,6 +173,7 @@ MODEL: dict[str, Any] = {
     "worker_client": worker_client, "secede": secede, "rejoin": rejoin,
     "fire_and_forget": fire_and_forget, "futures_of": futures_of, "Variable": Variable,
     "Queue": Queue, "Event": Event, "Lock": Lock, "Semaphore": Semaphore,
+    "get_worker": get_worker, "print": remote_print, "warn": remote_warn,
 }
 #: dask's names left as they are: data, not behaviour (its config, exceptions, enums).
 KEPT = frozenset({"config", "dask", "CancelledError", "TimeoutError", "Status",

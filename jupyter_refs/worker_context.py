@@ -94,3 +94,55 @@ def fire_and_forget(obj: Any) -> None:
                                       m.stream_channel(state.name, m.SCHEDULER), True,
                                       (future.key,), {"client": FIRE_AND_FORGET,
                                                       "gens": {future.key: gen}, "task": None})])
+
+
+def get_worker() -> Any:
+    """The worker running this task (dask's ``get_worker()``: ``ValueError`` outside one)."""
+    from .worker_view import WorkerView
+
+    entry = current_run.get()
+    if entry is None:
+        raise ValueError("No worker found")
+    cluster, run = entry
+    return WorkerView(cluster, run.worker)
+
+
+def print(*args: Any, sep: str | None = " ", end: str | None = "\n", file: Any = None,
+          flush: bool = False) -> None:
+    """dask's ``distributed.print``: printed here, and — in a task — by every client too
+    (an event on the ``print`` topic, which clients subscribe to when they connect)."""
+    import builtins
+    import sys
+
+    try:
+        worker = get_worker()
+    except ValueError:
+        pass
+    else:
+        msg: dict[str, Any] = {"args": tuple(map(str, args)), "sep": sep, "end": end,
+                               "flush": flush}
+        if file == sys.stdout:
+            msg["file"] = 1
+        elif file == sys.stderr:
+            msg["file"] = 2
+        elif file is not None:
+            raise TypeError(f"Remote printing to arbitrary file objects is not supported. file "
+                            f"kwarg must be one of None, sys.stdout, or sys.stderr; got: {file!r}")
+        worker.log_event("print", msg)
+    builtins.print(*args, sep=sep, end=end, file=file, flush=flush)
+
+
+def warn(message: Any, category: type[Warning] | None = UserWarning, stacklevel: int = 1,
+         source: Any = None) -> None:
+    """dask's ``distributed.warn``: warned here, and — in a task — by every client too."""
+    import pickle
+    import warnings
+
+    try:
+        worker = get_worker()
+    except ValueError:
+        pass
+    else:
+        worker.log_event("warn", {"message": pickle.dumps(message),
+                                  "category": pickle.dumps(category)})
+    warnings.warn(message, category, stacklevel + 1, source)

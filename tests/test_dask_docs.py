@@ -1065,8 +1065,7 @@ loud("resources_annotate", RESOURCES, "Example (dask.annotate(resources=...))", 
     time.sleep(0.5)  # long enough for them to finish, had they a worker
     out = [p.status for p in processed]
 """)
-loud("logging_structured_events", LOGGING, "Structured logs (get_worker().log_event, client.get_events)",
-     "distributed.get_worker, Client.get_events", """
+compared("logging_structured_events", LOGGING, "Structured logs (get_worker().log_event, client.get_events)", """
     import distributed
     def myfunc(x):
         distributed.get_worker().log_event("runtimes", {"x": x})
@@ -1245,7 +1244,7 @@ compared("doc_run_on_scheduler", CLIENT_PY, "Client.run_on_scheduler", """
         return len(dask_scheduler.tasks)
     out = client.run_on_scheduler(get_number_of_tasks)
 """)
-loud("doc_run", CLIENT_PY, "Client.run", "Client.run", """
+compared("doc_run", CLIENT_PY, "Client.run", """
     import os
     def get_status(dask_worker):
         return dask_worker.status.name
@@ -1336,12 +1335,12 @@ compared("doc_scheduler_info", CLIENT_PY, "Client.scheduler_info", """
     info = client.scheduler_info()
     out = (sorted(info), sorted(next(iter(info["workers"].values()))))
 """)
-loud("doc_log_event", CLIENT_PY, "Client.log_event", "Client.log_event", """
+compared("doc_log_event", CLIENT_PY, "Client.log_event", """
     from time import time
     client.log_event("current-time", time())
     out = len(client.get_events("current-time"))
 """)
-loud("doc_subscribe_topic", CLIENT_PY, "Client.subscribe_topic", "Client.subscribe_topic", """
+compared("doc_subscribe_topic", CLIENT_PY, "Client.subscribe_topic", """
     client.subscribe_topic("topic-name", lambda event: None)
     out = True
 """)
@@ -1475,7 +1474,7 @@ compared("doc_secede", WORKER_PY, "secede", """
         return client.gather(futures)  # return gathered results
     out = client.submit(mytask, 4).result()
 """)
-loud("doc_get_worker", WORKER_PY, "get_worker", "distributed.get_worker", """
+compared("doc_get_worker", WORKER_PY, "get_worker", """
     from dask.distributed import get_worker
     def f():
         worker = get_worker()  # The worker on which this task is running
@@ -1483,21 +1482,21 @@ loud("doc_get_worker", WORKER_PY, "get_worker", "distributed.get_worker", """
     future = client.submit(f)
     out = future.result() in client.scheduler_info()["workers"]
 """)
-loud("doc_get_current_task", WORKER_PY, "Worker.get_current_task", "distributed.get_worker", """
+compared("doc_get_current_task", WORKER_PY, "Worker.get_current_task", """
     from dask.distributed import get_worker
     def f():
         return get_worker().get_current_task()
     future = client.submit(f)
     out = future.result() == future.key
 """)
-loud("doc_print", WORKER_PY, "print", "distributed.print", """
+compared("doc_print", WORKER_PY, "print", """
     from dask.distributed import print
     def worker_function():
         print("Hello from worker!")
         return 1
     out = client.submit(worker_function).result()
 """)
-loud("doc_warn", WORKER_PY, "warn", "distributed.warn", """
+compared("doc_warn", WORKER_PY, "warn", """
     import warnings
     from dask.distributed import warn
     def do_warn():

@@ -45,6 +45,7 @@ from itertools import count
 from typing import TYPE_CHECKING, Any
 
 from . import messages as m
+from .broker import Broker
 from .messages import Message
 
 if TYPE_CHECKING:
@@ -58,7 +59,8 @@ EXTENSION_OPS = (m.WHO_HAS, m.HAS_WHAT, m.VARIABLE_SET, m.VARIABLE_GET, m.VARIAB
                  m.PROCESSING_QUERY, m.EVENT_WAIT, m.EVENT_SET, m.EVENT_CLEAR, m.EVENT_IS_SET,
                  m.SEMAPHORE_REGISTER, m.SEMAPHORE_ACQUIRE, m.SEMAPHORE_RELEASE,
                  m.SEMAPHORE_VALUE, m.SEMAPHORE_CLOSE, m.SET_METADATA, m.GET_METADATA,
-                 m.GET_RUNSPEC, m.GET_ERROR_CAUSE)
+                 m.GET_RUNSPEC, m.GET_ERROR_CAUSE, m.LOG_EVENT, m.GET_EVENTS,
+                 m.SUBSCRIBE_TOPIC, m.UNSUBSCRIBE_TOPIC)
 
 
 class Extensions:
@@ -93,6 +95,8 @@ class Extensions:
         self.get_holds: dict[str, list[str]] = {}
         #: Calls whose timeout came before them: answered at once when they come.
         self.expired: set[str] = set()
+        #: Structured events (``log_event``, ``get_events``, ``subscribe_topic``).
+        self.broker = Broker(scheduler.clients)
 
     def handle(self, msg: Message, out: list[Message], stimulus: str) -> dict[str, Any] | None:
         if msg.channel in self.expired:  # its timeout overtook it (another channel)
@@ -455,7 +459,35 @@ class Extensions:
                 ts = erred[0]
         return {"key": None}
 
+    # -- structured events (dask's ``Broker``; see ``broker.py``) ---------------------------
+
+    def _log_event(self, msg, out, stimulus):
+        p = msg.payload
+        worker = p.get("worker")
+        for client, topic, event in self.broker.publish(p["topic"], p["msg"], p["time"], worker):
+            self.scheduler.send(out, client, m.EVENT, (), topic=topic, event=event)
+        return {"ok": True}
+
+    def _get_events(self, msg, out, stimulus):
+        topic = msg.payload["topic"]
+        why = self.broker.not_modelled(topic, self.scheduler.workers)
+        if why is not None:
+            return {"error": why, "type": "NotModelledError"}
+        return {"value": self.broker.events(topic)}
+
+    def _subscribe_topic(self, msg, out, stimulus):
+        self.broker.subscribe(msg.payload["topic"], msg.payload["client"])
+        return {"ok": True}
+
+    def _unsubscribe_topic(self, msg, out, stimulus):
+        self.broker.unsubscribe(msg.payload["topic"], msg.payload["client"])
+        return {"ok": True}
+
     _handlers = {
+        m.LOG_EVENT: _log_event,
+        m.GET_EVENTS: _get_events,
+        m.SUBSCRIBE_TOPIC: _subscribe_topic,
+        m.UNSUBSCRIBE_TOPIC: _unsubscribe_topic,
         m.GET_RUNSPEC: _get_runspec,
         m.GET_ERROR_CAUSE: _get_error_cause,
         m.PROCESSING_QUERY: _processing,

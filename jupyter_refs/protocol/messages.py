@@ -72,6 +72,14 @@ SET_METADATA = "set_metadata"
 GET_METADATA = "get_metadata"
 GET_RUNSPEC = "get_runspec"
 GET_ERROR_CAUSE = "get_error_cause"
+# structured events (dask's ``Broker``, ``distributed/broker.py``): a client logs by RPC, a
+# worker on its stream; subscriptions ride the client's stream; the scheduler sends each
+# event to the topic's subscribers on their streams
+LOG_EVENT = "log-event"
+GET_EVENTS = "events"
+SUBSCRIBE_TOPIC = "subscribe-topic"
+UNSUBSCRIBE_TOPIC = "unsubscribe-topic"
+EVENT = "event"
 QUERY_REPLY = "reply"
 # scheduler -> worker
 UPDATE_DATA = "update-data"  # RPC: the worker put of a scatter

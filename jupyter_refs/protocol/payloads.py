@@ -188,6 +188,32 @@ class DataReply(TypedDict):
     errors: dict[str, Any]
 
 
+class LogEvent(FromClient):
+    topic: Any  # a topic name, or a list of them
+    msg: Any
+    time: float  # when it was logged (the driver's clock; dask stamps it on the scheduler)
+
+
+class GetEvents(FromClient):
+    topic: str | None
+
+
+class Topic(FromClient):
+    topic: str
+
+
+class WorkerLogEvent(TypedDict):
+    worker: str
+    topic: Any
+    msg: Any
+    time: float
+
+
+class Event(TypedDict):
+    topic: str
+    event: tuple  # (time, msg), as dask's subscribers get it
+
+
 class FromWorker(TypedDict):
     worker: str
     incarnation: int
@@ -306,6 +332,12 @@ PAYLOADS: dict[tuple[str, str], type] = {
     (CLIENT, m.PUBLISH_FLUSH): PublishMarker,
     (CLIENT, m.PUBLISH_WAIT_FLUSH): PublishMarker,
     (CLIENT, m.PUBLISH_GET_CONFIRM): PublishConfirm,
+    (CLIENT, m.LOG_EVENT): LogEvent,
+    (CLIENT, m.GET_EVENTS): GetEvents,
+    (CLIENT, m.SUBSCRIBE_TOPIC): Topic,
+    (CLIENT, m.UNSUBSCRIBE_TOPIC): Topic,
+    (WORKER, m.LOG_EVENT): WorkerLogEvent,
+    (SCHEDULER, m.EVENT): Event,
     (SCHEDULER, m.COMPUTE_TASK): ComputeTask,
     (SCHEDULER, m.FREE_KEYS): FreeKeys,
     (SCHEDULER, m.STEAL_REQUEST): StealRequest,

@@ -138,6 +138,8 @@ class SchedulerState:
         #: dask's ``Scheduler.generation``: one per graph (dask also shares one among graphs
         #: that come within ``fifo_timeout``; the model has no clock here, so each is its own).
         self._generation = 0
+        #: The clients connected (``add_client``): the broker's default subscribers.
+        self.clients: set[str] = set()
         self._next_worker = 0
         #: Worker -> the keys processing there, in the order they were sent (dask's
         #: ``WorkerState.processing``): its length is the worker's load, and work stealing
@@ -165,6 +167,11 @@ class SchedulerState:
         self.processing[worker] = {}
         self.nthreads[worker] = nthreads
         self.record(SCHEDULER, "worker.added", None, worker, nthreads)
+
+    def add_client(self, client: str) -> None:
+        """A client connects (dask's ``add_client``): it gets the default topics' events
+        (``print``, ``warn``; see ``broker.py``).  A direct call, as ``add_worker``."""
+        self.clients.add(client)
 
     @property
     def extensions(self) -> Extensions:
@@ -201,6 +208,7 @@ class SchedulerState:
     def _remove_client(self, client: str, reason: str, out: Out, stimulus: str) -> None:
         """Drop ``client``: release every key it wants, then close its stream."""
         self.record(SCHEDULER, "client.removed", None, client, reason)
+        self.clients.discard(client)
         recs: dict[str, str] = {}
         for key, gen in sorted(self.wants.get(client, {}).items()):
             self._release(client, key, gen, recs)

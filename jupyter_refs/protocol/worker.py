@@ -444,6 +444,11 @@ class WorkerState:
         else:
             self._transition(ts, EXECUTING, None)
 
+    def log_event(self, topic: Any, msg: Any, time: float) -> Message:
+        """``Worker.log_event`` in a task: the event rides the worker's stream."""
+        return self._to_scheduler(m.LOG_EVENT, (), worker=self.name, topic=topic, msg=msg,
+                                  time=time)
+
     def _on_steal_request(self, msg: Message) -> list[Message]:
         """The scheduler wants ``key`` for another worker: give it up if no thread has it
         yet, and say which state it was found in (dask's ``_handle_steal_request``)."""
