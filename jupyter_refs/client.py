@@ -203,7 +203,8 @@ class Future(TaskRef):
         self._verify()._add_done_callback(self, fn)
 
     def retry(self, **kwargs: Any) -> None:
-        raise NotModelledError("Future.retry", "submit with retries= instead")
+        """Run the erred task again (and the erred tasks it depends on): dask's ``retry``."""
+        self._verify().retry([self], **kwargs)
 
     def release(self) -> None:
         """Drop this reference (as ``del`` does); the refcount drops at the next safe point."""
@@ -1079,6 +1080,24 @@ class Client(ClusterCalls, TopicCalls):
         with self.cluster.call(user_cell()) as user_call:
             user_call.send(self._state.cancel(iter(keys), force, reason, msg))
 
+    def retry(self, futures: Any, asynchronous: bool | None = None) -> None:
+        """Run erred futures' tasks again, as dask's ``Client.retry``: the scheduler sends the
+        roots of each error back to waiting and tells the holders (``task-retried``, on the
+        stream); the keys it names are pending here once it answers — a key it names that
+        this client does not hold is a ``KeyError``, as in dask."""
+        from .coordination import answered, futures_of
+
+        keys = tuple(dict.fromkeys(f.key for f in futures_of(futures)))
+        held = self._state.futures
+        before = {k: held[k].done_seq for k in keys if k in held}
+        seen = answered(self._ask(m.RETRY, keys))["value"]
+        with self.cluster.call(None):
+            for key in seen:
+                fs = held[key]
+                # Unless the stream's task-retried came first and the run already ended again.
+                if fs.done_seq == before.get(key, fs.done_seq) and fs.state == "error":
+                    self._state.retried(key, fs, None)
+
     def _ask(self, op: str, keys: tuple[str, ...] = (), **payload: Any) -> dict[str, Any]:
         """An RPC to the scheduler, waited for (who_has, variables, queues …)."""
         self._check_open(op)
@@ -1378,7 +1397,7 @@ def _check_graph_options(kwargs: dict[str, Any]) -> None:
 #: Public names of dask's Client that the model does not have (they raise NotModelledError).
 _DASK_CLIENT_API = frozenset("""
 run run_on_scheduler restart restart_workers upload_file
-rebalance replicate retry story get_task_stream profile
+rebalance replicate story get_task_stream profile
 dashboard_link register_plugin unregister_worker_plugin register_worker_plugin
 register_scheduler_plugin get_executor get_metadata set_metadata get_worker_logs
 get_scheduler_logs processing call_stack benchmark_hardware

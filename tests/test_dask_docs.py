@@ -1575,7 +1575,7 @@ compared("tutorial_flaky_statuses", TUTORIAL, "05_futures.ipynb cells 26, 29, 31
     wait(futures)
     out = [(i, future.status) for i, future in enumerate(futures)]
 """)
-loud("tutorial_retry", TUTORIAL, "05_futures.ipynb cell 33 (futures[5].retry())", "Future.retry", """
+compared("tutorial_retry", TUTORIAL, "05_futures.ipynb cell 33 (futures[5].retry())", """
     from dask.distributed import wait
     def flaky_inc(i):
         if i == 5:

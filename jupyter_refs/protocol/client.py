@@ -381,12 +381,24 @@ class ClientState:
             self._set_state(key, fs, CANCELLED, msg.msg_id, CONNECTION_LOST)
         self.futures.clear()
 
+    def _on_task_retried(self, msg: Message) -> None:
+        for key in msg.keys:
+            fs = self._held(msg, key)
+            if fs is not None:
+                self.retried(key, fs, msg.msg_id)
+
+    def retried(self, key: str, fs: FutureState, cause: int | None) -> None:
+        """The key runs again (dask's ``FutureState.retry``): pending, its error let go."""
+        fs.error = fs.traceback = None
+        self._set_state(key, fs, PENDING, cause)
+
     def _on_event(self, msg: Message) -> None:
         if self.on_event is not None:
             self.on_event(msg.payload["topic"], msg.payload["event"])
 
     _handlers = {
         m.EVENT: _on_event,
+        m.TASK_RETRIED: _on_task_retried,
         m.STREAM_CLOSED: _on_stream_closed,
         m.SCATTER_REPLY: _on_scatter_reply,
         m.KEY_IN_MEMORY: _on_key_in_memory,

@@ -60,7 +60,7 @@ EXTENSION_OPS = (m.WHO_HAS, m.HAS_WHAT, m.VARIABLE_SET, m.VARIABLE_GET, m.VARIAB
                  m.SEMAPHORE_REGISTER, m.SEMAPHORE_ACQUIRE, m.SEMAPHORE_RELEASE,
                  m.SEMAPHORE_VALUE, m.SEMAPHORE_CLOSE, m.SET_METADATA, m.GET_METADATA,
                  m.GET_RUNSPEC, m.GET_ERROR_CAUSE, m.LOG_EVENT, m.GET_EVENTS,
-                 m.SUBSCRIBE_TOPIC, m.UNSUBSCRIBE_TOPIC)
+                 m.SUBSCRIBE_TOPIC, m.UNSUBSCRIBE_TOPIC, m.RETRY)
 
 
 class Extensions:
@@ -459,6 +459,29 @@ class Extensions:
                 ts = erred[0]
         return {"key": None}
 
+    # -- retrying erred tasks (dask's ``Scheduler.stimulus_retry``) ----------------------------
+
+    def _retry(self, msg, out, stimulus):
+        """Each key, and the erred tasks it depends on, down to the roots of the error: those
+        go back to waiting.  The reply names every key seen, as dask's."""
+        tasks = self.scheduler.tasks
+        stack, seen, roots = list(msg.keys), [], []
+        while stack:
+            key = stack.pop()
+            if key in seen:
+                continue
+            seen.append(key)
+            ts = tasks.get(key)
+            if ts is None:
+                return {"error": key, "type": "KeyError"}
+            erred = [d for d in sorted(ts.dependencies) if tasks[d].state == "erred"]
+            if erred:
+                stack.extend(erred)
+            else:
+                roots.append(key)
+        self.scheduler.recommend(dict.fromkeys(roots, "waiting"), stimulus, out)
+        return {"value": seen}
+
     # -- structured events (dask's ``Broker``; see ``broker.py``) ---------------------------
 
     def _log_event(self, msg, out, stimulus):
@@ -484,6 +507,7 @@ class Extensions:
         return {"ok": True}
 
     _handlers = {
+        m.RETRY: _retry,
         m.LOG_EVENT: _log_event,
         m.GET_EVENTS: _get_events,
         m.SUBSCRIBE_TOPIC: _subscribe_topic,

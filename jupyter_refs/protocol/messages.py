@@ -80,6 +80,10 @@ GET_EVENTS = "events"
 SUBSCRIBE_TOPIC = "subscribe-topic"
 UNSUBSCRIBE_TOPIC = "unsubscribe-topic"
 EVENT = "event"
+# client -> scheduler, RPC: run erred tasks again (``Future.retry``); the scheduler tells the
+# clients holding each on their streams that it is pending again
+RETRY = "retry"
+TASK_RETRIED = "task-retried"
 QUERY_REPLY = "reply"
 # scheduler -> worker
 UPDATE_DATA = "update-data"  # RPC: the worker put of a scatter

@@ -332,6 +332,8 @@ PAYLOADS: dict[tuple[str, str], type] = {
     (CLIENT, m.PUBLISH_FLUSH): PublishMarker,
     (CLIENT, m.PUBLISH_WAIT_FLUSH): PublishMarker,
     (CLIENT, m.PUBLISH_GET_CONFIRM): PublishConfirm,
+    (CLIENT, m.RETRY): FromClient,
+    (SCHEDULER, m.TASK_RETRIED): Report,
     (CLIENT, m.LOG_EVENT): LogEvent,
     (CLIENT, m.GET_EVENTS): GetEvents,
     (CLIENT, m.SUBSCRIBE_TOPIC): Topic,

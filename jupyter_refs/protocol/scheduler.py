@@ -969,6 +969,21 @@ class SchedulerState:
             self._leave_processing(ts, out)
         ts.waiting_on = NO_KEYS
 
+    def _erred_released(self, ts, recs, out, stimulus) -> None:
+        """dask's erred -> released (on the way to waiting: a retry): the error is let go, the
+        erred dependents follow, and the clients holding the key hear it is pending again."""
+        ts.exception = ts.exception_text = ts.traceback = None
+        ts.waiting_on = NO_KEYS
+        for key in sorted(ts.dependents):
+            dts = self.tasks.get(key)
+            if dts is not None and dts.state == ERRED:
+                recs[key] = WAITING
+        self._report(out, ts, m.TASK_RETRIED)
+
+    def recommend(self, recs: dict[str, str], stimulus: str, out: Out) -> None:
+        """Run the transitions ``recs`` asks for (an extension's way in: a retry)."""
+        self._transitions(recs, stimulus, out)
+
     def _to_forgotten(self, ts, recs, out, stimulus) -> None:
         key = ts.key
         if ts.who_has:
@@ -1014,7 +1029,7 @@ class SchedulerState:
         (MEMORY, RELEASED): _memory_released,
         (WAITING, RELEASED): _to_released,
         (PROCESSING, RELEASED): _to_released,
-        (ERRED, RELEASED): _to_released,
+        (ERRED, RELEASED): _erred_released,
         (RELEASED, FORGOTTEN): _to_forgotten,
         (MEMORY, FORGOTTEN): _to_forgotten,
         (ERRED, FORGOTTEN): _to_forgotten,
