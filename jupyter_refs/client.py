@@ -1263,12 +1263,13 @@ class Client(ClusterCalls, TopicCalls):
             flat = _flatten(keys)
             graph = dict(item.__dask_graph__())
             if len(flat) == 1 and finalize.__name__ == "single_key" and not extra:
-                return self._submit_graph(graph, flat, kwargs.get("retries"))[0]
+                return self._submit_graph(graph, flat, options)[0]
             name = f"finalize-{tokenize(item)}"
             graph[name] = (_finalize, finalize, keys, list(extra))
-            return self._submit_graph(graph, [name], kwargs.get("retries"))[0]
+            return self._submit_graph(graph, [name], options)[0]
 
-        single, out = _each_collection(collections, one, kwargs)
+        options = self._graph_options(kwargs)
+        single, out = _each_collection(collections, one)
         results = self.gather(out) if sync else out
         return results[0] if single else results
 
@@ -1276,11 +1277,12 @@ class Client(ClusterCalls, TopicCalls):
         """The collections with their keys computed and held here (futures in their graphs)."""
         def one(item: Any) -> Any:
             flat = _flatten(item.__dask_keys__())
-            futures = self._submit_graph(dict(item.__dask_graph__()), flat, kwargs.get("retries"))
+            futures = self._submit_graph(dict(item.__dask_graph__()), flat, options)
             rebuild, extra = item.__dask_postpersist__()
             return rebuild(dict(zip(flat, futures)), *extra)
 
-        single, out = _each_collection(collections, one, kwargs)
+        options = self._graph_options(kwargs)
+        single, out = _each_collection(collections, one)
         return out[0] if single else out
 
     def get(self, dsk: Mapping[Any, Any], keys: Any, **kwargs: Any) -> Any:
@@ -1288,11 +1290,11 @@ class Client(ClusterCalls, TopicCalls):
         their values in the shape of ``keys``.  A default client is dask's scheduler, so
         ``collection.compute()`` runs on the kernel-side cluster, as on dask's."""
         sync = kwargs.pop("sync", True)
-        _check_graph_options(kwargs)
+        options = self._graph_options(kwargs)
         if hasattr(dsk, "__dask_graph__"):  # dask hands its schedulers an expression
             dsk = dsk.__dask_graph__()
         flat = _flatten(keys)
-        futures = self._submit_graph(dict(dsk), flat, kwargs.get("retries"))
+        futures = self._submit_graph(dict(dsk), flat, options)
         if not sync:  # dask: the futures, in the shape of keys
             return _unflatten(keys, dict(zip(flat, futures)))
         from .cluster import current_run
@@ -1310,9 +1312,31 @@ class Client(ClusterCalls, TopicCalls):
             if entry is not None:
                 entry[0].rejoin(entry[1])
 
+    def _graph_options(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The scheduling options of ``compute``/``persist``/``get`` for every task of the
+        graph, as dask's ``_graph_to_futures`` takes them: ``workers`` (one, or a list; dask
+        2026.8 has no per-collection form: a dict is one unhashable "worker", which the
+        scheduler's ``update_graph`` fails on, erring every key), ``allow_other_workers``
+        (True, False or None), ``priority``, ``retries``; anything else is not modelled."""
+        _check_graph_options(kwargs)
+        loose = kwargs.get("allow_other_workers")
+        if loose not in (True, False, None):
+            raise TypeError("allow_other_workers= must be True, False, or None")
+        workers = kwargs.get("workers")
+        if workers:
+            if not isinstance(workers, list | tuple | set):
+                workers = [workers]
+            workers = [self._workers(w)[0] if isinstance(w, str | int) else w for w in workers]
+        options = {"workers": workers or None, "retries": kwargs.get("retries"),
+                   "priority": kwargs.get("priority") or 0}
+        if loose and workers:
+            options["allow_other_workers"] = True
+        return options
+
     def _submit_graph(self, dsk: dict[Any, Any], wanted: list[Any],
-                      retries: int | None = None) -> list[Future]:
-        """Send a dask graph as tasks; futures for ``wanted`` (keys of the graph)."""
+                      options: dict[str, Any] | None = None) -> list[Future]:
+        """Send a dask graph as tasks, each with the scheduling ``options``
+        (:meth:`_graph_options`); futures for ``wanted`` (keys of the graph)."""
         from dask._task_spec import convert_legacy_graph
 
         held = self._state.futures
@@ -1326,7 +1350,8 @@ class Client(ClusterCalls, TopicCalls):
             deps = {d: Dep(_key(d)) for d in node.dependencies}
             tasks[name] = {"func": _RUN_NODE, "args": dumps(((node, deps), {})),
                            "deps": tuple(_key(d) for d in deps), "allocated": False,
-                           "carries": (), "workers": None, "retries": retries, "priority": 0}
+                           "carries": (), "workers": None, "retries": None, "priority": 0,
+                           **(options or {})}
         dep_futures = {f.key: f for f in given.values()}
         # Held keys not sent again, wanted or depended on, keep their reference through the call.
         early = self._hold_first([_key(k) for k in graph if _key(k) not in tasks], "compute")
@@ -1374,13 +1399,11 @@ def _unflatten(keys: Any, values: Mapping[Any, Any]) -> Any:
     return values[keys]
 
 
-def _each_collection(collections: Any, one: Callable[[Any], Any],
-                     kwargs: dict[str, Any]) -> tuple[bool, list[Any]]:
+def _each_collection(collections: Any, one: Callable[[Any], Any]) -> tuple[bool, list[Any]]:
     """``one(c)`` for each dask collection given (one, or a list / tuple / set of them);
     anything else passes through, as in dask.  Returns whether one was given, and the list."""
     import dask
 
-    _check_graph_options(kwargs)
     single = not isinstance(collections, list | tuple | set)
     items = [collections] if single else list(collections)
     return single, [one(c) if dask.is_dask_collection(c) else c for c in items]
@@ -1389,7 +1412,8 @@ def _each_collection(collections: Any, one: Callable[[Any], Any],
 def _check_graph_options(kwargs: dict[str, Any]) -> None:
     unmodelled = [k for k, v in kwargs.items() if v not in (None, False) and k not in (
         "optimize_graph", "sync", "traverse", "fifo_timeout", "priority", "actors", "pure",
-        "retries", "direct")]  # direct: where the results come from, not what they are
+        # direct: where the results come from, not what they are
+        "retries", "direct", "workers", "allow_other_workers")]
     if unmodelled:
         raise NotModelledError(f"{', '.join(unmodelled)}= for dask collections")
 

@@ -3704,12 +3704,6 @@ compared("priority_map_kwarg", PRIORITY, "User priorities (client.map(..., prior
 
 #: Where the model differs from dask (measured): xfail(strict=True), the team's next items.
 DIFFERENT: dict[str, str] = {
-    "locality_compute_workers": (
-        "the model says NotModelledError (workers= for dask collections); dask 2026.8 rejects "
-        "the docs' form itself: TypeError: unhashable type: 'dict'"),
-    "locality_compute_allow_other": (
-        "the model says NotModelledError (workers= for dask collections); dask 2026.8 rejects "
-        "the docs' form itself: TypeError: allow_other_workers= must be True, False, or None"),
     "worker_overview_exchange": (
         "a worker that fetched a dependency keeps no replica on the model: who_has(x) names "
         "one worker ([1]); dask's Bob holds x too after computing y ([2])"),

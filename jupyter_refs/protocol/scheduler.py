@@ -537,6 +537,13 @@ class SchedulerState:
                        gens={k: p["gens"].get(k, 0) for k in msg.keys}, reason=LOST_DEPENDENCIES)
             return
         gens, known = p["gens"], self.tasks
+        refused = self._refused_restrictions(tasks)
+        if refused is not None:
+            # dask's update_graph fails on it: every key asked for errs with the exception.
+            for key in msg.keys:
+                self.send(out, client, m.TASK_ERRED_REPORT, (key,), gen=gens.get(key, 0),
+                           exception=dumps(refused), text=f"{type(refused).__name__}: {refused}")
+            return
         recs: dict[str, str] = {}
         new: list[TaskState] = []
         for key, spec in tasks.items():
@@ -580,6 +587,20 @@ class SchedulerState:
                 # another client's (or task's) run of the same pure key serves it.
                 self._report_on_key(out, client, ts, gens.get(key, 0))
         self._transitions(recs, stimulus, out)
+
+    @staticmethod
+    def _refused_restrictions(tasks: dict[str, Any]) -> Exception | None:
+        """The error dask's ``update_graph`` raises on a graph's worker restrictions (it makes
+        a set of them: an unhashable one, as ``compute(workers={...})`` gives, is a
+        TypeError), or None."""
+        for spec in tasks.values():
+            workers = spec.get("workers")
+            if workers:
+                try:
+                    set(workers)
+                except TypeError as exc:
+                    return exc
+        return None
 
     def _report_on_key(self, out: Out, client: str, ts: TaskState, gen: int) -> None:
         """Tell ``client`` where a done key stands (dask's ``report_on_key``)."""
