@@ -1285,6 +1285,34 @@ class Client(ClusterCalls, TopicCalls):
         single, out = _each_collection(collections, one)
         return out[0] if single else out
 
+    def normalize_collection(self, collection: Any) -> Any:
+        """The collection with each task whose key this client holds replaced by a future
+        of it, and the graph culled to what its keys still need (dask's
+        ``normalize_collection``: ``_optimize_insert_futures`` then ``redict_collection``);
+        the collection itself if no key is held."""
+        import copy
+
+        from dask.delayed import Delayed
+        from dask.optimization import cull
+
+        graph = collection.__dask_graph__()
+        changed: dict[Any, Any] | None = None
+        with self.cluster.call(user_cell()):
+            held = self._state.futures
+            for key in list(graph):
+                if _key(key) in held:
+                    if changed is None:
+                        changed = dict(graph)
+                    changed[key] = self._future(_key(key), "normalize")[0]
+        if changed is None:
+            return collection
+        dsk, _ = cull(changed, collection.__dask_keys__())
+        if isinstance(collection, Delayed):
+            return Delayed(collection.key, dsk)
+        out = copy.copy(collection)
+        out.dask = dsk
+        return out
+
     def get(self, dsk: Mapping[Any, Any], keys: Any, **kwargs: Any) -> Any:
         """dask's scheduler interface: compute ``keys`` of the graph ``dsk`` here and return
         their values in the shape of ``keys``.  A default client is dask's scheduler, so
@@ -1428,5 +1456,5 @@ get_scheduler_logs processing call_stack benchmark_hardware
 get_versions wait_for_workers forward_logging
 start_ipython_workers start_ipython_scheduler dump_cluster_state
 write_scheduler_file amm get asynchronous sync loop scheduler
-nbytes normalize_collection retire_workers recreate_error_locally recreate_task_locally
+nbytes retire_workers recreate_error_locally recreate_task_locally
 """.split())

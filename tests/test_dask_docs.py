@@ -1254,7 +1254,7 @@ compared("doc_get", CLIENT_PY, "Client.get", """
     from operator import add
     out = client.get({'x': (add, 1, 2)}, 'x')
 """)
-loud("doc_normalize_collection", CLIENT_PY, "Client.normalize_collection", "Client.normalize_collection", """
+compared("doc_normalize_collection", CLIENT_PY, "Client.normalize_collection", """
     import dask.array as da
     x = da.ones(10, chunks=5)
     client.persist(x)
