@@ -53,6 +53,7 @@ from .errors import (
     ResultSerializationError,
     SchedulerHandlerError,
 )
+from .plugins import PluginCalls
 from .protocol import messages as m
 from .protocol import serialize
 from .protocol.client import BORROWED, CANCELLED, DONE, ERROR, ClientState, FutureState
@@ -642,7 +643,7 @@ def _make_default(client: Client) -> None:
     _default.append(weakref.ref(client))
 
 
-class Client(ClusterCalls, TopicCalls):
+class Client(ClusterCalls, TopicCalls, PluginCalls):
     """A client of a kernel-side :class:`~jupyter_refs.cluster.Cluster`, with dask's API.
 
     ``Client(cluster)`` or ``cluster.client()``; ``Client()`` — or ``Client(n_workers=…,
@@ -1450,7 +1451,7 @@ def _check_graph_options(kwargs: dict[str, Any]) -> None:
 _DASK_CLIENT_API = frozenset("""
 run run_on_scheduler restart restart_workers upload_file
 rebalance replicate story get_task_stream profile
-dashboard_link register_plugin unregister_worker_plugin register_worker_plugin
+dashboard_link register_worker_plugin
 register_scheduler_plugin get_executor get_metadata set_metadata get_worker_logs
 get_scheduler_logs processing call_stack benchmark_hardware
 get_versions wait_for_workers forward_logging

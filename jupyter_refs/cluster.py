@@ -44,7 +44,7 @@ from typing import Any
 
 from dask.utils import parse_timedelta
 
-from . import arguments, gcscope, interrupts
+from . import arguments, gcscope, interrupts, plugins
 from .checks import Checks, Violation, quiet_limit_for
 from .client import Client, Future
 from .errors import (
@@ -348,7 +348,8 @@ class Cluster:
             self.kinds[name], self.kinds[worker.client.name] = "worker", "client"
             self.scheduler.add_worker(name, self.threads_per_worker)
             self.trace.flush()
-            return name
+        plugins.joined(self, name)  # dask's add_worker hands it the worker plugins
+        return name
 
     def get_client(self) -> Client:
         """The cluster's first open client, or a new one (dask's ``cluster.get_client()``)."""

@@ -175,9 +175,11 @@ MODEL: dict[str, Any] = {
     "Queue": Queue, "Event": Event, "Lock": Lock, "Semaphore": Semaphore,
     "get_worker": get_worker, "print": remote_print, "warn": remote_warn,
 }
-#: dask's names left as they are: data, not behaviour (its config, exceptions, enums).
+#: dask's names left as they are: data, not behaviour (its config, exceptions, enums), and
+#: ``WorkerPlugin``, a base class of no-op hooks whose behaviour is the model's
+#: ``register_plugin`` (``plugins.py``).
 KEPT = frozenset({"config", "dask", "CancelledError", "TimeoutError", "Status",
-                  "annotations", "versions"})
+                  "annotations", "versions", "WorkerPlugin"})
 #: The modules users import dask's names from (``distributed.diagnostics``: MemorySampler,
 #: SchedulerPlugin, which would otherwise reach real dask unannounced).
 MODULES = ("distributed", "dask.distributed", "distributed.diagnostics")

@@ -1361,7 +1361,7 @@ loud("doc_get_task_stream", CLIENT_PY, "Client.get_task_stream", "distributed.ge
         client.submit(inc, 1).result()
     out = len(ts.data)
 """)
-loud("doc_register_plugin", CLIENT_PY, "Client.unregister_worker_plugin", "distributed.WorkerPlugin", """
+compared("doc_register_plugin", CLIENT_PY, "Client.unregister_worker_plugin", """
     from dask.distributed import WorkerPlugin
     class MyPlugin(WorkerPlugin):
         def __init__(self, *args, **kwargs):
@@ -3018,7 +3018,7 @@ loud("diag_transfer_log", DIAG,
      "Client.run", """
     out = client.run(lambda dask_worker: len(dask_worker.transfer_outgoing_log))
 """)
-loud("plugins_worker_plugin", PLUGINS, "Worker Plugins (register_plugin)", "distributed.WorkerPlugin", """
+compared("plugins_worker_plugin", PLUGINS, "Worker Plugins (register_plugin)", """
     from dask.distributed import WorkerPlugin
     class Setup(WorkerPlugin):
         def setup(self, worker):
