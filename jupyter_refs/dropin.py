@@ -37,6 +37,7 @@ from .coordination import (
     wait,
 )
 from .errors import NotModelledError
+from .progress import progress
 from .worker_context import (
     fire_and_forget,
     get_client,
@@ -173,7 +174,7 @@ MODEL: dict[str, Any] = {
     "worker_client": worker_client, "secede": secede, "rejoin": rejoin,
     "fire_and_forget": fire_and_forget, "futures_of": futures_of, "Variable": Variable,
     "Queue": Queue, "Event": Event, "Lock": Lock, "Semaphore": Semaphore,
-    "get_worker": get_worker, "print": remote_print, "warn": remote_warn,
+    "get_worker": get_worker, "print": remote_print, "warn": remote_warn, "progress": progress,
 }
 #: dask's names left as they are: data, not behaviour (its config, exceptions, enums), and
 #: ``WorkerPlugin``, a base class of no-op hooks whose behaviour is the model's

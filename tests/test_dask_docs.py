@@ -1525,7 +1525,7 @@ loud("doc_span", OTHER_PY, "span", "distributed.span", """
     with span("my workflow") as span_id:
         out = client.submit(lambda: "Hello world!").result()
 """)
-loud("doc_progress", OTHER_PY, "progress", "distributed.progress", """
+compared("doc_progress", OTHER_PY, "progress", """
     from dask.distributed import progress
     def inc(x):
         return x + 1
@@ -2995,8 +2995,7 @@ loud("diag_get_task_stream", DIAG, "diagnostics-distributed.rst: Capture diagnos
         da.arange(10, chunks=5).sum().compute()
     out = len(ts.data) > 0
 """)
-loud("diag_progress_persist", DIAG, "diagnostics-distributed.rst: Progress bar (x.persist(); progress(x))",
-     "distributed.progress", """
+compared("diag_progress_persist", DIAG, "diagnostics-distributed.rst: Progress bar (x.persist(); progress(x))", """
     from dask.distributed import progress
     import dask.array as da
     x = da.arange(10, chunks=5).persist()
