@@ -176,11 +176,14 @@ MODEL: dict[str, Any] = {
     "Queue": Queue, "Event": Event, "Lock": Lock, "Semaphore": Semaphore,
     "get_worker": get_worker, "print": remote_print, "warn": remote_warn, "progress": progress,
 }
-#: dask's names left as they are: data, not behaviour (its config, exceptions, enums), and
+#: dask's names left as they are: data, not behaviour (its config, exceptions, enums);
 #: ``WorkerPlugin``, a base class of no-op hooks whose behaviour is the model's
-#: ``register_plugin`` (``plugins.py``).
+#: ``register_plugin`` (``plugins.py``); and ``span``, which only annotates the tasks made in
+#: it (``dask.annotate(span=...)``) and yields the span's id — what dask's scheduler makes of
+#: the annotation (its spans extension, the dashboard) the model has not, and says so where
+#: it is asked for (``dask_scheduler.extensions``).
 KEPT = frozenset({"config", "dask", "CancelledError", "TimeoutError", "Status",
-                  "annotations", "versions", "WorkerPlugin"})
+                  "annotations", "versions", "WorkerPlugin", "span"})
 #: The modules users import dask's names from (``distributed.diagnostics``: MemorySampler,
 #: SchedulerPlugin, which would otherwise reach real dask unannounced).
 MODULES = ("distributed", "dask.distributed", "distributed.diagnostics")

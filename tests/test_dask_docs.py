@@ -1520,7 +1520,7 @@ loud("doc_actor", OTHER_PY, "Actor", "actors (submit(actor=True))", """
     counter = future.result()
     out = (counter.increment().result(), counter.increment().result())
 """)
-loud("doc_span", OTHER_PY, "span", "distributed.span", """
+compared("doc_span", OTHER_PY, "span", """
     from distributed import span
     with span("my workflow") as span_id:
         out = client.submit(lambda: "Hello world!").result()
@@ -2968,7 +2968,7 @@ compared("limitations_unpicklable", LIMITS, "Assumptions on Functions and Data (
 
 # -- dask/distributed docs the model lacks: spans, the AMM, diagnostics, plugins --------------------
 
-loud("spans_span", SPANS, "Spans (with span('Alice's workflow'))", "distributed.span", """
+compared("spans_span", SPANS, "Spans (with span('Alice's workflow'))", """
     from dask.distributed import span
     import dask.array as da
     with span("Alice's workflow"):
