@@ -839,12 +839,12 @@ class Client(ClusterCalls, TopicCalls, PluginCalls):
         """Run ``func(*args, **kwargs)`` on a worker; futures in the arguments are dependencies."""
         if not callable(func):
             raise TypeError("First input to submit must be a callable function")
-        self._check_options(resources, actor, actors, allow_other_workers, workers)
+        self._check_options(actor, actors, allow_other_workers, workers)
         allocated = key is None and not pure
         if key is None:
             key = (f"{funcname(func)}-{_token(_tokenized(func), kwargs, *args)}" if pure
                    else self._new_key(funcname(func), False))
-        options = self._options(workers, allow_other_workers, retries, priority)
+        options = self._options(workers, allow_other_workers, retries, priority, resources)
         return self._submit_many(func, [(key, args, kwargs)], options, "submit", user_cell(),
                                  allocated)[0]
 
@@ -857,7 +857,7 @@ class Client(ClusterCalls, TopicCalls, PluginCalls):
         """``submit`` once per element, sent to the scheduler as one graph."""
         if not callable(func):
             raise TypeError("First input to map must be a callable function")
-        self._check_options(resources, actor, actors, allow_other_workers, workers)
+        self._check_options(actor, actors, allow_other_workers, workers)
         if iterables and all(isinstance(it, Iterator) for it in iterables):
             raise TypeError("Dask no longer supports mapping over Iterators or Queues."
                             "Consider using a normal for loop and Client.submit")
@@ -875,23 +875,38 @@ class Client(ClusterCalls, TopicCalls, PluginCalls):
             else:
                 uid = self._new_key(prefix, False)
                 keys = [f"{uid}-{i}" for i in range(len(calls))]
-        options = self._options(workers, allow_other_workers, retries, priority)
+        options = self._options(workers, allow_other_workers, retries, priority, resources)
         return self._submit_many(func, [(k, a, kwargs) for k, a in zip(keys, calls)], options,
                                  "map", user_cell(), key is None and not pure)
 
     def _options(self, workers: Any, allow_other_workers: bool, retries: int | None,
-                 priority: int) -> dict[str, Any]:
-        """The scheduling options a task carries (its run spec's; never the function's)."""
+                 priority: int, resources: Any = None) -> dict[str, Any]:
+        """The scheduling options a task carries (its run spec's; never the function's).
+
+        As dask's ``_graph_to_futures``: each option given (and not falsy) wins over the
+        same one of ``dask.annotate(...)`` around the call, which applies otherwise."""
+        annotations = dask.get_annotations()
+        if annotations:
+            given = {"workers": workers, "allow_other_workers": allow_other_workers,
+                     "retries": retries, "priority": priority, "resources": resources}
+            for name in given:
+                value = annotations.get(name)
+                if callable(value):
+                    raise NotModelledError(f"dask.annotate({name}=<a function of the key>)")
+                if not given[name] and value is not None:
+                    given[name] = value
+            workers, allow_other_workers = given["workers"], given["allow_other_workers"]
+            retries, priority, resources = given["retries"], given["priority"], given["resources"]
         options = {"workers": self._workers(workers), "retries": retries, "priority": priority}
         if allow_other_workers:  # loose restrictions: work stealing may move the task anywhere
             options["allow_other_workers"] = True
+        if resources:
+            options["resources"] = dict(resources)
         return options
 
     @staticmethod
-    def _check_options(resources: Any, actor: bool, actors: bool, allow_other_workers: bool,
+    def _check_options(actor: bool, actors: bool, allow_other_workers: bool,
                        workers: Any) -> None:
-        if resources is not None or "resources" in dask.get_annotations():
-            raise NotModelledError("resources=", "the kernel-side workers have no resources")
         if actor or actors:
             raise NotModelledError("actors")
         if allow_other_workers not in (True, False, None):
@@ -1360,6 +1375,8 @@ class Client(ClusterCalls, TopicCalls, PluginCalls):
                    "priority": kwargs.get("priority") or 0}
         if loose and workers:
             options["allow_other_workers"] = True
+        if kwargs.get("resources"):
+            options["resources"] = dict(kwargs["resources"])
         return options
 
     def _submit_graph(self, dsk: dict[Any, Any], wanted: list[Any],
@@ -1442,7 +1459,7 @@ def _check_graph_options(kwargs: dict[str, Any]) -> None:
     unmodelled = [k for k, v in kwargs.items() if v not in (None, False) and k not in (
         "optimize_graph", "sync", "traverse", "fifo_timeout", "priority", "actors", "pure",
         # direct: where the results come from, not what they are
-        "retries", "direct", "workers", "allow_other_workers")]
+        "retries", "direct", "workers", "allow_other_workers", "resources")]
     if unmodelled:
         raise NotModelledError(f"{', '.join(unmodelled)}= for dask collections")
 

@@ -242,8 +242,10 @@ class Cluster:
         trace_capacity: int = 1_000_000,
         checks: bool = True,
         threads_per_worker: int | None = None,
+        resources: dict[str, float] | None = None,
     ):
-        """``workers`` is how many (named ``worker:0``, ``worker:1``, …) or their names.
+        """``workers`` is how many (named ``worker:0``, ``worker:1``, …) or their names;
+        ``resources`` what each of them has (dask's worker resources, ``{"GPU": 1}``).
 
         Every argument is checked before anything starts (``arguments.py``).
         """
@@ -255,6 +257,8 @@ class Cluster:
         arguments.count(trace_capacity, "trace_capacity")
         arguments.flag(checks, "checks")
         arguments.count(threads_per_worker, "threads_per_worker", none=True)
+        arguments.expect(resources, (dict, type(None)), "resources",
+                         "a dict of what each worker has ({\"GPU\": 1}) or None")
         self.live = network == "live"
         self.policy = make_policy(network, seed)
         self.network_name = network if isinstance(network, str) else self.policy.name
@@ -277,9 +281,13 @@ class Cluster:
         self.scheduler = SchedulerState(self.variant, names, self.trace.record)
         self.threads_per_worker = (default_threads(len(names)) if threads_per_worker is None
                                    else threads_per_worker)
+        #: What each worker has of resources (``protocol/resources.py``).
+        self.worker_resources = dict(resources or {})
         self.workers = {n: WorkerState(n, self.variant, self.trace.record, self._bind,
-                                       self.threads_per_worker)
+                                       self.threads_per_worker, self.worker_resources)
                         for n in names}
+        if self.worker_resources:
+            self.scheduler.resources = {n: dict(self.worker_resources) for n in names}
         self.scheduler.nthreads = dict.fromkeys(self.workers, self.threads_per_worker)
         self._actors: dict[str, Any] = {SCHEDULER: self.scheduler, **self.workers}
         # Each worker's own client (futures deserialized in its tasks) is an actor too.
@@ -341,12 +349,13 @@ class Cluster:
             while name in self.workers:
                 name += "'"
             worker = WorkerState(name, self.variant, self.trace.record, self._bind,
-                                 self.threads_per_worker)
+                                 self.threads_per_worker, self.worker_resources)
             self.workers[name] = worker
             self._actors[name] = worker
             self._actors[worker.client.name] = worker.client
             self.kinds[name], self.kinds[worker.client.name] = "worker", "client"
-            self.scheduler.add_worker(name, self.threads_per_worker)
+            self._send(self.scheduler.add_worker(name, self.threads_per_worker,
+                                                 self.worker_resources))
             self.trace.flush()
         plugins.joined(self, name)  # dask's add_worker hands it the worker plugins
         return name

@@ -88,7 +88,8 @@ def local_shape(n_workers: int | None, threads_per_worker: int | None,
 class LocalCluster(Cluster):
     """dask's ``LocalCluster`` on the kernel-side cluster: its workers are the model's.
 
-    ``n_workers``, ``threads_per_worker`` and ``processes`` pick the shape as dask does
+    ``n_workers``, ``threads_per_worker`` and ``processes`` pick the shape as dask does,
+    ``resources`` what each worker has
     (``processes`` changes the defaults only: every worker here runs in the kernel, each with
     a client of its own, as worker processes have).  The protocol and network are the
     switch's (:func:`model`), else ``dask`` on the live network.  Arguments that change
@@ -98,7 +99,8 @@ class LocalCluster(Cluster):
     def __init__(self, n_workers: int | None = None, threads_per_worker: int | None = None,
                  processes: bool = True, *, asynchronous: bool = False,
                  protocol: str | None = None, network: str | None = None,
-                 seed: int | None = None, **kwargs: Any):
+                 seed: int | None = None, resources: dict[str, float] | None = None,
+                 **kwargs: Any):
         unknown = sorted(set(kwargs) - HARMLESS)
         if unknown:
             raise NotModelledError(f"LocalCluster({', '.join(f'{k}=' for k in unknown)})")
@@ -113,7 +115,7 @@ class LocalCluster(Cluster):
         settings = _settings()
         super().__init__(protocol=protocol or settings["protocol"], workers=workers,
                          network=network or settings["network"], seed=seed,
-                         threads_per_worker=threads)
+                         threads_per_worker=threads, resources=resources)
         self.processes = processes
 
     @property

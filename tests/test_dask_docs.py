@@ -1044,7 +1044,7 @@ compared("stealing_good_example", STEALING,
     x = client.submit(sleep, data)
     out = (x.result(), x.status)
 """)
-loud("resources_submit", RESOURCES, "Example (resources={'GPU': 1})", "resources=", """
+compared("resources_submit", RESOURCES, "Example (resources={'GPU': 1})", """
     def load(fn):
         return fn
     def process(d):
@@ -1053,7 +1053,7 @@ loud("resources_submit", RESOURCES, "Example (resources={'GPU': 1})", "resources
     processed = [client.submit(process, d, resources={'GPU': 1}) for d in data]
     out = [p.status for p in processed]  # no worker has a GPU: they wait
 """)
-loud("resources_annotate", RESOURCES, "Example (dask.annotate(resources=...))", "resources=", """
+compared("resources_annotate", RESOURCES, "Example (dask.annotate(resources=...))", """
     def load(fn):
         return fn
     def process(d):

@@ -156,6 +156,7 @@ class ComputeTask(Stimulus):
     who_has: dict[str, list[str]]
     incarnation: int
     priority: tuple  # dask's (-user priority, graph generation, order in the graph): lower first
+    resources: dict[str, float] | None  # what the task needs of the worker's resources
 
 
 class FreeKeys(Stimulus):

@@ -32,6 +32,16 @@ class ReadyQueue:
     def remove(self, key: str) -> None:
         del self._keys[key]  # its heap entry is skipped when it comes up
 
+    def peek(self) -> tuple[tuple, str] | None:
+        """The next key and its priority, left queued (None if empty)."""
+        heap, keys = self._heap, self._keys
+        while heap:
+            priority, n, key = heap[0]
+            if keys.get(key) == n:
+                return priority, key
+            heapq.heappop(heap)  # a removed key's entry
+        return None
+
     def popleft(self) -> str:
         heap, keys = self._heap, self._keys
         while True:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import messages as m
+from . import resources
 from .extensions import EXTENSION_OPS, Extensions
 from .messages import FIRE_AND_FORGET, SCHEDULER, Message
 from .serialize import dumps
@@ -33,6 +34,8 @@ from .variants import Arrival, ProtocolVariant
 RELEASED, WAITING, PROCESSING, MEMORY, ERRED, FORGOTTEN = (
     "released", "waiting", "processing", "memory", "erred", "forgotten",
 )
+#: dask's state of a task that needs resources no worker has (``resources.py``).
+NO_WORKER = "no-worker"
 
 LOST_DEPENDENCIES = "lost dependencies"
 SET_TWICE = "Future can be set only once"
@@ -140,6 +143,10 @@ class SchedulerState:
         self._generation = 0
         #: The clients connected (``add_client``): the broker's default subscribers.
         self.clients: set[str] = set()
+        #: Each worker's resources (those without any are not here), and the tasks waiting
+        #: in ``no-worker`` for a worker that has what they need (``resources.py``).
+        self.resources: dict[str, dict[str, float]] = {}
+        self.unrunnable: set[str] = set()
         self._next_worker = 0
         #: Worker -> the keys processing there, in the order they were sent (dask's
         #: ``WorkerState.processing``): its length is the worker's load, and work stealing
@@ -158,15 +165,32 @@ class SchedulerState:
         self._extensions: Extensions | None = None
         self._stealing: WorkStealing | None = None
 
-    def add_worker(self, worker: str, nthreads: int) -> None:
+    def add_worker(self, worker: str, nthreads: int,
+                   has: dict[str, float] | None = None) -> list[Message]:
         """A worker joins (dask's ``add_worker``): it takes new tasks from now on; nothing
-        already placed moves (work stealing may move queued tasks later)."""
+        already placed moves (work stealing may move queued tasks later).  Tasks waiting in
+        ``no-worker`` that it has the resources for go to it: the messages to send."""
         if worker in self.processing:
             raise ValueError(f"{worker} is a worker already")
         self.workers.append(worker)
         self.processing[worker] = {}
         self.nthreads[worker] = nthreads
+        if has:
+            self.resources[worker] = dict(has)
         self.record(SCHEDULER, "worker.added", None, worker, nthreads)
+        out: Out = []
+        if self.unrunnable:
+            recs = {key: PROCESSING for key in sorted(self.unrunnable)
+                    if resources.fits(self.resources.get(worker, resources.NONE),
+                                      self.tasks[key].run_spec["resources"])}
+            self._transitions(recs, f"add-worker-{worker}", out)
+        return out
+
+    def _runnable(self, ts: TaskState) -> bool:
+        """Whether some worker has the resources ``ts`` needs (dask's ``valid_workers``)."""
+        need = ts.run_spec["resources"]
+        have = self.resources
+        return any(resources.fits(have.get(w, resources.NONE), need) for w in self.workers)
 
     def add_client(self, client: str) -> None:
         """A client connects (dask's ``add_client``): it gets the default topics' events
@@ -258,6 +282,17 @@ class SchedulerState:
 
     def _pick_worker(self, ts: TaskState | None = None) -> str:
         allowed = ts.run_spec.get("workers") if ts is not None and ts.run_spec else None
+        need = ts.run_spec.get("resources") if ts is not None and ts.run_spec else None
+        if need:
+            # Only workers with the resources (``_runnable`` made sure there is one); among
+            # them the named ones if a strict workers= names any, then the least loaded.
+            processing, have = self.processing, self.resources
+            fit = [w for w in self.workers
+                   if resources.fits(have.get(w, resources.NONE), need)]
+            named = [w for w in fit if allowed and w in allowed]
+            if named or (allowed and not ts.run_spec.get("allow_other_workers")):
+                fit = named or fit
+            return min(fit, key=lambda w: len(processing[w]))
         if allowed:
             # Restricted (submit(workers=)): the least loaded of those named, in their order.
             processing = self.processing
@@ -813,6 +848,8 @@ class SchedulerState:
             start = ts.state
             if start == finish:
                 continue
+            if finish == PROCESSING and ts.run_spec.get("resources") and not self._runnable(ts):
+                finish = NO_WORKER  # dask's decide_worker finds no valid worker
             from_start = steps[start]
             step = from_start.get(finish)
             if step is None:
@@ -872,7 +909,7 @@ class SchedulerState:
                            self._streams.get(worker) or self._stream_to(worker), True, (key,),
                            {"key": key, "func": spec["func"], "args": spec["args"],
                             "who_has": who_has, "incarnation": run_id, "stimulus_id": stimulus,
-                            "priority": ts.priority}))
+                            "priority": ts.priority, "resources": spec.get("resources")}))
 
     def _processing_memory(self, ts, recs, out, stimulus) -> None:
         # Every computed task comes here: the empty cases (nobody to tell, no dependents,
@@ -990,6 +1027,17 @@ class SchedulerState:
             self._leave_processing(ts, out)
         ts.waiting_on = NO_KEYS
 
+    def _to_no_worker(self, ts, recs, out, stimulus) -> None:
+        self.unrunnable.add(ts.key)
+
+    def _no_worker_processing(self, ts, recs, out, stimulus) -> None:
+        self.unrunnable.discard(ts.key)
+        self._waiting_processing(ts, recs, out, stimulus)
+
+    def _no_worker_released(self, ts, recs, out, stimulus) -> None:
+        self.unrunnable.discard(ts.key)
+        ts.waiting_on = NO_KEYS
+
     def _erred_released(self, ts, recs, out, stimulus) -> None:
         """dask's erred -> released (on the way to waiting: a retry): the error is let go, the
         erred dependents follow, and the clients holding the key hear it is pending again."""
@@ -1054,6 +1102,10 @@ class SchedulerState:
         (RELEASED, FORGOTTEN): _to_forgotten,
         (MEMORY, FORGOTTEN): _to_forgotten,
         (ERRED, FORGOTTEN): _to_forgotten,
+        (WAITING, NO_WORKER): _to_no_worker,
+        (RELEASED, NO_WORKER): _to_no_worker,
+        (NO_WORKER, PROCESSING): _no_worker_processing,
+        (NO_WORKER, RELEASED): _no_worker_released,
     }
     #: ``_TRANSITIONS`` by start state, then finish (what ``_transitions`` looks steps up in:
     #: no tuple to build and hash per step).  Every state a task can be in has an entry.

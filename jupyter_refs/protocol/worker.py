@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import messages as m
+from . import resources
 from .client import ClientState, FutureState
 from .messages import Message
 from .ready import ReadyQueue
@@ -115,7 +116,8 @@ def _bind_ref(client: ClientState, key: str, fs: FutureState, future_id: int) ->
 
 class WorkerState:
     def __init__(self, name: str, variant: ProtocolVariant, record: Callable[..., None],
-                 bind: Bind = _bind_ref, nthreads: int = 1):
+                 bind: Bind = _bind_ref, nthreads: int = 1,
+                 has: dict[str, float] | None = None):
         self.name = name
         self.variant = variant
         self.record = record
@@ -135,6 +137,12 @@ class WorkerState:
         #: Tasks asked for and not finished, by key.
         self.tasks: dict[str, WorkerTask] = {}
         self.ready = ReadyQueue()
+        #: dask's ``constrained``: ready tasks that need resources, run while enough is free
+        #: (``resources.py``); what is free, and what each running one took.
+        self.constrained = ReadyQueue()
+        self.resources = dict(has or {})
+        self.free_resources = dict(has or {})
+        self._taken: dict[str, dict[str, float]] = {}
         #: Keys holding a thread slot (cancelled ones too: their thread still runs).
         self.executing: set[str] = set()
         #: Keys running on a thread that seceded from its slot.
@@ -229,6 +237,13 @@ class WorkerState:
             self.record(self.name, "worker.transition", ts.key, ts.state, finish, stimulus)
         ts.state = finish
 
+    def _queue(self, ts: WorkerTask) -> None:
+        """A ready task waits for a thread (and, if it needs any, for resources)."""
+        if ts.spec.get("resources"):
+            self.constrained.append(ts.key, ts.spec["priority"])
+        else:
+            self.ready.append(ts.key, ts.spec["priority"])
+
     def _on_compute_task(self, msg: Message) -> list[Message]:
         p = msg.payload
         key = p["key"]
@@ -248,7 +263,10 @@ class WorkerState:
             # No dependencies (most tasks): straight to the ready queue, told by the
             # compute-task's receipt (released -> ready is not recorded).
             ts.state = READY
-            self.ready.append(key, p["priority"])
+            if p.get("resources"):
+                self.constrained.append(key, p["priority"])
+            else:
+                self.ready.append(key, p["priority"])
             if len(self.executing) >= self.nthreads:
                 return []  # every thread is busy: the task waits for one to finish
             return self._ensure_computing(stimulus)
@@ -263,7 +281,7 @@ class WorkerState:
             return []
         if not remote:
             self._transition(ts, READY, stimulus)
-            self.ready.append(key, p["priority"])
+            self._queue(ts)
             return self._ensure_computing(stimulus)
         # Fetch what another worker holds, then queue (one RPC per peer).
         self._transition(ts, WAITING, stimulus)
@@ -290,7 +308,7 @@ class WorkerState:
             self._missing(ts, ts.missing)
             return []
         self._transition(ts, READY, f"{msg.op}-{msg.msg_id}")
-        self.ready.append(ts.key, ts.spec["priority"])
+        self._queue(ts)
         return self._ensure_computing(None)
 
     def _missing(self, ts: WorkerTask, deps: list[str]) -> None:
@@ -316,11 +334,14 @@ class WorkerState:
         if out is None:
             out = []
         ready, executing = self.ready, self.executing
-        if not ready or len(executing) >= self.nthreads:
+        if not (ready or self.constrained) or len(executing) >= self.nthreads:
             return out
         tasks, name = self.tasks, self.name
-        while ready and len(executing) < self.nthreads:
-            ts = tasks[ready.popleft()]
+        while len(executing) < self.nthreads:
+            key = ready.popleft() if not self.constrained and ready else self._next_ready()
+            if key is None:
+                break
+            ts = tasks[key]
             if ts.state == READY:
                 ts.state = EXECUTING  # told by the execute (see _transition): not recorded
             else:
@@ -331,6 +352,31 @@ class WorkerState:
             out.append(Message(name, name, m.EXECUTE, f"run:{name}#{runs}", False, (key,),
                                _NO_PAYLOAD))
         return out
+
+    def _next_ready(self) -> str | None:
+        """The next task to run: the higher priority of the ready queue's first and the
+        constrained queue's first, if enough of what it needs is free (dask's
+        ``_next_ready_task``); the constrained one takes its resources."""
+        top = self.constrained.peek()
+        if top is not None:
+            need = self.tasks[top[1]].spec["resources"]
+            if not resources.fits(self.free_resources, need):
+                top = None
+        first = self.ready.peek()
+        if top is None and first is None:
+            return None
+        if top is None or (first is not None and first[0] <= top[0]):
+            return self.ready.popleft()
+        key = self.constrained.popleft()
+        need = self.tasks[key].spec["resources"]
+        resources.take(self.free_resources, need)
+        self._taken[key] = need
+        return key
+
+    def _give_back(self, key: str) -> None:
+        need = self._taken.pop(key, None)
+        if need is not None:
+            resources.give_back(self.free_resources, need)
 
     def begin(self, key: str) -> tuple[TaskRun | None, list[Message]]:
         """The ``execute`` of ``key`` is delivered: what to call, or None if nothing runs.
@@ -381,6 +427,8 @@ class WorkerState:
         ts = self.tasks[key]
         self.executing.discard(key)
         self.long_running.discard(key)
+        if self._taken:
+            self._give_back(key)
         if ts.state == CANCELLED:
             # Nobody wants it any more: dask's cancelled -> released, nothing is reported.
             return self._release(ts, None)
@@ -402,7 +450,7 @@ class WorkerState:
                                       exception=_dump_exception(value),
                                       text=f"{type(value).__name__}: {value}",
                                       incarnation=ts.incarnation)]
-        if self.ready:
+        if self.ready or self.constrained:
             self._ensure_computing(None, out)
         return out
 
@@ -410,8 +458,9 @@ class WorkerState:
         """Forget a task that produced nothing: its slot (if any) goes to the next one."""
         self.executing.discard(ts.key)
         self.long_running.discard(ts.key)
+        self._give_back(ts.key)
         if ts.state == READY:
-            self.ready.remove(ts.key)
+            (self.constrained if ts.key in self.constrained else self.ready).remove(ts.key)
         del self.tasks[ts.key]
         self._transition(ts, RELEASED, stimulus)
         self._transition(ts, FORGOTTEN, stimulus)

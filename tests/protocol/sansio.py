@@ -118,7 +118,7 @@ def compute_task(worker: str, key: str, incarnation: int, func: Any = len, *args
     s = spec(func, *args)
     return stream(SCHEDULER, worker, m.COMPUTE_TASK, (key,), key=key, func=s["func"],
                   args=s["args"], who_has={}, incarnation=incarnation, stimulus_id="test",
-                  priority=(0, 1, 0))
+                  priority=(0, 1, 0), resources=None)
 
 
 def free_keys(worker: str, incarnations: dict[str, int]) -> Message:
