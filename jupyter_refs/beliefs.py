@@ -530,6 +530,7 @@ UPDATES: dict[str, Update] = {
     "release.applied": Beliefs.release_applied,
     "scatter.registered": Beliefs.registered,
     "who_has.removed": Beliefs.who_has_removed,
+    "who_has.added": Beliefs.who_has_removed,  # both name the holders after the change
     "client.removed": Beliefs.client_removed,
     "worker.removed": Beliefs.worker_removed,
     "worker.put": Beliefs.worker_put,

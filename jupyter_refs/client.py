@@ -1467,12 +1467,12 @@ def _check_graph_options(kwargs: dict[str, Any]) -> None:
 #: Public names of dask's Client that the model does not have (they raise NotModelledError).
 _DASK_CLIENT_API = frozenset("""
 run run_on_scheduler restart restart_workers upload_file
-rebalance replicate story get_task_stream profile
+rebalance story get_task_stream profile
 dashboard_link register_worker_plugin
 register_scheduler_plugin get_executor get_metadata set_metadata get_worker_logs
 get_scheduler_logs processing call_stack benchmark_hardware
 get_versions wait_for_workers forward_logging
 start_ipython_workers start_ipython_scheduler dump_cluster_state
-write_scheduler_file amm get asynchronous sync loop scheduler
+write_scheduler_file get asynchronous sync loop scheduler
 nbytes retire_workers recreate_error_locally recreate_task_locally
 """.split())

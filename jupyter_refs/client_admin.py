@@ -59,13 +59,56 @@ async def _awaited(awaitable: Any) -> Any:
     return await awaitable
 
 
+class AMMProxy:
+    """``Client.amm``: the scheduler's active memory manager (``protocol/amm.py``), as dask's
+    ``AMMClientProxy``: ``start``, ``stop``, ``run_once``, ``running``."""
+
+    def __init__(self, client: Any):
+        self._client = client
+
+    def _run(self, method: str) -> Any:
+        from .coordination import answered
+
+        return answered(self._client._ask(m.AMM_HANDLER, method=method))["value"]
+
+    def start(self) -> None:
+        return self._run("start")
+
+    def stop(self) -> None:
+        return self._run("stop")
+
+    def run_once(self) -> None:
+        return self._run("run_once")
+
+    def running(self) -> bool:
+        return self._run("running")
+
+
 class ClusterCalls:
     """The mixin (see the module's doc)."""
 
     cluster: Cluster  # Client's, as are the _ask and _workers these methods call
 
+    @property
+    def amm(self) -> AMMProxy:
+        """The scheduler's active memory manager (dask's ``Client.amm``)."""
+        return AMMProxy(self)
+
     def start(self, **kwargs: Any) -> None:
         """dask's ``start``: a client starts when made, so starting again does nothing."""
+
+    def replicate(self, futures: Any, n: int | None = None, workers: Any = None,
+                  branching_factor: int = 2, **kwargs: Any) -> None:
+        """Copies of the futures' keys on ``n`` workers (all of ``workers`` by default), as
+        dask's ``Client.replicate`` (``protocol/replicate.py``): waits for the futures, then
+        for the copies."""
+        from .coordination import answered, futures_of, wait
+
+        found = futures_of(futures)
+        wait(found)
+        keys = tuple(dict.fromkeys(f.key for f in found))
+        answered(self._ask(m.REPLICATE, keys, n=n, workers=self._workers(workers),
+                           branching_factor=branching_factor))
 
     def processing(self, workers: Any = None) -> dict[str, list[str]]:
         """The keys the scheduler has sent each worker to run (dask's ``Client.processing``)."""

@@ -85,6 +85,15 @@ def _never() -> bool:
     return False
 
 
+def _amm_starts() -> bool:
+    """dask's ``distributed.scheduler.active-memory-manager.start`` (True by default)."""
+    try:
+        import dask
+    except ImportError:  # pragma: no cover - without dask, dask's default
+        return True
+    return bool(dask.config.get("distributed.scheduler.active-memory-manager.start", True))
+
+
 def default_threads(workers: int) -> int:
     """Threads per worker as dask's ``LocalCluster`` picks them: the cores shared out, at least 1."""
     return max(1, (os.cpu_count() or 1) // max(1, workers))
@@ -279,6 +288,7 @@ class Cluster:
                             if type(self.policy).user_delay_ns is not Policy.user_delay_ns
                             else None)
         self.scheduler = SchedulerState(self.variant, names, self.trace.record)
+        self.scheduler.amm_starts = _amm_starts()
         self.threads_per_worker = (default_threads(len(names)) if threads_per_worker is None
                                    else threads_per_worker)
         #: What each worker has of resources (``protocol/resources.py``).

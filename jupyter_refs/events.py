@@ -165,6 +165,11 @@ TRANSITION = _kind(
 WORKER_ADDED = _kind(
     "worker.added", "worker", "nthreads", source="scheduler", actor=("worker",),
     doc="A worker joined the running cluster (``LocalCluster.scale`` up): it takes new tasks.")
+WHO_HAS_ADDED = _kind(
+    "who_has.added", "worker", "who_has_after", source="scheduler",
+    actor=("worker",), actors=("who_has_after",),
+    doc="The scheduler learned that ``worker`` holds a copy of the key too (a replica: a "
+        "dependency it fetched, or one Client.replicate sent it).")
 WHO_HAS_REMOVED = _kind(
     "who_has.removed", "worker", "who_has_after", source="scheduler",
     actor=("worker",), actors=("who_has_after",),

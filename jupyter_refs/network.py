@@ -39,7 +39,7 @@ from fnmatch import fnmatchcase
 from operator import attrgetter
 
 from .errors import NotDeliverableError, ProtocolError, UnknownMessageError
-from .protocol.messages import BALANCE, EXECUTE, Message
+from .protocol.messages import AMM, BALANCE, EXECUTE, Message
 
 MS = 1_000_000  # nanoseconds
 
@@ -52,6 +52,12 @@ BATCH_INTERVAL_NS = {
 }
 #: dask's ``distributed.scheduler.work-stealing-interval``: how often its scheduler balances.
 WORK_STEALING_INTERVAL_NS = 1000 * MS
+#: dask's ``distributed.scheduler.active-memory-manager.interval``.
+AMM_INTERVAL_NS = 2000 * MS
+#: The scheduler's timers (periodic callbacks in dask), by operation, and their intervals:
+#: not messages that cross a wire, so a policy fires one at some point of its interval (the
+#: random ones) or once nothing else can move (immediate).
+TIMERS = {BALANCE: WORK_STEALING_INTERVAL_NS, AMM: AMM_INTERVAL_NS}
 
 
 def _kind(actor: str) -> str:
@@ -140,8 +146,8 @@ class Network:
             op = msg.op
             if op == EXECUTE or (is_held is not None and is_held(msg.channel)):
                 continue
-            if op == BALANCE:
-                timer = msg
+            if op in TIMERS:
+                timer = timer or msg
                 continue
             return msg
         return timer
@@ -239,10 +245,10 @@ class Immediate(Policy):
         if not heads:
             return None
         msg = heads[0]
-        if msg.op == BALANCE and len(heads) > 1:
-            # The balance is a timer (dask's periodic stealing), not a message: it fires
-            # once nothing else can move, as a second of dask's clock would pass.
-            msg = heads[1]
+        if msg.op in TIMERS and len(heads) > 1:
+            # A timer (dask's periodic stealing, its memory manager), not a message: it
+            # fires once nothing else can move, as a second of dask's clock would pass.
+            msg = next((h for h in heads if h.op not in TIMERS), msg)
         return msg, now_ns
 
 
@@ -313,9 +319,9 @@ class RandomLatency(Policy):
             st.last_ready = ready
         elif msg.op == EXECUTE:
             ready = now_ns  # a free thread picks the task up at once: no wire to cross
-        elif msg.op == BALANCE:
+        elif msg.op in TIMERS:
             # dask's periodic callback fires at some point of its interval.
-            ready = now_ns + self.rng.randint(0, WORK_STEALING_INTERVAL_NS)
+            ready = now_ns + self.rng.randint(0, TIMERS[msg.op])
         else:
             ready = now_ns + self.rng.randint(*self.rpc_ns)
         self.ready[msg.msg_id] = ready

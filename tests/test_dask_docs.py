@@ -1279,7 +1279,7 @@ compared("doc_persist", CLIENT_PY, "Client.persist", """
     xx, yy = client.persist([x, y])
     out = (type(xx).__name__, xx.compute(), yy.compute())
 """)
-loud("doc_replicate", CLIENT_PY, "Client.replicate", "Client.replicate", """
+compared("doc_replicate", CLIENT_PY, "Client.replicate", """
     def func(x):
         return x + 1
     x = client.submit(func, 1)
@@ -2975,7 +2975,7 @@ compared("spans_span", SPANS, "Spans (with span('Alice's workflow'))", """
         x = da.arange(10, chunks=5).sum()
         out = int(x.compute())
 """)
-loud("amm_client", AMM, "Enabling the Active Memory Manager (client.amm.running())", "Client.amm", """
+compared("amm_client", AMM, "Enabling the Active Memory Manager (client.amm.running())", """
     out = client.amm.running()
 """)
 loud("diag_performance_report", DIAG, "diagnostics-distributed.rst: Capture diagnostics (performance_report)",
@@ -3703,9 +3703,6 @@ compared("priority_map_kwarg", PRIORITY, "User priorities (client.map(..., prior
 
 #: Where the model differs from dask (measured): xfail(strict=True), the team's next items.
 DIFFERENT: dict[str, str] = {
-    "worker_overview_exchange": (
-        "a worker that fetched a dependency keeps no replica on the model: who_has(x) names "
-        "one worker ([1]); dask's Bob holds x too after computing y ([2])"),
     "limitations_unpicklable": (
         "both refuse a lock as an argument, with another error: dask TypeError ('Could not "
         "serialize object of type LLGExpr', ...), the model SerializationError naming the lock"),

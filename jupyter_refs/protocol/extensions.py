@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 from . import messages as m
 from .broker import Broker
 from .messages import Message
+from .replicate import Replications
 
 if TYPE_CHECKING:
     from .scheduler import SchedulerState
@@ -60,7 +61,7 @@ EXTENSION_OPS = (m.WHO_HAS, m.HAS_WHAT, m.VARIABLE_SET, m.VARIABLE_GET, m.VARIAB
                  m.SEMAPHORE_REGISTER, m.SEMAPHORE_ACQUIRE, m.SEMAPHORE_RELEASE,
                  m.SEMAPHORE_VALUE, m.SEMAPHORE_CLOSE, m.SET_METADATA, m.GET_METADATA,
                  m.GET_RUNSPEC, m.GET_ERROR_CAUSE, m.LOG_EVENT, m.GET_EVENTS,
-                 m.SUBSCRIBE_TOPIC, m.UNSUBSCRIBE_TOPIC, m.RETRY)
+                 m.SUBSCRIBE_TOPIC, m.UNSUBSCRIBE_TOPIC, m.RETRY, m.REPLICATE)
 
 
 class Extensions:
@@ -97,6 +98,8 @@ class Extensions:
         self.expired: set[str] = set()
         #: Structured events (``log_event``, ``get_events``, ``subscribe_topic``).
         self.broker = Broker(scheduler.clients)
+        #: ``Client.replicate`` calls in progress (parked until their copies are in).
+        self.replications = Replications(self.scheduler)
 
     def handle(self, msg: Message, out: list[Message], stimulus: str) -> dict[str, Any] | None:
         if msg.channel in self.expired:  # its timeout overtook it (another channel)
@@ -506,7 +509,11 @@ class Extensions:
         self.broker.unsubscribe(msg.payload["topic"], msg.payload["client"])
         return {"ok": True}
 
+    def _replicate(self, msg, out, stimulus):
+        return self.replications.handle(msg, out, stimulus)
+
     _handlers = {
+        m.REPLICATE: _replicate,
         m.RETRY: _retry,
         m.LOG_EVENT: _log_event,
         m.GET_EVENTS: _get_events,

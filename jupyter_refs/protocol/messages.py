@@ -84,6 +84,14 @@ EVENT = "event"
 # clients holding each on their streams that it is pending again
 RETRY = "retry"
 TASK_RETRIED = "task-retried"
+# replicas: a worker that fetched a dependency keeps it and says so (batched, worker ->
+# scheduler); the scheduler drops replicas it does not want (batched, scheduler -> worker)
+ADD_KEYS = "add-keys"
+REMOVE_REPLICAS = "remove-replicas"
+# client -> scheduler, RPC: copies of keys on more workers (``Client.replicate``), which the
+# scheduler asks of them (batched, scheduler -> worker: fetch these from those)
+REPLICATE = "replicate"
+ACQUIRE_REPLICAS = "acquire-replicas"
 QUERY_REPLY = "reply"
 # scheduler -> worker
 UPDATE_DATA = "update-data"  # RPC: the worker put of a scatter
@@ -117,6 +125,12 @@ CALL_TIMEOUT = "call-timeout"
 # the policy's clock says (see ``stealing.py``).
 BALANCE = "balance"
 BALANCE_CHANNEL = "balance:scheduler"
+# scheduler -> itself: time for the active memory manager's pass (dask's AMM, every 2 s),
+# sent while a key has more replicas than it needs (see ``amm.py``)
+AMM = "amm"
+AMM_CHANNEL = "amm:scheduler"
+# client -> scheduler, RPC: the AMM's switch and one pass (``Client.amm``)
+AMM_HANDLER = "amm_handler"
 # scheduler -> client, last on the stream: the scheduler dropped the connection
 STREAM_CLOSED = "stream-closed"
 

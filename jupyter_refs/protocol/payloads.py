@@ -187,6 +187,7 @@ class DataReply(TypedDict):
     data: dict[str, Any]
     missing: list[str]
     errors: dict[str, Any]
+    incarnations: NotRequired[dict[str, int]]  # a worker's: the copy of each key it sent
 
 
 class LogEvent(FromClient):
@@ -213,6 +214,29 @@ class WorkerLogEvent(TypedDict):
 class Event(TypedDict):
     topic: str
     event: tuple  # (time, msg), as dask's subscribers get it
+
+
+class Replicate(FromClient):
+    n: int | None
+    workers: list[str] | None
+    branching_factor: int
+
+
+class AcquireReplicas(Stimulus):
+    who_has: dict[str, list[str]]  # each key to fetch, and the workers holding it
+
+
+class AmmHandler(FromClient):
+    method: str  # start, stop, run_once, running
+
+
+class AddKeys(TypedDict):
+    worker: str
+    incarnations: dict[str, int]  # the copy of each key now held (the one it was fetched from)
+
+
+class RemoveReplicas(Stimulus):
+    incarnations: dict[str, int]  # which copy of each key to drop
 
 
 class FromWorker(TypedDict):
@@ -340,6 +364,10 @@ PAYLOADS: dict[tuple[str, str], type] = {
     (CLIENT, m.SUBSCRIBE_TOPIC): Topic,
     (CLIENT, m.UNSUBSCRIBE_TOPIC): Topic,
     (WORKER, m.LOG_EVENT): WorkerLogEvent,
+    (WORKER, m.ADD_KEYS): AddKeys,
+    (SCHEDULER, m.REMOVE_REPLICAS): RemoveReplicas,
+    (CLIENT, m.REPLICATE): Replicate,
+    (SCHEDULER, m.ACQUIRE_REPLICAS): AcquireReplicas,
     (SCHEDULER, m.EVENT): Event,
     (SCHEDULER, m.COMPUTE_TASK): ComputeTask,
     (SCHEDULER, m.FREE_KEYS): FreeKeys,
@@ -356,6 +384,8 @@ PAYLOADS: dict[tuple[str, str], type] = {
     (SCHEDULER, m.QUERY_REPLY): Reply,
     (SCHEDULER, m.CALL_TIMEOUT): CallTimeout,
     (SCHEDULER, m.BALANCE): Empty,
+    (SCHEDULER, m.AMM): Empty,
+    (CLIENT, m.AMM_HANDLER): AmmHandler,
     (WORKER, m.EXECUTE): Empty,
     (WORKER, m.GET_DATA): Empty,
     (WORKER, m.GET_DATA_REPLY): DataReply,

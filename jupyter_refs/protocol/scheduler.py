@@ -25,6 +25,7 @@ from typing import Any
 
 from . import messages as m
 from . import resources
+from .amm import ActiveMemoryManager
 from .extensions import EXTENSION_OPS, Extensions
 from .messages import FIRE_AND_FORGET, SCHEDULER, Message
 from .serialize import dumps
@@ -164,6 +165,10 @@ class SchedulerState:
         self.pseudo: set[str] = {FIRE_AND_FORGET}  # fire_and_forget's: holds keys, has no stream
         self._extensions: Extensions | None = None
         self._stealing: WorkStealing | None = None
+        self._amm: ActiveMemoryManager | None = None
+        #: Whether the active memory manager runs from the start (dask's config, read by the
+        #: driver: ``distributed.scheduler.active-memory-manager.start``).
+        self.amm_starts = True
 
     def add_worker(self, worker: str, nthreads: int,
                    has: dict[str, float] | None = None) -> list[Message]:
@@ -196,6 +201,13 @@ class SchedulerState:
         """A client connects (dask's ``add_client``): it gets the default topics' events
         (``print``, ``warn``; see ``broker.py``).  A direct call, as ``add_worker``."""
         self.clients.add(client)
+
+    @property
+    def amm(self) -> ActiveMemoryManager:
+        """The active memory manager (made when first needed: most runs never replicate)."""
+        if self._amm is None:
+            self._amm = ActiveMemoryManager(self, self.amm_starts)
+        return self._amm
 
     @property
     def extensions(self) -> Extensions:
@@ -725,6 +737,31 @@ class SchedulerState:
         if not ts.who_has and ts.state == MEMORY:
             self._transitions({ts.key: RELEASED}, stimulus, out)
 
+    def _on_add_keys(self, msg: Message, out: Out, stimulus: str) -> None:
+        """A worker holds a copy too (a dependency it fetched): a replica of a key in memory
+        (dask's ``add_keys``); a key no longer in memory, it is told to drop."""
+        worker, redundant = msg.payload["worker"], {}
+        for key, incarnation in msg.payload["incarnations"].items():
+            ts = self.tasks.get(key)
+            if ts is not None and ts.state == MEMORY:
+                self._add_replica(ts, worker, incarnation, out, stimulus)
+                self.record(SCHEDULER, "who_has.added", key, worker, tuple(sorted(ts.who_has)))
+                if len(ts.who_has) > 1:
+                    self.amm.replicated(out)
+            else:
+                redundant[key] = incarnation
+        if redundant:
+            self.send(out, worker, m.REMOVE_REPLICAS, tuple(redundant), incarnations=redundant,
+                       stimulus_id=stimulus)
+
+    def remove_replica(self, ts: TaskState, worker: str, out: Out, stimulus: str) -> None:
+        """Stop counting ``worker``'s copy and tell it to drop it (dask's
+        ``request_remove_replicas``; the AMM's drops)."""
+        incarnation = ts.who_has.pop(worker)
+        self.record(SCHEDULER, "who_has.removed", ts.key, worker, tuple(sorted(ts.who_has)))
+        self.send(out, worker, m.REMOVE_REPLICAS, (ts.key,), incarnations={ts.key: incarnation},
+                   stimulus_id=stimulus)
+
     # -- cancel ------------------------------------------------------------------------
 
     def _on_cancel_keys(self, msg: Message, out: Out, stimulus: str) -> None:
@@ -975,6 +1012,17 @@ class SchedulerState:
         waiting and processing wherever the scheduler now picks."""
         self._transitions({key: WAITING}, stimulus, out)
 
+    def _on_amm(self, msg: Message, out: Out, stimulus: str) -> None:
+        self.amm.tick(out, stimulus)
+
+    def _on_amm_handler(self, msg: Message, out: Out, stimulus: str) -> None:
+        try:
+            value = self.amm.handle(msg.payload["method"], out, stimulus)
+        except ValueError as exc:
+            self.reply(out, msg, error=str(exc), type="ValueError")
+            return
+        self.reply(out, msg, value=value)
+
     def _on_balance(self, msg: Message, out: Out, stimulus: str) -> None:
         if self._stealing is not None:
             self._stealing.balance(out, stimulus)
@@ -1120,11 +1168,14 @@ class SchedulerState:
         m.TASK_FINISHED: _on_task_finished,
         m.TASK_ERRED: _on_task_erred,
         m.RELEASE_WORKER_DATA: _on_release_worker_data,
+        m.ADD_KEYS: _on_add_keys,
         m.GATHER: _on_gather,
         m.GET_DATA_REPLY: _on_get_data_reply,
         m.CANCEL_KEYS: _on_cancel_keys,
         m.REPORT_KEY: _on_report_key,
         m.BALANCE: _on_balance,
+        m.AMM: _on_amm,
+        m.AMM_HANDLER: _on_amm_handler,
         m.STEAL_RESPONSE: _on_steal_response,
         **dict.fromkeys(EXTENSION_OPS, _on_query),
     }

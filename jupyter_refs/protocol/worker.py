@@ -133,6 +133,8 @@ class WorkerState:
         self._calls = 0
         #: Tasks waiting for dependencies held by other workers, by fetch call.
         self._fetching: dict[str, WorkerTask] = {}
+        #: Fetches of replicas the scheduler asked for (``acquire-replicas``), by call.
+        self._acquiring: set[str] = set()
         self.nthreads = nthreads
         #: Tasks asked for and not finished, by key.
         self.tasks: dict[str, WorkerTask] = {}
@@ -297,19 +299,55 @@ class WorkerState:
             out.append(Message(self.name, peer, m.GET_DATA, call, False, tuple(deps), {}))
         return out
 
+    def _on_acquire_replicas(self, msg: Message) -> list[Message]:
+        """Fetch copies of keys held elsewhere (dask's ``acquire-replicas``): each comes back
+        as a replica, told with ``add-keys``; one held already is told at once."""
+        held = {k: max(self.copies[k]) for k in msg.payload["who_has"] if k in self.copies}
+        out = [self._to_scheduler(m.ADD_KEYS, tuple(held), worker=self.name,
+                                  incarnations=held)] if held else []
+        by_peer: dict[str, list[str]] = {}
+        for key, holders in msg.payload["who_has"].items():
+            peers = [w for w in holders if w != self.name]
+            if key not in held and peers:
+                by_peer.setdefault(peers[0], []).append(key)
+        for peer, keys in by_peer.items():
+            self._calls += 1
+            call = f"rpc:{self.name}#{self._calls}"
+            self._acquiring.add(call)
+            out.append(Message(self.name, peer, m.GET_DATA, call, False, tuple(keys), {}))
+        return out
+
+    def _keep_replicas(self, msg: Message) -> tuple[dict[str, Any], list[Message]]:
+        """The values of a ``get-data`` reply, those not held already kept as replicas and
+        told to the scheduler (dask's flight -> memory, then ``add-keys``)."""
+        fetched = {k: loads(v) for k, v in msg.payload["data"].items()}
+        sent = msg.payload.get("incarnations", {})
+        kept = {k: sent.get(k, 0) for k in fetched if k not in self.data}
+        for key, incarnation in kept.items():
+            self._store(key, fetched[key], incarnation)
+        out = [self._to_scheduler(m.ADD_KEYS, tuple(kept), worker=self.name,
+                                  incarnations=kept)] if kept else []
+        return fetched, out
+
     def _on_get_data_reply(self, msg: Message) -> list[Message]:
+        if msg.channel in self._acquiring:
+            self._acquiring.discard(msg.channel)
+            return self._keep_replicas(msg)[1]
         ts = self._fetching.pop(msg.channel)
         ts.waiting.discard(msg.sender)
-        ts.fetched.update((k, loads(v)) for k, v in msg.payload["data"].items())
+        # As dask's worker (flight -> memory): what it fetched it keeps, a replica, and tells
+        # the scheduler (``add-keys``), which frees it with the key, or drops it sooner.
+        fetched, out = self._keep_replicas(msg)
+        ts.fetched.update(fetched)
         ts.missing.extend(msg.payload["missing"])
         if ts.waiting or self.tasks.get(ts.key) is not ts:
-            return []  # more to come, or the task was freed while its data travelled
+            return out  # more to come, or the task was freed while its data travelled
         if ts.missing:
             self._missing(ts, ts.missing)
-            return []
+            return out
         self._transition(ts, READY, f"{msg.op}-{msg.msg_id}")
         self._queue(ts)
-        return self._ensure_computing(None)
+        return self._ensure_computing(None, out)
 
     def _missing(self, ts: WorkerTask, deps: list[str]) -> None:
         """The task waits for data nobody has, as dask's does (its dependency is in state
@@ -517,7 +555,7 @@ class WorkerState:
     # -- gather ----------------------------------------------------------------------
 
     def _on_get_data(self, msg: Message) -> list[Message]:
-        data, missing, errors = {}, [], {}
+        data, missing, errors, incarnations = {}, [], {}, {}
         for key in msg.keys:
             if key not in self.data:
                 missing.append(key)
@@ -526,8 +564,25 @@ class WorkerState:
                 data[key] = dumps(self.data[key])
             except TypeError as exc:
                 errors[key] = str(exc)
+                continue
+            incarnations[key] = max(self.copies[key])
         return [Message(self.name, msg.sender, m.GET_DATA_REPLY, msg.channel, False, msg.keys,
-                        {"data": data, "missing": missing, "errors": errors})]
+                        {"data": data, "missing": missing, "errors": errors,
+                         "incarnations": incarnations})]
+
+    def _on_remove_replicas(self, msg: Message) -> list[Message]:
+        """The scheduler no longer counts this copy (dask's ``remove-replicas``): drop it —
+        unless a task here still waits to use it; then it stays, and says so again."""
+        needed = {dep for ts in self.tasks.values() if ts.state in (WAITING, READY)
+                  for dep in ts.spec["who_has"]}
+        kept = {}
+        for key, incarnation in msg.payload["incarnations"].items():
+            if key in needed and key in self.copies:
+                kept[key] = max(self.copies[key])
+            else:
+                self._free(key, incarnation)
+        return [self._to_scheduler(m.ADD_KEYS, tuple(kept), worker=self.name,
+                                   incarnations=kept)] if kept else []
 
     _handlers = {
         m.UPDATE_DATA: _on_update_data,
@@ -536,6 +591,8 @@ class WorkerState:
         m.STEAL_REQUEST: _on_steal_request,
         m.GET_DATA: _on_get_data,
         m.GET_DATA_REPLY: _on_get_data_reply,
+        m.REMOVE_REPLICAS: _on_remove_replicas,
+        m.ACQUIRE_REPLICAS: _on_acquire_replicas,
     }
 
 
