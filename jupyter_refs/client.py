@@ -52,6 +52,7 @@ from .errors import (
     NotModelledError,
     ResultSerializationError,
     SchedulerHandlerError,
+    SerializationError,
 )
 from .plugins import PluginCalls
 from .protocol import messages as m
@@ -918,6 +919,22 @@ class Client(ClusterCalls, TopicCalls, PluginCalls):
                      options: dict[str, Any], origin: str, cell: str | None,
                      allocated: bool = False) -> list[Future]:
         self._check_open()
+        try:
+            return self._submit_calls(func, calls, options, origin, cell, allocated)
+        except SerializationError as exc:
+            if origin != "submit":
+                raise
+            # dask 2026.8's submit pickles its graph (an LLGExpr of one Task) whole: what
+            # cannot travel fails as that graph, in dask's words.
+            key, args, kwargs = calls[0]
+            shown = ", ".join(["..."] * (len(args) + len(kwargs)))
+            raise TypeError("Could not serialize object of type LLGExpr",
+                            f"LLGExpr(dsk={{{key!r}: <Task {key!r} {funcname(func)}({shown})>}})"
+                            ) from exc.__cause__
+
+    def _submit_calls(self, func: Callable[..., Any], calls: list[tuple[str, tuple, dict]],
+                      options: dict[str, Any], origin: str, cell: str | None,
+                      allocated: bool) -> list[Future]:
         fblob = _dumps_function(func)
         held = self._state.futures
         tasks: dict[str, dict[str, Any]] = {}
