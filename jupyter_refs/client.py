@@ -61,6 +61,7 @@ from .protocol.client import BORROWED, CANCELLED, DONE, ERROR, ClientState, Futu
 from .protocol.messages import Message
 from .protocol.serialize import CONTAINERS, Dep, adopting, dumps, loads, reduce_future, sending
 from .protocol.variants import UUID
+from .task_stream import TaskStreamCalls
 from .userline import short_traceback, shortened, user_frame
 
 if TYPE_CHECKING:
@@ -644,7 +645,7 @@ def _make_default(client: Client) -> None:
     _default.append(weakref.ref(client))
 
 
-class Client(ClusterCalls, TopicCalls, PluginCalls):
+class Client(ClusterCalls, TopicCalls, PluginCalls, TaskStreamCalls):
     """A client of a kernel-side :class:`~jupyter_refs.cluster.Cluster`, with dask's API.
 
     ``Client(cluster)`` or ``cluster.client()``; ``Client()`` — or ``Client(n_workers=…,
@@ -1484,7 +1485,7 @@ def _check_graph_options(kwargs: dict[str, Any]) -> None:
 #: Public names of dask's Client that the model does not have (they raise NotModelledError).
 _DASK_CLIENT_API = frozenset("""
 run run_on_scheduler restart restart_workers upload_file
-rebalance story get_task_stream profile
+rebalance story profile
 dashboard_link register_worker_plugin
 register_scheduler_plugin get_executor get_metadata set_metadata get_worker_logs
 get_scheduler_logs processing call_stack benchmark_hardware

@@ -58,7 +58,15 @@ from .focus import Focus
 from .ids import AtomicIds, RacyIds
 from .network import Immediate, Network, Policy, RandomLatency, make_policy
 from .protocol.client import BORROWED, ClientState
-from .protocol.messages import CALL_TIMEOUT, EXECUTE, SCHEDULER, Message, stream_channel
+from .protocol.messages import (
+    CALL_TIMEOUT,
+    EXECUTE,
+    GET_DATA,
+    GET_DATA_REPLY,
+    SCHEDULER,
+    Message,
+    stream_channel,
+)
 from .protocol.scheduler import SchedulerState
 from .protocol.variants import ProtocolVariant, get_variant
 from .protocol.worker import TaskRun, WorkerState
@@ -760,6 +768,8 @@ class Cluster:
             self._cond.notify_all()
 
     def _send(self, messages: list[Message]) -> None:
+        if self.scheduler.task_stream is not None:
+            self._stamp_fetches(messages)
         now = self.trace.clock()
         self._network.accept(messages, now)
         on_send = self._on_send
@@ -767,6 +777,13 @@ class Cluster:
             for msg in messages:
                 on_send(msg, now)
         self.trace.record_sent(messages)
+
+    def _stamp_fetches(self, messages: list[Message]) -> None:
+        """While a task stream is kept, a worker's fetch from another carries when it was sent
+        (the reply echoes it), for the ``transfer`` entry of its task's record."""
+        for msg in messages:
+            if msg.op == GET_DATA and msg.sender in self.workers and msg.receiver in self.workers:
+                msg.payload = {**msg.payload, "sent_at": time.time()}
 
     def apply_drops(self) -> None:
         """Send the releases of futures dropped since the last call, as the next call would.
@@ -963,6 +980,8 @@ class Cluster:
         if msg.op == EXECUTE:
             run = self._execute(self.workers[receiver], msg.keys[0], threaded or self.live)
         else:
+            if msg.op == GET_DATA_REPLY and "sent_at" in msg.payload:
+                msg.payload["received_at"] = time.time()
             out = self._actors[receiver].handle(msg)
             if out:
                 self._send(out)
@@ -986,11 +1005,19 @@ class Cluster:
             self._pool.submit(lambda: self._run_on_thread(worker, run))
             return run
         ok, value = self._call(run)
-        self._send(worker.finish(key, ok, value))
+        self._send(worker.finish(key, ok, value, self._timing(run)))
         run.done = True
         return run
 
+    def _timing(self, run: TaskRun) -> tuple[int, float, float] | None:
+        """``(thread, start, stop)`` of a run that just ended, while the scheduler keeps a task
+        stream (``get_task_stream``); None otherwise (nobody reads it)."""
+        if self.scheduler.task_stream is None:
+            return None
+        return run.thread, run.started, run.stopped
+
     def _call(self, run: TaskRun) -> tuple[bool, Any]:
+        run.started, run.thread = time.time(), threading.get_ident()
         token = current_run.set((self, run))
         gate = interrupts.opened()  # the user's code: an interrupt stops it
         try:
@@ -1005,6 +1032,7 @@ class Cluster:
             interrupts.defer()
             return False, exc
         finally:
+            run.stopped = time.time()
             interrupts.close(gate)
             current_run.reset(token)
 
@@ -1015,7 +1043,7 @@ class Cluster:
             run.done = True
             if self.closed:
                 return
-            self._send(worker.finish(run.key, ok, value))
+            self._send(worker.finish(run.key, ok, value, self._timing(run)))
             if self.policy.drains:
                 self._drain_network()
             if not self._network.in_flight and not self._threaded:

@@ -1354,7 +1354,7 @@ compared("doc_set_metadata", CLIENT_PY, "Client.set_metadata, Client.get_metadat
 compared("doc_get_versions", CLIENT_PY, "Client.get_versions", """
     out = sorted(client.get_versions())
 """)
-loud("doc_get_task_stream", CLIENT_PY, "Client.get_task_stream", "distributed.get_task_stream", """
+compared("doc_get_task_stream", CLIENT_PY, "Client.get_task_stream", """
     from dask.distributed import get_task_stream
     def inc(x):
         return x + 1
@@ -2991,8 +2991,7 @@ loud("diag_performance_report", DIAG, "diagnostics-distributed.rst: Capture diag
     with performance_report(filename=path):
         out = int(da.arange(10, chunks=5).sum().compute())
 """)
-loud("diag_get_task_stream", DIAG, "diagnostics-distributed.rst: Capture diagnostics (get_task_stream)",
-     "distributed.get_task_stream", """
+compared("diag_get_task_stream", DIAG, "diagnostics-distributed.rst: Capture diagnostics (get_task_stream)", """
     from dask.distributed import get_task_stream
     import dask.array as da
     with get_task_stream() as ts:

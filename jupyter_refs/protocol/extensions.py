@@ -61,7 +61,8 @@ EXTENSION_OPS = (m.WHO_HAS, m.HAS_WHAT, m.VARIABLE_SET, m.VARIABLE_GET, m.VARIAB
                  m.SEMAPHORE_REGISTER, m.SEMAPHORE_ACQUIRE, m.SEMAPHORE_RELEASE,
                  m.SEMAPHORE_VALUE, m.SEMAPHORE_CLOSE, m.SET_METADATA, m.GET_METADATA,
                  m.GET_RUNSPEC, m.GET_ERROR_CAUSE, m.LOG_EVENT, m.GET_EVENTS,
-                 m.SUBSCRIBE_TOPIC, m.UNSUBSCRIBE_TOPIC, m.RETRY, m.REPLICATE)
+                 m.SUBSCRIBE_TOPIC, m.UNSUBSCRIBE_TOPIC, m.RETRY, m.REPLICATE,
+                 m.GET_TASK_STREAM, m.GET_TASK_STREAM_INDEX)
 
 
 class Extensions:
@@ -512,7 +513,27 @@ class Extensions:
     def _replicate(self, msg, out, stimulus):
         return self.replications.handle(msg, out, stimulus)
 
+    # -- the task stream (dask's TaskStreamPlugin, installed when first asked for) ----------
+
+    def _stream(self):
+        from .task_stream import TaskStream
+
+        s = self.scheduler
+        if s.task_stream is None:
+            s.task_stream = TaskStream()
+        return s.task_stream
+
+    def _get_task_stream(self, msg, out, stimulus):
+        p = msg.payload
+        return {"value": self._stream().collect(p["start"], p["stop"], p["count"],
+                                                p["start_index"])}
+
+    def _get_task_stream_index(self, msg, out, stimulus):
+        return {"value": self._stream().index}
+
     _handlers = {
+        m.GET_TASK_STREAM: _get_task_stream,
+        m.GET_TASK_STREAM_INDEX: _get_task_stream_index,
         m.REPLICATE: _replicate,
         m.RETRY: _retry,
         m.LOG_EVENT: _log_event,

@@ -92,6 +92,9 @@ REMOVE_REPLICAS = "remove-replicas"
 # scheduler asks of them (batched, scheduler -> worker: fetch these from those)
 REPLICATE = "replicate"
 ACQUIRE_REPLICAS = "acquire-replicas"
+# client -> scheduler, RPC: the task stream (``get_task_stream``), and its cursor
+GET_TASK_STREAM = "get_task_stream"
+GET_TASK_STREAM_INDEX = "get_task_stream_index"
 QUERY_REPLY = "reply"
 # scheduler -> worker
 UPDATE_DATA = "update-data"  # RPC: the worker put of a scatter

@@ -188,6 +188,16 @@ class DataReply(TypedDict):
     missing: list[str]
     errors: dict[str, Any]
     incarnations: NotRequired[dict[str, int]]  # a worker's: the copy of each key it sent
+    # While a task stream is kept (the driver's clock, epoch seconds): when the fetch was
+    # asked for (echoed from the request) and when this reply reached the fetcher.
+    sent_at: NotRequired[float]
+    received_at: NotRequired[float]
+
+
+class Fetch(TypedDict, total=False):
+    """A worker's ``get-data`` to another: nothing, or when it was sent (see DataReply)."""
+
+    sent_at: float
 
 
 class LogEvent(FromClient):
@@ -244,13 +254,30 @@ class FromWorker(TypedDict):
     incarnation: int
 
 
-class TaskFinished(FromWorker):
+class Timed(TypedDict, total=False):
+    """What a worker's report adds while the scheduler keeps a task stream (dask's always)."""
+
+    startstops: list[dict[str, Any]]
+    thread: int
+    nbytes: int
+    typename: str
+    exception_text: str
+
+
+class TaskFinished(FromWorker, Timed):
     type: bytes
 
 
-class TaskErred(FromWorker):
+class TaskErred(FromWorker, Timed):
     exception: bytes
     text: str
+
+
+class TaskStreamQuery(FromClient):
+    start: float | None
+    stop: float | None
+    count: int | None
+    start_index: int | None
 
 
 class Empty(TypedDict):
@@ -367,6 +394,8 @@ PAYLOADS: dict[tuple[str, str], type] = {
     (WORKER, m.ADD_KEYS): AddKeys,
     (SCHEDULER, m.REMOVE_REPLICAS): RemoveReplicas,
     (CLIENT, m.REPLICATE): Replicate,
+    (CLIENT, m.GET_TASK_STREAM): TaskStreamQuery,
+    (CLIENT, m.GET_TASK_STREAM_INDEX): FromClient,
     (SCHEDULER, m.ACQUIRE_REPLICAS): AcquireReplicas,
     (SCHEDULER, m.EVENT): Event,
     (SCHEDULER, m.COMPUTE_TASK): ComputeTask,
@@ -387,7 +416,7 @@ PAYLOADS: dict[tuple[str, str], type] = {
     (SCHEDULER, m.AMM): Empty,
     (CLIENT, m.AMM_HANDLER): AmmHandler,
     (WORKER, m.EXECUTE): Empty,
-    (WORKER, m.GET_DATA): Empty,
+    (WORKER, m.GET_DATA): Fetch,
     (WORKER, m.GET_DATA_REPLY): DataReply,
     (WORKER, m.UPDATE_DATA_REPLY): UpdateDataReply,
     (WORKER, m.TASK_FINISHED): TaskFinished,

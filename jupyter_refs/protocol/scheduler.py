@@ -30,6 +30,7 @@ from .extensions import EXTENSION_OPS, Extensions
 from .messages import FIRE_AND_FORGET, SCHEDULER, Message
 from .serialize import dumps
 from .stealing import WorkStealing
+from .task_stream import TaskStream
 from .variants import Arrival, ProtocolVariant
 
 RELEASED, WAITING, PROCESSING, MEMORY, ERRED, FORGOTTEN = (
@@ -166,6 +167,8 @@ class SchedulerState:
         self._extensions: Extensions | None = None
         self._stealing: WorkStealing | None = None
         self._amm: ActiveMemoryManager | None = None
+        #: dask's TaskStreamPlugin, installed when a client first asks for the stream.
+        self.task_stream: TaskStream | None = None
         #: Whether the active memory manager runs from the start (dask's config, read by the
         #: driver: ``distributed.scheduler.active-memory-manager.start``).
         self.amm_starts = True
@@ -706,6 +709,11 @@ class SchedulerState:
         else:  # the first copy (every computed task): no copy to replace
             ts.who_has[worker] = incarnation
         ts.type = p.get("type")
+        if self.task_stream is not None and "startstops" in p:
+            self.task_stream.record(key, {
+                "stimulus_id": stimulus, "worker": worker, "metadata": {},
+                "nbytes": p.get("nbytes"), "type": p.get("type"), "typename": p.get("typename"),
+                "thread": p["thread"], "startstops": p["startstops"], "status": "OK"})
         self._transitions({key: MEMORY}, stimulus, out)
 
     def _on_task_erred(self, msg: Message, out: Out, stimulus: str) -> None:
@@ -720,9 +728,16 @@ class SchedulerState:
             self.record(SCHEDULER, "task.retry", ts.key, ts.retries, stimulus)
             self._transitions({ts.key: WAITING}, stimulus, out)
             return
-        ts.exception = msg.payload["exception"]
-        ts.exception_text = msg.payload["text"]
-        ts.traceback = msg.payload.get("traceback")
+        p = msg.payload
+        ts.exception = p["exception"]
+        ts.exception_text = p["text"]
+        ts.traceback = p.get("traceback")
+        if self.task_stream is not None and "startstops" in p:
+            self.task_stream.record(ts.key, {
+                "stimulus_id": stimulus, "cause": ts.key, "worker": p["worker"],
+                "exception": p["exception"], "traceback": p.get("traceback"),
+                "exception_text": p.get("exception_text"), "traceback_text": "",
+                "thread": p["thread"], "startstops": p["startstops"], "status": "error"})
         self._transitions({ts.key: ERRED}, stimulus, out)
 
     def _on_release_worker_data(self, msg: Message, out: Out, stimulus: str) -> None:

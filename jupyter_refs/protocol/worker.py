@@ -86,6 +86,8 @@ class WorkerTask:
     waiting: set[str] | None = None  # peers whose data is awaited
     fetched: dict[str, Any] | None = None
     missing: list[str] | None = None
+    #: The fetches' ``transfer`` entries, while a task stream is kept.
+    transfers: list[dict[str, Any]] | None = None
 
 
 @dataclass(slots=True, eq=False)
@@ -98,6 +100,10 @@ class TaskRun:
     args: tuple
     kwargs: dict[str, Any]
     done: bool = False
+    #: When the call began and ended (the driver's clock, epoch seconds), on which thread.
+    started: float = 0.0
+    stopped: float = 0.0
+    thread: int = 0
 
 
 #: Worker transitions the trace already shows (see ``WorkerState._transition``).
@@ -339,6 +345,10 @@ class WorkerState:
         # the scheduler (``add-keys``), which frees it with the key, or drops it sooner.
         fetched, out = self._keep_replicas(msg)
         ts.fetched.update(fetched)
+        if "received_at" in msg.payload:  # dask's transfer entry of the task's startstops
+            ts.transfers = [*(ts.transfers or ()), {
+                "action": "transfer", "start": msg.payload["sent_at"],
+                "stop": msg.payload["received_at"], "source": msg.sender}]
         ts.missing.extend(msg.payload["missing"])
         if ts.waiting or self.tasks.get(ts.key) is not ts:
             return out  # more to come, or the task was freed while its data travelled
@@ -460,8 +470,11 @@ class WorkerState:
             running_task.reset(token)
         return TaskRun(self.name, key, func, args, kwargs), adoption.messages
 
-    def finish(self, key: str, ok: bool, value: Any) -> list[Message]:
-        """A run of ``key`` ended (``ok``: ``value`` is its result, else the exception)."""
+    def finish(self, key: str, ok: bool, value: Any,
+               timing: tuple[int, float, float] | None = None) -> list[Message]:
+        """A run of ``key`` ended (``ok``: ``value`` is its result, else the exception).
+        ``timing`` — ``(thread, start, stop)``, given by the driver while the scheduler keeps
+        a task stream — goes in the report, as dask's worker's always does."""
         ts = self.tasks[key]
         self.executing.discard(key)
         self.long_running.discard(key)
@@ -482,12 +495,20 @@ class WorkerState:
             out = [Message(name, m.SCHEDULER, m.TASK_FINISHED, self._stream, True, (key,),
                            {"worker": name, "incarnation": incarnation,
                             "type": _dump_type(value) if blob is None else blob})]
+            if timing is not None:
+                from dask.sizeof import sizeof
+                from dask.utils import typename
+
+                out[0].payload.update(_timed(timing, ts.transfers), nbytes=sizeof(value),
+                                      typename=typename(type(value)))
         else:
             self._transition(ts, ERROR, None)
             out = [self._to_scheduler(m.TASK_ERRED, (key,), worker=self.name,
                                       exception=_dump_exception(value),
                                       text=f"{type(value).__name__}: {value}",
                                       incarnation=ts.incarnation)]
+            if timing is not None:
+                out[0].payload.update(_timed(timing, ts.transfers), exception_text=repr(value))
         if self.ready or self.constrained:
             self._ensure_computing(None, out)
         return out
@@ -566,9 +587,12 @@ class WorkerState:
                 errors[key] = str(exc)
                 continue
             incarnations[key] = max(self.copies[key])
+        reply = {"data": data, "missing": missing, "errors": errors,
+                 "incarnations": incarnations}
+        if "sent_at" in msg.payload:  # timed for a task stream: echoed
+            reply["sent_at"] = msg.payload["sent_at"]
         return [Message(self.name, msg.sender, m.GET_DATA_REPLY, msg.channel, False, msg.keys,
-                        {"data": data, "missing": missing, "errors": errors,
-                         "incarnations": incarnations})]
+                        reply)]
 
     def _on_remove_replicas(self, msg: Message) -> list[Message]:
         """The scheduler no longer counts this copy (dask's ``remove-replicas``): drop it —
@@ -597,6 +621,12 @@ class WorkerState:
 
 
 _TYPES: dict[type, bytes] = {}
+
+
+def _timed(timing: tuple[int, float, float], transfers: list | None) -> dict[str, Any]:
+    thread, start, stop = timing
+    return {"thread": thread, "startstops": [*(transfers or ()), {
+        "action": "compute", "start": start, "stop": stop}]}
 
 
 def _dump_type(value: Any) -> bytes | None:
