@@ -1354,7 +1354,7 @@ class Client(ClusterCalls, TopicCalls, PluginCalls, TaskStreamCalls):
         sync = kwargs.pop("sync", True)
         options = self._graph_options(kwargs)
         if hasattr(dsk, "__dask_graph__"):  # dask hands its schedulers an expression
-            dsk = dsk.__dask_graph__()
+            dsk = _materialized(dsk)
         flat = _flatten(keys)
         futures = self._submit_graph(dict(dsk), flat, options)
         if not sync:  # dask: the futures, in the shape of keys
@@ -1431,6 +1431,20 @@ class Client(ClusterCalls, TopicCalls, PluginCalls, TaskStreamCalls):
         if name in _DASK_CLIENT_API:
             raise NotModelledError(f"Client.{name}")
         raise AttributeError(f"'Client' object has no attribute {name!r}")
+
+
+def _materialized(expr: Any) -> dict[Any, Any]:
+    """The graph of an expression as dask's scheduler makes it: the expression travels
+    pickled (``Client._graph_to_futures``) and is materialized there, so what its
+    optimizations do to the objects of the caller's (a ``delayed_optimize=`` function's
+    list) happens to copies; one that cannot be pickled is dask's TypeError."""
+    import cloudpickle
+
+    try:  # cloudpickle, as dask's pickle does for what refers to __main__: by value
+        blob = cloudpickle.dumps(expr, protocol=5)
+    except Exception as exc:  # noqa: BLE001 - whatever fails, dask's error
+        raise TypeError(f"Could not serialize object of type {type(expr).__name__}") from exc
+    return serialize.loads(blob).__dask_graph__()
 
 
 def _run_node(node: Any, values: dict[Any, Any]) -> Any:

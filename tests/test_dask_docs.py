@@ -3707,9 +3707,6 @@ compared("priority_map_kwarg", PRIORITY, "User priorities (client.map(..., prior
 
 #: Where the model differs from dask (measured): xfail(strict=True), the team's next items.
 DIFFERENT: dict[str, str] = {
-    "optimize_custom_function": (
-        "dask 2026.8 with a distributed Client does not call a delayed_optimize= setting "
-        "(False); the model's scheduler setting is a function, so dask calls it (True)"),
 }
 
 
