@@ -1438,13 +1438,31 @@ def _materialized(expr: Any) -> dict[Any, Any]:
     pickled (``Client._graph_to_futures``) and is materialized there, so what its
     optimizations do to the objects of the caller's (a ``delayed_optimize=`` function's
     list) happens to copies; one that cannot be pickled is dask's TypeError."""
+    import io
+    import pickle
+
     import cloudpickle
 
+    futures: list[Future] = []  # they stay themselves (dask's scheduler reads their keys)
+
+    class Pickler(cloudpickle.Pickler):
+        def persistent_id(self, obj: Any) -> Any:
+            if type(obj) is Future:
+                futures.append(obj)
+                return len(futures) - 1
+            return None
+
+    class Unpickler(pickle.Unpickler):
+        def persistent_load(self, pid: Any) -> Any:
+            return futures[pid]
+
+    buffer = io.BytesIO()
     try:  # cloudpickle, as dask's pickle does for what refers to __main__: by value
-        blob = cloudpickle.dumps(expr, protocol=5)
+        Pickler(buffer, protocol=5).dump(expr)
     except Exception as exc:  # noqa: BLE001 - whatever fails, dask's error
         raise TypeError(f"Could not serialize object of type {type(expr).__name__}") from exc
-    return serialize.loads(blob).__dask_graph__()
+    buffer.seek(0)
+    return Unpickler(buffer).load().__dask_graph__()
 
 
 def _run_node(node: Any, values: dict[Any, Any]) -> Any:
