@@ -11,8 +11,9 @@ none, and counts the keys each worker holds).  A drop is immediate on the schedu
 (``who_has``) and a ``remove-replicas`` to the worker.
 
 dask runs the pass every 2 s whatever happens; the model sends its timer (``amm``, like the
-work-stealing ``balance``) only while some key has more than one copy, so a cluster with no
-replicas has no timer in flight.  ``Client.amm`` starts, stops, runs once, and says whether
+work-stealing ``balance``) only when a pass could drop something — a copy was added, or a
+task that kept copies of its inputs ended — so a cluster with no replicas has no timer in
+flight.  ``Client.amm`` starts, stops, runs once, and says whether
 it is running.
 """
 
@@ -47,12 +48,18 @@ class ActiveMemoryManager:
                                _NO_PAYLOAD))
 
     def tick(self, out: Out, stimulus: str) -> None:
-        """The timer came: a pass, and another timer if copies are still kept."""
+        """The timer came: a pass.  Copies it keeps (for tasks still waiting) call for another
+        pass when one of those tasks ends (``waiter_done``), not before: a timer that set
+        itself again would fire for ever on a network that fires timers when idle."""
         self.due = False
         if self.running:
             self.run_once(out, stimulus)
-            if any(len(ts.who_has) > 1 for ts in self.scheduler.tasks.values()):
-                self.replicated(out)
+
+    def waiter_done(self, ts: TaskState, out: Out) -> None:
+        """A task ended: its inputs with extra copies may now lose them."""
+        tasks = self.scheduler.tasks
+        if any(d in tasks and len(tasks[d].who_has) > 1 for d in ts.dependencies):
+            self.replicated(out)
 
     def handle(self, method: str, out: Out, stimulus: str) -> Any:
         """``Client.amm``'s calls (dask's ``amm_handler``)."""

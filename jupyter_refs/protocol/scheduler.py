@@ -983,6 +983,8 @@ class SchedulerState:
                         recs[key] = PROCESSING
         if ts.dependencies:
             self._forget_unneeded_dependencies(ts, recs)
+            if self._amm is not None:
+                self._amm.waiter_done(ts, out)
         if not ts.who_wants and not (ts.dependents and self._needed_by_dependents(ts)):
             recs[ts.key] = FORGOTTEN
 
