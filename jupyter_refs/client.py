@@ -657,6 +657,7 @@ class Client(ClusterCalls, TopicCalls, PluginCalls, TaskStreamCalls):
                  set_as_default: bool = True, timeout: Any = None, **kwargs: Any):
         Cluster = _cluster_class()  # noqa: N806 - the class, imported late (a cycle)
         arguments.text(name, "name", none=True)  # before a cluster of its own is started
+        families = {k: kwargs.pop(k) for k in ("serializers", "deserializers") if k in kwargs}
         self._own_cluster = address is None
         if address is None:
             # dask's Client() starts a LocalCluster, and passes it the arguments it takes.
@@ -669,6 +670,10 @@ class Client(ClusterCalls, TopicCalls, PluginCalls, TaskStreamCalls):
             raise NotModelledError(
                 f"Client({address!r})", "a kernel-side client takes a jupyter_refs.Cluster; "
                 "to trace a real dask cluster use jupyter_refs.dask.attach(client)")
+        if families and getattr(address, "processes", False):
+            raise NotModelledError(f"Client({', '.join(f'{k}=' for k in families)}) with "
+                                   "worker processes", "an in-process cluster (processes=False) "
+                                   "never serializes between client and workers, in dask too")
         self._setup(address, address._register_client(name))
         self.direct_to_workers = None  # dask's default: decided at each gather
         address.clients[self.name] = self

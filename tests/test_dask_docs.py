@@ -3567,8 +3567,7 @@ compared("serialization_dask_family", SERIAL,
         return "hello " + h.name
     out = client.submit(greet, Human("Alice")).result()
 """)
-loud("serialization_client_families", SERIAL, "Serialization families (Client(serializers=, deserializers=))",
-     "Client(serializers=)", """
+compared("serialization_client_families", SERIAL, "Serialization families (Client(serializers=, deserializers=))", """
     from dask.distributed import Client
     c = Client(processes=False, n_workers=1, dashboard_address=":0", serializers=["dask", "pickle"],
                deserializers=["dask", "msgpack"])
