@@ -37,6 +37,7 @@ from .coordination import (
     wait,
 )
 from .errors import NotModelledError
+from .multi_lock import MultiLock
 from .progress import progress
 from .task_stream import get_task_stream
 from .worker_context import (
@@ -178,7 +179,7 @@ MODEL: dict[str, Any] = {
     "fire_and_forget": fire_and_forget, "futures_of": futures_of, "Variable": Variable,
     "Queue": Queue, "Event": Event, "Lock": Lock, "Semaphore": Semaphore,
     "get_worker": get_worker, "print": remote_print, "warn": remote_warn, "progress": progress,
-    "get_task_stream": get_task_stream,
+    "get_task_stream": get_task_stream, "MultiLock": MultiLock,
 }
 #: dask's names left as they are: data, not behaviour (its config, exceptions, enums);
 #: ``WorkerPlugin``, a base class of no-op hooks whose behaviour is the model's

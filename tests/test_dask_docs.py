@@ -1429,7 +1429,7 @@ compared("doc_semaphore", COORD_PY, "Semaphore", """
     out = client.gather(futures)
     sem.close()
 """)
-loud("doc_multilock", COORD_PY, "MultiLock, MultiLock.acquire", "distributed.MultiLock", """
+compared("doc_multilock", COORD_PY, "MultiLock, MultiLock.acquire", """
     from distributed import MultiLock
     lock = MultiLock(['x', 'y'])
     got = lock.acquire(timeout=1)

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 from . import messages as m
 from .broker import Broker
 from .messages import Message
+from .multi_lock import MultiLocks
 from .replicate import Replications
 
 if TYPE_CHECKING:
@@ -62,7 +63,8 @@ EXTENSION_OPS = (m.WHO_HAS, m.HAS_WHAT, m.VARIABLE_SET, m.VARIABLE_GET, m.VARIAB
                  m.SEMAPHORE_VALUE, m.SEMAPHORE_CLOSE, m.SET_METADATA, m.GET_METADATA,
                  m.GET_RUNSPEC, m.GET_ERROR_CAUSE, m.LOG_EVENT, m.GET_EVENTS,
                  m.SUBSCRIBE_TOPIC, m.UNSUBSCRIBE_TOPIC, m.RETRY, m.REPLICATE,
-                 m.GET_TASK_STREAM, m.GET_TASK_STREAM_INDEX)
+                 m.GET_TASK_STREAM, m.GET_TASK_STREAM_INDEX, m.MULTI_LOCK_ACQUIRE,
+                 m.MULTI_LOCK_RELEASE)
 
 
 class Extensions:
@@ -99,6 +101,8 @@ class Extensions:
         self.expired: set[str] = set()
         #: Structured events (``log_event``, ``get_events``, ``subscribe_topic``).
         self.broker = Broker(scheduler.clients)
+        #: dask's MultiLocks (an acquire waits parked until it holds what it asked for).
+        self.multi_locks = MultiLocks()
         #: ``Client.replicate`` calls in progress (parked until their copies are in).
         self.replications = Replications(self.scheduler)
 
@@ -106,6 +110,8 @@ class Extensions:
         if msg.channel in self.expired:  # its timeout overtook it (another channel)
             self.expired.discard(msg.channel)
             reply = self._handlers[msg.op](self, msg, out, stimulus)
+            if reply is None:
+                self._gave_up(msg)
             return reply if reply is not None else {"error": "timeout"}
         reply = self._handlers[msg.op](self, msg, out, stimulus)
         if reply is None and not msg.batched:
@@ -129,6 +135,7 @@ class Extensions:
         for parked in self.parked:
             if parked.channel == call:
                 self.parked.remove(parked)
+                self._gave_up(parked)
                 self.scheduler.reply(out, parked, error="timeout")
                 break
         else:
@@ -136,6 +143,12 @@ class Extensions:
             # scheduler's own stream, the call on an RPC of its own, and either may come first.
             self.expired.add(call)
         return {}
+
+    def _gave_up(self, msg: Message) -> None:
+        """A parked call timed out: what it left waiting is undone (a multi-lock request
+        leaves its queues, as dask's ``acquire`` does at its timeout)."""
+        if msg.op == m.MULTI_LOCK_ACQUIRE:
+            self.multi_locks.release(msg.payload["id"])
 
     def _pseudo(self, holder: str) -> str:
         self.scheduler.pseudo.add(holder)
@@ -531,7 +544,21 @@ class Extensions:
     def _get_task_stream_index(self, msg, out, stimulus):
         return {"value": self._stream().index}
 
+    # -- MultiLock (dask's ``MultiLockExtension``; see ``multi_lock.py``) --------------------
+
+    def _multi_lock_acquire(self, msg, out, stimulus):
+        p = msg.payload
+        if self.multi_locks.request(p["locks"], p["id"], p["num_locks"]):
+            return {"value": True}
+        return None  # parked until a release completes it (or its timeout)
+
+    def _multi_lock_release(self, msg, out, stimulus):
+        self.multi_locks.release(msg.payload["id"])
+        return {"value": None}
+
     _handlers = {
+        m.MULTI_LOCK_ACQUIRE: _multi_lock_acquire,
+        m.MULTI_LOCK_RELEASE: _multi_lock_release,
         m.GET_TASK_STREAM: _get_task_stream,
         m.GET_TASK_STREAM_INDEX: _get_task_stream_index,
         m.REPLICATE: _replicate,

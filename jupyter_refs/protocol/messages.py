@@ -95,6 +95,9 @@ ACQUIRE_REPLICAS = "acquire-replicas"
 # client -> scheduler, RPC: the task stream (``get_task_stream``), and its cursor
 GET_TASK_STREAM = "get_task_stream"
 GET_TASK_STREAM_INDEX = "get_task_stream_index"
+# client -> scheduler, RPC: dask's MultiLock (an acquire may wait: parked)
+MULTI_LOCK_ACQUIRE = "multi_lock_acquire"
+MULTI_LOCK_RELEASE = "multi_lock_release"
 QUERY_REPLY = "reply"
 # scheduler -> worker
 UPDATE_DATA = "update-data"  # RPC: the worker put of a scatter

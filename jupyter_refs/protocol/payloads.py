@@ -236,6 +236,17 @@ class AcquireReplicas(Stimulus):
     who_has: dict[str, list[str]]  # each key to fetch, and the workers holding it
 
 
+class MultiLockAcquire(FromClient):
+    locks: list[str]
+    id: str
+    timeout: float | None
+    num_locks: int
+
+
+class MultiLockRelease(FromClient):
+    id: str
+
+
 class AmmHandler(FromClient):
     method: str  # start, stop, run_once, running
 
@@ -394,6 +405,8 @@ PAYLOADS: dict[tuple[str, str], type] = {
     (WORKER, m.ADD_KEYS): AddKeys,
     (SCHEDULER, m.REMOVE_REPLICAS): RemoveReplicas,
     (CLIENT, m.REPLICATE): Replicate,
+    (CLIENT, m.MULTI_LOCK_ACQUIRE): MultiLockAcquire,
+    (CLIENT, m.MULTI_LOCK_RELEASE): MultiLockRelease,
     (CLIENT, m.GET_TASK_STREAM): TaskStreamQuery,
     (CLIENT, m.GET_TASK_STREAM_INDEX): FromClient,
     (SCHEDULER, m.ACQUIRE_REPLICAS): AcquireReplicas,
