@@ -110,6 +110,44 @@ class ClusterCalls:
         answered(self._ask(m.REPLICATE, keys, n=n, workers=self._workers(workers),
                            branching_factor=branching_factor))
 
+    def call_stack(self, futures: Any = None, keys: Any = None) -> dict[str, dict[str, list]]:
+        """The call stacks of the tasks running now, by worker then key (dask's
+        ``call_stack``: formatted by ``distributed.profile.call_stack``); for ``futures`` /
+        ``keys``, those of them running or the running tasks they wait for.  Workers with
+        nothing running are left out."""
+        import sys
+
+        from distributed.profile import call_stack
+
+        from .cluster import current_run
+        from .coordination import futures_of
+
+        wanted = None
+        if futures is not None or keys is not None:
+            wanted = set(keys or ()) | {f.key for f in futures_of(futures or [])}
+        cluster = self.cluster
+        with cluster.locked():
+            runs = [r for r in cluster._threaded if not r.done]
+            mine = current_run.get()
+            if mine is not None and mine[0] is cluster and mine[1] not in runs:
+                runs.append(mine[1])
+            if wanted is not None:  # dask: the keys, and what waiting ones wait for
+                tasks, stack, running = cluster.scheduler.tasks, list(wanted), set()
+                while stack:
+                    ts = tasks.get(stack.pop())
+                    if ts is not None and ts.state == "waiting":
+                        stack.extend(ts.dependencies)
+                    elif ts is not None and ts.state == "processing":
+                        running.add(ts.key)
+                runs = [r for r in runs if r.key in running]
+        frames = sys._current_frames()
+        out: dict[str, dict[str, list]] = {}
+        for run in runs:
+            frame = frames.get(run.thread)
+            if frame is not None:
+                out.setdefault(run.worker, {})[run.key] = call_stack(frame)
+        return out
+
     def processing(self, workers: Any = None) -> dict[str, list[str]]:
         """The keys the scheduler has sent each worker to run (dask's ``Client.processing``)."""
         processing = self._ask(m.PROCESSING_QUERY)["processing"]

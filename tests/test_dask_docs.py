@@ -1326,7 +1326,7 @@ compared("doc_nbytes", CLIENT_PY, "Client.nbytes", """
     wait([x, y, z])
     out = (len(client.nbytes(summary=False)), sorted(client.nbytes(summary=True)))
 """)
-loud("doc_call_stack", CLIENT_PY, "Client.call_stack", "Client.call_stack", """
+compared("doc_call_stack", CLIENT_PY, "Client.call_stack", """
     out = client.call_stack()
 """)
 loud("doc_profile", CLIENT_PY, "Client.profile", "Client.profile", """
