@@ -194,6 +194,14 @@ KEPT = frozenset({"config", "dask", "CancelledError", "TimeoutError", "Status",
 MODULES = ("distributed", "dask.distributed", "distributed.diagnostics")
 
 
+def _needing_distributed() -> dict[str, Any]:
+    """The model's names built on dask's own classes (imported when the switch turns on:
+    the switch needs distributed anyway)."""
+    from .memory_sampler import MemorySampler
+
+    return {"MemorySampler": MemorySampler}
+
+
 def _stand_in(name: str) -> type:
     """A name of dask's the model does not have: using it says so."""
 
@@ -224,16 +232,17 @@ def start(protocol: str = "dask", network: str = "live") -> None:
     from .protocol.variants import get_variant
 
     get_variant(protocol)  # refuse an unknown protocol before anything changes
+    replacing = {**MODEL, **_needing_distributed()}
     with _lock:
         saved: dict[str, dict[str, Any]] = {}
         for module_name in MODULES:
             module = importlib.import_module(module_name)
             names = {n for n in getattr(module, "__all__", dir(module)) if not n.startswith("_")
                      and not isinstance(module.__dict__.get(n), types.ModuleType)}
-            names = (names | set(MODEL)) - KEPT
+            names = (names | set(replacing)) - KEPT
             saved[module_name] = {n: module.__dict__.get(n, _MISSING) for n in names}
             for name in names:
-                setattr(module, name, MODEL.get(name) or _stand_in(name))
+                setattr(module, name, replacing.get(name) or _stand_in(name))
         _saved.append(saved)
         _stack.append({"protocol": protocol, "network": network})
 

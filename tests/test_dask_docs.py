@@ -3006,9 +3006,8 @@ compared("diag_progress_persist", DIAG,
     progress(x)
     out = int(x.sum().compute())
 """)
-loud("diag_memory_sampler", DIAG,
-     "diagnosing-performance.rst: Analysing memory usage over time (MemorySampler)",
-     "distributed.diagnostics.MemorySampler", """
+compared("diag_memory_sampler", DIAG,
+     "diagnosing-performance.rst: Analysing memory usage over time (MemorySampler)", """
     from distributed.diagnostics import MemorySampler
     import dask.array as da
     ms = MemorySampler()

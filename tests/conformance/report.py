@@ -94,12 +94,14 @@ def switch_section() -> str:
     lacking = sorted(n for n in _DASK_CLIENT_API if not hasattr(Client, n))
     others = [n for n in ("MultiLock", "Actor", "performance_report", "get_task_stream",
                           "MemorySampler", "Scheduler", "Worker", "Nanny")
-              if n not in dropin.MODEL and n not in dropin.KEPT]
+              if n not in dropin.MODEL and n not in dropin.KEPT
+              and n not in dropin._needing_distributed()]
     return (
         "Under `jupyter_refs.model()` (`%cluster --model`) dask's own lines run on the model "
         "unchanged: `Client()`, `Client(n_workers=…, threads_per_worker=…, processes=…)`, "
         "`LocalCluster(...)` (`resources=` included), `Client(cluster)`, and these names of "
-        f"`distributed`, `dask.distributed` and `distributed.diagnostics`: {names(dropin.MODEL)}"
+        "`distributed`, `dask.distributed` and `distributed.diagnostics`: "
+        f"{names({**dropin.MODEL, **dropin._needing_distributed()})}"
         f".  Kept as dask's own (data, a base class, an annotation): {names(dropin.KEPT)}.  "
         "(`tests/test_dropin*.py` and `tests/test_dask_docs.py` run dask's documented programs "
         "on real dask and under the switch, and compare what they give.)  What stays loud — "
