@@ -2991,7 +2991,8 @@ loud("diag_performance_report", DIAG, "diagnostics-distributed.rst: Capture diag
     with performance_report(filename=path):
         out = int(da.arange(10, chunks=5).sum().compute())
 """)
-compared("diag_get_task_stream", DIAG, "diagnostics-distributed.rst: Capture diagnostics (get_task_stream)", """
+compared("diag_get_task_stream", DIAG,
+         "diagnostics-distributed.rst: Capture diagnostics (get_task_stream)", """
     from dask.distributed import get_task_stream
     import dask.array as da
     with get_task_stream() as ts:
@@ -3566,7 +3567,8 @@ compared("serialization_dask_family", SERIAL,
         return "hello " + h.name
     out = client.submit(greet, Human("Alice")).result()
 """)
-compared("serialization_client_families", SERIAL, "Serialization families (Client(serializers=, deserializers=))", """
+compared("serialization_client_families", SERIAL,
+         "Serialization families (Client(serializers=, deserializers=))", """
     from dask.distributed import Client
     c = Client(processes=False, n_workers=1, dashboard_address=":0", serializers=["dask", "pickle"],
                deserializers=["dask", "msgpack"])
