@@ -777,7 +777,7 @@ class Cluster:
             self._cond.notify_all()
 
     def _send(self, messages: list[Message]) -> None:
-        if self.scheduler.task_stream is not None:
+        if self.live or self.scheduler.task_stream is not None:
             self._stamp_fetches(messages)
         now = self.trace.clock()
         self._network.accept(messages, now)
@@ -788,8 +788,10 @@ class Cluster:
         self.trace.record_sent(messages)
 
     def _stamp_fetches(self, messages: list[Message]) -> None:
-        """While a task stream is kept, a worker's fetch from another carries when it was sent
-        (the reply echoes it), for the ``transfer`` entry of its task's record."""
+        """On the live network (and while a task stream is kept), a worker's fetch from
+        another carries when it was sent (the reply echoes it, and when it arrived): the
+        workers' transfer logs, and the ``transfer`` entries of a task stream's records.
+        (Not on the stepped networks: the explorer's states would all differ by a time.)"""
         for msg in messages:
             if msg.op == GET_DATA and msg.sender in self.workers and msg.receiver in self.workers:
                 msg.payload = {**msg.payload, "sent_at": time.time()}
@@ -991,6 +993,9 @@ class Cluster:
         else:
             if msg.op == GET_DATA_REPLY and "sent_at" in msg.payload:
                 msg.payload["received_at"] = time.time()
+            elif msg.op == GET_DATA and receiver in self.workers and (
+                    self.live or self.scheduler.task_stream is not None):
+                msg.payload = {**msg.payload, "received_at": time.time()}
             out = self._actors[receiver].handle(msg)
             if out:
                 self._send(out)

@@ -3,8 +3,9 @@
 dask hands the ``Worker`` object itself; the model's worker is a sans-IO state machine, so
 this is a view of it under dask's names, for what a user's code reads there: ``address``
 (what ``scheduler_info()["workers"]`` is keyed by), ``name`` (a ``LocalCluster`` names its
-workers 0, 1, …), ``status``, ``data``, ``nthreads``, ``get_current_task()`` and
-``log_event()``.  Anything else of dask's ``Worker`` raises :class:`NotModelledError`
+workers 0, 1, …), ``status``, ``data``, ``nthreads``, ``get_current_task()``,
+``log_event()`` and the transfer logs (on the live network, whose driver times them).
+Anything else of dask's ``Worker`` raises :class:`NotModelledError`
 naming it, rather than answering with something dask's would not.
 """
 
@@ -43,6 +44,23 @@ class WorkerView:
     def _state(self) -> Any:
         return self._cluster.workers[self.address]
 
+    def _transfers(self, name: str) -> Any:
+        if not self._cluster.live:
+            raise NotModelledError(f"Worker.{name} on a stepped network",
+                                   "the live network's driver times the transfers")
+        return getattr(self._state, name)
+
+    @property
+    def transfer_incoming_log(self) -> Any:
+        """dask's: the transfers this worker fetched (``start``, ``stop``, ``who``, ``keys``
+        with their sizes, ``total``, ``bandwidth`` …), newest last."""
+        return self._transfers("transfer_incoming_log")
+
+    @property
+    def transfer_outgoing_log(self) -> Any:
+        """dask's: the transfers this worker served (to a worker, or ``who`` None: a gather)."""
+        return self._transfers("transfer_outgoing_log")
+
     def get_current_task(self) -> str:
         """The key of the task running on this thread (dask's ``active_threads[ident]``)."""
         from .cluster import current_run
@@ -65,7 +83,8 @@ class WorkerView:
         if name.startswith("__"):
             raise AttributeError(name)
         raise NotModelledError(f"Worker.{name}", "the model's worker view has address, name, "
-                               "status, data, nthreads, get_current_task and log_event")
+                               "status, data, nthreads, get_current_task, log_event and the "
+                               "transfer logs")
 
     def __repr__(self) -> str:
         return (f"<Worker {self.address!r}, name: {self.name}, status: running, "

@@ -3016,10 +3016,10 @@ compared("diag_memory_sampler", DIAG,
         da.arange(10, chunks=5).sum().compute()
     out = "collection 1" in ms.samples
 """)
-loud("diag_transfer_log", DIAG,
-     "diagnosing-performance.rst: Bandwidth (client.run(... transfer_outgoing_log))",
-     "Client.run", """
-    out = client.run(lambda dask_worker: len(dask_worker.transfer_outgoing_log))
+compared("diag_transfer_log", DIAG,
+     "diagnosing-performance.rst: Bandwidth (client.run(... transfer_outgoing_log))", """
+    # by worker address, which is the cluster's own (random on dask): the values
+    out = sorted(client.run(lambda dask_worker: len(dask_worker.transfer_outgoing_log)).values())
 """)
 compared("plugins_worker_plugin", PLUGINS, "Worker Plugins (register_plugin)", """
     from dask.distributed import WorkerPlugin

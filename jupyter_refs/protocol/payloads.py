@@ -195,9 +195,11 @@ class DataReply(TypedDict):
 
 
 class Fetch(TypedDict, total=False):
-    """A worker's ``get-data`` to another: nothing, or when it was sent (see DataReply)."""
+    """A ``get-data`` to a worker: nothing, or — timed by the driver — when it was sent (a
+    worker's, echoed in the reply) and when it arrived (the served worker's transfer log)."""
 
     sent_at: float
+    received_at: float
 
 
 class LogEvent(FromClient):
@@ -415,7 +417,7 @@ PAYLOADS: dict[tuple[str, str], type] = {
     (SCHEDULER, m.FREE_KEYS): FreeKeys,
     (SCHEDULER, m.STEAL_REQUEST): StealRequest,
     (SCHEDULER, m.UPDATE_DATA): UpdateData,
-    (SCHEDULER, m.GET_DATA): Empty,
+    (SCHEDULER, m.GET_DATA): Fetch,
     (SCHEDULER, m.KEY_IN_MEMORY): KeyInMemory,
     (SCHEDULER, m.LOST_DATA): Report,
     (SCHEDULER, m.CANCELLED_KEYS): CancelledKeys,

@@ -39,6 +39,7 @@ it passes ``bind``.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -63,6 +64,9 @@ from .variants import ProtocolVariant
 RELEASED, WAITING, READY, EXECUTING, LONG_RUNNING, CANCELLED, MEMORY, ERROR, FORGOTTEN = (
     "released", "waiting", "ready", "executing", "long-running", "cancelled", "memory", "error",
     "forgotten")
+
+#: dask's ``distributed.admin.low-level-log-length``: how many transfers each log keeps.
+TRANSFER_LOG_LENGTH = 1000
 
 #: The key of the task whose arguments are being deserialized (a travelling future names it).
 running_task: ContextVar[str | None] = ContextVar("jupyter_refs_running_task", default=None)
@@ -141,6 +145,10 @@ class WorkerState:
         self._fetching: dict[str, WorkerTask] = {}
         #: Fetches of replicas the scheduler asked for (``acquire-replicas``), by call.
         self._acquiring: set[str] = set()
+        #: dask's ``transfer_incoming_log`` / ``transfer_outgoing_log`` (when the driver
+        #: times transfers: the live network), ``low-level-log-length`` long.
+        self.transfer_incoming_log: deque[dict[str, Any]] = deque(maxlen=TRANSFER_LOG_LENGTH)
+        self.transfer_outgoing_log: deque[dict[str, Any]] = deque(maxlen=TRANSFER_LOG_LENGTH)
         self.nthreads = nthreads
         #: Tasks asked for and not finished, by key.
         self.tasks: dict[str, WorkerTask] = {}
@@ -327,6 +335,9 @@ class WorkerState:
         """The values of a ``get-data`` reply, those not held already kept as replicas and
         told to the scheduler (dask's flight -> memory, then ``add-keys``)."""
         fetched = {k: loads(v) for k, v in msg.payload["data"].items()}
+        if "received_at" in msg.payload and fetched:
+            start, stop = msg.payload["sent_at"], msg.payload["received_at"]
+            self.transfer_incoming_log.append(_transfer(start, stop, fetched, msg.sender))
         sent = msg.payload.get("incarnations", {})
         kept = {k: sent.get(k, 0) for k in fetched if k not in self.data}
         for key, incarnation in kept.items():
@@ -589,6 +600,11 @@ class WorkerState:
             incarnations[key] = max(self.copies[key])
         reply = {"data": data, "missing": missing, "errors": errors,
                  "incarnations": incarnations}
+        if "received_at" in msg.payload and data:  # timed by the driver: dask's outgoing log
+            at = msg.payload["received_at"]
+            who = msg.sender if msg.sender.startswith("worker") else None
+            entry = _transfer(at, at, {k: self.data[k] for k in data}, who)
+            self.transfer_outgoing_log.append({**entry, "compressed": 1})
         if "sent_at" in msg.payload:  # timed for a task stream: echoed
             reply["sent_at"] = msg.payload["sent_at"]
         return [Message(self.name, msg.sender, m.GET_DATA_REPLY, msg.channel, False, msg.keys,
@@ -621,6 +637,19 @@ class WorkerState:
 
 
 _TYPES: dict[type, bytes] = {}
+
+
+def _transfer(start: float, stop: float, values: dict[str, Any], who: str | None
+              ) -> dict[str, Any]:
+    """An entry of a transfer log, as dask's worker writes it (a duration of at least a
+    millisecond; ``compressed`` — an in-process comm's one frame — on the outgoing side)."""
+    from dask.sizeof import sizeof
+
+    nbytes = {k: sizeof(v) for k, v in values.items()}
+    total = sum(nbytes.values())
+    duration = max(0.001, stop - start)
+    return {"start": start, "stop": stop, "middle": (start + stop) / 2, "duration": duration,
+            "who": who, "keys": nbytes, "total": total, "bandwidth": total / duration}
 
 
 def _timed(timing: tuple[int, float, float], transfers: list | None) -> dict[str, Any]:
