@@ -55,7 +55,6 @@ from .errors import (
     SerializationError,
 )
 from .plugins import PluginCalls
-from .profiler import ProfileCalls
 from .protocol import messages as m
 from .protocol import serialize
 from .protocol.client import BORROWED, CANCELLED, DONE, ERROR, ClientState, FutureState
@@ -646,7 +645,7 @@ def _make_default(client: Client) -> None:
     _default.append(weakref.ref(client))
 
 
-class Client(ClusterCalls, TopicCalls, PluginCalls, TaskStreamCalls, ProfileCalls):
+class Client(ClusterCalls, TopicCalls, PluginCalls, TaskStreamCalls):
     """A client of a kernel-side :class:`~jupyter_refs.cluster.Cluster`, with dask's API.
 
     ``Client(cluster)`` or ``cluster.client()``; ``Client()`` — or ``Client(n_workers=…,
@@ -1523,7 +1522,7 @@ def _check_graph_options(kwargs: dict[str, Any]) -> None:
 #: Public names of dask's Client that the model does not have (they raise NotModelledError).
 _DASK_CLIENT_API = frozenset("""
 run run_on_scheduler restart restart_workers upload_file
-rebalance story
+rebalance story profile
 dashboard_link register_worker_plugin
 register_scheduler_plugin get_executor get_metadata set_metadata get_worker_logs
 get_scheduler_logs processing benchmark_hardware

@@ -346,12 +346,6 @@ class Cluster:
             self._thread = threading.Thread(target=self._run_live, name="jupyter-refs-network",
                                             daemon=True)
             self._thread.start()
-            try:  # dask's workers profile their tasks from the start (Client.profile)
-                from .profiler import profiler
-            except ImportError:  # pragma: no cover - without dask, nobody asks
-                pass
-            else:
-                profiler(self)
 
     # -- clocks ----------------------------------------------------------------------
 
@@ -570,9 +564,6 @@ class Cluster:
             if self._thread is not None:
                 self._thread.join()
                 self._thread = None
-            profiler = self.__dict__.get("_profiler")
-            if profiler is not None:
-                profiler.stop()
             if self._pool is not None:
                 self._pool.shutdown()  # a task still running ends on its own; nothing is sent
                 self._pool = None

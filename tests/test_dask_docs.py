@@ -1329,7 +1329,7 @@ compared("doc_nbytes", CLIENT_PY, "Client.nbytes", """
 compared("doc_call_stack", CLIENT_PY, "Client.call_stack", """
     out = client.call_stack()
 """)
-compared("doc_profile", CLIENT_PY, "Client.profile", """
+loud("doc_profile", CLIENT_PY, "Client.profile", "Client.profile", """
     out = sorted(client.profile())
 """)
 compared("doc_scheduler_info", CLIENT_PY, "Client.scheduler_info", """
