@@ -597,10 +597,10 @@ UPDATES: dict[str, Update] = {
     "cancel.gave_up": Beliefs.cancel_gave_up,
     "scatter.registered": Beliefs.registered,
     "who_has.removed": Beliefs.who_has_removed,
+    "who_has.added": Beliefs.who_has_removed,  # both name the holders after the change
     "client.removed": Beliefs.client_removed,
     "worker.removed": Beliefs.worker_removed,
     "worker.added": Beliefs.worker_added,
-    "who_has.added": Beliefs.who_has_removed,  # the same update: who_has is what it says after
     "worker.put": Beliefs.worker_put,
     "worker.free": Beliefs.worker_free,
     "focus.changed": Beliefs.refocus,

@@ -47,6 +47,7 @@ from dask.utils import funcname, typename
 from . import arguments, gcscope, interrupts, publish
 from .addresses import SchedulerRPC, cluster_at
 from .client_admin import ClusterCalls
+from .client_events import TopicCalls
 from .computation_code import computation_code
 from .errors import (
     ClosedClientError,
@@ -55,15 +56,18 @@ from .errors import (
     NotModelledError,
     ResultSerializationError,
     SchedulerHandlerError,
+    SerializationError,
     dask_flavoured,
 )
 from .loop import EventLoop
+from .plugins import PluginCalls
 from .protocol import messages as m
 from .protocol import serialize
 from .protocol.client import BORROWED, CANCELLED, DONE, ERROR, ClientState, FutureState
 from .protocol.messages import Message
 from .protocol.serialize import CONTAINERS, Dep, adopting, dumps, loads, reduce_future, sending
 from .protocol.variants import UUID
+from .task_stream import TaskStreamCalls
 from .userline import short_traceback, shortened, user_frame
 
 if TYPE_CHECKING:
@@ -209,7 +213,8 @@ class Future(TaskRef):
         self._verify()._add_done_callback(self, fn)
 
     def retry(self, **kwargs: Any) -> None:
-        raise NotModelledError("Future.retry", "submit with retries= instead")
+        """Run the erred task again (and the erred tasks it depends on): dask's ``retry``."""
+        self._verify().retry([self], **kwargs)
 
     def release(self) -> None:
         """Drop this reference (as ``del`` does); the refcount drops at the next safe point."""
@@ -654,7 +659,7 @@ def _make_default(client: Client) -> None:
     _default.append(weakref.ref(client))
 
 
-class Client(ClusterCalls):
+class Client(ClusterCalls, TopicCalls, PluginCalls, TaskStreamCalls):
     """A client of a kernel-side :class:`~jupyter_refs.cluster.Cluster`, with dask's API.
 
     ``Client(cluster)`` or ``cluster.client()``; ``Client()`` — or ``Client(n_workers=…,
@@ -673,6 +678,7 @@ class Client(ClusterCalls):
             address = _address_in(scheduler_file)
         if isinstance(address, str) and cluster_at(address) is not None:
             address = cluster_at(address)  # a second client of a kernel-side cluster
+        families = {k: kwargs.pop(k) for k in ("serializers", "deserializers") if k in kwargs}
         self._own_cluster = address is None
         if address is None:
             # dask's Client() starts a LocalCluster, and passes it the arguments it takes.
@@ -685,6 +691,10 @@ class Client(ClusterCalls):
             raise NotModelledError(
                 f"Client({address!r})", "a kernel-side client takes a jupyter_refs.Cluster; "
                 "to trace a real dask cluster use jupyter_refs.dask.attach(client)")
+        if families and getattr(address, "processes", False):
+            raise NotModelledError(f"Client({', '.join(f'{k}=' for k in families)}) with "
+                                   "worker processes", "an in-process cluster (processes=False) "
+                                   "never serializes between client and workers, in dask too")
         self._setup(address, address._register_client(name))
         self.scheduler_file = scheduler_file
         self.direct_to_workers = None  # dask's default: decided at each gather
@@ -717,6 +727,7 @@ class Client(ClusterCalls):
         self._callbacks: dict[str, list[tuple[Future, Callable[[Future], Any]]]] = {}
         self._callback_queue: queue.SimpleQueue | None = None
         self.scheduler_file: str | None = None  # dask's: given, or written by this client
+        state.on_event = self._on_event
 
     # -- identity ------------------------------------------------------------------------
 
@@ -869,12 +880,12 @@ class Client(ClusterCalls):
         """Run ``func(*args, **kwargs)`` on a worker; futures in the arguments are dependencies."""
         if not callable(func):
             raise TypeError("First input to submit must be a callable function")
-        self._check_options(resources, actor, actors, allow_other_workers, workers)
+        self._check_options(actor, actors, allow_other_workers, workers)
         allocated = key is None and not pure
         if key is None:
             key = (f"{funcname(func)}-{_token(_tokenized(func), kwargs, *args)}" if pure
                    else self._new_key(funcname(func), False))
-        options = self._options(workers, allow_other_workers, retries, priority)
+        options = self._options(workers, allow_other_workers, retries, priority, resources)
         return self._submit_many(func, [(key, args, kwargs)], options, "submit", user_cell(),
                                  allocated)[0]
 
@@ -887,7 +898,7 @@ class Client(ClusterCalls):
         """``submit`` once per element, sent to the scheduler as one graph."""
         if not callable(func):
             raise TypeError("First input to map must be a callable function")
-        self._check_options(resources, actor, actors, allow_other_workers, workers)
+        self._check_options(actor, actors, allow_other_workers, workers)
         if iterables and all(isinstance(it, Iterator) for it in iterables):
             raise TypeError("Dask no longer supports mapping over Iterators or Queues."
                             "Consider using a normal for loop and Client.submit")
@@ -905,23 +916,38 @@ class Client(ClusterCalls):
             else:
                 uid = self._new_key(prefix, False)
                 keys = [f"{uid}-{i}" for i in range(len(calls))]
-        options = self._options(workers, allow_other_workers, retries, priority)
+        options = self._options(workers, allow_other_workers, retries, priority, resources)
         return self._submit_many(func, [(k, a, kwargs) for k, a in zip(keys, calls)], options,
                                  "map", user_cell(), key is None and not pure)
 
     def _options(self, workers: Any, allow_other_workers: bool, retries: int | None,
-                 priority: int) -> dict[str, Any]:
-        """The scheduling options a task carries (its run spec's; never the function's)."""
+                 priority: int, resources: Any = None) -> dict[str, Any]:
+        """The scheduling options a task carries (its run spec's; never the function's).
+
+        As dask's ``_graph_to_futures``: each option given (and not falsy) wins over the
+        same one of ``dask.annotate(...)`` around the call, which applies otherwise."""
+        annotations = dask.get_annotations()
+        if annotations:
+            given = {"workers": workers, "allow_other_workers": allow_other_workers,
+                     "retries": retries, "priority": priority, "resources": resources}
+            for name in given:
+                value = annotations.get(name)
+                if callable(value):
+                    raise NotModelledError(f"dask.annotate({name}=<a function of the key>)")
+                if not given[name] and value is not None:
+                    given[name] = value
+            workers, allow_other_workers = given["workers"], given["allow_other_workers"]
+            retries, priority, resources = given["retries"], given["priority"], given["resources"]
         options = {"workers": self._workers(workers), "retries": retries, "priority": priority}
         if allow_other_workers:  # loose restrictions: work stealing may move the task anywhere
             options["allow_other_workers"] = True
+        if resources:
+            options["resources"] = dict(resources)
         return options
 
     @staticmethod
-    def _check_options(resources: Any, actor: bool, actors: bool, allow_other_workers: bool,
+    def _check_options(actor: bool, actors: bool, allow_other_workers: bool,
                        workers: Any) -> None:
-        if resources is not None or "resources" in dask.get_annotations():
-            raise NotModelledError("resources=", "the kernel-side workers have no resources")
         if actor or actors:
             raise NotModelledError("actors")
         if allow_other_workers not in (True, False, None):
@@ -933,6 +959,22 @@ class Client(ClusterCalls):
                      options: dict[str, Any], origin: str, cell: str | None,
                      allocated: bool = False) -> list[Future]:
         self._check_open()
+        try:
+            return self._submit_calls(func, calls, options, origin, cell, allocated)
+        except SerializationError as exc:
+            if origin != "submit":
+                raise
+            # dask 2026.8's submit pickles its graph (an LLGExpr of one Task) whole: what
+            # cannot travel fails as that graph, in dask's words.
+            key, args, kwargs = calls[0]
+            shown = ", ".join(["..."] * (len(args) + len(kwargs)))
+            raise TypeError("Could not serialize object of type LLGExpr",
+                            f"LLGExpr(dsk={{{key!r}: <Task {key!r} {funcname(func)}({shown})>}})"
+                            ) from exc.__cause__
+
+    def _submit_calls(self, func: Callable[..., Any], calls: list[tuple[str, tuple, dict]],
+                      options: dict[str, Any], origin: str, cell: str | None,
+                      allocated: bool) -> list[Future]:
         fblob = _dumps_function(func)
         held = self._state.futures
         tasks: dict[str, dict[str, Any]] = {}
@@ -1139,6 +1181,24 @@ class Client(ClusterCalls):
         with self.cluster.call(user_cell()) as user_call:
             user_call.send(self._state.cancel(iter(keys), force, reason, msg))
 
+    def retry(self, futures: Any, asynchronous: bool | None = None) -> None:
+        """Run erred futures' tasks again, as dask's ``Client.retry``: the scheduler sends the
+        roots of each error back to waiting and tells the holders (``task-retried``, on the
+        stream); the keys it names are pending here once it answers — a key it names that
+        this client does not hold is a ``KeyError``, as in dask."""
+        from .coordination import answered, futures_of
+
+        keys = tuple(dict.fromkeys(f.key for f in futures_of(futures)))
+        held = self._state.futures
+        before = {k: held[k].done_seq for k in keys if k in held}
+        seen = answered(self._ask(m.RETRY, keys))["value"]
+        with self.cluster.call(None):
+            for key in seen:
+                fs = held[key]
+                # Unless the stream's task-retried came first and the run already ended again.
+                if fs.done_seq == before.get(key, fs.done_seq) and fs.state == "error":
+                    self._state.retried(key, fs, None)
+
     def _ask(self, op: str, keys: tuple[str, ...] = (), **payload: Any) -> dict[str, Any]:
         """An RPC to the scheduler, waited for (who_has, variables, queues …)."""
         self._check_open(op)
@@ -1339,12 +1399,13 @@ class Client(ClusterCalls):
             flat = _flatten(keys)
             graph = dict(item.__dask_graph__())
             if len(flat) == 1 and finalize.__name__ == "single_key" and not extra:
-                return self._submit_graph(graph, flat, kwargs.get("retries"))[0]
+                return self._submit_graph(graph, flat, options)[0]
             name = f"finalize-{tokenize(item)}"
             graph[name] = (_finalize, finalize, keys, list(extra))
-            return self._submit_graph(graph, [name], kwargs.get("retries"))[0]
+            return self._submit_graph(graph, [name], options)[0]
 
-        single, out = _each_collection(collections, one, kwargs)
+        options = self._graph_options(kwargs)
+        single, out = _each_collection(collections, one)
         results = self.gather(out) if sync else out
         return results[0] if single else results
 
@@ -1352,11 +1413,12 @@ class Client(ClusterCalls):
         """The collections with their keys computed and held here (futures in their graphs)."""
         def one(item: Any) -> Any:
             flat = _flatten(item.__dask_keys__())
-            futures = self._submit_graph(dict(item.__dask_graph__()), flat, kwargs.get("retries"))
+            futures = self._submit_graph(dict(item.__dask_graph__()), flat, options)
             rebuild, extra = item.__dask_postpersist__()
             return rebuild(dict(zip(flat, futures)), *extra)
 
-        single, out = _each_collection(collections, one, kwargs)
+        options = self._graph_options(kwargs)
+        single, out = _each_collection(collections, one)
         return out[0] if single else out
 
     def normalize_collection(self, collection: Any) -> Any:
@@ -1387,12 +1449,12 @@ class Client(ClusterCalls):
         their values in the shape of ``keys``.  A default client is dask's scheduler, so
         ``collection.compute()`` runs on the kernel-side cluster, as on dask's."""
         sync = kwargs.pop("sync", True)
-        _check_graph_options(kwargs)
+        options = self._graph_options(kwargs)
         if hasattr(dsk, "__dask_graph__"):  # dask hands its schedulers an expression
-            dsk = dsk.__dask_graph__()
+            dsk = _materialized(dsk)
         flat = _flatten(keys)
         graph = dict(dsk)
-        futures = self._submit_graph(graph, flat, kwargs.get("retries"))
+        futures = self._submit_graph(graph, flat, options)
         if not sync:  # dask: the futures, in the shape of keys
             return _unflatten(keys, dict(zip(flat, futures)))
         # dask releases the futures it made once the gather ends, raised or not: a cancelled
@@ -1416,9 +1478,33 @@ class Client(ClusterCalls):
             if entry is not None:
                 entry[0].rejoin(entry[1])
 
+    def _graph_options(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The scheduling options of ``compute``/``persist``/``get`` for every task of the
+        graph, as dask's ``_graph_to_futures`` takes them: ``workers`` (one, or a list; dask
+        2026.8 has no per-collection form: a dict is one unhashable "worker", which the
+        scheduler's ``update_graph`` fails on, erring every key), ``allow_other_workers``
+        (True, False or None), ``priority``, ``retries``; anything else is not modelled."""
+        _check_graph_options(kwargs)
+        loose = kwargs.get("allow_other_workers")
+        if loose not in (True, False, None):
+            raise TypeError("allow_other_workers= must be True, False, or None")
+        workers = kwargs.get("workers")
+        if workers:
+            if not isinstance(workers, list | tuple | set):
+                workers = [workers]
+            workers = [self._workers(w)[0] if isinstance(w, str | int) else w for w in workers]
+        options = {"workers": workers or None, "retries": kwargs.get("retries"),
+                   "priority": kwargs.get("priority") or 0}
+        if loose and workers:
+            options["allow_other_workers"] = True
+        if kwargs.get("resources"):
+            options["resources"] = dict(kwargs["resources"])
+        return options
+
     def _submit_graph(self, dsk: dict[Any, Any], wanted: list[Any],
-                      retries: int | None = None) -> list[Future]:
-        """Send a dask graph as tasks; futures for ``wanted`` (keys of the graph)."""
+                      options: dict[str, Any] | None = None) -> list[Future]:
+        """Send a dask graph as tasks, each with the scheduling ``options``
+        (:meth:`_graph_options`); futures for ``wanted`` (keys of the graph)."""
         from dask._task_spec import convert_legacy_graph
 
         held = self._state.futures
@@ -1429,7 +1515,8 @@ class Client(ClusterCalls):
             deps = {d: Dep(_key(d)) for d in node.dependencies}
             return {"func": _RUN_NODE, "args": dumps(((node, deps), {})),
                     "deps": tuple(_key(d) for d in deps), "allocated": False,
-                    "carries": (), "workers": None, "retries": retries, "priority": 0}
+                    "carries": (), "workers": None, "retries": None, "priority": 0,
+                    **(options or {})}
 
         tasks: dict[str, dict[str, Any]] = {}
         skipped: dict[str, Any] = {}  # as submit: a key this client holds is not sent again
@@ -1472,6 +1559,38 @@ def _let_go(skipped: dict[str, Any], held: Mapping[str, Any]) -> list[tuple[str,
     return [(key, what) for key, what in skipped.items() if key not in held] if skipped else []
 
 
+def _materialized(expr: Any) -> dict[Any, Any]:
+    """The graph of an expression as dask's scheduler makes it: the expression travels
+    pickled (``Client._graph_to_futures``) and is materialized there, so what its
+    optimizations do to the objects of the caller's (a ``delayed_optimize=`` function's
+    list) happens to copies; one that cannot be pickled is dask's TypeError."""
+    import io
+    import pickle
+
+    import cloudpickle
+
+    futures: list[Future] = []  # they stay themselves (dask's scheduler reads their keys)
+
+    class Pickler(cloudpickle.Pickler):
+        def persistent_id(self, obj: Any) -> Any:
+            if type(obj) is Future:
+                futures.append(obj)
+                return len(futures) - 1
+            return None
+
+    class Unpickler(pickle.Unpickler):
+        def persistent_load(self, pid: Any) -> Any:
+            return futures[pid]
+
+    buffer = io.BytesIO()
+    try:  # cloudpickle, as dask's pickle does for what refers to __main__: by value
+        Pickler(buffer, protocol=5).dump(expr)
+    except Exception as exc:  # noqa: BLE001 - whatever fails, dask's error
+        raise TypeError(f"Could not serialize object of type {type(expr).__name__}") from exc
+    buffer.seek(0)
+    return Unpickler(buffer).load().__dask_graph__()
+
+
 def _run_node(node: Any, values: dict[Any, Any]) -> Any:
     """A task that runs one node of a dask graph (``dask._task_spec``) on its inputs."""
     return node(values)
@@ -1502,13 +1621,11 @@ def _unflatten(keys: Any, values: Mapping[Any, Any]) -> Any:
     return values[keys]
 
 
-def _each_collection(collections: Any, one: Callable[[Any], Any],
-                     kwargs: dict[str, Any]) -> tuple[bool, list[Any]]:
+def _each_collection(collections: Any, one: Callable[[Any], Any]) -> tuple[bool, list[Any]]:
     """``one(c)`` for each dask collection given (one, or a list / tuple / set of them);
     anything else passes through, as in dask.  Returns whether one was given, and the list."""
     import dask
 
-    _check_graph_options(kwargs)
     single = not isinstance(collections, list | tuple | set)
     items = [collections] if single else list(collections)
     return single, [one(c) if dask.is_dask_collection(c) else c for c in items]
@@ -1517,7 +1634,8 @@ def _each_collection(collections: Any, one: Callable[[Any], Any],
 def _check_graph_options(kwargs: dict[str, Any]) -> None:
     unmodelled = [k for k, v in kwargs.items() if v not in (None, False) and k not in (
         "optimize_graph", "sync", "traverse", "fifo_timeout", "priority", "actors", "pure",
-        "retries", "direct")]  # direct: where the results come from, not what they are
+        # direct: where the results come from, not what they are
+        "retries", "direct", "workers", "allow_other_workers", "resources")]
     if unmodelled:
         raise NotModelledError(f"{', '.join(unmodelled)}= for dask collections")
 
@@ -1525,12 +1643,12 @@ def _check_graph_options(kwargs: dict[str, Any]) -> None:
 #: Public names of dask's Client that the model does not have (they raise NotModelledError).
 _DASK_CLIENT_API = frozenset("""
 run run_on_scheduler restart restart_workers upload_file
-rebalance replicate retry story get_task_stream profile
-dashboard_link register_plugin unregister_worker_plugin register_worker_plugin
+rebalance story profile
+dashboard_link register_worker_plugin
 register_scheduler_plugin get_executor get_metadata set_metadata get_worker_logs
-get_scheduler_logs processing call_stack benchmark_hardware
-get_versions wait_for_workers forward_logging log_event subscribe_topic unsubscribe_topic
-get_events start_ipython_workers start_ipython_scheduler dump_cluster_state
-amm get asynchronous sync
+get_scheduler_logs processing benchmark_hardware
+get_versions wait_for_workers forward_logging
+start_ipython_workers start_ipython_scheduler dump_cluster_state
+get asynchronous sync
 nbytes recreate_error_locally recreate_task_locally
 """.split())

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import NotModelledError
 from .protocol import messages as m
+from .worker_view import WorkerView
 
 if TYPE_CHECKING:
     from .cluster import Cluster
@@ -58,13 +59,94 @@ async def _awaited(awaitable: Any) -> Any:
     return await awaitable
 
 
+class AMMProxy:
+    """``Client.amm``: the scheduler's active memory manager (``protocol/amm.py``), as dask's
+    ``AMMClientProxy``: ``start``, ``stop``, ``run_once``, ``running``."""
+
+    def __init__(self, client: Any):
+        self._client = client
+
+    def _run(self, method: str) -> Any:
+        from .coordination import answered
+
+        return answered(self._client._ask(m.AMM_HANDLER, method=method))["value"]
+
+    def start(self) -> None:
+        return self._run("start")
+
+    def stop(self) -> None:
+        return self._run("stop")
+
+    def run_once(self) -> None:
+        return self._run("run_once")
+
+    def running(self) -> bool:
+        return self._run("running")
+
+
 class ClusterCalls:
     """The mixin (see the module's doc)."""
 
     cluster: Cluster  # Client's, as are the _ask and _workers these methods call
 
+    @property
+    def amm(self) -> AMMProxy:
+        """The scheduler's active memory manager (dask's ``Client.amm``)."""
+        return AMMProxy(self)
+
     def start(self, **kwargs: Any) -> None:
         """dask's ``start``: a client starts when made, so starting again does nothing."""
+
+    def replicate(self, futures: Any, n: int | None = None, workers: Any = None,
+                  branching_factor: int = 2, **kwargs: Any) -> None:
+        """Copies of the futures' keys on ``n`` workers (all of ``workers`` by default), as
+        dask's ``Client.replicate`` (``protocol/replicate.py``): waits for the futures, then
+        for the copies."""
+        from .coordination import answered, futures_of, wait
+
+        found = futures_of(futures)
+        wait(found)
+        keys = tuple(dict.fromkeys(f.key for f in found))
+        answered(self._ask(m.REPLICATE, keys, n=n, workers=self._workers(workers),
+                           branching_factor=branching_factor))
+
+    def call_stack(self, futures: Any = None, keys: Any = None) -> dict[str, dict[str, list]]:
+        """The call stacks of the tasks running now, by worker then key (dask's
+        ``call_stack``: formatted by ``distributed.profile.call_stack``); for ``futures`` /
+        ``keys``, those of them running or the running tasks they wait for.  Workers with
+        nothing running are left out."""
+        import sys
+
+        from distributed.profile import call_stack
+
+        from .cluster import current_run
+        from .coordination import futures_of
+
+        wanted = None
+        if futures is not None or keys is not None:
+            wanted = set(keys or ()) | {f.key for f in futures_of(futures or [])}
+        cluster = self.cluster
+        with cluster.locked():
+            runs = [r for r in cluster._threaded if not r.done]
+            mine = current_run.get()
+            if mine is not None and mine[0] is cluster and mine[1] not in runs:
+                runs.append(mine[1])
+            if wanted is not None:  # dask: the keys, and what waiting ones wait for
+                tasks, stack, running = cluster.scheduler.tasks, list(wanted), set()
+                while stack:
+                    ts = tasks.get(stack.pop())
+                    if ts is not None and ts.state == "waiting":
+                        stack.extend(ts.dependencies)
+                    elif ts is not None and ts.state == "processing":
+                        running.add(ts.key)
+                runs = [r for r in runs if r.key in running]
+        frames = sys._current_frames()
+        out: dict[str, dict[str, list]] = {}
+        for run in runs:
+            frame = frames.get(run.thread)
+            if frame is not None:
+                out.setdefault(run.worker, {})[run.key] = call_stack(frame)
+        return out
 
     def processing(self, workers: Any = None) -> dict[str, list[str]]:
         """The keys the scheduler has sent each worker to run (dask's ``Client.processing``)."""
@@ -101,7 +183,7 @@ class ClusterCalls:
 
     def run(self, function: Any, *args: Any, workers: Any = None, wait: bool = True,
             nanny: bool = False, on_error: str = "raise", **kwargs: Any) -> Any:
-        """Call ``function`` once per worker (``dask_worker``: its name and data), as dask's
+        """Call ``function`` once per worker (``dask_worker``: a :class:`WorkerView`), as dask's
         ``Client.run``: ``{worker: result}``.  The workers live in the kernel, so each call
         runs here, one after the other; ``wait=False`` runs them on a thread and returns None."""
         if nanny:
@@ -115,9 +197,7 @@ class ClusterCalls:
         def all_of_them() -> dict[str, Any]:
             out: dict[str, Any] = {}
             for name in names:
-                worker = cluster.workers[name]
-                view = _View("dask_worker", name=name, address=name, data=worker.data,
-                             nthreads=worker.nthreads)
+                view = WorkerView(cluster, name)
                 try:
                     out[name] = _call(function, args, kwargs, "dask_worker", view)
                 except Exception as exc:  # noqa: BLE001 - on_error says what becomes of it

@@ -44,7 +44,7 @@ from typing import Any
 
 from dask.utils import parse_timedelta
 
-from . import arguments, gcscope, interrupts
+from . import arguments, gcscope, interrupts, plugins
 from .addresses import new_address
 from .checks import Checks, Violation, quiet_limit_for
 from .client import Client, Future
@@ -60,7 +60,15 @@ from .focus import Focus
 from .ids import AtomicIds, RacyIds
 from .network import Immediate, Network, Policy, RandomLatency, make_policy
 from .protocol.client import BORROWED, ClientState
-from .protocol.messages import CALL_TIMEOUT, EXECUTE, SCHEDULER, Message, stream_channel
+from .protocol.messages import (
+    CALL_TIMEOUT,
+    EXECUTE,
+    GET_DATA,
+    GET_DATA_REPLY,
+    SCHEDULER,
+    Message,
+    stream_channel,
+)
 from .protocol.scheduler import SchedulerState
 from .protocol.variants import ProtocolVariant, get_variant
 from .protocol.worker import TaskRun, WorkerState
@@ -85,6 +93,15 @@ _NOW = operator.attrgetter("_now")
 
 def _never() -> bool:
     return False
+
+
+def _amm_starts() -> bool:
+    """dask's ``distributed.scheduler.active-memory-manager.start`` (True by default)."""
+    try:
+        import dask
+    except ImportError:  # pragma: no cover - without dask, dask's default
+        return True
+    return bool(dask.config.get("distributed.scheduler.active-memory-manager.start", True))
 
 
 def default_threads(workers: int) -> int:
@@ -244,8 +261,10 @@ class Cluster:
         trace_capacity: int = 1_000_000,
         checks: bool = True,
         threads_per_worker: int | None = None,
+        resources: dict[str, float] | None = None,
     ):
-        """``workers`` is how many (named ``worker:0``, ``worker:1``, …) or their names.
+        """``workers`` is how many (named ``worker:0``, ``worker:1``, …) or their names;
+        ``resources`` what each of them has (dask's worker resources, ``{"GPU": 1}``).
 
         Every argument is checked before anything starts (``arguments.py``).
         """
@@ -257,6 +276,8 @@ class Cluster:
         arguments.count(trace_capacity, "trace_capacity")
         arguments.flag(checks, "checks")
         arguments.count(threads_per_worker, "threads_per_worker", none=True)
+        arguments.expect(resources, (dict, type(None)), "resources",
+                         "a dict of what each worker has ({\"GPU\": 1}) or None")
         self.live = network == "live"
         #: dask's ``scheduler_address``: this cluster's own, ``inproc://jupyter-refs/<n>``.
         self.scheduler_address = new_address(self)
@@ -279,14 +300,19 @@ class Cluster:
                             if type(self.policy).user_delay_ns is not Policy.user_delay_ns
                             else None)
         self.scheduler = SchedulerState(self.variant, names, self.trace.record)
+        self.scheduler.amm_starts = _amm_starts()
         self.threads_per_worker = (default_threads(len(names)) if threads_per_worker is None
                                    else threads_per_worker)
         #: Whether a nanny watches each worker (and restarts one that ends unasked); dask's
         #: ``LocalCluster(processes=False)`` has none (``dropin.LocalCluster`` says so).
         self.nannies = True
+        #: What each worker has of resources (``protocol/resources.py``).
+        self.worker_resources = dict(resources or {})
         self.workers = {n: WorkerState(n, self.variant, self.trace.record, self._bind,
-                                       self.threads_per_worker)
+                                       self.threads_per_worker, self.worker_resources)
                         for n in names}
+        if self.worker_resources:
+            self.scheduler.resources = {n: dict(self.worker_resources) for n in names}
         self.scheduler.nthreads = dict.fromkeys(self.workers, self.threads_per_worker)
         self._actors: dict[str, Any] = {SCHEDULER: self.scheduler, **self.workers}
         # Each worker's own client (futures deserialized in its tasks) is an actor too.
@@ -348,14 +374,17 @@ class Cluster:
             while name in self.workers:
                 name += "'"
             worker = WorkerState(name, self.variant, self.trace.record, self._bind,
-                                 self.threads_per_worker, nanny=self.nannies)
+                                 self.threads_per_worker, self.worker_resources,
+                                 nanny=self.nannies)
             self.workers[name] = worker
             self._actors[name] = worker
             self._actors[worker.client.name] = worker.client
             self.kinds[name], self.kinds[worker.client.name] = "worker", "client"
-            self.scheduler.add_worker(name, self.threads_per_worker)
+            self._send(self.scheduler.add_worker(name, self.threads_per_worker,
+                                                 self.worker_resources))
             self.trace.flush()
-            return name
+        plugins.joined(self, name)  # dask's add_worker hands it the worker plugins
+        return name
 
     def get_client(self) -> Client:
         """The cluster's first open client, or a new one (dask's ``cluster.get_client()``)."""
@@ -374,7 +403,7 @@ class Cluster:
             state = ClientState(name, self.variant, self.trace.record)
             self._actors[name] = state
             self.kinds[name] = "client"
-            self.scheduler.connect(name)
+            self.scheduler.add_client(name)
             return state
 
     @property
@@ -566,6 +595,7 @@ class Cluster:
         for client in (*self.clients.values(), *self._worker_clients.values()):
             client.cluster = None
             client._state.on_done = None  # the client's own method: a cycle
+            client._state.on_event = None
         self.clients.clear()
         self._worker_clients.clear()
         self._actors.clear()
@@ -755,6 +785,8 @@ class Cluster:
             self._cond.notify_all()
 
     def _send(self, messages: list[Message]) -> None:
+        if self.live or self.scheduler.task_stream is not None:
+            self._stamp_fetches(messages)
         now = self.trace.clock()
         self._network.accept(messages, now)
         on_send = self._on_send
@@ -762,6 +794,15 @@ class Cluster:
             for msg in messages:
                 on_send(msg, now)
         self.trace.record_sent(messages)
+
+    def _stamp_fetches(self, messages: list[Message]) -> None:
+        """On the live network (and while a task stream is kept), a worker's fetch from
+        another carries when it was sent (the reply echoes it, and when it arrived): the
+        workers' transfer logs, and the ``transfer`` entries of a task stream's records.
+        (Not on the stepped networks: the explorer's states would all differ by a time.)"""
+        for msg in messages:
+            if msg.op == GET_DATA and msg.sender in self.workers and msg.receiver in self.workers:
+                msg.payload = {**msg.payload, "sent_at": time.time()}
 
     def apply_drops(self) -> None:
         """Send the releases of futures dropped since the last call, as the next call would.
@@ -967,6 +1008,11 @@ class Cluster:
         if msg.op == EXECUTE:
             run = self._execute(self.workers[receiver], msg.keys[0], threaded or self.live)
         else:
+            if msg.op == GET_DATA_REPLY and "sent_at" in msg.payload:
+                msg.payload["received_at"] = time.time()
+            elif msg.op == GET_DATA and receiver in self.workers and (
+                    self.live or self.scheduler.task_stream is not None):
+                msg.payload = {**msg.payload, "received_at": time.time()}
             out = self._actors[receiver].handle(msg)
             if out:
                 self._send(out)
@@ -990,11 +1036,19 @@ class Cluster:
             self._pool.submit(lambda: self._run_on_thread(worker, run))
             return run
         ok, value = self._call(run)
-        self._send(worker.finish(key, ok, value))
+        self._send(worker.finish(key, ok, value, self._timing(run)))
         run.done = True
         return run
 
+    def _timing(self, run: TaskRun) -> tuple[int, float, float] | None:
+        """``(thread, start, stop)`` of a run that just ended, while the scheduler keeps a task
+        stream (``get_task_stream``); None otherwise (nobody reads it)."""
+        if self.scheduler.task_stream is None:
+            return None
+        return run.thread, run.started, run.stopped
+
     def _call(self, run: TaskRun) -> tuple[bool, Any]:
+        run.started, run.thread = time.time(), threading.get_ident()
         token = current_run.set((self, run))
         gate = interrupts.opened()  # the user's code: an interrupt stops it
         try:
@@ -1009,6 +1063,7 @@ class Cluster:
             interrupts.defer()
             return False, exc
         finally:
+            run.stopped = time.time()
             interrupts.close(gate)
             current_run.reset(token)
 
@@ -1019,7 +1074,7 @@ class Cluster:
             run.done = True
             if self.closed:
                 return
-            self._send(worker.finish(run.key, ok, value))
+            self._send(worker.finish(run.key, ok, value, self._timing(run)))
             if self.policy.drains:
                 self._drain_network()
             if not self._network.in_flight and not self._threaded:

@@ -37,6 +37,9 @@ from .coordination import (
     wait,
 )
 from .errors import NotModelledError
+from .multi_lock import MultiLock
+from .progress import progress
+from .task_stream import get_task_stream
 from .worker_context import (
     fire_and_forget,
     get_client,
@@ -45,6 +48,8 @@ from .worker_context import (
     secede,
     worker_client,
 )
+from .worker_context import print as remote_print
+from .worker_context import warn as remote_warn
 
 #: dask's ``LocalCluster`` arguments that change nothing a program can observe on the model
 #: (a dashboard, logs, ports, directories): accepted and let go.
@@ -85,7 +90,8 @@ def local_shape(n_workers: int | None, threads_per_worker: int | None,
 class LocalCluster(Cluster):
     """dask's ``LocalCluster`` on the kernel-side cluster: its workers are the model's.
 
-    ``n_workers``, ``threads_per_worker`` and ``processes`` pick the shape as dask does
+    ``n_workers``, ``threads_per_worker`` and ``processes`` pick the shape as dask does,
+    ``resources`` what each worker has
     (``processes`` changes the defaults only: every worker here runs in the kernel, each with
     a client of its own, as worker processes have).  The protocol and network are the
     switch's (:func:`model`), else ``dask`` on the live network.  Arguments that change
@@ -95,7 +101,8 @@ class LocalCluster(Cluster):
     def __init__(self, n_workers: int | None = None, threads_per_worker: int | None = None,
                  processes: bool = True, *, asynchronous: bool = False,
                  protocol: str | None = None, network: str | None = None,
-                 seed: int | None = None, **kwargs: Any):
+                 seed: int | None = None, resources: dict[str, float] | None = None,
+                 **kwargs: Any):
         unknown = sorted(set(kwargs) - HARMLESS)
         if unknown:
             raise NotModelledError(f"LocalCluster({', '.join(f'{k}=' for k in unknown)})")
@@ -110,7 +117,7 @@ class LocalCluster(Cluster):
         settings = _settings()
         super().__init__(protocol=protocol or settings["protocol"], workers=workers,
                          network=network or settings["network"], seed=seed,
-                         threads_per_worker=threads)
+                         threads_per_worker=threads, resources=resources)
         self.processes = processes
         # Worker processes have a nanny; in-process workers none (a closed one stays closed).
         self.nannies = processes
@@ -177,13 +184,28 @@ MODEL: dict[str, Any] = {
     "worker_client": worker_client, "get_worker": get_worker, "secede": secede, "rejoin": rejoin,
     "fire_and_forget": fire_and_forget, "futures_of": futures_of, "Variable": Variable,
     "Queue": Queue, "Event": Event, "Lock": Lock, "Semaphore": Semaphore,
+    "print": remote_print, "warn": remote_warn, "progress": progress,
+    "get_task_stream": get_task_stream, "MultiLock": MultiLock,
 }
-#: dask's names left as they are: data, not behaviour (its config, exceptions, enums).
+#: dask's names left as they are: data, not behaviour (its config, exceptions, enums);
+#: ``WorkerPlugin``, a base class of no-op hooks whose behaviour is the model's
+#: ``register_plugin`` (``plugins.py``); and ``span``, which only annotates the tasks made in
+#: it (``dask.annotate(span=...)``) and yields the span's id — what dask's scheduler makes of
+#: the annotation (its spans extension, the dashboard) the model has not, and says so where
+#: it is asked for (``dask_scheduler.extensions``).
 KEPT = frozenset({"config", "dask", "CancelledError", "TimeoutError", "Status",
-                  "annotations", "versions"})
+                  "annotations", "versions", "WorkerPlugin", "span"})
 #: The modules users import dask's names from (``distributed.diagnostics``: MemorySampler,
 #: SchedulerPlugin, which would otherwise reach real dask unannounced).
 MODULES = ("distributed", "dask.distributed", "distributed.diagnostics")
+
+
+def _needing_distributed() -> dict[str, Any]:
+    """The model's names built on dask's own classes (imported when the switch turns on:
+    the switch needs distributed anyway)."""
+    from .memory_sampler import MemorySampler
+
+    return {"MemorySampler": MemorySampler}
 
 
 def _stand_in(name: str) -> type:
@@ -216,16 +238,17 @@ def start(protocol: str = "dask", network: str = "live") -> None:
     from .protocol.variants import get_variant
 
     get_variant(protocol)  # refuse an unknown protocol before anything changes
+    replacing = {**MODEL, **_needing_distributed()}
     with _lock:
         saved: dict[str, dict[str, Any]] = {}
         for module_name in MODULES:
             module = importlib.import_module(module_name)
             names = {n for n in getattr(module, "__all__", dir(module)) if not n.startswith("_")
                      and not isinstance(module.__dict__.get(n), types.ModuleType)}
-            names = (names | set(MODEL)) - KEPT
+            names = (names | set(replacing)) - KEPT
             saved[module_name] = {n: module.__dict__.get(n, _MISSING) for n in names}
             for name in names:
-                setattr(module, name, MODEL.get(name) or _stand_in(name))
+                setattr(module, name, replacing.get(name) or _stand_in(name))
         _saved.append(saved)
         _stack.append({"protocol": protocol, "network": network})
 

@@ -221,8 +221,8 @@ WORKER_RETIRE_ABORTED = _kind(
 WHO_HAS_ADDED = _kind(
     "who_has.added", "worker", "who_has_after", source="scheduler",
     actor=("worker",), actors=("who_has_after",),
-    doc="The scheduler counted a replica a worker fetched (``add-keys``: a retiring worker's "
-        "data, copied before it leaves).")
+    doc="The scheduler counted a replica a worker holds too (``add-keys``: a dependency it "
+        "fetched, a copy Client.replicate asked for, a retiring worker's data).")
 HEARTBEAT_MISSING = _kind(
     "heartbeat.missing", "worker", source="scheduler", actor=("worker",),
     doc="A heartbeat from a worker the scheduler has removed: answered 'missing' (dask logs "

@@ -67,6 +67,7 @@ from .cluster import Cluster, current_run
 from .errors import ArgumentTypeError, ArgumentValueError, JupyterRefsError, LivelockError
 from .network import Chooser
 from .protocol.messages import EXECUTE, Message
+from .protocol.ready import ReadyQueue
 from .protocol.variants import ALIASES, VARIANTS, ProtocolVariant, is_registered, release_variant
 from .trace import Trace
 
@@ -722,7 +723,7 @@ _ID_FAMILIES = {
     "_call": "call", "_calls": "call", "_runs": "run", "_future_ids": "future",
     "gen": "gen", "_gens": "gen", "_gen_floor": "gen", "_released_gens": "gen",
     "done_seq": "done", "_done": "done", "who_has": "inc", "puts": "inc", "held": "inc",
-    "copies": "inc", "incarnations": "inc",
+    "copies": "inc", "incarnations": "inc", "_generation": "graph", "priority": "graph",
 }
 #: What a state leaves out: constants of the run (the protocol, the recorder, the driver's
 #: hooks) and what only names a stimulus for the trace (``stimulus_id``, send times).
@@ -760,7 +761,7 @@ def _canon(obj: Any, family: str | None, ids: list, memo: dict) -> Any:
         except TypeError:
             items.sort(key=repr)
         return ("{", *items)
-    if kind is list or kind is tuple or kind is deque:
+    if kind is list or kind is tuple or kind is deque or kind is ReadyQueue:
         return ("[", *[_canon(v, family, ids, memo) for v in obj])
     if kind is set or kind is frozenset:
         if not obj:

@@ -39,7 +39,7 @@ from fnmatch import fnmatchcase
 from operator import attrgetter
 
 from .errors import NotDeliverableError, ProtocolError, UnknownMessageError
-from .protocol.messages import BALANCE, CANCEL_POLL, EXECUTE, TIMERS, Message
+from .protocol.messages import AMM, BALANCE, CANCEL_POLL, EXECUTE, TIMERS, Message
 
 MS = 1_000_000  # nanoseconds
 
@@ -52,6 +52,12 @@ BATCH_INTERVAL_NS = {
 }
 #: dask's ``distributed.scheduler.work-stealing-interval``: how often its scheduler balances.
 WORK_STEALING_INTERVAL_NS = 1000 * MS
+#: dask's ``distributed.scheduler.active-memory-manager.interval``.
+AMM_INTERVAL_NS = 2000 * MS
+#: The scheduler's periodic timers (``messages.TIMERS``: not messages that cross a wire) and
+#: their intervals: a random policy fires one at some point of its interval, immediate once
+#: nothing else can move.  A cancel's poll waits what its payload says.
+TIMER_INTERVALS = {BALANCE: WORK_STEALING_INTERVAL_NS, AMM: AMM_INTERVAL_NS}
 
 
 def _kind(actor: str) -> str:
@@ -241,11 +247,9 @@ class Immediate(Policy):
             return None
         msg = heads[0]
         if msg.op in TIMERS and len(heads) > 1:
-            # A timer (dask's periodic stealing, a cancel's poll) is not a message: it fires
-            # once nothing else can move, as dask's clock would pass.
-            for head in heads:
-                if head.op not in TIMERS:
-                    return head, now_ns
+            # A timer (dask's periodic stealing, its memory manager, a cancel's poll) is not a
+            # message: it fires once nothing else can move, as dask's clock would pass.
+            msg = next((h for h in heads if h.op not in TIMERS), msg)
         return msg, now_ns
 
     def next_in_task(self, network: Network, now_ns: int) -> tuple[Message, int] | None:
@@ -332,11 +336,10 @@ class RandomLatency(Policy):
             st.last_ready = ready
         elif msg.op == EXECUTE:
             ready = now_ns  # a free thread picks the task up at once: no wire to cross
-        elif msg.op == BALANCE:
+        elif msg.op in TIMERS:
             # dask's periodic callback fires at some point of its interval.
-            ready = now_ns + self.rng.randint(0, WORK_STEALING_INTERVAL_NS)
-        elif msg.op == CANCEL_POLL:
-            ready = now_ns + int(msg.payload["after"] * 1e9)  # dask's sleep (or call_later)
+            ready = now_ns + (int(msg.payload["after"] * 1e9) if msg.op == CANCEL_POLL  # a sleep
+                              else self.rng.randint(0, TIMER_INTERVALS[msg.op]))
         else:
             ready = now_ns + self.rng.randint(*self.rpc_ns)
         self.ready[msg.msg_id] = ready

@@ -22,10 +22,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .addresses import SchedulerRPC
 from .client import Client, Future
 from .cluster import current_run
-from .errors import NotModelledError
 from .protocol import messages as m
 from .protocol.messages import FIRE_AND_FORGET
 
@@ -52,40 +50,6 @@ def get_client(timeout: float | str | None = None) -> Client:
     """The client of the worker running this task (dask's ``get_client()`` in a task)."""
     cluster, run = _current("get_client")
     return cluster.worker_client(run.worker, _seconds(timeout))
-
-
-class WorkerView:
-    """dask's ``get_worker()`` in a task, as the model has the worker: its ``address`` (the
-    model's worker name, as ``who_has`` gives it), ``name``, ``nthreads``, ``data`` and
-    ``scheduler`` (the rpc, with the scheduler's address); anything else dask's ``Worker``
-    has says it is not modelled, rather than an AttributeError."""
-
-    def __init__(self, cluster: Any, worker: str):
-        state = cluster.workers[worker]
-        self.address = worker
-        self.name = list(cluster.workers).index(worker)  # as scheduler_info numbers them
-        self.nthreads = state.nthreads
-        self.data = state.data
-        self.scheduler = SchedulerRPC(cluster.scheduler_address)
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        raise NotModelledError(f"get_worker().{name}",
-                               "the worker's address, name, nthreads, data and scheduler are")
-
-    def __repr__(self) -> str:
-        return f"<Worker {self.address!r}, name: {self.name}, threads: {self.nthreads}>"
-
-
-def get_worker() -> WorkerView:
-    """The worker running this task (dask's ``get_worker()``); outside a task dask's
-    ``ValueError: No worker found``."""
-    entry = current_run.get()
-    if entry is None:
-        raise ValueError("No worker found")
-    cluster, run = entry
-    return WorkerView(cluster, run.worker)
 
 
 def secede() -> None:
@@ -141,3 +105,55 @@ def fire_and_forget(obj: Any) -> None:
                                       m.stream_channel(state.name, m.SCHEDULER), True,
                                       (future.key,), {"client": FIRE_AND_FORGET,
                                                       "gens": {future.key: gen}, "task": None})])
+
+
+def get_worker() -> Any:
+    """The worker running this task (dask's ``get_worker()``: ``ValueError`` outside one)."""
+    from .worker_view import WorkerView
+
+    entry = current_run.get()
+    if entry is None:
+        raise ValueError("No worker found")
+    cluster, run = entry
+    return WorkerView(cluster, run.worker)
+
+
+def print(*args: Any, sep: str | None = " ", end: str | None = "\n", file: Any = None,
+          flush: bool = False) -> None:
+    """dask's ``distributed.print``: printed here, and — in a task — by every client too
+    (an event on the ``print`` topic, which clients subscribe to when they connect)."""
+    import builtins
+    import sys
+
+    try:
+        worker = get_worker()
+    except ValueError:
+        pass
+    else:
+        msg: dict[str, Any] = {"args": tuple(map(str, args)), "sep": sep, "end": end,
+                               "flush": flush}
+        if file == sys.stdout:
+            msg["file"] = 1
+        elif file == sys.stderr:
+            msg["file"] = 2
+        elif file is not None:
+            raise TypeError(f"Remote printing to arbitrary file objects is not supported. file "
+                            f"kwarg must be one of None, sys.stdout, or sys.stderr; got: {file!r}")
+        worker.log_event("print", msg)
+    builtins.print(*args, sep=sep, end=end, file=file, flush=flush)
+
+
+def warn(message: Any, category: type[Warning] | None = UserWarning, stacklevel: int = 1,
+         source: Any = None) -> None:
+    """dask's ``distributed.warn``: warned here, and — in a task — by every client too."""
+    import pickle
+    import warnings
+
+    try:
+        worker = get_worker()
+    except ValueError:
+        pass
+    else:
+        worker.log_event("warn", {"message": pickle.dumps(message),
+                                  "category": pickle.dumps(category)})
+    warnings.warn(message, category, stacklevel + 1, source)

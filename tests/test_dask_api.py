@@ -42,7 +42,7 @@ def test_client_without_a_cluster_starts_its_own():
 
 @pytest.mark.parametrize("call, feature", [
     (lambda c: c.dump_cluster_state(), "Client.dump_cluster_state"),
-    (lambda c: c.submit(inc, 1, resources={"GPU": 1}), "resources="),
+    (lambda c: c.submit(inc, 1, actor=True), "actors"),  # resources= is modelled now
     (lambda c: c.submit(inc, 1, workers=["nowhere"]), "workers='nowhere'"),
     (lambda c: jr.Client("tcp://127.0.0.1:8786"), "Client('tcp://127.0.0.1:8786')"),
 ])

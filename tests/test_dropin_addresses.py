@@ -69,5 +69,5 @@ def test_what_get_worker_does_not_have_says_so():
         return get_worker().transfer_outgoing_bytes
 
     with jr.Cluster(network="immediate") as cluster:
-        with pytest.raises(jr.NotModelledError, match=r"get_worker\(\).transfer_outgoing_bytes"):
+        with pytest.raises(jr.NotModelledError, match=r"Worker.transfer_outgoing_bytes"):
             cluster.client().submit(ask).result()

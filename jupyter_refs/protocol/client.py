@@ -95,6 +95,9 @@ class ClientState:
         self.on_done: Callable[[str, FutureState], None] | None = None
         #: Answers to queries (who_has, has_what, variables, queues): call -> reply payload.
         self.replies: dict[str, dict[str, Any]] = {}
+        #: Called with ``(topic, (time, msg))`` for each event of a topic subscribed to (the
+        #: driver runs the user's handler); without it, events are let go.
+        self.on_event: Callable[[str, tuple], None] | None = None
 
     # -- helpers ---------------------------------------------------------------
 
@@ -397,7 +400,24 @@ class ClientState:
             self._set_state(key, fs, CANCELLED, msg.msg_id, CONNECTION_LOST)
         self.futures.clear()
 
+    def _on_task_retried(self, msg: Message) -> None:
+        for key in msg.keys:
+            fs = self._held(msg, key)
+            if fs is not None:
+                self.retried(key, fs, msg.msg_id)
+
+    def retried(self, key: str, fs: FutureState, cause: int | None) -> None:
+        """The key runs again (dask's ``FutureState.retry``): pending, its error let go."""
+        fs.error = fs.traceback = None
+        self._set_state(key, fs, PENDING, cause)
+
+    def _on_event(self, msg: Message) -> None:
+        if self.on_event is not None:
+            self.on_event(msg.payload["topic"], msg.payload["event"])
+
     _handlers = {
+        m.EVENT: _on_event,
+        m.TASK_RETRIED: _on_task_retried,
         m.STREAM_CLOSED: _on_stream_closed,
         m.SCATTER_REPLY: _on_scatter_reply,
         m.KEY_IN_MEMORY: _on_key_in_memory,

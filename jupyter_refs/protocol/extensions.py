@@ -45,7 +45,10 @@ from itertools import count
 from typing import TYPE_CHECKING, Any, Protocol
 
 from . import messages as m
+from .broker import Broker
 from .messages import Message
+from .multi_lock import MultiLocks
+from .replicate import Replications
 
 if TYPE_CHECKING:
     from .variants import ProtocolVariant
@@ -78,7 +81,10 @@ EXTENSION_OPS = (m.WHO_HAS, m.HAS_WHAT, m.VARIABLE_SET, m.VARIABLE_GET, m.VARIAB
                  m.PROCESSING_QUERY, m.EVENT_WAIT, m.EVENT_SET, m.EVENT_CLEAR, m.EVENT_IS_SET,
                  m.SEMAPHORE_REGISTER, m.SEMAPHORE_ACQUIRE, m.SEMAPHORE_RELEASE,
                  m.SEMAPHORE_VALUE, m.SEMAPHORE_CLOSE, m.SET_METADATA, m.GET_METADATA,
-                 m.GET_RUNSPEC, m.GET_ERROR_CAUSE)
+                 m.GET_RUNSPEC, m.GET_ERROR_CAUSE, m.LOG_EVENT, m.GET_EVENTS,
+                 m.SUBSCRIBE_TOPIC, m.UNSUBSCRIBE_TOPIC, m.RETRY, m.REPLICATE,
+                 m.GET_TASK_STREAM, m.GET_TASK_STREAM_INDEX, m.MULTI_LOCK_ACQUIRE,
+                 m.MULTI_LOCK_RELEASE)
 
 
 class Extensions:
@@ -115,11 +121,19 @@ class Extensions:
         self.get_holds: dict[str, list[str]] = {}
         #: Calls whose timeout came before them: answered at once when they come.
         self.expired: set[str] = set()
+        #: Structured events (``log_event``, ``get_events``, ``subscribe_topic``).
+        self.broker = Broker(scheduler.clients)
+        #: dask's MultiLocks (an acquire waits parked until it holds what it asked for).
+        self.multi_locks = MultiLocks()
+        #: ``Client.replicate`` calls in progress (parked until their copies are in).
+        self.replications = Replications(self.scheduler)
 
     def handle(self, msg: Message, out: list[Message], stimulus: str) -> dict[str, Any] | None:
         if msg.channel in self.expired:  # its timeout overtook it (another channel)
             self.expired.discard(msg.channel)
             reply = self._handlers[msg.op](self, msg, out, stimulus)
+            if reply is None:
+                self._gave_up(msg)
             return reply if reply is not None else {"error": "timeout"}
         reply = self._handlers[msg.op](self, msg, out, stimulus)
         if reply is None and not msg.batched:
@@ -143,6 +157,7 @@ class Extensions:
         for parked in self.parked:
             if parked.channel == call:
                 self.parked.remove(parked)
+                self._gave_up(parked)
                 self.scheduler.reply(out, parked, error="timeout")
                 break
         else:
@@ -150,6 +165,12 @@ class Extensions:
             # scheduler's own stream, the call on an RPC of its own, and either may come first.
             self.expired.add(call)
         return {}
+
+    def _gave_up(self, msg: Message) -> None:
+        """A parked call timed out: what it left waiting is undone (a multi-lock request
+        leaves its queues, as dask's ``acquire`` does at its timeout)."""
+        if msg.op == m.MULTI_LOCK_ACQUIRE:
+            self.multi_locks.release(msg.payload["id"])
 
     def _pseudo(self, holder: str) -> str:
         self.scheduler.pseudo.add(holder)
@@ -495,7 +516,97 @@ class Extensions:
                 ts = erred[0]
         return {"key": None}
 
+    # -- retrying erred tasks (dask's ``Scheduler.stimulus_retry``) ----------------------------
+
+    def _retry(self, msg, out, stimulus):
+        """Each key, and the erred tasks it depends on, down to the roots of the error: those
+        go back to waiting.  The reply names every key seen, as dask's."""
+        tasks = self.scheduler.tasks
+        stack, seen, roots = list(msg.keys), [], []
+        while stack:
+            key = stack.pop()
+            if key in seen:
+                continue
+            seen.append(key)
+            ts = tasks.get(key)
+            if ts is None:
+                return {"error": key, "type": "KeyError"}
+            erred = [d for d in sorted(ts.dependencies) if tasks[d].state == "erred"]
+            if erred:
+                stack.extend(erred)
+            else:
+                roots.append(key)
+        self.scheduler.recommend(dict.fromkeys(roots, "waiting"), stimulus, out)
+        return {"value": seen}
+
+    # -- structured events (dask's ``Broker``; see ``broker.py``) ---------------------------
+
+    def _log_event(self, msg, out, stimulus):
+        p = msg.payload
+        worker = p.get("worker")
+        for client, topic, event in self.broker.publish(p["topic"], p["msg"], p["time"], worker):
+            self.scheduler.send(out, client, m.EVENT, (), topic=topic, event=event)
+        return {"ok": True}
+
+    def _get_events(self, msg, out, stimulus):
+        topic = msg.payload["topic"]
+        why = self.broker.not_modelled(topic, self.scheduler.workers)
+        if why is not None:
+            return {"error": why, "type": "NotModelledError"}
+        return {"value": self.broker.events(topic)}
+
+    def _subscribe_topic(self, msg, out, stimulus):
+        self.broker.subscribe(msg.payload["topic"], msg.payload["client"])
+        return {"ok": True}
+
+    def _unsubscribe_topic(self, msg, out, stimulus):
+        self.broker.unsubscribe(msg.payload["topic"], msg.payload["client"])
+        return {"ok": True}
+
+    def _replicate(self, msg, out, stimulus):
+        return self.replications.handle(msg, out, stimulus)
+
+    # -- the task stream (dask's TaskStreamPlugin, installed when first asked for) ----------
+
+    def _stream(self):
+        from .task_stream import TaskStream
+
+        s = self.scheduler
+        if s.task_stream is None:
+            s.task_stream = TaskStream()
+        return s.task_stream
+
+    def _get_task_stream(self, msg, out, stimulus):
+        p = msg.payload
+        return {"value": self._stream().collect(p["start"], p["stop"], p["count"],
+                                                p["start_index"])}
+
+    def _get_task_stream_index(self, msg, out, stimulus):
+        return {"value": self._stream().index}
+
+    # -- MultiLock (dask's ``MultiLockExtension``; see ``multi_lock.py``) --------------------
+
+    def _multi_lock_acquire(self, msg, out, stimulus):
+        p = msg.payload
+        if self.multi_locks.request(p["locks"], p["id"], p["num_locks"]):
+            return {"value": True}
+        return None  # parked until a release completes it (or its timeout)
+
+    def _multi_lock_release(self, msg, out, stimulus):
+        self.multi_locks.release(msg.payload["id"])
+        return {"value": None}
+
     _handlers = {
+        m.MULTI_LOCK_ACQUIRE: _multi_lock_acquire,
+        m.MULTI_LOCK_RELEASE: _multi_lock_release,
+        m.GET_TASK_STREAM: _get_task_stream,
+        m.GET_TASK_STREAM_INDEX: _get_task_stream_index,
+        m.REPLICATE: _replicate,
+        m.RETRY: _retry,
+        m.LOG_EVENT: _log_event,
+        m.GET_EVENTS: _get_events,
+        m.SUBSCRIBE_TOPIC: _subscribe_topic,
+        m.UNSUBSCRIBE_TOPIC: _unsubscribe_topic,
         m.GET_RUNSPEC: _get_runspec,
         m.GET_ERROR_CAUSE: _get_error_cause,
         m.PROCESSING_QUERY: _processing,

@@ -75,6 +75,34 @@ SET_METADATA = "set_metadata"
 GET_METADATA = "get_metadata"
 GET_RUNSPEC = "get_runspec"
 GET_ERROR_CAUSE = "get_error_cause"
+# structured events (dask's ``Broker``, ``distributed/broker.py``): a client logs by RPC, a
+# worker on its stream; subscriptions ride the client's stream; the scheduler sends each
+# event to the topic's subscribers on their streams
+LOG_EVENT = "log-event"
+GET_EVENTS = "events"
+SUBSCRIBE_TOPIC = "subscribe-topic"
+UNSUBSCRIBE_TOPIC = "unsubscribe-topic"
+EVENT = "event"
+# client -> scheduler, RPC: run erred tasks again (``Future.retry``); the scheduler tells the
+# clients holding each on their streams that it is pending again
+RETRY = "retry"
+TASK_RETRIED = "task-retried"
+# replicas: a worker that fetched a dependency, or acquired a replica (``Client.replicate``, a
+# retirement), keeps it and says so, with the keys its holder no longer had (batched, worker
+# -> scheduler); the scheduler drops replicas it does not want (batched, scheduler -> worker)
+ADD_KEYS = "add-keys"
+REMOVE_REPLICAS = "remove-replicas"
+# client -> scheduler, RPC: copies of keys on more workers (``Client.replicate``), which the
+# scheduler asks of them, as of a retiring worker's peers (batched, scheduler -> worker: fetch
+# each key from a holder, whose copy's incarnation it names)
+REPLICATE = "replicate"
+ACQUIRE_REPLICAS = "acquire-replicas"
+# client -> scheduler, RPC: the task stream (``get_task_stream``), and its cursor
+GET_TASK_STREAM = "get_task_stream"
+GET_TASK_STREAM_INDEX = "get_task_stream_index"
+# client -> scheduler, RPC: dask's MultiLock (an acquire may wait: parked)
+MULTI_LOCK_ACQUIRE = "multi_lock_acquire"
+MULTI_LOCK_RELEASE = "multi_lock_release"
 QUERY_REPLY = "reply"
 # client -> scheduler, RPC: retire workers (dask's ``Client.retire_workers``)
 RETIRE_WORKERS = "retire_workers"
@@ -82,11 +110,9 @@ RETIRE_WORKERS = "retire_workers"
 # Manager's ``RetireWorker`` policy): the worker takes no new task, another worker fetches the
 # data only it holds, and the scheduler removes it and tells it to close.
 WORKER_STATUS_CHANGE = "worker-status-change"
-ACQUIRE_REPLICAS = "acquire-replicas"
 CLOSE_WORKER = "close"
-# worker -> scheduler, batched: the replicas a worker fetched (dask's ``add-keys``), and the
-# last message of a worker that closes on its own (``LocalCluster.scale`` down closes workers)
-ADD_KEYS = "add-keys"
+# worker -> scheduler, batched: the last message of a worker that closes on its own
+# (``LocalCluster.scale`` down closes workers)
 CLOSE_STREAM = "close-stream"
 # worker -> scheduler, RPC: "I am alive" (the scheduler answers "missing" to a worker it removed),
 # and a worker its nanny restarted registering again (before PR 8522, 2024.2.1)
@@ -125,6 +151,12 @@ CALL_TIMEOUT = "call-timeout"
 # the policy's clock says (see ``stealing.py``).
 BALANCE = "balance"
 BALANCE_CHANNEL = "balance:scheduler"
+# scheduler -> itself: time for the active memory manager's pass (dask's AMM, every 2 s),
+# sent while a key has more replicas than it needs (see ``amm.py``)
+AMM = "amm"
+AMM_CHANNEL = "amm:scheduler"
+# client -> scheduler, RPC: the AMM's switch and one pass (``Client.amm``)
+AMM_HANDLER = "amm_handler"
 # scheduler -> itself, before 2023.3.1 (``cancel_rpc``): a cancel waiting for its key looks
 # again (dask's ``_cancel_key`` sleeps 0.1 s between looks, for 1 s; before 2022.5.1 a
 # ``call_later`` 0.2 s, five times).  A timer like the balance: each wait on a channel of its
@@ -132,7 +164,7 @@ BALANCE_CHANNEL = "balance:scheduler"
 CANCEL_POLL = "cancel-poll"
 #: The timers: messages the scheduler sends itself that stand for time passing (``Immediate``
 #: delivers one only when nothing else can move).
-TIMERS = frozenset({BALANCE, CANCEL_POLL})
+TIMERS = frozenset({BALANCE, CANCEL_POLL, AMM})
 # scheduler -> client, last on the stream: the scheduler dropped the connection
 STREAM_CLOSED = "stream-closed"
 

@@ -162,6 +162,8 @@ class ComputeTask(Stimulus):
     args: bytes
     who_has: dict[str, list[str]]
     incarnation: int
+    priority: tuple  # dask's (-user priority, graph generation, order in the graph): lower first
+    resources: dict[str, float] | None  # what the task needs of the worker's resources
 
 
 class FreeKeys(Stimulus):
@@ -197,6 +199,70 @@ class DataReply(TypedDict):
     data: dict[str, Any]
     missing: list[str]
     errors: dict[str, Any]
+    incarnations: NotRequired[dict[str, int]]  # a worker's: the copy of each key it sent
+    # While a task stream is kept (the driver's clock, epoch seconds): when the fetch was
+    # asked for (echoed from the request) and when this reply reached the fetcher.
+    sent_at: NotRequired[float]
+    received_at: NotRequired[float]
+
+
+class Fetch(TypedDict, total=False):
+    """A ``get-data`` to a worker: nothing, or — timed by the driver — when it was sent (a
+    worker's, echoed in the reply) and when it arrived (the served worker's transfer log)."""
+
+    sent_at: float
+    received_at: float
+
+
+class LogEvent(FromClient):
+    topic: Any  # a topic name, or a list of them
+    msg: Any
+    time: float  # when it was logged (the driver's clock; dask stamps it on the scheduler)
+
+
+class GetEvents(FromClient):
+    topic: str | None
+
+
+class Topic(FromClient):
+    topic: str
+
+
+class WorkerLogEvent(TypedDict):
+    worker: str
+    topic: Any
+    msg: Any
+    time: float
+
+
+class Event(TypedDict):
+    topic: str
+    event: tuple  # (time, msg), as dask's subscribers get it
+
+
+class Replicate(FromClient):
+    n: int | None
+    workers: list[str] | None
+    branching_factor: int
+
+
+class MultiLockAcquire(FromClient):
+    locks: list[str]
+    id: str
+    timeout: float | None
+    num_locks: int
+
+
+class MultiLockRelease(FromClient):
+    id: str
+
+
+class AmmHandler(FromClient):
+    method: str  # start, stop, run_once, running
+
+
+class RemoveReplicas(Stimulus):
+    incarnations: dict[str, int]  # which copy of each key to drop
 
 
 class FromWorker(TypedDict):
@@ -204,13 +270,30 @@ class FromWorker(TypedDict):
     incarnation: int
 
 
-class TaskFinished(FromWorker):
+class Timed(TypedDict, total=False):
+    """What a worker's report adds while the scheduler keeps a task stream (dask's always)."""
+
+    startstops: list[dict[str, Any]]
+    thread: int
+    nbytes: int
+    typename: str
+    exception_text: str
+
+
+class TaskFinished(FromWorker, Timed):
     type: bytes
 
 
-class TaskErred(FromWorker):
+class TaskErred(FromWorker, Timed):
     exception: bytes
     text: str
+
+
+class TaskStreamQuery(FromClient):
+    start: float | None
+    stop: float | None
+    count: int | None
+    start_index: int | None
 
 
 class Empty(TypedDict):
@@ -362,11 +445,27 @@ PAYLOADS: dict[tuple[str, str], type] = {
     (CLIENT, m.PUBLISH_WAIT_FLUSH): PublishMarker,
     (CLIENT, m.PUBLISH_GET_CONFIRM): PublishConfirm,
     (CLIENT, m.RETIRE_WORKERS): RetireWorkers,
+    (CLIENT, m.RETRY): FromClient,
+    (SCHEDULER, m.TASK_RETRIED): Report,
+    (CLIENT, m.LOG_EVENT): LogEvent,
+    (CLIENT, m.GET_EVENTS): GetEvents,
+    (CLIENT, m.SUBSCRIBE_TOPIC): Topic,
+    (CLIENT, m.UNSUBSCRIBE_TOPIC): Topic,
+    (WORKER, m.LOG_EVENT): WorkerLogEvent,
+    (WORKER, m.ADD_KEYS): AddKeys,
+    (SCHEDULER, m.REMOVE_REPLICAS): RemoveReplicas,
+    (CLIENT, m.REPLICATE): Replicate,
+    (CLIENT, m.MULTI_LOCK_ACQUIRE): MultiLockAcquire,
+    (CLIENT, m.MULTI_LOCK_RELEASE): MultiLockRelease,
+    (CLIENT, m.GET_TASK_STREAM): TaskStreamQuery,
+    (CLIENT, m.GET_TASK_STREAM_INDEX): FromClient,
+    (SCHEDULER, m.ACQUIRE_REPLICAS): AcquireReplicas,
+    (SCHEDULER, m.EVENT): Event,
     (SCHEDULER, m.COMPUTE_TASK): ComputeTask,
     (SCHEDULER, m.FREE_KEYS): FreeKeys,
     (SCHEDULER, m.STEAL_REQUEST): StealRequest,
     (SCHEDULER, m.UPDATE_DATA): UpdateData,
-    (SCHEDULER, m.GET_DATA): Empty,
+    (SCHEDULER, m.GET_DATA): Fetch,
     (SCHEDULER, m.KEY_IN_MEMORY): KeyInMemory,
     (SCHEDULER, m.LOST_DATA): Report,
     (SCHEDULER, m.CANCELLED_KEYS): CancelledKeys,
@@ -378,18 +477,18 @@ PAYLOADS: dict[tuple[str, str], type] = {
     (SCHEDULER, m.CALL_TIMEOUT): CallTimeout,
     (SCHEDULER, m.BALANCE): Empty,
     (SCHEDULER, m.WORKER_STATUS_CHANGE): WorkerStatusChange,
-    (SCHEDULER, m.ACQUIRE_REPLICAS): AcquireReplicas,
     (SCHEDULER, m.CLOSE_WORKER): CloseWorker,
     (SCHEDULER, m.CANCEL_POLL): CancelPoll,
+    (SCHEDULER, m.AMM): Empty,
+    (CLIENT, m.AMM_HANDLER): AmmHandler,
     (WORKER, m.EXECUTE): Empty,
-    (WORKER, m.GET_DATA): Empty,
+    (WORKER, m.GET_DATA): Fetch,
     (WORKER, m.GET_DATA_REPLY): DataReply,
     (WORKER, m.UPDATE_DATA_REPLY): UpdateDataReply,
     (WORKER, m.TASK_FINISHED): TaskFinished,
     (WORKER, m.TASK_ERRED): TaskErred,
     (WORKER, m.RELEASE_WORKER_DATA): FromWorker,
     (WORKER, m.STEAL_RESPONSE): StealResponse,
-    (WORKER, m.ADD_KEYS): AddKeys,
     (WORKER, m.CLOSE_STREAM): Heartbeat,
     (WORKER, m.HEARTBEAT_WORKER): Heartbeat,
     (WORKER, m.REGISTER_WORKER): RegisterWorker,

@@ -25,16 +25,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import messages as m
+from . import resources
+from .amm import ActiveMemoryManager
 from .computations import MAX_HISTORY, Computation, joined
 from .extensions import EXTENSION_OPS, Extensions
 from .messages import FIRE_AND_FORGET, SCHEDULER, Message
 from .serialize import dumps
 from .stealing import WorkStealing
+from .task_stream import TaskStream
 from .variants import Arrival, ProtocolVariant
 
 RELEASED, WAITING, PROCESSING, MEMORY, ERRED, FORGOTTEN = (
     "released", "waiting", "processing", "memory", "erred", "forgotten",
 )
+#: dask's state of a task that needs resources no worker has (``resources.py``).
+NO_WORKER = "no-worker"
 
 LOST_DEPENDENCIES = "lost dependencies"
 SET_TWICE = "Future can be set only once"
@@ -82,6 +87,9 @@ class TaskState:
     type: bytes | None = None
     #: Retries left (``submit(retries=)``).
     retries: int = 0
+    #: dask's ``TaskState.priority``: (-user priority, graph generation, order in its graph);
+    #: a worker runs its ready tasks lowest first.
+    priority: tuple = ()
 
 
 @dataclass(slots=True)
@@ -164,6 +172,15 @@ class SchedulerState:
         #: The last incarnation (run id) handed out, and the last RPC call number.
         self._incarnation = 0
         self._call = 0
+        #: dask's ``Scheduler.generation``: one per graph (dask also shares one among graphs
+        #: that come within ``fifo_timeout``; the model has no clock here, so each is its own).
+        self._generation = 0
+        #: The clients connected (``add_client``): the broker's default subscribers.
+        self.clients: set[str] = set()
+        #: Each worker's resources (those without any are not here), and the tasks waiting
+        #: in ``no-worker`` for a worker that has what they need (``resources.py``).
+        self.resources: dict[str, dict[str, float]] = {}
+        self.unrunnable: set[str] = set()
         self._next_worker = 0
         #: Worker -> the keys processing there, in the order they were sent (dask's
         #: ``WorkerState.processing``): its length is the worker's load, and work stealing
@@ -194,20 +211,54 @@ class SchedulerState:
         self.lives: dict[str, int] = {}
         self._computations: deque[Computation] | None = None
 
-    def connect(self, client: str) -> None:
-        """A client connects (dask's ``add_client``): a report meant for every client —
-        a cancel's, since PR 7583 — reaches it, whether it wants anything yet or not."""
-        self.wants.setdefault(client, {})
+        self._amm: ActiveMemoryManager | None = None
+        #: dask's TaskStreamPlugin, installed when a client first asks for the stream.
+        self.task_stream: TaskStream | None = None
+        #: Whether the active memory manager runs from the start (dask's config, read by the
+        #: driver: ``distributed.scheduler.active-memory-manager.start``).
+        self.amm_starts = True
 
-    def add_worker(self, worker: str, nthreads: int) -> None:
+    def add_worker(self, worker: str, nthreads: int,
+                   has: dict[str, float] | None = None) -> list[Message]:
         """A worker joins (dask's ``add_worker``): it takes new tasks from now on; nothing
-        already placed moves (work stealing may move queued tasks later)."""
+        already placed moves (work stealing may move queued tasks later).  Tasks waiting in
+        ``no-worker`` that it has the resources for go to it: the messages to send."""
         if worker in self.processing:
             raise ValueError(f"{worker} is a worker already")
         self.workers.append(worker)
         self.processing[worker] = {}
         self.nthreads[worker] = nthreads
+        if has:
+            self.resources[worker] = dict(has)
         self.record(SCHEDULER, "worker.added", None, worker, nthreads)
+        out: Out = []
+        if self.unrunnable:
+            recs = {key: PROCESSING for key in sorted(self.unrunnable)
+                    if resources.fits(self.resources.get(worker, resources.NONE),
+                                      self.tasks[key].run_spec["resources"])}
+            self._transitions(recs, f"add-worker-{worker}", out)
+        return out
+
+    def _runnable(self, ts: TaskState) -> bool:
+        """Whether some worker has the resources ``ts`` needs (dask's ``valid_workers``)."""
+        need = ts.run_spec["resources"]
+        have = self.resources
+        return any(resources.fits(have.get(w, resources.NONE), need) for w in self.workers)
+
+    def add_client(self, client: str) -> None:
+        """A client connects (dask's ``add_client``): it gets the default topics' events
+        (``print``, ``warn``; see ``broker.py``), and a report meant for every client — a
+        cancel's, since PR 7583 — reaches it, whether it wants anything yet or not.  A
+        direct call, as ``add_worker``."""
+        self.clients.add(client)
+        self.wants.setdefault(client, {})
+
+    @property
+    def amm(self) -> ActiveMemoryManager:
+        """The active memory manager (made when first needed: most runs never replicate)."""
+        if self._amm is None:
+            self._amm = ActiveMemoryManager(self, self.amm_starts)
+        return self._amm
 
     @property
     def extensions(self) -> Extensions:
@@ -254,6 +305,7 @@ class SchedulerState:
     def _remove_client(self, client: str, reason: str, out: Out, stimulus: str) -> None:
         """Drop ``client``: release every key it wants, then close its stream."""
         self.record(SCHEDULER, "client.removed", None, client, reason)
+        self.clients.discard(client)
         recs: dict[str, str] = {}
         for key, gen in sorted(self.wants.get(client, {}).items()):
             self._release(client, key, gen, recs)
@@ -307,6 +359,17 @@ class SchedulerState:
 
     def _pick_worker(self, ts: TaskState | None = None) -> str:
         allowed = ts.run_spec.get("workers") if ts is not None and ts.run_spec else None
+        need = ts.run_spec.get("resources") if ts is not None and ts.run_spec else None
+        if need:
+            # Only workers with the resources (``_runnable`` made sure there is one); among
+            # them the named ones if a strict workers= names any, then the least loaded.
+            processing, have = self.processing, self.resources
+            fit = [w for w in self.workers
+                   if resources.fits(have.get(w, resources.NONE), need)]
+            named = [w for w in fit if allowed and w in allowed]
+            if named or (allowed and not ts.run_spec.get("allow_other_workers")):
+                fit = named or fit
+            return min(fit, key=lambda w: len(processing[w]))
         if allowed:
             # Restricted (submit(workers=)): the least loaded of those named, in their order.
             processing = self.processing
@@ -593,6 +656,13 @@ class SchedulerState:
         # (dask's is_idle: every task done; here, none processing on any worker).
         joined(self.computations, not any(self.processing.values()), p.get("code", ()))
         gens, known = p["gens"], self.tasks
+        refused = self._refused_restrictions(tasks)
+        if refused is not None:
+            # dask's update_graph fails on it: every key asked for errs with the exception.
+            for key in msg.keys:
+                self.send(out, client, m.TASK_ERRED_REPORT, (key,), gen=gens.get(key, 0),
+                           exception=dumps(refused), text=f"{type(refused).__name__}: {refused}")
+            return
         recs: dict[str, str] = {}
         new: list[TaskState] = []
         for key, spec in tasks.items():
@@ -616,9 +686,11 @@ class SchedulerState:
                            exception=dumps(RuntimeError(f"{key}: {SET_TWICE}")),
                            text=f"RuntimeError: {SET_TWICE}")
         # Linked once every new task exists: a dependency may come later in the graph.
-        for ts in new:
+        self._generation = generation = self._generation + 1
+        for order, ts in enumerate(new):
             spec = ts.run_spec
             ts.retries = spec.get("retries") or 0
+            ts.priority = (-(spec.get("priority") or 0), generation, order)
             deps = spec["deps"]
             if deps:
                 ts.dependencies = set(deps)
@@ -636,6 +708,20 @@ class SchedulerState:
                 # another client's (or task's) run of the same pure key serves it.
                 self._report_on_key(out, client, ts, gens.get(key, 0))
         self._transitions(recs, stimulus, out)
+
+    @staticmethod
+    def _refused_restrictions(tasks: dict[str, Any]) -> Exception | None:
+        """The error dask's ``update_graph`` raises on a graph's worker restrictions (it makes
+        a set of them: an unhashable one, as ``compute(workers={...})`` gives, is a
+        TypeError), or None."""
+        for spec in tasks.values():
+            workers = spec.get("workers")
+            if workers:
+                try:
+                    set(workers)
+                except TypeError as exc:
+                    return exc
+        return None
 
     def _report_on_key(self, out: Out, client: str, ts: TaskState, gen: int) -> None:
         """Tell ``client`` where a done key stands (dask's ``report_on_key``)."""
@@ -700,6 +786,11 @@ class SchedulerState:
         else:  # the first copy (every computed task): no copy to replace
             ts.who_has[worker] = incarnation
         ts.type = p.get("type")
+        if self.task_stream is not None and "startstops" in p:
+            self.task_stream.record(key, {
+                "stimulus_id": stimulus, "worker": worker, "metadata": {},
+                "nbytes": p.get("nbytes"), "type": p.get("type"), "typename": p.get("typename"),
+                "thread": p["thread"], "startstops": p["startstops"], "status": "OK"})
         self._transitions({key: MEMORY}, stimulus, out)
 
     def _on_task_erred(self, msg: Message, out: Out, stimulus: str) -> None:
@@ -720,9 +811,16 @@ class SchedulerState:
             self.record(SCHEDULER, "task.retry", ts.key, ts.retries, stimulus)
             self._transitions({ts.key: WAITING}, stimulus, out)
             return
-        ts.exception = msg.payload["exception"]
-        ts.exception_text = msg.payload["text"]
-        ts.traceback = msg.payload.get("traceback")
+        p = msg.payload
+        ts.exception = p["exception"]
+        ts.exception_text = p["text"]
+        ts.traceback = p.get("traceback")
+        if self.task_stream is not None and "startstops" in p:
+            self.task_stream.record(ts.key, {
+                "stimulus_id": stimulus, "cause": ts.key, "worker": p["worker"],
+                "exception": p["exception"], "traceback": p.get("traceback"),
+                "exception_text": p.get("exception_text"), "traceback_text": "",
+                "thread": p["thread"], "startstops": p["startstops"], "status": "error"})
         self._transitions({ts.key: ERRED}, stimulus, out)
 
     def _on_release_worker_data(self, msg: Message, out: Out, stimulus: str) -> None:
@@ -736,6 +834,40 @@ class SchedulerState:
         self.record(SCHEDULER, "who_has.removed", ts.key, worker, tuple(sorted(ts.who_has)))
         if not ts.who_has and ts.state == MEMORY:
             self._transitions({ts.key: RELEASED}, stimulus, out)
+
+    def _on_add_keys(self, msg: Message, out: Out, stimulus: str) -> None:
+        """A worker holds copies too — dependencies it fetched, replicas it acquired
+        (``Client.replicate``, a retiring worker's data): dask's ``add_keys``.  A key no longer
+        in memory it is told to drop (``remove-replicas``); a key its holder no longer had
+        (``missing``) is asked again by the retirement's next pass."""
+        worker, redundant = msg.payload["worker"], {}
+        for key in msg.payload["missing"]:
+            if self._acquiring.get(key) == worker:
+                del self._acquiring[key]
+        for key, incarnation in msg.payload["incarnations"].items():
+            if self._acquiring.get(key) == worker:
+                del self._acquiring[key]
+            if worker not in self.processing:
+                continue  # removed meanwhile: its copy went with it
+            ts = self.tasks.get(key)
+            if ts is not None and ts.state == MEMORY:
+                self._add_replica(ts, worker, incarnation, out, stimulus)
+                self.record(SCHEDULER, "who_has.added", key, worker, tuple(sorted(ts.who_has)))
+                if len(ts.who_has) > 1:
+                    self.amm.replicated(out)
+            else:
+                redundant[key] = incarnation
+        if redundant:
+            self.send(out, worker, m.REMOVE_REPLICAS, tuple(redundant), incarnations=redundant,
+                       stimulus_id=stimulus)
+
+    def remove_replica(self, ts: TaskState, worker: str, out: Out, stimulus: str) -> None:
+        """Stop counting ``worker``'s copy and tell it to drop it (dask's
+        ``request_remove_replicas``; the AMM's drops)."""
+        incarnation = ts.who_has.pop(worker)
+        self.record(SCHEDULER, "who_has.removed", ts.key, worker, tuple(sorted(ts.who_has)))
+        self.send(out, worker, m.REMOVE_REPLICAS, (ts.key,), incarnations={ts.key: incarnation},
+                   stimulus_id=stimulus)
 
     # -- cancel ------------------------------------------------------------------------
 
@@ -1044,26 +1176,6 @@ class SchedulerState:
             del self._acquiring[key]
         self._transitions(recs, stimulus, out)
 
-    def _on_add_keys(self, msg: Message, out: Out, stimulus: str) -> None:
-        """A worker fetched replicas (for a retirement): the scheduler counts them, or, for a
-        key no longer in memory, tells the worker to drop its copy."""
-        worker = msg.payload["worker"]
-        for key in msg.payload["missing"]:  # the holder had it no more: the next pass retries
-            if self._acquiring.get(key) == worker:
-                del self._acquiring[key]
-        for key, incarnation in msg.payload["incarnations"].items():
-            if self._acquiring.get(key) == worker:
-                del self._acquiring[key]
-            ts = self.tasks.get(key)
-            if worker not in self.processing:
-                continue  # removed meanwhile: its copy went with it
-            if ts is None or ts.state != MEMORY:
-                self.send(out, worker, m.FREE_KEYS, (key,), incarnations={key: incarnation},
-                          stimulus_id=stimulus)
-                continue
-            self._add_replica(ts, worker, incarnation, out, stimulus)
-            self.record(SCHEDULER, "who_has.added", key, worker, tuple(sorted(ts.who_has)))
-
     def _on_close_stream(self, msg: Message, out: Out, stimulus: str) -> None:
         """A worker's stream ended (it closed on its own): dask removes it as lost — nothing
         moved first; its results are computed again, its scattered data is gone."""
@@ -1138,6 +1250,8 @@ class SchedulerState:
             start = ts.state
             if start == finish:
                 continue
+            if finish == PROCESSING and ts.run_spec.get("resources") and not self._runnable(ts):
+                finish = NO_WORKER  # dask's decide_worker finds no valid worker
             from_start = steps[start]
             step = from_start.get(finish)
             if step is None:
@@ -1196,7 +1310,8 @@ class SchedulerState:
         out.append(Message(SCHEDULER, worker, m.COMPUTE_TASK,
                            self._streams.get(worker) or self._stream_to(worker), True, (key,),
                            {"key": key, "func": spec["func"], "args": spec["args"],
-                            "who_has": who_has, "incarnation": run_id, "stimulus_id": stimulus}))
+                            "who_has": who_has, "incarnation": run_id, "stimulus_id": stimulus,
+                            "priority": ts.priority, "resources": spec.get("resources")}))
 
     def _processing_memory(self, ts, recs, out, stimulus) -> None:
         # Every computed task comes here: the empty cases (nobody to tell, no dependents,
@@ -1218,6 +1333,8 @@ class SchedulerState:
                         recs[key] = PROCESSING
         if ts.dependencies:
             self._forget_unneeded_dependencies(ts, recs)
+            if self._amm is not None:
+                self._amm.waiter_done(ts, out)
         if not ts.who_wants and not (ts.dependents and self._needed_by_dependents(ts)):
             recs[ts.key] = FORGOTTEN
 
@@ -1261,6 +1378,17 @@ class SchedulerState:
         """Send ``key`` again from scratch (dask's ``_reschedule``): released, then back to
         waiting and processing wherever the scheduler now picks."""
         self._transitions({key: WAITING}, stimulus, out)
+
+    def _on_amm(self, msg: Message, out: Out, stimulus: str) -> None:
+        self.amm.tick(out, stimulus)
+
+    def _on_amm_handler(self, msg: Message, out: Out, stimulus: str) -> None:
+        try:
+            value = self.amm.handle(msg.payload["method"], out, stimulus)
+        except ValueError as exc:
+            self.reply(out, msg, error=str(exc), type="ValueError")
+            return
+        self.reply(out, msg, value=value)
 
     def _on_balance(self, msg: Message, out: Out, stimulus: str) -> None:
         if self._stealing is not None:
@@ -1323,6 +1451,32 @@ class SchedulerState:
             self._leave_processing(ts, out)
         ts.waiting_on = NO_KEYS
 
+    def _to_no_worker(self, ts, recs, out, stimulus) -> None:
+        self.unrunnable.add(ts.key)
+
+    def _no_worker_processing(self, ts, recs, out, stimulus) -> None:
+        self.unrunnable.discard(ts.key)
+        self._waiting_processing(ts, recs, out, stimulus)
+
+    def _no_worker_released(self, ts, recs, out, stimulus) -> None:
+        self.unrunnable.discard(ts.key)
+        ts.waiting_on = NO_KEYS
+
+    def _erred_released(self, ts, recs, out, stimulus) -> None:
+        """dask's erred -> released (on the way to waiting: a retry): the error is let go, the
+        erred dependents follow, and the clients holding the key hear it is pending again."""
+        ts.exception = ts.exception_text = ts.traceback = None
+        ts.waiting_on = NO_KEYS
+        for key in sorted(ts.dependents):
+            dts = self.tasks.get(key)
+            if dts is not None and dts.state == ERRED:
+                recs[key] = WAITING
+        self._report(out, ts, m.TASK_RETRIED)
+
+    def recommend(self, recs: dict[str, str], stimulus: str, out: Out) -> None:
+        """Run the transitions ``recs`` asks for (an extension's way in: a retry)."""
+        self._transitions(recs, stimulus, out)
+
     def _to_forgotten(self, ts, recs, out, stimulus) -> None:
         key = ts.key
         if ts.who_has:
@@ -1368,10 +1522,14 @@ class SchedulerState:
         (MEMORY, RELEASED): _memory_released,
         (WAITING, RELEASED): _to_released,
         (PROCESSING, RELEASED): _to_released,
-        (ERRED, RELEASED): _to_released,
+        (ERRED, RELEASED): _erred_released,
         (RELEASED, FORGOTTEN): _to_forgotten,
         (MEMORY, FORGOTTEN): _to_forgotten,
         (ERRED, FORGOTTEN): _to_forgotten,
+        (WAITING, NO_WORKER): _to_no_worker,
+        (RELEASED, NO_WORKER): _to_no_worker,
+        (NO_WORKER, PROCESSING): _no_worker_processing,
+        (NO_WORKER, RELEASED): _no_worker_released,
     }
     #: ``_TRANSITIONS`` by start state, then finish (what ``_transitions`` looks steps up in:
     #: no tuple to build and hash per step).  Every state a task can be in has an entry.
@@ -1386,6 +1544,7 @@ class SchedulerState:
         m.TASK_FINISHED: _on_task_finished,
         m.TASK_ERRED: _on_task_erred,
         m.RELEASE_WORKER_DATA: _on_release_worker_data,
+        m.ADD_KEYS: _on_add_keys,
         m.GATHER: _on_gather,
         m.GET_DATA_REPLY: _on_get_data_reply,
         m.CANCEL_KEYS: _on_cancel_keys,
@@ -1393,9 +1552,10 @@ class SchedulerState:
         m.CANCEL_POLL: _on_cancel_poll,
         m.REPORT_KEY: _on_report_key,
         m.BALANCE: _on_balance,
+        m.AMM: _on_amm,
+        m.AMM_HANDLER: _on_amm_handler,
         m.STEAL_RESPONSE: _on_steal_response,
         m.RETIRE_WORKERS: _on_retire_workers,
-        m.ADD_KEYS: _on_add_keys,
         m.CLOSE_STREAM: _on_close_stream,
         m.HEARTBEAT_WORKER: _on_heartbeat_worker,
         m.REGISTER_WORKER: _on_register_worker,

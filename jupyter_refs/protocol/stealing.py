@@ -49,6 +49,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from . import messages as m
+from . import resources
 from .messages import SCHEDULER, Message
 
 if TYPE_CHECKING:
@@ -157,7 +158,7 @@ class WorkStealing:
                     return
                 if key in self.asked:
                     continue
-                allowed = _allowed(tasks[key], thieves)
+                allowed = _allowed(tasks[key], thieves, s.resources)
                 if not allowed:
                     continue
                 thief = min(allowed, key=lambda w: (counts[w] / nthreads[w], order[w]))
@@ -246,9 +247,15 @@ class WorkStealing:
                               stimulus_id)
 
 
-def _allowed(ts: TaskState, thieves: list[str]) -> list[str]:
-    """The thieves that may run ``ts`` (dask's ``_get_thief`` over its valid workers)."""
+def _allowed(ts: TaskState, thieves: list[str],
+             have: dict[str, dict[str, float]] | None = None) -> list[str]:
+    """The thieves that may run ``ts`` (dask's ``_get_thief`` over its valid workers; a
+    task that needs resources, only a thief that has them: dask's ``_can_steal``)."""
     spec = ts.run_spec or {}
+    need = spec.get("resources")
+    if need:
+        thieves = [w for w in thieves
+                   if resources.fits((have or {}).get(w, resources.NONE), need)]
     restricted = spec.get("workers")
     if not restricted:
         return thieves

@@ -46,8 +46,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import messages as m
+from . import resources
 from .client import ClientState, FutureState
 from .messages import Message
+from .ready import ReadyQueue
 from .serialize import (
     FutureRef,
     adopting,
@@ -62,6 +64,9 @@ from .variants import ProtocolVariant
 RELEASED, WAITING, READY, EXECUTING, LONG_RUNNING, CANCELLED, MEMORY, ERROR, FORGOTTEN = (
     "released", "waiting", "ready", "executing", "long-running", "cancelled", "memory", "error",
     "forgotten")
+
+#: dask's ``distributed.admin.low-level-log-length``: how many transfers each log keeps.
+TRANSFER_LOG_LENGTH = 1000
 
 #: The key of the task whose arguments are being deserialized (a travelling future names it).
 running_task: ContextVar[str | None] = ContextVar("jupyter_refs_running_task", default=None)
@@ -85,6 +90,8 @@ class WorkerTask:
     waiting: set[str] | None = None  # peers whose data is awaited
     fetched: dict[str, Any] | None = None
     missing: list[str] | None = None
+    #: The fetches' ``transfer`` entries, while a task stream is kept.
+    transfers: list[dict[str, Any]] | None = None
 
 
 @dataclass(slots=True, eq=False)
@@ -97,6 +104,10 @@ class TaskRun:
     args: tuple
     kwargs: dict[str, Any]
     done: bool = False
+    #: When the call began and ended (the driver's clock, epoch seconds), on which thread.
+    started: float = 0.0
+    stopped: float = 0.0
+    thread: int = 0
 
 
 #: Worker transitions the trace already shows (see ``WorkerState._transition``).
@@ -115,7 +126,8 @@ def _bind_ref(client: ClientState, key: str, fs: FutureState, future_id: int) ->
 
 class WorkerState:
     def __init__(self, name: str, variant: ProtocolVariant, record: Callable[..., None],
-                 bind: Bind = _bind_ref, nthreads: int = 1, nanny: bool = True):
+                 bind: Bind = _bind_ref, nthreads: int = 1,
+                 has: dict[str, float] | None = None, nanny: bool = True):
         self.name = name
         #: Whether a nanny restarts this worker when its process ends without being told to
         #: close (dask's ``LocalCluster(processes=True)`` and ``dask worker`` have one).
@@ -129,7 +141,6 @@ class WorkerState:
         #: Heartbeat calls of this life waiting for their answer.
         self._heartbeats: set[str] = set()
         #: Replica fetches for a retirement: call -> (key, the copy's incarnation).
-        self._replicas: dict[str, tuple[str, int]] = {}
         self.variant = variant
         self.record = record
         #: The worker's own client, which futures deserialized in tasks belong to.
@@ -144,10 +155,24 @@ class WorkerState:
         self._calls = 0
         #: Tasks waiting for dependencies held by other workers, by fetch call.
         self._fetching: dict[str, WorkerTask] = {}
+        #: Fetches of replicas the scheduler asked for (``acquire-replicas``), by call.
+        self._acquiring: set[str] = set()
+        #: dask's ``transfer_incoming_log`` / ``transfer_outgoing_log`` (when the driver
+        #: times transfers: the live network), ``low-level-log-length`` long.
+        self.transfer_incoming_log: deque[dict[str, Any]] = deque(maxlen=TRANSFER_LOG_LENGTH)
+        self.transfer_outgoing_log: deque[dict[str, Any]] = deque(maxlen=TRANSFER_LOG_LENGTH)
         self.nthreads = nthreads
         #: Tasks asked for and not finished, by key.
         self.tasks: dict[str, WorkerTask] = {}
-        self.ready: deque[str] = deque()
+        self.ready = ReadyQueue()
+        #: dask's ``constrained``: ready tasks that need resources, run while enough is free
+        #: (``resources.py``); what is free, and what each running one took.
+        self.constrained = ReadyQueue()
+        self.resources = dict(has or {})
+        #: The resources this worker has (``resources=``), and what of them is free now.
+        self.has = dict(has or {})
+        self.free_resources = dict(self.has)
+        self._taken: dict[str, dict[str, float]] = {}
         #: Keys holding a thread slot (cancelled ones too: their thread still runs).
         self.executing: set[str] = set()
         #: Keys running on a thread that seceded from its slot.
@@ -247,6 +272,13 @@ class WorkerState:
             self.record(self.name, "worker.transition", ts.key, ts.state, finish, stimulus)
         ts.state = finish
 
+    def _queue(self, ts: WorkerTask) -> None:
+        """A ready task waits for a thread (and, if it needs any, for resources)."""
+        if ts.spec.get("resources"):
+            self.constrained.append(ts.key, ts.spec["priority"])
+        else:
+            self.ready.append(ts.key, ts.spec["priority"])
+
     def _on_compute_task(self, msg: Message) -> list[Message]:
         p = msg.payload
         key = p["key"]
@@ -266,7 +298,10 @@ class WorkerState:
             # No dependencies (most tasks): straight to the ready queue, told by the
             # compute-task's receipt (released -> ready is not recorded).
             ts.state = READY
-            self.ready.append(key)
+            if p.get("resources"):
+                self.constrained.append(key, p["priority"])
+            else:
+                self.ready.append(key, p["priority"])
             if len(self.executing) >= self.nthreads:
                 return []  # every thread is busy: the task waits for one to finish
             return self._ensure_computing(stimulus)
@@ -281,7 +316,7 @@ class WorkerState:
             return []
         if not remote:
             self._transition(ts, READY, stimulus)
-            self.ready.append(key)
+            self._queue(ts)
             return self._ensure_computing(stimulus)
         # Fetch what another worker holds, then queue (one RPC per peer).
         self._transition(ts, WAITING, stimulus)
@@ -297,22 +332,67 @@ class WorkerState:
             out.append(Message(self.name, peer, m.GET_DATA, call, False, tuple(deps), {}))
         return out
 
+    def _on_acquire_replicas(self, msg: Message) -> list[Message]:
+        """Fetch copies of keys held elsewhere (dask's ``acquire-replicas``: ``Client.replicate``,
+        a retiring worker's data): each comes back as a replica, told with ``add-keys`` (a key
+        its holder no longer had, as missing); one held already is told at once."""
+        held = {k: max(self.copies[k]) for k in msg.payload["who_has"] if k in self.copies}
+        out = [self._to_scheduler(m.ADD_KEYS, tuple(held), worker=self.name,
+                                  incarnations=held, missing=[])] if held else []
+        by_peer: dict[str, list[str]] = {}
+        for key, holders in msg.payload["who_has"].items():
+            peers = [w for w in holders if w != self.name]
+            if key not in held and peers:
+                by_peer.setdefault(peers[0], []).append(key)
+        for peer, keys in by_peer.items():
+            self._calls += 1
+            call = f"rpc:{self.name}#{self._calls}"
+            self._acquiring.add(call)
+            out.append(Message(self.name, peer, m.GET_DATA, call, False, tuple(keys), {}))
+        return out
+
+    def _keep_replicas(self, msg: Message, acquired: bool = False
+                       ) -> tuple[dict[str, Any], list[Message]]:
+        """The values of a ``get-data`` reply, those not held already kept as replicas and
+        told to the scheduler (dask's flight -> memory, then ``add-keys``)."""
+        fetched = {k: loads(v) for k, v in msg.payload["data"].items()}
+        if "received_at" in msg.payload and fetched:
+            start, stop = msg.payload["sent_at"], msg.payload["received_at"]
+            self.transfer_incoming_log.append(_transfer(start, stop, fetched, msg.sender))
+        sent = msg.payload.get("incarnations", {})
+        kept = {k: sent.get(k, 0) for k in fetched if k not in self.data}
+        for key, incarnation in kept.items():
+            self._store(key, fetched[key], incarnation)
+        # What an acquisition asked for and the holder no longer had is told too: the
+        # scheduler asks again (a retirement's next pass); a task's missing data is its own.
+        missing = list(msg.payload.get("missing", ())) if acquired else []
+        out = [self._to_scheduler(m.ADD_KEYS, tuple(kept) + tuple(missing), worker=self.name,
+                                  incarnations=kept, missing=missing)] if kept or missing else []
+        return fetched, out
+
     def _on_get_data_reply(self, msg: Message) -> list[Message]:
-        replica = self._replicas.pop(msg.channel, None)
-        if replica is not None:
-            return self._replica_fetched(msg, *replica)
+        if msg.channel in self._acquiring:
+            self._acquiring.discard(msg.channel)
+            return self._keep_replicas(msg, acquired=True)[1]
         ts = self._fetching.pop(msg.channel)
         ts.waiting.discard(msg.sender)
-        ts.fetched.update((k, loads(v)) for k, v in msg.payload["data"].items())
+        # As dask's worker (flight -> memory): what it fetched it keeps, a replica, and tells
+        # the scheduler (``add-keys``), which frees it with the key, or drops it sooner.
+        fetched, out = self._keep_replicas(msg)
+        ts.fetched.update(fetched)
+        if "received_at" in msg.payload:  # dask's transfer entry of the task's startstops
+            ts.transfers = [*(ts.transfers or ()), {
+                "action": "transfer", "start": msg.payload["sent_at"],
+                "stop": msg.payload["received_at"], "source": msg.sender}]
         ts.missing.extend(msg.payload["missing"])
         if ts.waiting or self.tasks.get(ts.key) is not ts:
-            return []  # more to come, or the task was freed while its data travelled
+            return out  # more to come, or the task was freed while its data travelled
         if ts.missing:
             self._missing(ts, ts.missing)
-            return []
+            return out
         self._transition(ts, READY, f"{msg.op}-{msg.msg_id}")
-        self.ready.append(ts.key)
-        return self._ensure_computing(None)
+        self._queue(ts)
+        return self._ensure_computing(None, out)
 
     def _missing(self, ts: WorkerTask, deps: list[str]) -> None:
         """The task waits for data nobody has, as dask's does (its dependency is in state
@@ -332,16 +412,19 @@ class WorkerState:
 
     def _ensure_computing(self, stimulus: str | None, out: list[Message] | None = None
                           ) -> list[Message]:
-        """Give free threads to ready tasks, oldest first: an ``execute`` each, appended to
+        """Give free threads to ready tasks, highest priority first: an ``execute`` each, appended to
         ``out`` (a new list if none is given), which is returned."""
         if out is None:
             out = []
         ready, executing = self.ready, self.executing
-        if not ready or len(executing) >= self.nthreads:
+        if not (ready or self.constrained) or len(executing) >= self.nthreads:
             return out
         tasks, name = self.tasks, self.name
-        while ready and len(executing) < self.nthreads:
-            ts = tasks[ready.popleft()]
+        while len(executing) < self.nthreads:
+            key = ready.popleft() if not self.constrained and ready else self._next_ready()
+            if key is None:
+                break
+            ts = tasks[key]
             if ts.state == READY:
                 ts.state = EXECUTING  # told by the execute (see _transition): not recorded
             else:
@@ -352,6 +435,31 @@ class WorkerState:
             out.append(Message(name, name, m.EXECUTE, f"run:{name}#{runs}", False, (key,),
                                _NO_PAYLOAD))
         return out
+
+    def _next_ready(self) -> str | None:
+        """The next task to run: the higher priority of the ready queue's first and the
+        constrained queue's first, if enough of what it needs is free (dask's
+        ``_next_ready_task``); the constrained one takes its resources."""
+        top = self.constrained.peek()
+        if top is not None:
+            need = self.tasks[top[1]].spec["resources"]
+            if not resources.fits(self.free_resources, need):
+                top = None
+        first = self.ready.peek()
+        if top is None and first is None:
+            return None
+        if top is None or (first is not None and first[0] <= top[0]):
+            return self.ready.popleft()
+        key = self.constrained.popleft()
+        need = self.tasks[key].spec["resources"]
+        resources.take(self.free_resources, need)
+        self._taken[key] = need
+        return key
+
+    def _give_back(self, key: str) -> None:
+        need = self._taken.pop(key, None)
+        if need is not None:
+            resources.give_back(self.free_resources, need)
 
     def begin(self, key: str) -> tuple[TaskRun | None, list[Message]]:
         """The ``execute`` of ``key`` is delivered: what to call, or None if nothing runs.
@@ -397,13 +505,18 @@ class WorkerState:
             running_task.reset(token)
         return TaskRun(self.name, key, func, args, kwargs), adoption.messages
 
-    def finish(self, key: str, ok: bool, value: Any) -> list[Message]:
-        """A run of ``key`` ended (``ok``: ``value`` is its result, else the exception)."""
+    def finish(self, key: str, ok: bool, value: Any,
+               timing: tuple[int, float, float] | None = None) -> list[Message]:
+        """A run of ``key`` ended (``ok``: ``value`` is its result, else the exception).
+        ``timing`` — ``(thread, start, stop)``, given by the driver while the scheduler keeps
+        a task stream — goes in the report, as dask's worker's always does."""
         ts = self.tasks.get(key)
         if ts is None:
             return []  # the worker closed, or restarted, while its thread ran
         self.executing.discard(key)
         self.long_running.discard(key)
+        if self._taken:
+            self._give_back(key)
         if ts.state == CANCELLED:
             # Nobody wants it any more: dask's cancelled -> released, nothing is reported.
             return self._release(ts, None)
@@ -419,13 +532,21 @@ class WorkerState:
             out = [Message(name, m.SCHEDULER, m.TASK_FINISHED, self._stream, True, (key,),
                            {"worker": name, "incarnation": incarnation,
                             "type": _dump_type(value) if blob is None else blob})]
+            if timing is not None:
+                from dask.sizeof import sizeof
+                from dask.utils import typename
+
+                out[0].payload.update(_timed(timing, ts.transfers), nbytes=sizeof(value),
+                                      typename=typename(type(value)))
         else:
             self._transition(ts, ERROR, None)
             out = [self._to_scheduler(m.TASK_ERRED, (key,), worker=self.name,
                                       exception=_dump_exception(value),
                                       text=f"{type(value).__name__}: {value}",
                                       incarnation=ts.incarnation)]
-        if self.ready:
+            if timing is not None:
+                out[0].payload.update(_timed(timing, ts.transfers), exception_text=repr(value))
+        if self.ready or self.constrained:
             self._ensure_computing(None, out)
         return out
 
@@ -433,8 +554,9 @@ class WorkerState:
         """Forget a task that produced nothing: its slot (if any) goes to the next one."""
         self.executing.discard(ts.key)
         self.long_running.discard(ts.key)
+        self._give_back(ts.key)
         if ts.state == READY:
-            self.ready.remove(ts.key)
+            (self.constrained if ts.key in self.constrained else self.ready).remove(ts.key)
         del self.tasks[ts.key]
         self._transition(ts, RELEASED, stimulus)
         self._transition(ts, FORGOTTEN, stimulus)
@@ -467,6 +589,11 @@ class WorkerState:
         else:
             self._transition(ts, EXECUTING, None)
 
+    def log_event(self, topic: Any, msg: Any, time: float) -> Message:
+        """``Worker.log_event`` in a task: the event rides the worker's stream."""
+        return self._to_scheduler(m.LOG_EVENT, (), worker=self.name, topic=topic, msg=msg,
+                                  time=time)
+
     def _on_steal_request(self, msg: Message) -> list[Message]:
         """The scheduler wants ``key`` for another worker: give it up if no thread has it
         yet, and say which state it was found in (dask's ``_handle_steal_request``)."""
@@ -491,7 +618,7 @@ class WorkerState:
     # -- gather ----------------------------------------------------------------------
 
     def _on_get_data(self, msg: Message) -> list[Message]:
-        data, missing, errors = {}, [], {}
+        data, missing, errors, incarnations = {}, [], {}, {}
         for key in msg.keys:
             if key not in self.data:
                 missing.append(key)
@@ -500,8 +627,33 @@ class WorkerState:
                 data[key] = dumps(self.data[key])
             except TypeError as exc:
                 errors[key] = str(exc)
+                continue
+            incarnations[key] = max(self.copies[key])
+        reply = {"data": data, "missing": missing, "errors": errors,
+                 "incarnations": incarnations}
+        if "received_at" in msg.payload and data:  # timed by the driver: dask's outgoing log
+            at = msg.payload["received_at"]
+            who = msg.sender if msg.sender.startswith("worker") else None
+            entry = _transfer(at, at, {k: self.data[k] for k in data}, who)
+            self.transfer_outgoing_log.append({**entry, "compressed": 1})
+        if "sent_at" in msg.payload:  # timed for a task stream: echoed
+            reply["sent_at"] = msg.payload["sent_at"]
         return [Message(self.name, msg.sender, m.GET_DATA_REPLY, msg.channel, False, msg.keys,
-                        {"data": data, "missing": missing, "errors": errors})]
+                        reply)]
+
+    def _on_remove_replicas(self, msg: Message) -> list[Message]:
+        """The scheduler no longer counts this copy (dask's ``remove-replicas``): drop it —
+        unless a task here still waits to use it; then it stays, and says so again."""
+        needed = {dep for ts in self.tasks.values() if ts.state in (WAITING, READY)
+                  for dep in ts.spec["who_has"]}
+        kept = {}
+        for key, incarnation in msg.payload["incarnations"].items():
+            if key in needed and key in self.copies:
+                kept[key] = max(self.copies[key])
+            else:
+                self._free(key, incarnation)
+        return [self._to_scheduler(m.ADD_KEYS, tuple(kept), worker=self.name,
+                                   incarnations=kept, missing=[])] if kept else []
 
     # -- retirement, heartbeats, closing ----------------------------------------------------
 
@@ -557,9 +709,11 @@ class WorkerState:
         """What a worker process held goes with it."""
         self.data, self.copies, self.tasks = {}, {}, {}
         self.ready.clear()
+        self.constrained.clear()
+        self.free_resources, self._taken = dict(self.has), {}
         self.executing.clear()
         self.long_running.clear()
-        self._fetching, self._heartbeats, self._replicas = {}, set(), {}
+        self._fetching, self._heartbeats, self._acquiring = {}, set(), set()
 
     def _restart(self) -> list[Message]:
         """The nanny starts a new worker process: empty, with new connections, registering
@@ -574,32 +728,6 @@ class WorkerState:
         return [Message(self.name, m.SCHEDULER, m.REGISTER_WORKER, f"rpc:{self.name}#{self._calls}",
                         False, (), {"life": self.life, "nthreads": self.nthreads})]
 
-    def _on_acquire_replicas(self, msg: Message) -> list[Message]:
-        """Fetch a copy of each key from the worker that holds it (dask's ``acquire-replicas``:
-        the data of a retiring worker); ``add-keys`` tells the scheduler when it is here."""
-        out: list[Message] = []
-        for key, holders in msg.payload["who_has"].items():
-            if key in self.copies:
-                inc = max(self.copies[key])
-                out.append(self._to_scheduler(m.ADD_KEYS, (key,), worker=self.name,
-                                              incarnations={key: inc}, missing=[]))
-                continue
-            peer, incarnation = next(iter(holders.items()))
-            self._calls += 1
-            call = f"rpc:{self.name}#{self._calls}"
-            self._replicas[call] = (key, incarnation)
-            out.append(Message(self.name, peer, m.GET_DATA, call, False, (key,), {}))
-        return out
-
-    def _replica_fetched(self, msg: Message, key: str, incarnation: int) -> list[Message]:
-        blob = msg.payload["data"].get(key)
-        if blob is None:
-            return [self._to_scheduler(m.ADD_KEYS, (key,), worker=self.name, incarnations={},
-                                       missing=[key])]
-        self._store(key, loads(blob), incarnation)
-        return [self._to_scheduler(m.ADD_KEYS, (key,), worker=self.name,
-                                   incarnations={key: incarnation}, missing=[])]
-
     _handlers = {
         m.WORKER_STATUS_CHANGE: _on_worker_status_change,
         m.QUERY_REPLY: _on_heartbeat_reply,
@@ -611,10 +739,30 @@ class WorkerState:
         m.STEAL_REQUEST: _on_steal_request,
         m.GET_DATA: _on_get_data,
         m.GET_DATA_REPLY: _on_get_data_reply,
+        m.REMOVE_REPLICAS: _on_remove_replicas,
     }
 
 
 _TYPES: dict[type, bytes] = {}
+
+
+def _transfer(start: float, stop: float, values: dict[str, Any], who: str | None
+              ) -> dict[str, Any]:
+    """An entry of a transfer log, as dask's worker writes it (a duration of at least a
+    millisecond; ``compressed`` — an in-process comm's one frame — on the outgoing side)."""
+    from dask.sizeof import sizeof
+
+    nbytes = {k: sizeof(v) for k, v in values.items()}
+    total = sum(nbytes.values())
+    duration = max(0.001, stop - start)
+    return {"start": start, "stop": stop, "middle": (start + stop) / 2, "duration": duration,
+            "who": who, "keys": nbytes, "total": total, "bandwidth": total / duration}
+
+
+def _timed(timing: tuple[int, float, float], transfers: list | None) -> dict[str, Any]:
+    thread, start, stop = timing
+    return {"thread": thread, "startstops": [*(transfers or ()), {
+        "action": "compute", "start": start, "stop": stop}]}
 
 
 def _dump_type(value: Any) -> bytes | None:

@@ -25,5 +25,4 @@ PENDING: dict[str, str] = {
     "wait_fire_and_forget_holder": ("the leaked_key race: on the live network the first message "
                                     "after a quiet spell goes at once, so fire_and_forget's desire "
                                     "often lands after a fast task's result (dask: 1-3 times in 30)"),
-    "opts_resources_not_seen": "worker resources are not modelled yet: NotModelledError",
 }

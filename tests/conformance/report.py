@@ -81,22 +81,40 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-#: What the switch (``jupyter_refs.model()``, ``%cluster --model``) takes, and what stays loud.
-SWITCH = """\
-Under `jupyter_refs.model()` (`%cluster --model`) dask's own lines run on the model unchanged:
-`Client()`, `Client(n_workers=…, threads_per_worker=…, processes=…)`, `LocalCluster(...)`,
-`Client(cluster)`, and `Client`, `LocalCluster`, `Future`, `wait`, `as_completed`,
-`get_client`, `default_client`, `worker_client`, `secede`, `rejoin`, `fire_and_forget`,
-`futures_of`, `Variable`, `Queue` from `distributed` or `dask.distributed`
-(`tests/test_dropin.py` runs a program of dask's futures docs and the snippets a user meets
-first on real dask and under the switch, and compares what they print).  What stays loud —
-`NotModelledError` naming it, never a silent difference: every other public name of
-`distributed` (`Lock`, `Event`, `Semaphore`, `MultiLock`, `get_worker`, `Actor`,
-`performance_report`, `progress`, `Scheduler`, `Worker`, `Nanny`, …); `LocalCluster.scale`
-down (retiring workers; up is modelled); asynchronous clients (`asynchronous=True`,
-`await`) and `Client.sync` (the model has no event loop to await on); `Client.run`,
-`replicate`, `restart`, `Future.retry`.  Names imported
-before the switch stay dask's."""
+def switch_section() -> str:
+    """What the switch (``jupyter_refs.model()``, ``%cluster --model``) takes, and what stays
+    loud: read from the switch itself (``dropin.MODEL``, ``dropin.KEPT``) and from the
+    client's list of dask methods it lacks, so that it cannot go stale."""
+    from jupyter_refs import dropin
+    from jupyter_refs.client import _DASK_CLIENT_API, Client
+
+    def names(xs) -> str:
+        return ", ".join(f"`{x}`" for x in sorted(xs))
+
+    lacking = sorted(n for n in _DASK_CLIENT_API if not hasattr(Client, n))
+    others = [n for n in ("MultiLock", "Actor", "performance_report", "get_task_stream",
+                          "MemorySampler", "Scheduler", "Worker", "Nanny")
+              if n not in dropin.MODEL and n not in dropin.KEPT
+              and n not in dropin._needing_distributed()]
+    return (
+        "Under `jupyter_refs.model()` (`%cluster --model`) dask's own lines run on the model "
+        "unchanged: `Client()`, `Client(n_workers=…, threads_per_worker=…, processes=…)`, "
+        "`LocalCluster(...)` (`resources=` included), `Client(cluster)`, and these names of "
+        "`distributed`, `dask.distributed` and `distributed.diagnostics`: "
+        f"{names({**dropin.MODEL, **dropin._needing_distributed()})}"
+        f".  Kept as dask's own (data, a base class, an annotation): {names(dropin.KEPT)}.  "
+        "(`tests/test_dropin*.py` and `tests/test_dask_docs.py` run dask's documented programs "
+        "on real dask and under the switch, and compare what they give.)  What stays loud — "
+        "`NotModelledError` naming it, never a silent difference: every other public name of "
+        f"those modules ({names(others)}, …); the `Client` methods "
+        f"{names(lacking)}; `LocalCluster.scale` down (retiring workers; up is modelled), "
+        "`adapt` and `get_logs`; asynchronous clients (`asynchronous=True`, `await`; the model "
+        "has no event loop to await on); actors; what a task's `get_worker()` (or `Client.run`'s "
+        "`dask_worker`) has beyond `address`, `name`, `status`, `data`, `nthreads`, "
+        "`get_current_task`, `log_event` and the transfer logs (those on the live network); "
+        "a `WorkerPlugin`'s `transition` hook; `progress` "
+        "in a notebook (its widget); `get_events` of the scheduler's own topics.  Names "
+        "imported before the switch stay dask's.")
 
 
 def render(names, dask_obs, results) -> str:
@@ -137,7 +155,7 @@ def render(names, dask_obs, results) -> str:
     lines += ["", "## Not yet conformant (failing, expected to fail until fixed)", "",
               "| program | what is missing |", "| --- | --- |"]
     lines += [f"| `{k}` | {v} |" for k, v in sorted(PENDING.items())]
-    lines += ["", "## dask's own code: the switch", "", SWITCH]
+    lines += ["", "## dask's own code: the switch", "", switch_section()]
     lines += ["", "## Programs", "", "| program | immediate | live |", "| --- | --- | --- |"]
     for name in names:
         lines.append(f"| `{name}` | {results[name, 'immediate'][0]} | {results[name, 'live'][0]} |")

@@ -117,7 +117,8 @@ def task_finished(worker: str, key: str, incarnation: int) -> Message:
 def compute_task(worker: str, key: str, incarnation: int, func: Any = len, *args: Any) -> Message:
     s = spec(func, *args)
     return stream(SCHEDULER, worker, m.COMPUTE_TASK, (key,), key=key, func=s["func"],
-                  args=s["args"], who_has={}, incarnation=incarnation, stimulus_id="test")
+                  args=s["args"], who_has={}, incarnation=incarnation, stimulus_id="test",
+                  priority=(0, 1, 0), resources=None)
 
 
 def free_keys(worker: str, incarnations: dict[str, int]) -> Message:
