@@ -11,6 +11,7 @@ import pytest
 from jupyter_refs import Cluster, explore, labs, replay
 from jupyter_refs import labs_solutions as solutions
 from jupyter_refs.checks import judge
+from jupyter_refs.course import ANSWERS_ENV
 from jupyter_refs.errors import ArgumentValueError, ProtocolError
 from jupyter_refs.protocol.variants import DASK, with_rules
 from jupyter_refs.zoo import scatter_drop_scatter
@@ -168,6 +169,8 @@ def run_notebook(name: str, tmp_path, monkeypatch, filled: bool = True):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    # the course's answers file: predictions filled, %%solution cells run (tests/course_answers.txt)
+    monkeypatch.setenv(ANSWERS_ENV, str(ROOT / "tests" / "course_answers.txt"))
     nb = nbformat.read(ROOT / "notebooks" / name, as_version=4)
     for cell in nb.cells:
         for tag in cell.metadata.get("tags", []):
@@ -259,10 +262,13 @@ def test_capstone_notebook(tmp_path, monkeypatch):
     assert re.search(r"reproduced: under dask@[0-9a-f]{6}: \(0 messages late\) the scenario raised "
                      r"FutureCancelledError: k cancelled for reason: unknown\.", found)
     assert "outcome_differs" in found
+    assert "[right] the answer: 0 " in found  # the prediction: no message late in the failing order
     story = output(nb, "story")
     assert re.search(r"→ sent #2 cancel-keys on client:1->scheduler +\[cell \d+, line 3\]", story)
     assert re.search(r"future #2 created by submit +\[cell \d+, line 4\]", story)
     assert story.rstrip().endswith("future pending → cancelled (unknown)")
+    answer = output(nb, "story-answer")  # the question on the story, answered in a %%solution cell
+    assert "cancelled by `cancelled-keys` on scheduler->client:1" in answer
     assert re.search(r"confirmed on distributed 2026\.8\.0: scenario_raised on k", output(nb, "confirm"))
     assert output(nb, "grade").startswith("PASS: 8215's scenario")
     assert "not dask's fix" in text

@@ -47,7 +47,7 @@ LESSONS = {
     "02_ghost_task.ipynb": 40,
     "03_future_ids.ipynb": 25,
     "05_explore.ipynb": 35,
-    "06_tasks_that_submit.ipynb": 30,
+    "06_tasks_that_submit.ipynb": 35,
 }
 
 
@@ -368,6 +368,9 @@ def test_tasks_that_submit_lesson():
     tree = text_of(nb, "notebook-tree")
     assert "right after submit: pending" in tree and "the answer: 'pending'" in tree
     assert "sum: 2016 | status: finished" in tree
+    hashed = text_of(nb, "tree-hash")  # the report's shape: hashed scatters, twice, explored
+    assert "dangling_future" in hashed
+    assert "[right] the answer: " in text_of(nb, "tree-hash-forms")
     task = text_of(nb, "task-tree")
     assert "sum: 2016" in task and "client:worker:" in task and "violations: 0" in task
     deadlock = text_of(nb, "deadlock")
