@@ -19,13 +19,11 @@ it is running.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import messages as m
 from .messages import SCHEDULER, Message
-
-if TYPE_CHECKING:
-    from .scheduler import Out, SchedulerState, TaskState
+from .parts import Out, SchedulerState, TaskState
 
 _NO_PAYLOAD: dict = {}
 #: Waiting dependents counted one by one below this many (dask's cut-off, for CPU's sake).

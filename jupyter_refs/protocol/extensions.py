@@ -42,36 +42,14 @@ from __future__ import annotations
 import weakref
 from collections import defaultdict, deque
 from itertools import count
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 from . import messages as m
 from .broker import Broker
 from .messages import Message
 from .multi_lock import MultiLocks
+from .parts import SchedulerState
 from .replicate import Replications
-
-if TYPE_CHECKING:
-    from .variants import ProtocolVariant
-
-
-class SchedulerState(Protocol):
-    """What the extensions need of their scheduler (``scheduler.SchedulerState`` has it):
-    declared here, so that the scheduler, which makes its extensions, and they do not import
-    each other."""
-
-    variant: ProtocolVariant
-    tasks: dict[str, Any]  # key -> the scheduler's TaskState
-    workers: list[str]
-    pseudo: set[str]
-    processing: dict[str, dict[str, None]]
-
-    def reply(self, out: list[Message], request: Message, **payload: Any) -> None: ...
-
-    def desire(self, holder: str, keys: list[str], out: list[Message], stimulus: str,
-               gens: dict[str, int] | None = None) -> None: ...
-
-    def release(self, holder: str, keys: list[str], out: list[Message],
-                stimulus: str) -> None: ...
 
 EXTENSION_OPS = (m.WHO_HAS, m.HAS_WHAT, m.VARIABLE_SET, m.VARIABLE_GET, m.VARIABLE_DELETE,
                  m.QUEUE_CREATE, m.QUEUE_PUT, m.QUEUE_GET, m.QUEUE_QSIZE, m.QUEUE_RELEASE,

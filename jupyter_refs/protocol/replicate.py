@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import messages as m
+from .parts import Out, SchedulerState
 
 if TYPE_CHECKING:
     from .messages import Message
-    from .scheduler import Out, SchedulerState
 
 
 @dataclass(slots=True)

@@ -45,48 +45,10 @@ appends messages to the scheduler's output.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
-
 from . import messages as m
 from . import resources
 from .messages import SCHEDULER, Message
-
-if TYPE_CHECKING:
-    from .variants import ProtocolVariant
-
-#: The messages one stimulus produces (``scheduler.Out``).
-Out = list[Message]
-
-
-class TaskState(Protocol):
-    """What stealing reads of a task (``scheduler.TaskState`` has it)."""
-
-    key: str
-    state: str
-    processing_on: str | None
-    run_spec: dict[str, Any] | None
-
-
-class SchedulerState(Protocol):
-    """What stealing needs of its scheduler (``scheduler.SchedulerState`` has it): declared
-    here, so that the scheduler, which makes its stealing, and it do not import each other."""
-
-    variant: ProtocolVariant
-    record: Callable[..., None]
-    tasks: dict[str, Any]  # key -> TaskState
-    workers: list[str]
-    processing: dict[str, dict[str, None]]
-    nthreads: dict[str, int]
-
-    def send(self, out: Out, receiver: str, op: str, keys: tuple[str, ...],
-             **payload: Any) -> None: ...
-
-    def maybe_balance(self, out: Out) -> None: ...
-
-    def move_task(self, ts: Any, thief: str, out: Out, stimulus: str) -> None: ...
-
-    def reschedule(self, key: str, out: Out, stimulus: str) -> None: ...
+from .parts import Out, SchedulerState, TaskState
 
 #: Worker states a steal-response can carry, grouped by what the scheduler does (dask's
 #: ``_WORKER_STATE_CONFIRM`` / ``_REJECT`` / ``_UNDEFINED``).
