@@ -220,15 +220,21 @@ def _outcome(source: str) -> str:
             client.cluster.close()
 
 
-@pytest.mark.dask
-@pytest.mark.parametrize("name", sorted(SNIPPETS))
-def test_what_a_user_meets_first_behaves_as_on_dask(name):
+def on_dask_and_model(source: str) -> tuple[str, str]:
+    """The snippet's outcome on real dask, then under the switch (dask's own logs quiet): the
+    comparison every drop-in test makes."""
     import logging
 
     logging.getLogger("distributed").setLevel(logging.CRITICAL)
-    real = _outcome(SNIPPETS[name])
+    real = _outcome(source)
     with jr.model():
-        model = _outcome(SNIPPETS[name])
+        return real, _outcome(source)
+
+
+@pytest.mark.dask
+@pytest.mark.parametrize("name", sorted(SNIPPETS))
+def test_what_a_user_meets_first_behaves_as_on_dask(name):
+    real, model = on_dask_and_model(SNIPPETS[name])
     assert model == real
 
 

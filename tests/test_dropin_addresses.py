@@ -7,7 +7,7 @@ test_get_client_sync and test_write_scheduler_file found them not modelled)."""
 from __future__ import annotations
 
 import pytest
-from test_dropin import _outcome
+from test_dropin import on_dask_and_model
 
 import jupyter_refs as jr
 
@@ -45,12 +45,7 @@ SNIPPETS = {
 @pytest.mark.dask
 @pytest.mark.parametrize("name", sorted(SNIPPETS))
 def test_where_the_scheduler_is_reads_as_on_dask(name):
-    import logging
-
-    logging.getLogger("distributed").setLevel(logging.CRITICAL)
-    real = _outcome(SNIPPETS[name])
-    with jr.model():
-        model = _outcome(SNIPPETS[name])
+    real, model = on_dask_and_model(SNIPPETS[name])
     assert model == real
 
 

@@ -5,7 +5,7 @@ same outcome on real dask and under the switch."""
 from __future__ import annotations
 
 import pytest
-from test_dropin import _outcome
+from test_dropin import on_dask_and_model
 
 import jupyter_refs as jr
 
@@ -57,12 +57,7 @@ SNIPPETS = {
 @pytest.mark.dask
 @pytest.mark.parametrize("name", sorted(SNIPPETS))
 def test_dasks_client_methods_behave_as_on_dask(name):
-    import logging
-
-    logging.getLogger("distributed").setLevel(logging.CRITICAL)
-    real = _outcome(SNIPPETS[name])
-    with jr.model():
-        model = _outcome(SNIPPETS[name])
+    real, model = on_dask_and_model(SNIPPETS[name])
     assert model == real
 
 

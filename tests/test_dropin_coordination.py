@@ -5,9 +5,7 @@ the switch, with the same outcome (dask's own synchronous tests found them apart
 from __future__ import annotations
 
 import pytest
-from test_dropin import _outcome
-
-import jupyter_refs as jr
+from test_dropin import on_dask_and_model
 
 pytest.importorskip("distributed")
 
@@ -67,10 +65,5 @@ SNIPPETS = {
 @pytest.mark.dask
 @pytest.mark.parametrize("name", sorted(SNIPPETS))
 def test_dasks_coordination_behaves_as_on_dask(name):
-    import logging
-
-    logging.getLogger("distributed").setLevel(logging.CRITICAL)
-    real = _outcome(SNIPPETS[name])
-    with jr.model():
-        model = _outcome(SNIPPETS[name])
+    real, model = on_dask_and_model(SNIPPETS[name])
     assert model == real

@@ -7,7 +7,7 @@ apart: they caught nothing, or left a refcount the scheduler no longer shared)."
 from __future__ import annotations
 
 import pytest
-from test_dropin import _outcome
+from test_dropin import on_dask_and_model
 
 import jupyter_refs as jr
 
@@ -45,12 +45,7 @@ SNIPPETS = {
 @pytest.mark.dask
 @pytest.mark.parametrize("name", sorted(SNIPPETS))
 def test_dasks_exceptions_are_caught_as_on_dask(name):
-    import logging
-
-    logging.getLogger("distributed").setLevel(logging.CRITICAL)
-    real = _outcome(SNIPPETS[name])
-    with jr.model():
-        model = _outcome(SNIPPETS[name])
+    real, model = on_dask_and_model(SNIPPETS[name])
     assert model == real and model.startswith("returned ('caught'")
 
 
