@@ -144,8 +144,9 @@ class _Judge:
             self.found.append((DASK_RAISED, "", "", seq, f"distributed raised {text} (on "
                                "its event loop, uncaught: the connection it served is dropped)"))
             self.states.append([])
-        memory = {key: frozenset(ws.address for ws in ts.who_has or ())
-                  for key, ts in scheduler.tasks.items() if ts.state == "memory"}
+        #: The holders the scheduler names for each held, finished key in memory (only those:
+        #: this runs after every delivery, and a run's other tasks are not judged).
+        memory: dict[str, frozenset[str]] = {}
         finished: set[tuple[str, str]] = set()
         for i, client in enumerate(sim.clients):
             name = f"client:{i + 1}"
@@ -163,6 +164,9 @@ class _Judge:
                             f"the scheduler has forgotten the key{form_of(sim.trace, key)}"))
                     continue
                 self._open.discard(pair)
+                ts = scheduler.tasks[key]
+                if ts.state == "memory" and key not in memory:
+                    memory[key] = frozenset(ws.address for ws in ts.who_has or ())
                 if key not in memory or not self._unbacked_now(key, memory[key]):
                     self._unbacked.pop(pair, None)
                     continue
@@ -542,9 +546,10 @@ def explore_on(on: Any, scenario: Callable[..., Any], protocol: Any = "dask",
     else:
         raise ArgumentTypeError(f"on must be a distributed.Client or LocalCluster (the search "
                                 f"runs on the installed distributed), not {type(on).__name__}")
-    given = [name for name, value in model_only.items() if value not in (None, (), [])]
     if workers is not None:
-        given.insert(0, "workers")  # the cluster's own count
+        raise ArgumentValueError("workers= comes from on's cluster: the search runs with as "
+                                 f"many workers as it has ({n_workers})")
+    given = [name for name, value in model_only.items() if value not in (None, (), [])]
     if protocol != "dask" or given:
         raise ArgumentValueError(f"{(given or ['protocol'])[0]}= is the model's: with on=, the "
                                  f"search explores distributed {distributed.__version__} itself")
