@@ -52,8 +52,8 @@ def test_without_a_rule_the_registered_protocols_are_unchanged():
     assert DASK.rules == () and DASK.rule("client-releases-keys") is None
     assert {f.schedule for f in explore(scatter_drop_scatter, bound=2, sample=False,
                                         processes=1).failures} == {
-        "dask@a17369:4>1", "dask@a17369:0>1,1>1,2>1", "dask@a17369:2>1,4>1",
-        "dask@a17369:4>1,6>1,7>1"}
+        "dask@a17369:5>1", "dask@a17369:1>1,2>1,3>1", "dask@a17369:3>1,5>1",
+        "dask@a17369:5>1,8>1,9>1"}
 
 
 # -- lab 07: write the fix ----------------------------------------------------------------------
@@ -79,7 +79,7 @@ def test_a_wrong_fix_or_none_fails_with_a_schedule(wrong, name):
 
 def test_doing_nothing_fails_on_the_late_release():
     grade = labs.grade_fix(solutions.dask_today, quiet=True)
-    assert grade.failure.schedule == "your-fix@a17369:0>1,1>1,2>1"
+    assert grade.failure.schedule == "your-fix@a17369:1>1,2>1,3>1"
     assert "scatter overtook client-releases-keys" in grade.failure.overtakes
 
 
@@ -109,8 +109,8 @@ def test_the_reference_invariant_passes():
 
 def test_a_half_invariant_misses_a_schedule():
     grade = labs.grade_check(solutions.forgotten_only, quiet=True)
-    assert not grade and grade.failure.schedule == "dask@a17369:2>1,4>1"
-    assert "stayed quiet on dask@a17369:2>1,4>1" in grade.verdict
+    assert not grade and grade.failure.schedule == "dask@a17369:3>1,5>1"
+    assert "stayed quiet on dask@a17369:3>1,5>1" in grade.verdict
 
 
 def test_an_eager_invariant_fires_under_fixed():
@@ -125,7 +125,7 @@ def test_doing_nothing_misses_every_schedule():
 
 
 def test_an_invariant_judges_a_saved_trace_and_must_have_a_name_of_its_own():
-    run = replay(scatter_drop_scatter, "dask@a17369:0>1,1>1,2>1")
+    run = replay(scatter_drop_scatter, "dask@a17369:1>1,2>1,3>1")
     [v] = judge(run.trace, [solutions.lost_reference])
     assert v.name == "lost_reference" and "forgotten" in v.explanation
     with pytest.raises(ArgumentValueError, match="name of one of the checks"):
@@ -213,7 +213,7 @@ def test_lab_fix_notebook(tmp_path, monkeypatch):
     nb = run_notebook("07_lab_fix.ipynb", tmp_path, monkeypatch)
     assert_lab_shape(nb, 30)
     today = output(nb, "grade-dask")
-    assert today.startswith("FAIL") and "scatter on rpc:client:1#2 was delivered before #5 " \
+    assert today.startswith("FAIL") and "scatter on rpc:client:1#2 was delivered before #6 " \
         "client-releases-keys" in today
     watch = output(nb, "watch")
     assert "client-releases-keys[int-0de51ff37…] gen 1 from client:1; the hold now: gen 2, " \
@@ -221,8 +221,8 @@ def test_lab_fix_notebook(tmp_path, monkeypatch):
     assert output(nb, "grade").startswith("PASS: 8576's scenario")
     workers = output(nb, "workers")  # what the text says of the smallest failure on dask's workers
     assert workers.startswith("FAIL") and re.search(
-        r"schedule your-fix@[0-9a-f]{6}:4>1: dangling_future\n  - #10 update-data-reply on "
-        r"rpc:scheduler#2 was delivered before #9 release-worker-data", workers)
+        r"schedule your-fix@[0-9a-f]{6}:5>1: dangling_future\n  - #11 update-data-reply on "
+        r"rpc:scheduler#2 was delivered before #10 release-worker-data", workers)
     why = output(nb, "why")
     assert "cell 1, line 16: `del x`" in why and "cell 1, line 17: `x = client.scatter(123)`" in why
     assert "late: a younger message overtook it" in why and "thread.py" not in why
@@ -241,12 +241,12 @@ def test_lab_invariant_notebook(tmp_path, monkeypatch):
     nb = run_notebook("08_lab_invariant.ipynb", tmp_path, monkeypatch)
     assert_lab_shape(nb, 25)
     beliefs = output(nb, "beliefs")
-    assert "dangling_future at event 40" in beliefs
+    assert "dangling_future at event 44" in beliefs
     assert "clients={'client:1': (1, 'finished')}, scheduler='forgotten'" in beliefs
     assert output(nb, "grade").startswith("PASS: my_invariant flagged all 4")
     judged = output(nb, "judge")
     assert re.search(r"dask@a17369: +-> quiet", judged)
-    assert re.search(r"dask@a17369:2>1,4>1 +-> my_invariant at event 42", judged)
+    assert re.search(r"dask@a17369:3>1,5>1 +-> my_invariant at event 46", judged)
 
 
 @pytest.mark.slow

@@ -109,9 +109,9 @@ def test_the_explore_example(tmp_path):
     code = block("explore(race")
     out = run_script(code + "\nprint('---')\nprint(run.violations[0].name)\n", tmp_path)
     schedules, _, rest = out.partition("---")
-    assert schedules.split()[:2] == ["dask@8a52c2:4>1", "dask@8a52c2:0>1,1>1,2>1"]
+    assert schedules.split()[:2] == ["dask@8a52c2:5>1", "dask@8a52c2:1>1,2>1,3>1"]
     # What the README says of the second: the scatter RPC passing the queued release.
-    assert "#6 scatter on rpc:client:1#2 was delivered before #5 client-releases-keys" in out
+    assert "#7 scatter on rpc:client:1#2 was delivered before #6 client-releases-keys" in out
     assert rest.split() == ["dangling_future"]
 
 

@@ -637,7 +637,10 @@ class SchedulerState:
                 if not ts.who_wants:  # every hold was released while the put was in flight
                     recs[key] = FORGOTTEN
             else:
+                # dask's update_data ends in client_desires_keys, whose report_on_key tells
+                # the scattering client again: a second key-in-memory when it already wanted it.
                 self._desire(client, key, gen)
+                self._report_on_key(out, client, ts, gen)
         if recs:
             self._transitions(recs, stimulus, out)
 

@@ -210,9 +210,10 @@ def test_a_desire_for_an_unknown_key(variant):
 def test_scatter_is_registered_after_the_put(variant):
     """A scatter RPC becomes an update-data RPC to a worker; the key is in memory only when the
     put is answered (dask's ``update_data``, no transition).  dask adds the client's desire
-    then, after reporting to who already wanted the key (nobody: the scatter-reply alone tells
-    the client); ``fixed`` at the request, so a release overtaking the put can be seen as
-    stale, and the client is told by key-in-memory as well."""
+    then, after reporting to who already wanted the key (nobody yet), and its
+    ``client_desires_keys`` reports the key to the client (``report_on_key``); ``fixed`` adds
+    the desire at the request, so a release overtaking the put can be seen as stale.  Both
+    tell the client by key-in-memory before the scatter-reply."""
     net = Net(variant)
     c = net.clients["c"]
     [scatter] = net.send(user_scatter(c, "x", 123))
@@ -224,9 +225,8 @@ def test_scatter_is_registered_after_the_put(variant):
     assert wants == ({} if variant == "dask" else {"x": 1})
     net.deliver("update-data")
     out = net.deliver("update-data-reply")
-    reports = [] if variant == "dask" else [("key-in-memory", "c", "scheduler->c")]
     assert [(m.op, m.receiver, m.channel) for m in out] == [
-        *reports, ("scatter-reply", "c", scatter.channel)]
+        ("key-in-memory", "c", "scheduler->c"), ("scatter-reply", "c", scatter.channel)]
     ts = net.scheduler.tasks["x"]
     assert (ts.state, ts.who_has, ts.who_wants) == ("memory", {"w": 1}, {"c"})
     assert not any(e[1] == "transition" for e in net.rec.events)
