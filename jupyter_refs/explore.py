@@ -498,7 +498,9 @@ def run_choosing(scenario: Scenario, protocol: str | ProtocolVariant,
 
     For a search of one's own: trace validation (``jupyter_refs.dask.validate``) makes the
     model follow the order real dask delivered its messages in.  Unlike the explorer's runs,
-    ``pick`` sees every delivery, a lone deliverable message too.  The run is not judged
+    ``pick`` sees every delivery, a lone deliverable message too, and may raise
+    :class:`LivelockError` to stop the run as one that goes on for ever (its outcome, as a
+    drain the explorer stops is, whatever the scenario did before).  The run is not judged
     against an in-order run (``judge_outcome`` does that); its cluster is closed.
     """
     decisions: list[_Decision] = []
@@ -644,6 +646,8 @@ def _play(scenario: Scenario, cluster: Cluster, n_clients: int, decisions: list[
             cycle = [d.pick for d in decisions[loop.start:]]
             if any(cycle):
                 cluster.__dict__["_explore_loop"] = cycle * (MAX_DELIVERIES // len(cycle) + 1)
+    except LivelockError as exc:  # a chooser's own verdict (run_choosing): the run's outcome
+        raised, returned = raised_from(exc, cluster.trace.next_seq, len(decisions)), None
     except Exception as exc:  # noqa: BLE001 - raised while draining (a task's call, a check)
         if raised is None:
             raised, returned = raised_from(exc, cluster.trace.next_seq, len(decisions)), None

@@ -110,6 +110,10 @@ class _Finished:
 # -- verdicts on dask's own state ---------------------------------------------------------------
 
 
+#: A client's messages that make the scheduler want a key again (dask's op names).
+_WANTS_AGAIN = ("update-graph", "client-desires-keys")
+
+
 class _Judge:
     """``dangling_future`` judged on dask's objects after each delivery, as the model's check
     judges it on the trace (see the module doc and ``checks.py``): a finished future whose key
@@ -157,6 +161,9 @@ class _Judge:
                 pair = (name, key)
                 finished.add(pair)
                 if key not in scheduler.tasks:
+                    if self._wanted_again(name, key) or (
+                            pair not in self._finished and self._cancel_coming(name, key)):
+                        continue  # the key comes back, or the future ends cancelled
                     if pair not in self._open:
                         self._open.add(pair)
                         self._report(name, key, (
@@ -181,6 +188,35 @@ class _Judge:
         for pair in [p for p in self._unbacked if p not in finished]:
             del self._unbacked[pair]
         self._memory, self._finished = memory, finished
+
+    def _wanted_again(self, name: str, key: str) -> bool:
+        """``name``'s release forgot ``key``, and its own graph or desire for it, sent after
+        that release, is still on its way to the scheduler: the task is made again when it
+        lands.  A future finished by news of the key's previous life is late news then, not a
+        lost reference — the model's ``dangling_future`` waits for it the same way (a cancel
+        that forgot the key is no such release: there the future is lost)."""
+        trace = self.sim.trace
+        delivered = {e[1] for e in trace if e[0] == "delivered"}
+        release = next((e for e in reversed(trace) if e[0] == "delivered" and e[2] == name
+                        and e[3] == "scheduler" and key in e[6]
+                        and ("cancel-keys" in e[4] or "client-releases-keys" in e[4])), None)
+        if release is None or "client-releases-keys" not in release[4]:
+            return False
+        return any(e[0] == "sent" and e[1] > release[1] and e[1] not in delivered
+                   and e[2] == name and e[3] == "scheduler" and key in e[6]
+                   and any(wants in e[4] for wants in _WANTS_AGAIN) for e in trace)
+
+    def _cancel_coming(self, name: str, key: str) -> bool:
+        """``name`` cancelled ``key`` and the ``cancelled-keys`` answering it is on its way: a
+        future that has just finished ends cancelled, not dangling (the model's check waits
+        for that report the same way — for a cancel's, not for lost data's; a finished future
+        whose key is then forgotten is judged at once, as there)."""
+        trace = self.sim.trace
+        delivered = {e[1] for e in trace if e[0] == "delivered"}
+        return any(e[0] == "sent" and e[1] in delivered and e[2] == name and key in e[6]
+                   and "cancel-keys" in e[4] for e in trace) and any(
+            e[0] == "sent" and e[1] not in delivered and e[3] == name and key in e[6]
+            and "cancelled-keys" in e[4] for e in trace)
 
     def _report(self, name: str, key: str, why: str) -> None:
         self.found.append((DANGLING_FUTURE, key, name, len(self.sim.trace), why))

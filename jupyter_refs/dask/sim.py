@@ -294,7 +294,8 @@ def _delivered_already() -> None:
 
 def _describe(payload: Any, request: str | None) -> tuple[str, tuple]:
     """A write's op and keys: a batch's ops joined by ``+``, a reply ``<request>-reply``."""
-    if isinstance(payload, list):
+    if isinstance(payload, list) and (request is None or any(
+            isinstance(m, dict) and "op" in m for m in payload)):
         ops, keys = [], []
         for m in payload:
             if isinstance(m, dict):
@@ -303,8 +304,9 @@ def _describe(payload: Any, request: str | None) -> tuple[str, tuple]:
         return "+".join(ops) or "batch", tuple(dict.fromkeys(str(k) for k in keys))
     if isinstance(payload, dict) and "op" in payload:
         return str(payload["op"]), tuple(dict.fromkeys(str(k) for k in _keys_of(payload)))
-    if request is not None:
-        keys = _keys_of(payload) if isinstance(payload, dict) else []
+    if request is not None:  # a reply: a dict, or a list of them (publish_get's datasets)
+        parts = payload if isinstance(payload, list) else [payload]
+        keys = [k for part in parts if isinstance(part, dict) for k in _keys_of(part)]
         return f"{request}-reply", tuple(dict.fromkeys(str(k) for k in keys))
     return "reply", ()
 

@@ -38,7 +38,8 @@ from typing import Any
 from dask.utils import key_split
 
 from .. import arguments
-from ..explore import Run, ScenarioError, run_choosing, scenario_arity
+from ..errors import LivelockError
+from ..explore import MAX_DELIVERIES, Run, ScenarioError, run_choosing, scenario_arity
 from ..promises import BY_NAME
 from ..protocol.messages import EXECUTE, QUERY_REPLY, Message
 from ..protocol.payloads import CLIENT, PAYLOADS, kind_of
@@ -75,14 +76,24 @@ def model_sends(sender: str, receiver: str, op: str) -> bool:
     return op == EXECUTE or (kind_of(sender), op) in PAYLOADS
 
 
+def _query_reply(sender: str, op: str) -> str:
+    """dask names a reply by its request (``who_has-reply``); the model's answer to a client's
+    query is one op, ``reply``, whatever was asked."""
+    if op.endswith("-reply") and (kind_of(sender), op) not in PAYLOADS \
+            and (CLIENT, op[:-len("-reply")]) in PAYLOADS:
+        return QUERY_REPLY
+    return op
+
+
 def dask_deliveries(sim_trace: Sequence[tuple]) -> list[Delivery]:
     """dask's deliveries of the messages the model also has, in order."""
     out = []
     for event in sim_trace:
-        if event[0] != "delivered":
+        if event[0] not in ("delivered", "run"):
             continue
         _, _, sender, receiver, op, _, keys, _ = event
         for part in model_op(op).split("+"):
+            part = _query_reply(sender, part)
             if model_sends(sender, receiver, part):
                 out.append(describe(part, sender, receiver, keys))
     return out
@@ -164,8 +175,11 @@ class Validation:
 class _Follower:
     """The model's chooser for one of dask's orders (see the module doc)."""
 
-    def __init__(self, targets: list[Delivery]):
+    def __init__(self, targets: list[Delivery], cut: bool = False):
         self.targets = targets
+        #: dask's run was stopped as a loop (its simulator's delivery limit): once the model
+        #: has followed every one of those deliveries it is stopped there too, as dask was.
+        self.cut = cut
         self.done = [False] * len(targets)
         self.first = 0  # the first of dask's deliveries not yet matched
         self.parted: str | None = None
@@ -173,6 +187,9 @@ class _Follower:
     def __call__(self, heads: Sequence[Message]) -> int:
         named = [describe(h.op, h.sender, h.receiver, h.keys) for h in heads]
         targets, done = self.targets, self.done
+        if self.cut and self.first == len(targets):
+            raise LivelockError(f"the model followed all {len(targets):,} of dask's deliveries "
+                                "up to where dask's run was stopped as going on for ever")
         # The earliest of dask's deliveries still to come that a deliverable message matches.
         best = None
         for j in range(self.first, len(targets)):
@@ -203,6 +220,18 @@ class _Follower:
         return i
 
 
+def _looping(picks: list[int]) -> list[int]:
+    """The picks of a model run stopped where dask's looping run was, its last cycle repeated
+    past the model's delivery limit: its schedule then replays to the same "goes on for ever",
+    as the explorer writes a loop it stopped."""
+    for period in range(1, 65):
+        tail = picks[-6 * period:]
+        if len(tail) == 6 * period and all(tail[i] == tail[i + period]
+                                           for i in range(len(tail) - period)):
+            return picks + picks[-period:] * (MAX_DELIVERIES // period + 1)
+    return picks
+
+
 def _said(d: Delivery) -> str:
     keys = ",".join(sorted(d[3]))
     return f"{d[0]}[{keys}] {d[1]}->{d[2]}"
@@ -225,8 +254,11 @@ def validate(scenario: Callable[..., Any], max_schedules: int = 200, bound: int 
     def visit(run: Run) -> None:
         if run.pruned:
             return  # stopped by the search's sleep sets: no outcome to compare
-        follower = _Follower(dask_deliveries(run.sim_trace))
+        looped = run.raised is not None and run.raised.name == LivelockError.__name__
+        follower = _Follower(dask_deliveries(run.sim_trace), cut=looped)
         model = run_choosing(scenario, protocol, follower, workers, n_clients)
+        if looped and follower.first == len(follower.targets):
+            model.picks = _looping(model.picks)
         result.pairs.append(Pair(run.schedule, Verdict.of(run), model.schedule,
                                  Verdict.of(model), follower.parted))
 

@@ -463,13 +463,7 @@ class SchedulerState:
                 self._release(client, key, gen, recs)
                 self._transitions(recs, stimulus, out)
                 continue
-            if client in self.pseudo:
-                continue
-            if ts.state == MEMORY:
-                self.send(out, client, m.KEY_IN_MEMORY, (key,), gen=gen, type=ts.type)
-            elif ts.state == ERRED:
-                self.send(out, client, m.TASK_ERRED_REPORT, (key,), gen=gen,
-                           exception=ts.exception, text=ts.exception_text, traceback=ts.traceback)
+            self._report_on_key(out, client, ts, gen)
 
     def _release(self, client: str, key: str, gen: int, recs: dict[str, str]) -> None:
         keys = self.wants.get(client, _NO_WANTS)
@@ -727,12 +721,24 @@ class SchedulerState:
         return None
 
     def _report_on_key(self, out: Out, client: str, ts: TaskState, gen: int) -> None:
-        """Tell ``client`` where a done key stands (dask's ``report_on_key``)."""
+        """Tell ``client`` where a done key stands (dask's ``report_on_key``).
+
+        dask's ``report`` of a key goes to every client that wants it besides ``client``: a
+        desire — a Variable's or a Queue's pseudo-client's too, which has no stream — tells
+        each holder again that the key is in memory (or erred).
+        """
         if ts.state == MEMORY:
-            self.send(out, client, m.KEY_IN_MEMORY, (ts.key,), gen=gen, type=ts.type)
+            payload: dict[str, Any] = {"type": ts.type}
+            op = m.KEY_IN_MEMORY
         elif ts.state == ERRED:
-            self.send(out, client, m.TASK_ERRED_REPORT, (ts.key,), gen=gen,
-                       exception=ts.exception, text=ts.exception_text, traceback=ts.traceback)
+            payload = {"exception": ts.exception, "text": ts.exception_text,
+                       "traceback": ts.traceback}
+            op = m.TASK_ERRED_REPORT
+        else:
+            return
+        if client not in ts.who_wants and client not in self.pseudo:
+            self.send(out, client, op, (ts.key,), gen=gen, **payload)
+        self._report(out, ts, op, payload)
 
     def _lost_keys(self, tasks: dict[str, Any]) -> dict[str, str | None]:
         """Keys whose dependencies the scheduler no longer has (dask's _find_lost_dependencies)."""

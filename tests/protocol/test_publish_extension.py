@@ -44,8 +44,11 @@ def test_a_put_waits_for_its_marker_then_desires_for_the_dataset():
     put = net.handle(rpc(m.PUBLISH_PUT, names=["ds"], holds=[("k",)], data=[b"blob"],
                          override=False, uid="u1"))
     assert put == [] and net.scheduler.tasks["k"].who_wants == {"c"}  # parked
-    [reply] = net.handle(marker("u1"))
-    assert (reply.op, reply.payload) == (m.QUERY_REPLY, {})
+    # The dataset's desire of a key in memory is reported to every holder (dask's
+    # report_on_key): c hears key-in-memory again, then the put is answered.
+    told, reply = net.handle(marker("u1"))
+    assert (told.op, told.receiver, reply.op, reply.payload) == (
+        m.KEY_IN_MEMORY, "c", m.QUERY_REPLY, {})
     assert net.scheduler.tasks["k"].who_wants == {"c", "published-ds"}
     [reply] = net.handle(rpc(m.PUBLISH_GET, names=["ds", "nope"]))
     assert reply.payload["datasets"] == [{"data": b"blob", "keys": ("k",)}, None]

@@ -16,7 +16,8 @@ def _graph(client: str, key: str) -> m.Message:
 
 def test_a_second_client_asking_for_a_key_in_memory_hears_key_in_memory():
     """dask's update_graph reports a done key to the client asking now (``report_on_key``):
-    two tasks submitting one pure key (the docs' fib) — the second waited for ever."""
+    two tasks submitting one pure key (the docs' fib) — the second waited for ever.  dask's
+    ``report`` goes to every client that wants the key: the first hears it again."""
     events: list[tuple] = []
     s = SchedulerState(DASK, ["w"], lambda *e: events.append(e))
     [compute] = s.handle(_graph("a", "k"))
@@ -26,5 +27,6 @@ def test_a_second_client_asking_for_a_key_in_memory_hears_key_in_memory():
                               "type": None})
     assert [(x.op, x.receiver) for x in s.handle(done)] == [(m.KEY_IN_MEMORY, "a")]
     out = s.handle(_graph("b", "k"))
-    assert [(x.op, x.receiver, x.keys) for x in out] == [(m.KEY_IN_MEMORY, "b", ("k",))]
+    assert [(x.op, x.receiver, x.keys) for x in out] == [(m.KEY_IN_MEMORY, "a", ("k",)),
+                                                         (m.KEY_IN_MEMORY, "b", ("k",))]
     assert s.tasks["k"].who_wants == {"a", "b"}
