@@ -82,6 +82,34 @@ async def probe(error: bool = False) -> object:
         return await _outcome(g)  # recognised as stale: the task runs again once unfrozen
 
 
+async def probe_late_report(error: bool = False) -> object:
+    """The same two submissions, with the *client's* stream frozen instead (dask's
+    ``freeze_batched_send`` on ``Client.scheduler_comm``): the release of ``k`` and the second
+    submission's graph wait on it while the first run ends.  The scheduler, which still has
+    ``k`` wanted, reports the first run (``key-in-memory``; ``task-erred``) to the client — where
+    ``k`` is the second future's now.  Its gather is an RPC and goes at once, past the frozen
+    release: on 2026.8.0 the second future gets the first run's ``2`` (its ValueError), where
+    ``dec(1) == 0`` is due.  No run id reaches the client; the model finds the same order
+    (``validate(zoo.resubmit_other_function)`` and ``resubmit_after_error``)."""
+    from distributed import Client, Event, Scheduler, Worker
+    from distributed.utils_test import freeze_batched_send
+
+    async with Scheduler(dashboard_address=":0") as s, \
+            Worker(s.address, nthreads=1) as a, \
+            Client(s.address, asynchronous=True, set_as_default=False) as c:
+        block = Event("block-late-report", client=c)
+        f = c.submit(first, 1, "block-late-report", error, key="k")
+        await _until(lambda: "k" in a.state.tasks and a.state.tasks["k"].state == "executing",
+                     "k executing on the worker")
+        with freeze_batched_send(c.scheduler_comm):
+            f.release()
+            await _until(lambda: "k" not in c.refcount, "the client to let go of f")
+            g = c.submit(dec, 1, key="k")
+            await block.set()
+            await _until(lambda: g.status != "pending", "the first run's report to reach g")
+            return await _outcome(g)
+
+
 async def _outcome(future) -> object:
     try:
         return await future.result(timeout=10)

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from jupyter_refs import replay
+from jupyter_refs import explore, replay, zoo
 from jupyter_refs.errors import ProtocolError
 from jupyter_refs.protocol.variants import DASK, DASK_2024_7, OLDEST, get_variant
 from jupyter_refs.zoo import RACES, inc
@@ -426,7 +426,7 @@ def test_a_late_steal_response_moves_the_task_before_2021_10_and_is_stale_after(
     assert before.returned == after.returned == "(3, 1, 3)"
 
 
-def _probe_apart(script: str, call: str):
+def _probe_apart(script: str, call: str, function: str = "probe"):
     """``asyncio.run(<call>)`` of ``scripts/<script>`` in a Python process of its own, its
     outcome read back as JSON.  An asynchronous probe makes a scheduler, workers and a client
     on its own loop; in this process that left dask's default client and scheduler setting
@@ -439,7 +439,7 @@ def _probe_apart(script: str, call: str):
     path = Path(__file__).resolve().parents[1] / "scripts" / script
     code = ("import asyncio, json, logging, runpy; "
             "logging.getLogger('distributed').setLevel(logging.CRITICAL); "
-            f"m = runpy.run_path({str(path)!r}); print(json.dumps(asyncio.run(m['probe']{call})))")
+            f"m = runpy.run_path({str(path)!r}); print(json.dumps(asyncio.run(m[{function!r}]{call})))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -454,6 +454,23 @@ def test_7463_and_7933_orders_forced_on_2026_8_show_the_run_ids_holding(error):
     worker, and is recognised as stale: the second future gets dec(1) == 0.  (On 2023.1.0 the
     same probe gets 2 and ValueError: scripts/dask_7463_probe.py in a venv of its own.)"""
     assert _probe_apart("dask_7463_probe.py", f"({error})") == 0
+
+
+@pytest.mark.dask
+@pytest.mark.parametrize("error", [False, True])
+def test_a_late_report_gives_a_resubmitted_key_the_first_runs_outcome_on_2026_8(error):
+    """Found by trace validation (the model and dask agree, order by order): the same two
+    submissions with the *client's* stream frozen while the first run ends.  The scheduler,
+    not yet told of the release, reports the first run to the client, where the key is the
+    second future's; its gather (an RPC) passes the frozen release.  On real dask 2026.8.0,
+    over TCP, the second future gets the first run's 2 (its ValueError), not dec(1) == 0: run
+    ids stop a stale run at the scheduler, but no run id reaches the client (dask#1860's
+    family, open).  The model's explorer finds it under ``dask`` as ``outcome_differs``."""
+    expected = "ValueError" if error else 2
+    assert _probe_apart("dask_7463_probe.py", f"({error})", "probe_late_report") == expected
+    found = explore(zoo.resubmit_other_function, protocol="dask", bound=2, max_schedules=600,
+                    processes=1, seed=0)
+    assert any(f.run.returned == "2" for f in found.failures)
 
 
 @pytest.mark.dask
