@@ -55,6 +55,13 @@ def markdown(nb) -> str:
     return "\n\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
 
 
+def said_before(nb, name: str) -> str:
+    """The lesson's text above the prediction ``name``: what the student has read when asked."""
+    at = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code"
+              and f'course.predict(..., "{name}")' in c.source)
+    return "\n\n".join(c.source for c in nb.cells[:at] if c.cell_type == "markdown")
+
+
 def assert_conventions(nb, executed: bool = True) -> int:
     """What every lesson has (issue 20), returning its minutes.
 
@@ -183,7 +190,7 @@ def test_ghost_task_lesson():
     for name in ("y", "g", "other"):  # all of client:1's futures, the unrelated one too
         assert f"{name} -> FutureCancelledError" in meet and "scheduler-connection-lost" in meet
         assert f"'{name}'" in meet.split("the answer: ")[1]
-    assert "dask-2024.7: 42 ghost tasks in 50 iterations" in text_of(nb, "legacy-loop")
+    assert "dask-2024.7: 43 ghost tasks in 50 iterations" in text_of(nb, "legacy-loop")
     variable = text_of(nb, "legacy-variable")  # path 2: Variable.set before PR 8827
     assert "before the task runs, the scheduler has the key as: forgotten" in variable
     assert "the task: published" in variable and "now: released" in variable
@@ -217,6 +224,13 @@ def test_ghost_task_lesson():
     two = text_of(nb, "solution-2")
     assert "fx + 1 -> 42" in two and two.rstrip().endswith("violations: []")
     assert "BokehModel" in widget_models(nb)
+    # each prediction comes before the text that answers it (issue 42)
+    assert "dependency" not in said_before(nb, "02-1") and "unpacks" not in said_before(nb, "02-1")
+    assert "creates a task for it" not in said_before(nb, "02-2")
+    assert "closes the stream" not in said_before(nb, "02-3")
+    assert "creates nothing" not in said_before(nb, "02-4") and "unbound" not in said_before(nb, "02-4")
+    assert "status None" not in said_before(nb, "02-5")
+    assert "closes the stream" in said_before(nb, "02-4")  # the explanation follows the check
     game = text_of(nb, "game")  # be the scheduler: race 7498 of the zoo
     assert "Goal: make the scheduler create a ghost task" in game and "0 of 6 deliveries" in game
 
