@@ -263,6 +263,15 @@ def test_future_ids_lesson():
     assert "every result right: True" in text_of(nb, "fixed-threads")
     assert "thread A got 1, thread B got 2: the same id: False" in text_of(nb, "solution-1")
     assert "about 1.0e+14 keys" in text_of(nb, "solution-2")
+    # be the thread scheduler: the allocator's lines, and a first try that does not win
+    listing = text_of(nb, "switch-game")
+    assert "RacyIds.__call__ (racy-ids)" in listing and "1  value = self._next" in listing
+    assert "switch before line 1:" in text_of(nb, "switch-play")
+    assert "no id_collision: try another line." in text_of(nb, "switch-play")
+    # each prediction before the text that answers it (issue 42)
+    assert "get **the same id**" not in said_before(nb, "03-1") and "window" not in said_before(nb, "03-1")
+    assert "uuid4" not in said_before(nb, "03-2")
+    assert "no counter" not in said_before(nb, "03-2")
     assert "BokehModel" in widget_models(nb)
 
 
