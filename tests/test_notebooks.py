@@ -423,6 +423,14 @@ def test_tasks_that_submit_lesson():
     assert "no failure" in text_of(nb, "ff-fixed")
     # real dask: counted, not promised (the text says it depends on timing)
     assert re.search(r"real dask: \d+ of 150 fire_and_forget keys pinned", text_of(nb, "ff-dask"))
+    forced = text_of(nb, "ff-dask-forced")  # the explorer's order, forced on real dask: pinned
+    assert "is memory, wanted by ['fire-and-forget'], on 1 worker(s) — pinned" in forced
+    assert "Traceback" not in real and "ERROR" not in real  # dask's own log is silenced
+    # each prediction before the text that answers it (issue 42)
+    assert "`pending`" not in said_before(nb, "06-1").split("## The tree reduction")[1]
+    assert "hangs here" not in said_before(nb, "06-2")
+    assert "its result is dropped" not in said_before(nb, "06-3")
+    assert "**Success**" not in markdown(nb)
     assert "with secede() and rejoin(): 2" in text_of(nb, "solution-1")
     two = text_of(nb, "solution-2")  # the running thread's result serves the resubmission
     assert "second future: 1" in two and "worker: executing -> cancelled, cancelled -> executing" in two
