@@ -342,6 +342,14 @@ def test_real_dask_lesson():
     assert "not confirmed on distributed" in workaround and "the order could not be made" in workaround
     assert "enforced: False" in workaround
     assert "BokehModel" in widget_models(nb)
+    # issue 42: no legend that lesson 1 contradicts; predictions before their answers; a boolean
+    assert "form A" not in text_of(nb, "dask-loop")
+    assert "cancels the client's future" not in said_before(nb, "04-2")
+    assert "can no longer" not in said_before(nb, "04-3")
+    assert "ordered scatter: no failure" not in said_before(nb, "04-3")
+    assert "`network.drained`" in markdown  # why only dangling_future fires on real dask
+    assert "checks: ['dangling_future']" in a
+    assert "the tracer's plugins are gone from the scheduler: True" in text_of(nb, "detach")
 
 
 @pytest.mark.slow
