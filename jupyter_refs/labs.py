@@ -18,7 +18,7 @@ Two labs and the capstone use it:
 The base protocol of the fixes is today's dask with its worker copies numbered
 (:data:`LAB_BASE`, ``incarnations``): a release the student's rule lets through can then no
 longer free the data of the key's next life, so what is left to decide is the scheduler's
-(or the client's) — whether a message is about the hold it has now.  The lab shows, with
+(or the client's) — whether a message is about the claim it has now.  The lab shows, with
 ``base="dask"``, that the rule alone does not stop #8576 on dask's workers.
 
 Graders print their verdict and return a :class:`Grade` (true when it passed); the
@@ -131,7 +131,7 @@ def grade_fix(rule: Rule, ops: Sequence[str] | None = None, *, race: str = "8576
             f"rule for {', '.join(RACE_OPS[race] if ops is None else ops)}")
     if guarded.mistake is not None:
         grade = Grade(False, f"FAIL: your rule {guarded.mistake}. A rule returns True (the "
-                             "message applies) or False (it is about an older hold: drop it).",
+                             "message applies) or False (it is about an older claim: drop it).",
                       [result])
     elif result.failures:
         first = result.failures[0]
@@ -243,7 +243,7 @@ def arrivals(rule: Rule) -> Callable[[Arrival], bool]:
     def watched(arrival: Arrival) -> bool:
         said = rule(arrival)
         key = arrival.key if len(arrival.key) <= 16 else arrival.key[:13] + "…"
-        print(f"  {arrival.op}[{key}] gen {arrival.gen} from {arrival.client}; the hold now: "
+        print(f"  {arrival.op}[{key}] gen {arrival.gen} from {arrival.client}; the claim now: "
               f"gen {arrival.held}, {arrival.state} -> {'applies' if said else 'dropped'}")
         return said
 
