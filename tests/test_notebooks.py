@@ -357,19 +357,21 @@ def test_explore_lesson():
     nb = execute("05_explore.ipynb")
     assert_conventions(nb)
     text = markdown(nb)
-    # the worked example: the counts the text derives by hand, as explore() reports them
-    assert "**5 orders**, so **10** in all" in text and "**4 classes**" in text
+    # the worked example: the counts the text derives by hand, as explore() reports them (each
+    # scatter's two endings, K and S, since 30078e3's second key-in-memory; issue 42: the hand
+    # count is the student's, after the prediction)
+    assert "**5 orders**, so **10** for the releases" in text and "**40** in all" in text
+    assert "**16 classes**" in text
+    assert "**5 orders**" not in said_before(nb, "05-1") and "**40**" not in said_before(nb, "05-1")
     counts = text_of(nb, "worked-counts")
     assert "bound   0:  1 orders without sleep sets; with them 1 runs, 0 pruned, 1 complete" in counts
-    assert "bound   1:  7 orders" in counts
-    for bound in (2, 100):
-        assert (f"bound {bound:3}: 10 orders without sleep sets; with them 6 runs, 2 pruned, "
-                "4 complete") in counts
-    assert "the answer: 10 " in counts and "the answer: 7 " in counts
+    assert "bound   1:  9 orders without sleep sets; with them 7 runs, 1 pruned, 6 complete" in counts
+    assert "bound 100: 40 orders without sleep sets; with them 24 runs, 8 pruned, 16 complete" in counts
+    assert "the answer: 40 " in counts and "the answer: 9 " in counts
     orders = text_of(nb, "worked-orders")
-    assert ("10 orders; within bound 0: 1, bound 1: 7; 4 classes of orders that only swap deliveries "
-            "to different actors") in orders
-    assert re.search(r"^R1 R2 F1 F2 W1 W2 +delays 0 ", orders, re.M)  # the in-order run
+    assert ("40 orders; within bound 0: 1, bound 1: 9; 16 classes of orders that only swap "
+            "deliveries to different actors") in orders
+    assert re.search(r"^K1 S1 K2 S2 R1 R2 F1 F2 W1 W2 +delays 0 ", orders, re.M)  # in order
     assert "no lucky timing" in text and "Not on dask." in text and "cannot hide" not in text
     legacy = text_of(nb, "legacy-8576")
     assert "dask: every order within bound 2" in legacy and "distinct failure(s)" in legacy
@@ -388,14 +390,16 @@ def test_explore_lesson():
     on_dask = text_of(nb, "on-dask")  # the same search on real distributed (explore_dask)
     assert "orders of real distributed" in on_dask
     assert re.search(r"^  distributed-2026\.8\.0@[0-9a-f]{6}: → dangling_future$", on_dask, re.M)
+    assert re.search(r"→ dangling_future, dask_raised$", on_dask, re.M)  # the text explains it
+    assert "**5 orders**" not in said_before(nb, "05-1")  # the hand count is the student's, after
     for tag in ("fixed-8576", "fixed-ghost"):
         assert "fixed: every order within bound 2" in text_of(nb, tag)
         assert text_of(nb, tag).rstrip().endswith("no failure")
     one = text_of(nb, "solution-1")  # a bound too small misses form B, bound 0 everything
     assert "bound 0: 1 orders, exhaustive True, forms found: none" in one
-    assert "bound 1: 21 orders, exhaustive True, forms found: ['A', 'C']" in one
+    assert "bound 1: 28 orders, exhaustive True, forms found: ['A', 'C']" in one
     two = text_of(nb, "solution-2")
-    assert "without sleep sets 410 orders, with them 122 (54 pruned); both exhaustive: True" in two
+    assert "without sleep sets 1385 orders, with them 252 (108 pruned); both exhaustive: True" in two
     assert "without sleep sets: ['A', 'B', 'C'] | with them: ['A', 'B', 'C']" in two
     assert "BokehModel" in widget_models(nb)
 
