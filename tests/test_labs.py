@@ -251,6 +251,12 @@ def test_lab_invariant_notebook(tmp_path, monkeypatch):
     judged = output(nb, "judge")
     assert re.search(r"dask@a17369: +-> quiet", judged)
     assert re.search(r"dask@a17369:3>1,5>1 +-> my_invariant at event 46", judged)
+    # form C is caught by "forgotten"; only form B keeps `memory` (checked: forgotten_only
+    # misses exactly 3>1,5>1, the form-B order); the going-further cells run (issue 42)
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert "in form B the scheduler still says `memory`" in text and "forms B and C" not in text
+    assert re.search(r"^dask-2024\.7@[0-9a-f]{6}:\S* +ghost_task$", output(nb, "going-further-1"), re.M)
+    assert output(nb, "going-further-2").startswith("fixed: every order within bound 2")
 
 
 @pytest.mark.slow
