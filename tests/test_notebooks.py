@@ -45,7 +45,7 @@ def text_of_cell(cell) -> str:
 LESSONS = {
     "01_scatter_race.ipynb": 40,
     "02_ghost_task.ipynb": 40,
-    "03_future_ids.ipynb": 25,
+    "03_future_ids.ipynb": 30,
     "05_explore.ipynb": 35,
     "06_tasks_that_submit.ipynb": 35,
 }
