@@ -435,6 +435,8 @@ def test_tasks_that_submit_lesson():
     assert "no failure" in text_of(nb, "ff-fixed")
     # real dask: counted, not promised (the text says it depends on timing)
     assert re.search(r"real dask: \d+ of 150 fire_and_forget keys pinned", text_of(nb, "ff-dask"))
+    confirmed = text_of(nb, "ff-confirm")  # what %confirm says, as the text explains it
+    assert "not confirmed on distributed 2026.8.0: the order could not be made" in confirmed
     forced = text_of(nb, "ff-dask-forced")  # the explorer's order, forced on real dask: pinned
     assert "is memory, wanted by ['fire-and-forget'], on 1 worker(s) — pinned" in forced
     assert "Traceback" not in real and "ERROR" not in real  # dask's own log is silenced
