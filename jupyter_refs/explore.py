@@ -41,6 +41,7 @@ the same is it the scenario's own bug: :class:`ScenarioError`.
 
 from __future__ import annotations
 
+import ast
 import functools
 import gc
 import hashlib
@@ -91,6 +92,33 @@ class ScenarioError(JupyterRefsError, RuntimeError):
         super().__init__(f"the scenario raised {name}: {text} (under schedule {schedule}, the "
                          f"in-order one, {every}: no order of messages changes it, so this is "
                          "the scenario's own error, not a race)")
+
+
+#: How long a schedule string is printed before it is cut (the whole string stays on the object).
+SHOWN_SCHEDULE = 72
+
+
+def short_schedule(schedule: str, limit: int = SHOWN_SCHEDULE) -> str:
+    """``schedule`` as printed: whole when short, else its head and how many deviations it has
+    — ``dask@a6d9f7:3>2,5>1,…(10,014 deviations)``.  Replay and ``%confirm`` take the whole
+    string (``failure.schedule``), never this one."""
+    if len(schedule) <= limit:
+        return schedule
+    head, _, tail = schedule.partition(":")
+    steps = tail.split(",")
+    shown: list[str] = []
+    for step in steps:
+        if len(head) + 1 + len(",".join([*shown, step])) > limit - 24:
+            break
+        shown.append(step)
+    return f"{head}:{','.join(shown)},…({len(steps):,} deviations)"
+
+
+def short_list(items: Sequence[str], limit: int = 5) -> list[str]:
+    """The first ``limit`` of ``items``, and how many more there are, as one more item."""
+    if len(items) <= limit:
+        return list(items)
+    return [*items[:limit], f"… and {len(items) - limit:,} more"]
 
 
 def _one_line(exc: BaseException) -> str:
@@ -378,7 +406,7 @@ def _judge_baseline(run: Run, other: Run) -> None:
     about = f" (about {raised.key})" if raised.key else ""
     run.violations.append(_outcome_violation(
         run, SCENARIO_RAISED, f"the scenario raised {raised}{about} under the in-order "
-        f"schedule, where no message overtook another; under {other.schedule} it "
+        f"schedule, where no message overtook another; under {short_schedule(other.schedule)} it "
         f"{other.outcome}: the outcome depends on the order of messages."))
 
 
@@ -937,8 +965,8 @@ class Failure:
 
     def explain(self) -> str:
         """Which messages overtook which, on which channels, and what each side believed."""
-        lines = [f"schedule {self.schedule}: {', '.join(self.names)}"]
-        lines += [f"  - {text}" for text in _overtakes(self.run, verbose=True)]
+        lines = [f"schedule {short_schedule(self.schedule)}: {', '.join(self.names)}"]
+        lines += [f"  - {text}" for text in short_list(_overtakes(self.run, verbose=True), 12)]
         violations = self.run.violations
         if self.run.raised is not None:
             raised = violations[-1]
@@ -993,7 +1021,8 @@ class ExploreResult:
                  else f"{self.schedules - self.sampled} schedules within bound {self.bound} "
                  f"(not exhausted{states})")
         sampled = f", then {self.sampled} random" if self.sampled else ""
-        found = (f"{len(self.failures)} distinct failure(s); smallest: {self.failures[0].schedule}"
+        found = (f"{len(self.failures)} distinct failure(s); smallest: "
+                 f"{short_schedule(self.failures[0].schedule)}"
                  if self.failures else "no failure")
         return (f"{self.protocol}: {scope}{sampled} in {self.elapsed:.2f} s "
                 f"({self.rate:,.0f} schedules/s): {found}")
@@ -1710,12 +1739,21 @@ def replay(scenario: Scenario, schedule: str, workers: int | None = None,
                 invariants=_invariants(invariants))
 
 
+def _is_future(value: Any) -> bool:
+    """A future of the model or of dask (or a collection of them)."""
+    if isinstance(value, list | tuple | set | frozenset):
+        return bool(value) and all(_is_future(v) for v in value)
+    return type(value).__name__ == "Future" and hasattr(value, "key")
+
+
 def cell_scenario(source: str, namespace: dict[str, Any], client_name: str = "client",
                   filename: str = "<%%explore>", first_line: int = 1) -> Scenario:
     """A scenario from notebook code: ``source`` runs with ``client_name`` bound to the run's client.
 
     Each run gets a fresh copy of ``namespace``; the names the code binds die when it ends,
-    as a function's locals do, so the futures it dropped or kept are released then.
+    as a function's locals do, so the futures it dropped or kept are released then.  The
+    code's last expression, when it ends with one, is what the scenario returns — the run's
+    outcome — unless it is a future (or futures), which die with the other names.
     ``filename`` and ``first_line`` say where the code is (``%%explore``: its cell, from
     the line after the magic's), so its events name the user's cell and line.
     """
@@ -1726,14 +1764,23 @@ def cell_scenario(source: str, namespace: dict[str, Any], client_name: str = "cl
         # Python there (the cell's own file starts with the ``%%explore`` line).
         filename = f"{filename}:%%explore"
         linecache.cache[filename] = (len(padded), None, padded.splitlines(True), filename)
-    code = compile(padded, filename, "exec")
+    tree = ast.parse(padded, filename)
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        # The cell's last expression is its outcome, as IPython shows it (`new.result()`).
+        last = compile(ast.Expression(tree.body.pop().value), filename, "eval")
+    code = compile(tree, filename, "exec")
     base = dict(namespace)
 
-    def scenario(client: Any) -> None:
+    def scenario(client: Any) -> Any:
         env = base.copy()
         env[client_name] = client
         try:
             exec(code, env)
+            value = eval(last, env) if last is not None else None
+            # A future is not an outcome: its repr is its status at that moment, and the run
+            # releases it with the cell's other names when it ends.
+            return None if _is_future(value) else value
         finally:
             env.clear()
 

@@ -18,7 +18,7 @@ Two labs and the capstone use it:
 The base protocol of the fixes is today's dask with its worker copies numbered
 (:data:`LAB_BASE`, ``incarnations``): a release the student's rule lets through can then no
 longer free the data of the key's next life, so what is left to decide is the scheduler's
-(or the client's) — whether a message is about the hold it has now.  The lab shows, with
+(or the client's) — whether a message is about the claim it has now.  The lab shows, with
 ``base="dask"``, that the rule alone does not stop #8576 on dask's workers.
 
 Graders print their verdict and return a :class:`Grade` (true when it passed); the
@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .checks import Invariant, invariant_name
-from .explore import ExploreResult, Failure, Scenario, explore
+from .explore import ExploreResult, Failure, Scenario, explore, short_schedule
 from .protocol import messages as m
 from .protocol.variants import DASK, Arrival, ProtocolVariant, Rule, get_variant, with_rules
 from .zoo import RACES
@@ -131,7 +131,7 @@ def grade_fix(rule: Rule, ops: Sequence[str] | None = None, *, race: str = "8576
             f"rule for {', '.join(RACE_OPS[race] if ops is None else ops)}")
     if guarded.mistake is not None:
         grade = Grade(False, f"FAIL: your rule {guarded.mistake}. A rule returns True (the "
-                             "message applies) or False (it is about an older hold: drop it).",
+                             "message applies) or False (it is about an older claim: drop it).",
                       [result])
     elif result.failures:
         first = result.failures[0]
@@ -166,14 +166,14 @@ def grade_check(check: Invariant, *, race: str = "8576", name: str = "dangling_f
     alarms = [f for f in fixed.failures if mine in f.names]
     if missed:
         f = missed[0]
-        grade = Grade(False, f"FAIL: {mine} stayed quiet on {f.schedule}, where {name} fired "
+        grade = Grade(False, f"FAIL: {mine} stayed quiet on {short_schedule(f.schedule)}, where {name} fired "
                              f"({len(missed)} of {len(missed) + len(flagged)} such orders "
                              f"missed):\n{f.explain()}", [racy, fixed], f)
     elif alarms:
         f = alarms[0]
         said = next(v for v in f.violations if v.name == mine)
         grade = Grade(False, f"FAIL: {mine} fired under fixed, where no check finds anything "
-                             f"wrong, on {f.schedule} (event {said.first_seq}): "
+                             f"wrong, on {short_schedule(f.schedule)} (event {said.first_seq}): "
                              f"{said.explanation}\n{f.explain()}", [racy, fixed], f)
     elif not flagged:
         grade = Grade(False, f"FAIL: no order within bound {bound} made {name} fire: nothing to "
@@ -187,6 +187,15 @@ def grade_check(check: Invariant, *, race: str = "8576", name: str = "dangling_f
     return grade
 
 
+def _outcome_of(f: Failure) -> str:
+    """What the scenario did under ``f``'s order, in a parenthesis."""
+    if f.run.raised is not None:
+        return f" (the scenario raised {f.run.raised.name})"
+    if f.run.returned is not None:
+        return f" (the scenario returned {f.run.returned})"
+    return ""
+
+
 def reproduced(result: ExploreResult, error: str = "FutureCancelledError",
                says: str = "cancelled for reason: unknown") -> Failure:
     """The failure of ``result`` (an ``explore`` or ``%%explore`` result) that shows the
@@ -195,14 +204,15 @@ def reproduced(result: ExploreResult, error: str = "FutureCancelledError",
     for f in result.failures:
         raised = f.raised
         if raised is not None and raised.name == error and says in raised.message:
-            print(f"reproduced: under {f.schedule} ({f.run.delays} messages late) the scenario "
+            print(f"reproduced: under {short_schedule(f.schedule)} ({f.run.delays} messages late) the scenario "
                   f"raised {raised.name}: {raised.message}")
             for other in result.failures:
                 if other is not f:
-                    print(f"  and under {other.schedule}: {', '.join(other.names)}"
-                          + (f" ({other.run.returned})" if other.run.returned else ""))
+                    print(f"  and under {short_schedule(other.schedule)}: {', '.join(other.names)}"
+                          + _outcome_of(other))
             return f
-    seen = "; ".join(f"{f.schedule}: {', '.join(f.names)}" for f in result.failures) or "no failure"
+    seen = "; ".join(f"{short_schedule(f.schedule)}: {', '.join(f.names)}"
+                     for f in result.failures) or "no failure"
     raise LabError(f"not the report yet: no order raised {error} ({says}); the explorer found "
                    f"{seen}. Write the report's steps in the %%explore cell, with `client`.")
 
@@ -233,7 +243,7 @@ def arrivals(rule: Rule) -> Callable[[Arrival], bool]:
     def watched(arrival: Arrival) -> bool:
         said = rule(arrival)
         key = arrival.key if len(arrival.key) <= 16 else arrival.key[:13] + "…"
-        print(f"  {arrival.op}[{key}] gen {arrival.gen} from {arrival.client}; the hold now: "
+        print(f"  {arrival.op}[{key}] gen {arrival.gen} from {arrival.client}; the claim now: "
               f"gen {arrival.held}, {arrival.state} -> {'applies' if said else 'dropped'}")
         return said
 

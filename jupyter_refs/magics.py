@@ -581,7 +581,7 @@ class RefsMagics(Magics):
             raise UsageError("--max must be at least 1 and --bound at least 0")
         if not cell.strip():
             raise UsageError("%%explore needs a cell: the operations to explore, using `client`")
-        from .explore import ScenarioError, cell_scenario, explore
+        from .explore import ScenarioError, cell_scenario, explore, short_list, short_schedule
         from .views.timeline import Timeline
 
         try:
@@ -604,8 +604,9 @@ class RefsMagics(Magics):
         self.shell.user_ns["explored"] = result
         print(result.summary())
         for failure in result.failures[:5]:
-            print(f"  {failure.schedule}  {', '.join(failure.names)}  ×{failure.count}: "
-                  f"{'; '.join(failure.overtakes) or 'in the default order'}")
+            print(f"  {short_schedule(failure.schedule)}  {', '.join(failure.names)}  "
+                  f"×{failure.count}: "
+                  f"{'; '.join(short_list(failure.overtakes, 5)) or 'in the default order'}")
         if result.failures:
             print("  (%confirm SCHEDULE runs one on a real in-process dask cluster)")
         if result.failures:

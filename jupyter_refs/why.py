@@ -307,12 +307,13 @@ class _Walk:
         return cause
 
     def _activation(self, receipt: Event) -> list[Event]:
-        """What the receiver did about the key while handling ``receipt``."""
+        """What the receiver did about the key while handling ``receipt`` (until its next
+        receipt, or the next of the user's lines on it)."""
         out = []
         for i in range(self.index[receipt.seq] + 1, len(self.events)):
             e = self.events[i]
-            if e.actor == receipt.actor and e.kind == "msg.received":
-                break
+            if e.actor == receipt.actor and (e.kind == "msg.received" or e.cell):
+                break  # the next receipt, or a line of the user's: a new stimulus either way
             if e.actor == receipt.actor and self._about(e) and (
                     e.kind in _CHANGES or e.kind == "msg.sent"):
                 out.append(e)
@@ -362,18 +363,26 @@ class _Walk:
     def _forward(self, loss: Event, keep: dict[int, Event], client: str | None) -> list[Step]:
         """From the loss to what the user sees: what the loss's handler sent, one hop on,
         and the client's future at the end."""
+        # A line of the user's after the loss is a new stimulus, not a consequence: the chain
+        # stops before it (a `replay(...)` that drops the run's futures is no cause of the loss).
+        cut = next((e.seq for e in self.events if e.seq > loss.seq and e.cell
+                    and e.key == self.key), None)
+
+        def before_cut(e: Event) -> bool:
+            return cut is None or e.seq < cut
+
         receipt = loss if loss.kind == "msg.received" else self._receipt_before(loss)
         effects = self._activation(receipt) if receipt is not None else []
         for effect in effects:
-            if effect.seq < loss.seq:
+            if effect.seq < loss.seq or not before_cut(effect):
                 continue
             keep.setdefault(effect.seq, effect)
             if effect.kind == "msg.sent":
                 got = self.received.get(effect.msg_id)
-                if got is not None:
+                if got is not None and before_cut(got):
                     keep.setdefault(got.seq, got)
                     for after in self._activation(got):
-                        if after.kind in _CHANGES:
+                        if after.kind in _CHANGES and before_cut(after):
                             keep.setdefault(after.seq, after)
         if client is None:
             return []
@@ -381,7 +390,8 @@ class _Walk:
         for e in self.events:
             if e.actor == client and e.key == self.key and e.kind in ("future.state",
                                                                        "refcount.dec",
-                                                                       "refcount.inc"):
+                                                                       "refcount.inc") \
+                    and before_cut(e):
                 last = e
         if last is None:
             return []
@@ -391,7 +401,8 @@ class _Walk:
                 keep.setdefault(last.seq, last)
         else:
             state = next((e.get("to") for e in reversed(self.events) if e.actor == client
-                          and e.key == self.key and e.kind == "future.state"), "pending")
+                          and e.key == self.key and e.kind == "future.state"
+                          and before_cut(e)), "pending")
         if last.kind == "refcount.dec" and last.get("after") == 0:
             return [Step(-1, client, "end", f"{client} holds no future for it any more")]
         words = {"finished": f"your future still says finished ({client})",

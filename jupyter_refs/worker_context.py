@@ -18,6 +18,8 @@ As in dask (``distributed/worker.py``, ``distributed/worker_client.py``):
 
 from __future__ import annotations
 
+import sys
+
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -93,8 +95,13 @@ def fire_and_forget(obj: Any) -> None:
 
     Like dask's: each future's client sends ``client-desires-keys`` for the
     pseudo-client ``fire-and-forget`` on its stream; the scheduler drops that
-    desire when the task finishes or errs.
+    desire when the task finishes or errs.  Real dask futures (a scenario that
+    ``%confirm`` runs on a real client) go to dask's own ``fire_and_forget``.
     """
+    distributed = sys.modules.get("distributed")
+    if distributed is not None and distributed.futures_of(obj):
+        distributed.fire_and_forget(obj)
+        return
     for future in _futures_of(obj):
         client = future.client
         state = client._state

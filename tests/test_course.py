@@ -92,9 +92,11 @@ def _scatter_race(client):
 
 
 @pytest.mark.parametrize(("schedule", "form"), [
-    ("0>1,1>1,2>1", "A"),  # the scatter's three messages overtake the release
-    ("2>1,4>1", "B"),  # the put overtakes the free-keys of the key's previous life
-    ("4>1", "C"),  # the put's reply overtakes the worker's release-worker-data of the old copy
+    # (since the scatter's second key-in-memory, 30078e3, every decision after the first
+    # scatter's comes one later)
+    ("1>1,2>1,3>1", "A"),  # the scatter's three messages overtake the release
+    ("3>1,5>1", "B"),  # the put overtakes the free-keys of the key's previous life
+    ("5>1", "C"),  # the put's reply overtakes the worker's release-worker-data of the old copy
 ])
 def test_the_forms_of_8576_from_the_trace(schedule, form):
     run = replay(_scatter_race, f"dask@{fingerprint(_scatter_race)}:{schedule}")

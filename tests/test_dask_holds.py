@@ -444,3 +444,28 @@ def test_a_failure_of_a_variant_of_ones_own_is_confirmed_under_it(inproc):
     assert result.confirmed, str(result)  # real dask has neither mechanism: it loses it too
     with pytest.raises(ScheduleError, match="not registered"):
         confirm(scatter_race, failure.schedule, inproc)  # a bare string needs protocol=
+
+
+def test_fire_and_forget_of_a_real_dask_future_is_dasks(inproc):
+    """A scenario's ``from jupyter_refs import fire_and_forget``, run on a real client by
+    ``%confirm``, sends dask's desire for the pseudo-client (it used to do nothing)."""
+    from jupyter_refs import fire_and_forget
+
+    f = inproc.submit(inc, 1, pure=False)
+    key = f.result(timeout=10) and f.key
+    fire_and_forget(f)
+
+    def wanted_by(dask_scheduler, key=key):
+        return sorted(c.client_key for c in dask_scheduler.tasks[key].who_wants)
+
+    for _ in range(100):
+        if "fire-and-forget" in inproc.run_on_scheduler(wanted_by):
+            break
+        threading.Event().wait(0.02)
+    assert "fire-and-forget" in inproc.run_on_scheduler(wanted_by)
+    del f
+
+    def let_go(dask_scheduler, key=key):  # the shared cluster keeps nothing of this test
+        dask_scheduler.client_releases_keys([key], "fire-and-forget")
+
+    inproc.run_on_scheduler(let_go)

@@ -578,3 +578,25 @@ def test_a_loop_that_starves_a_message_is_found_with_states_and_replays():
     again = replay(race.scenario, loop.schedule)
     assert again.raised is not None and again.raised.message == loop.raised.message
     assert {"scenario_raised", "outcome_differs"} <= {n for f in result.failures for n in f.names}
+
+
+def test_a_long_schedule_is_shortened_in_print_and_whole_on_the_object():
+    from jupyter_refs.explore import short_schedule
+
+    short = "dask@a6d9f7:0>1,1>1,2>1"
+    assert short_schedule(short) == short
+    long = "dask@a6d9f7:3>2," + ",".join(f"{i}>1" for i in range(5, 10016))
+    shown = short_schedule(long)
+    assert len(shown) <= 72 and shown.startswith("dask@a6d9f7:3>2,5>1,")
+    assert shown.endswith(",…(10,012 deviations)")
+
+
+def test_a_cells_last_expression_is_its_outcome_unless_a_future():
+    from jupyter_refs.explore import cell_scenario
+
+    with Cluster(protocol="dask", network="immediate") as cluster:
+        client = cluster.client()
+        value = cell_scenario("x = client.submit(inc, 1)\nx.result() * 10", {"inc": inc})(client)
+        assert value == 20
+        assert cell_scenario("client.submit(inc, 1)", {"inc": inc})(client) is None
+        assert cell_scenario("y = 3", {})(client) is None

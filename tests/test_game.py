@@ -150,3 +150,24 @@ def test_judge_reads_only_the_trace():
     assert (won.outcome, won.reached_at, won.explanation) == ("won", 2, "gone")
     with pytest.raises(ValueError, match="positive number"):
         Goal("dangling_future", within=0)
+
+
+def test_be_the_thread_scheduler_a_scripted_student_wins_inside_the_read_then_write():
+    """Lesson 3's game: a switch between A's read and A's write wins id_collision; before the
+    read or after the write does not; under dask no switch point wins (no counter)."""
+    from jupyter_refs.switch_game import SwitchGame
+
+    game = SwitchGame("racy-ids")
+    lines = [text for _, text in game.lines]
+    assert lines[0] == "value = self._next" and lines[-1] == "return value"
+    wins = {n: game.play(n).collision for n in range(len(lines) + 1)}
+    write = lines.index("self._next = value + 1") + 1
+    assert wins == {n: 1 <= n < write for n in wins}, wins
+    assert game.won and "handed out twice" in next(t for t in game.tries if t.collision).explanation
+    won = game.play(1)
+    assert won.keys[0] == won.keys[1] and won.allocated
+    dask = SwitchGame("dask")
+    assert not any(dask.play(n).collision for n in range(len(dask.lines) + 1))
+    assert not dask.won and not dask.tries[0].allocated
+    with pytest.raises(ValueError, match="pick a line"):
+        game.play(len(lines) + 1)

@@ -30,7 +30,7 @@ def test_8576_a_from_del_to_a_finished_future():
                      "`y = client.scatter(123)`",
                      "`scatter` RPC",
                      "first, ahead of an older message",
-                     "received `client-releases-keys` (msg 5), late: a younger message overtook it",
+                     "received `client-releases-keys` (msg 6), late: a younger message overtook it",
                      "applied client:1's release: who_wants {}",
                      "memory → forgotten",
                      "worker:0 deleted its copy",
@@ -54,7 +54,7 @@ def test_8576_a_when_the_reply_comes_after_the_late_release():
     assert chain.steps[0].kind == "refcount.dec" and "`del x`" in chain.steps[0].text
     in_order(chain, ["`client-releases-keys` sent on client:1->scheduler",
                      "`scatter` RPC",
-                     "received `client-releases-keys` (msg 5), late: a younger message overtook it",
+                     "received `client-releases-keys` (msg 6), late: a younger message overtook it",
                      "memory → forgotten",
                      "client:1 received `scatter-reply`",
                      "pending → finished",
@@ -228,3 +228,26 @@ def test_a_call_on_a_library_thread_is_stamped_with_the_line_that_waits_for_it()
     cells = {e.cell for e in cluster.trace.events(key=x.key) if e.actor == "client:1" and e.cell}
     assert cells == {f"{__file__}:{line}"}
     cluster.close()
+
+
+def test_a_line_of_the_users_after_the_loss_is_not_a_cause():
+    """Lesson 7's chain ended "… → `run = replay(...)` → refcount 1→0": the replay that drops
+    the run's futures, after the violation.  A user line after the loss is a new stimulus: the
+    chain stops before it, and says how the future stood then (issue 42)."""
+    from helpers import scatter_race
+
+    from jupyter_refs import replay
+    from jupyter_refs.explore import fingerprint
+
+    run = replay(scatter_race, f"dask@{fingerprint(scatter_race)}:1>1,2>1,3>1", keep_open=True)
+    try:
+        [violation, *_] = run.violations
+        chain = run.cluster.why(violation.key)
+        text = str(chain)
+        assert "`del x`" in text and "replay(" not in text, text
+        assert chain.steps[-1].text.startswith("your future still says finished"), text
+        dropped = [e.seq for e in run.trace.events(key=violation.key)
+                   if e.kind == "refcount.dec" and e.seq > violation.first_seq]
+        assert dropped and not set(dropped) & set(chain.seqs)  # the drop happened, unchained
+    finally:
+        run.cluster.close()

@@ -309,6 +309,12 @@ def _confirm(scenario: Scenario, run: Run, fresh: set[str], client: Any, ordered
                 holds.release()
                 thread.join(10)
                 break
+        if not unmet:
+            # The run ended with a delayed message never matched: real dask sent it under
+            # another name (another sender, another op) or not at all, ungated — the order
+            # was not made, whatever real dask then showed.
+            unmet = [f"{_say(d)} was to wait for {', '.join(_say(n) for n in need)}, but "
+                     "real dask's run never sent it as such" for d, need in control.unmet()]
         holds.steer(None)
         # The run's own task keys are new to every later run's wait: it waits for them here.
         _forgotten(dask_client, set(keys.real), stall)
