@@ -200,7 +200,7 @@ def test_ghost_task_lesson():
     for name in ("y", "g", "other"):  # all of client:1's futures, the unrelated one too
         assert f"{name} -> FutureCancelledError" in meet and "scheduler-connection-lost" in meet
         assert f"'{name}'" in meet.split("the answer: ")[1]
-    assert "dask-2024.7: 43 ghost tasks in 50 iterations" in text_of(nb, "legacy-loop")
+    assert "dask-2024.7: 47 ghost tasks in 50 iterations" in text_of(nb, "legacy-loop")
     variable = text_of(nb, "legacy-variable")  # path 2: Variable.set before PR 8827
     assert "before the task runs, the scheduler has the key as: forgotten" in variable
     assert "the task: published" in variable and "now: released" in variable
