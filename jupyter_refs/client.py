@@ -1645,8 +1645,8 @@ _DASK_CLIENT_API = frozenset("""
 run run_on_scheduler restart restart_workers upload_file
 rebalance story profile
 dashboard_link register_worker_plugin
-register_scheduler_plugin get_executor get_metadata set_metadata get_worker_logs
-get_scheduler_logs processing benchmark_hardware
+register_scheduler_plugin get_executor get_metadata set_metadata
+processing benchmark_hardware
 get_versions wait_for_workers forward_logging
 start_ipython_workers start_ipython_scheduler dump_cluster_state
 get asynchronous sync

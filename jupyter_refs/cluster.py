@@ -60,6 +60,7 @@ from .focus import Focus
 from .ids import AtomicIds, RacyIds
 from .network import Immediate, Network, Policy, RandomLatency, make_policy
 from .protocol.client import BORROWED, ClientState
+from .protocol.logs import LOG_LENGTH, NodeLog
 from .protocol.messages import (
     CALL_TIMEOUT,
     EXECUTE,
@@ -102,6 +103,15 @@ def _amm_starts() -> bool:
     except ImportError:  # pragma: no cover - without dask, dask's default
         return True
     return bool(dask.config.get("distributed.scheduler.active-memory-manager.start", True))
+
+
+def _log_length() -> int | None:
+    """dask's ``distributed.admin.log-length``: how many lines each node's log keeps."""
+    try:
+        import dask
+    except ImportError:  # pragma: no cover - without dask, dask's default
+        return LOG_LENGTH
+    return dask.config.get("distributed.admin.log-length", LOG_LENGTH)
 
 
 def default_threads(workers: int) -> int:
@@ -314,6 +324,12 @@ class Cluster:
         if self.worker_resources:
             self.scheduler.resources = {n: dict(self.worker_resources) for n in names}
         self.scheduler.nthreads = dict.fromkeys(self.workers, self.threads_per_worker)
+        self._log_length = _log_length()
+        self.scheduler.log = NodeLog("distributed.scheduler", self._log_length, time.time)
+        self.scheduler.log.info("State start")
+        self.scheduler.log.info("  Scheduler at: %25s", self.scheduler_address)
+        for name in self.workers:
+            self._log_joined(name)
         self._actors: dict[str, Any] = {SCHEDULER: self.scheduler, **self.workers}
         # Each worker's own client (futures deserialized in its tasks) is an actor too.
         self._actors.update((w.client.name, w.client) for w in self.workers.values())
@@ -380,11 +396,28 @@ class Cluster:
             self._actors[name] = worker
             self._actors[worker.client.name] = worker.client
             self.kinds[name], self.kinds[worker.client.name] = "worker", "client"
+            self._log_joined(name)
             self._send(self.scheduler.add_worker(name, self.threads_per_worker,
                                                  self.worker_resources))
             self.trace.flush()
         plugins.joined(self, name)  # dask's add_worker hands it the worker plugins
         return name
+
+    def _log_joined(self, name: str) -> None:
+        """A worker starts and registers: dask's lines in its log and the scheduler's (a
+        worker's name is its number, as ``LocalCluster`` names them)."""
+        worker = self.workers[name]
+        number = self.scheduler.names[name] = list(self.workers).index(name)
+        log = worker.log = NodeLog("distributed.worker", self._log_length, time.time)
+        log.info("      Start worker at: %26s", name)
+        log.info("          Worker name: %26s", number)
+        log.info("-" * 49)
+        log.info("              Threads: %26d", worker.nthreads)
+        log.info("-" * 49)
+        self.scheduler.log.info("Register worker addr: %s name: %s", name, number)
+        self.scheduler.log.info("Starting worker compute stream, %s", name)
+        log.info("        Registered to: %26s", self.scheduler_address)
+        log.info("-" * 49)
 
     def get_client(self) -> Client:
         """The cluster's first open client, or a new one (dask's ``cluster.get_client()``)."""

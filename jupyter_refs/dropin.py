@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from .client import Client, Future, default_client
+from .client_admin import worker_logs
 from .cluster import Cluster
 from .coordination import (
     Event,
@@ -151,8 +152,25 @@ class LocalCluster(Cluster):
     def adapt(self, *args: Any, **kwargs: Any) -> Any:
         raise NotModelledError("LocalCluster.adapt", "scale(n) is modelled")
 
-    def get_logs(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotModelledError("LocalCluster.get_logs", "the kernel-side cluster keeps no logs")
+    def get_logs(self, cluster: bool = True, scheduler: bool = True,
+                 workers: Any = True) -> Any:
+        """dask's ``Cluster.get_logs``: a ``Logs`` of ``Log`` texts (dask's own classes) — the
+        cluster manager's (a ``LocalCluster`` writes none), the scheduler's, and each
+        worker's (all, or those of ``workers``), each newest line first."""
+        from distributed.utils import Log, Logs
+
+        logs = Logs()
+        if cluster:
+            logs["Cluster"] = Log("")
+        if scheduler:
+            with self.locked():
+                lines = self.scheduler.log.get()
+            logs["Scheduler"] = Log("\n".join(line for _, line in lines))
+        if workers:
+            chosen = None if workers is True else list(workers)
+            for name, lines in worker_logs(self, workers=chosen).items():
+                logs[name] = Log("\n".join(line for _, line in lines))
+        return logs
 
     def __repr__(self) -> str:
         return (f"LocalCluster(kernel-side, protocol={self.variant.name}, "
