@@ -59,6 +59,7 @@ from .errors import (
 from .focus import Focus
 from .ids import AtomicIds, RacyIds
 from .network import Immediate, Network, Policy, RandomLatency, make_policy
+from .profiler import PROFILING, Profiler
 from .protocol.client import BORROWED, ClientState
 from .protocol.logs import LOG_LENGTH, NodeLog
 from .protocol.messages import (
@@ -365,10 +366,14 @@ class Cluster:
         self.checks = (Checks(self.trace, quiet_limit=quiet_limit_for(trace_capacity))
                        if checks else None)
         self._thread: threading.Thread | None = None
+        #: The workers' statistical profiler (``Client.profile``): a live cluster's.
+        self.profiler: Profiler | None = None
         if self.live:
             self._thread = threading.Thread(target=self._run_live, name="jupyter-refs-network",
                                             daemon=True)
             self._thread.start()
+            if PROFILING:  # dask's workers profile their tasks from the start
+                self.profiler = Profiler(self)
 
     # -- clocks ----------------------------------------------------------------------
 
@@ -605,6 +610,8 @@ class Cluster:
             if self._thread is not None:
                 self._thread.join()
                 self._thread = None
+            if self.profiler is not None:
+                self.profiler.stop()
             if self._pool is not None:
                 self._pool.shutdown()  # a task still running ends on its own; nothing is sent
                 self._pool = None
