@@ -39,6 +39,7 @@ from .coordination import (
 )
 from .errors import NotModelledError
 from .multi_lock import MultiLock
+from .performance_report import performance_report
 from .progress import progress
 from .task_stream import get_task_stream
 from .worker_context import (
@@ -204,6 +205,7 @@ MODEL: dict[str, Any] = {
     "Queue": Queue, "Event": Event, "Lock": Lock, "Semaphore": Semaphore,
     "print": remote_print, "warn": remote_warn, "progress": progress,
     "get_task_stream": get_task_stream, "MultiLock": MultiLock,
+    "performance_report": performance_report,
 }
 #: dask's names left as they are: data, not behaviour (its config, exceptions, enums);
 #: ``WorkerPlugin``, a base class of no-op hooks whose behaviour is the model's
