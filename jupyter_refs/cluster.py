@@ -368,6 +368,9 @@ class Cluster:
         self._thread: threading.Thread | None = None
         #: The workers' statistical profiler (``Client.profile``): a live cluster's.
         self.profiler: Profiler | None = None
+        #: Whether workers may still join by themselves (an adaptive cluster below its
+        #: maximum): every thread waiting is then no deadlock — dask's cluster grows out of it.
+        self.grows: Callable[[], bool] = _never
         if self.live:
             self._thread = threading.Thread(target=self._run_live, name="jupyter-refs-network",
                                             daemon=True)
@@ -952,7 +955,8 @@ class Cluster:
         return (not self._network.in_flight and not self._drops and bool(self._threaded)
                 and self._threaded <= self._waiting and not self._timed
                 and not any(done() for done in self._until.values())
-                and any(w.ready and not w.free_slots() for w in self.workers.values()))
+                and any(w.ready and not w.free_slots() for w in self.workers.values())
+                and not self.grows())
 
     def _others_running(self) -> bool:
         """Runs on threads other than the caller's own (a task waiting must not wait for itself)."""
@@ -1082,8 +1086,9 @@ class Cluster:
 
     def _timing(self, run: TaskRun) -> tuple[int, float, float] | None:
         """``(thread, start, stop)`` of a run that just ended, while the scheduler keeps a task
-        stream (``get_task_stream``); None otherwise (nobody reads it)."""
-        if self.scheduler.task_stream is None:
+        stream (``get_task_stream``) or the tasks' durations (``adapt``); None otherwise
+        (nobody reads it)."""
+        if self.scheduler.task_stream is None and self.scheduler.durations is None:
             return None
         return run.thread, run.started, run.stopped
 

@@ -3477,13 +3477,12 @@ compared("deploy_scale", DEPLOY, "Cluster manager features (cluster.scale(n))", 
     c.close()
     cluster.close()
 """)
-loud("deploy_adapt", DEPLOY, "Cluster manager features (cluster.adapt(minimum=1, maximum=10))",
-     "LocalCluster.adapt", """
+compared("deploy_adapt", DEPLOY, "Cluster manager features (cluster.adapt(minimum=1, maximum=10))", """
     from dask.distributed import LocalCluster
     cluster = LocalCluster(n_workers=1, processes=False, dashboard_address=":0")
     try:
-        cluster.adapt(minimum=1, maximum=10)
-        out = True
+        adaptive = cluster.adapt(minimum=1, maximum=10)
+        out = (type(adaptive).__name__, adaptive.minimum, adaptive.maximum, adaptive.wait_count)
     finally:
         cluster.close()
 """)

@@ -222,6 +222,9 @@ class SchedulerState:
         #: give it (``LocalCluster``'s: its number); the driver fills both.
         self.log = NodeLog("distributed.scheduler")
         self.names: dict[str, Any] = {}
+        #: dask's ``TaskPrefix.duration_average`` by key prefix, kept while someone reads
+        #: them (an adaptive cluster's target): the workers then time their tasks.
+        self.durations: dict[str, float] | None = None
 
     def add_worker(self, worker: str, nthreads: int,
                    has: dict[str, float] | None = None) -> list[Message]:
@@ -793,6 +796,9 @@ class SchedulerState:
         else:  # the first copy (every computed task): no copy to replace
             ts.who_has[worker] = incarnation
         ts.type = p.get("type")
+        durations = self.durations
+        if durations is not None and "startstops" in p:
+            _add_durations(durations, key, p["startstops"])
         if self.task_stream is not None and "startstops" in p:
             self.task_stream.record(key, {
                 "stimulus_id": stimulus, "worker": worker, "metadata": {},
@@ -1573,3 +1579,16 @@ class SchedulerState:
         m.STEAL_RELEASE: _on_steal_release,
         **dict.fromkeys(EXTENSION_OPS, _on_query),
     }
+
+
+def _add_durations(durations: dict[str, float], key: str, startstops: list[dict]) -> None:
+    """dask's ``TaskPrefix.add_duration`` for ``compute``: the first duration, then an even
+    mix of the newest and the average so far."""
+    from dask.utils import key_split
+
+    for entry in startstops:
+        if entry["action"] == "compute":
+            duration = max(round((entry["stop"] - entry["start"]) * 1e6), 0) / 1e6
+            prefix = key_split(key)
+            old = durations.get(prefix)
+            durations[prefix] = duration if old is None else 0.5 * duration + 0.5 * old
