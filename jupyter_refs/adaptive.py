@@ -127,6 +127,7 @@ class Adaptive:
                  maximum: int | float | None = None, wait_count: int | None = None,
                  target_duration: Any = None, worker_key: Any = None, **kwargs: Any):
         import dask
+        import distributed  # noqa: F401 - its config: distributed.adaptive.*, scheduler.*
         from dask.utils import parse_timedelta
 
         if worker_key is not None or kwargs:

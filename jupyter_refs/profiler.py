@@ -22,8 +22,9 @@ finalized in the sampler, as dask's profile thread finalizes them: the model's
 ``Future.__del__`` only queues the release for the cluster's next safe point, as dask's
 schedules it on its loop.
 
-A stepped network (``immediate``, ``manual``, the explorer) has no clock to sample by and
-says so; the event loop's and the scheduler's own profiles (``server=``, ``scheduler=``) and
+Stacks are counted once distributed is imported (the switch imports it; ``Client.profile``
+does).  A stepped network (``immediate``, ``manual``, the explorer) has no clock to sample by
+and says so; the event loop's and the scheduler's own profiles (``server=``, ``scheduler=``) and
 the plots (``plot=``, ``filename=``) are not modelled, and say so.
 """
 
@@ -98,11 +99,12 @@ class Profiler:
         from dask.utils import parse_timedelta
 
         self.cluster = cluster
-        self.interval = parse_timedelta(dask.config.get("distributed.worker.profile.interval"),
-                                        default="ms")
-        self.cycle = parse_timedelta(dask.config.get("distributed.worker.profile.cycle"),
-                                     default="ms")
-        maxlen = dask.config.get("distributed.admin.low-level-log-length")
+        # distributed's defaults where its config is not loaded yet (see _sample)
+        self.interval = parse_timedelta(
+            dask.config.get("distributed.worker.profile.interval", "10ms"), default="ms")
+        self.cycle = parse_timedelta(
+            dask.config.get("distributed.worker.profile.cycle", "1000ms"), default="ms")
+        maxlen = dask.config.get("distributed.admin.low-level-log-length", 1000)
         self.workers: defaultdict[str, _WorkerProfile] = defaultdict(
             lambda: _WorkerProfile(maxlen))
         self._driver = _driver_codes()
@@ -127,7 +129,11 @@ class Profiler:
                 next_cycle += self.cycle
 
     def _sample(self) -> None:
-        """dask's ``trigger_profile``: the stacks of the threads running tasks, counted."""
+        """dask's ``trigger_profile``: the stacks of the threads running tasks, counted —
+        once distributed is imported (the switch imports it; a background thread importing
+        it would set up its logging behind the user's back)."""
+        if "distributed.profile" not in sys.modules:
+            return
         from dask.utils import key_split
         from distributed import profile
 
@@ -148,6 +154,8 @@ class Profiler:
 
     def _cycle(self) -> None:
         """dask's ``cycle_profile``: the recent profile joins the history."""
+        if "distributed.profile" not in sys.modules:
+            return
         from distributed import profile
 
         now = time.time()
