@@ -1648,7 +1648,7 @@ rebalance story
 dashboard_link register_worker_plugin
 register_scheduler_plugin get_executor get_metadata set_metadata
 processing benchmark_hardware
-get_versions wait_for_workers forward_logging
+get_versions forward_logging
 start_ipython_workers start_ipython_scheduler dump_cluster_state
 get asynchronous sync
 nbytes recreate_error_locally recreate_task_locally

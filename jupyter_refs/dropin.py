@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from .client import Client, Future, default_client
-from .client_admin import worker_logs
+from .client_admin import wait_for_workers, worker_logs
 from .cluster import Cluster
 from .coordination import (
     Event,
@@ -186,6 +186,10 @@ class LocalCluster(Cluster):
         self._adaptive_options = options
         self._adaptive = ModelAdaptive(self, **options)
         return self._adaptive
+
+    def wait_for_workers(self, n_workers: int, timeout: Any = None) -> None:
+        """dask's ``Cluster.wait_for_workers`` (``client_admin.wait_for_workers``)."""
+        wait_for_workers(self, n_workers, timeout)
 
     def close(self) -> None:
         """Close, adapting no more (dask's adaptive stops with its cluster)."""
