@@ -1,7 +1,6 @@
 """dask's Client methods about the cluster as a whole (processing, run, run_on_scheduler,
 nbytes, get_versions, upload_file, recreate_*_locally, start, wait_for_workers), as dask users
-call them: the
-same outcome on real dask and under the switch."""
+call them: the same outcome on real dask and under the switch."""
 
 from __future__ import annotations
 
