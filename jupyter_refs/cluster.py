@@ -326,7 +326,7 @@ class Cluster:
             self.scheduler.resources = {n: dict(self.worker_resources) for n in names}
         self.scheduler.nthreads = dict.fromkeys(self.workers, self.threads_per_worker)
         self._log_length = _log_length()
-        self.scheduler.log = NodeLog("distributed.scheduler", self._log_length, time.time)
+        self._timed_log(self.scheduler)
         self.scheduler.log.info("State start")
         self.scheduler.log.info("  Scheduler at: %25s", self.scheduler_address)
         for name in self.workers:
@@ -411,12 +411,21 @@ class Cluster:
         plugins.joined(self, name)  # dask's add_worker hands it the worker plugins
         return name
 
+    def _timed_log(self, actor: Any) -> NodeLog:
+        """An actor's log, with the wall clock and the configured length (the actor's own
+        is kept when it has that length: the explorer makes clusters by the thousand)."""
+        log = actor.log
+        if log.entries.maxlen != self._log_length:
+            log = actor.log = NodeLog(log.logger, self._log_length)
+        log.clock = time.time
+        return log
+
     def _log_joined(self, name: str) -> None:
         """A worker starts and registers: dask's lines in its log and the scheduler's (a
         worker's name is its number, as ``LocalCluster`` names them)."""
         worker = self.workers[name]
         number = self.scheduler.names[name] = list(self.workers).index(name)
-        log = worker.log = NodeLog("distributed.worker", self._log_length, time.time)
+        log = self._timed_log(worker)
         log.info("      Start worker at: %26s", name)
         log.info("          Worker name: %26s", number)
         log.info("-" * 49)
