@@ -203,16 +203,18 @@ class Adaptive:
     @property
     def plan(self) -> set[Any]:
         """The workers the cluster has asked for (here: those it has, by name)."""
-        return {self.cluster.scheduler.names.get(w, w) for w, worker in
-                self.cluster.workers.items() if not worker.closed}
+        with self.cluster.locked():  # scale, in the user's thread, may add one meanwhile
+            return {self.cluster.scheduler.names.get(w, w) for w, worker in
+                    self.cluster.workers.items() if not worker.closed}
 
     requested = plan
 
     @property
     def observed(self) -> set[Any]:
         """The workers the scheduler has, by name."""
-        names = self.cluster.scheduler.names
-        return {names.get(w, w) for w in self.cluster.scheduler.workers}
+        with self.cluster.locked():
+            names = self.cluster.scheduler.names
+            return {names.get(w, w) for w in self.cluster.scheduler.workers}
 
     def target(self) -> int:
         with self.cluster.locked():
