@@ -61,6 +61,7 @@ from .errors import (
 )
 from .loop import EventLoop
 from .plugins import PluginCalls
+from .profiler import ProfileCalls
 from .protocol import messages as m
 from .protocol import serialize
 from .protocol.client import BORROWED, CANCELLED, DONE, ERROR, ClientState, FutureState
@@ -659,7 +660,7 @@ def _make_default(client: Client) -> None:
     _default.append(weakref.ref(client))
 
 
-class Client(ClusterCalls, TopicCalls, PluginCalls, TaskStreamCalls):
+class Client(ClusterCalls, TopicCalls, PluginCalls, TaskStreamCalls, ProfileCalls):
     """A client of a kernel-side :class:`~jupyter_refs.cluster.Cluster`, with dask's API.
 
     ``Client(cluster)`` or ``cluster.client()``; ``Client()`` — or ``Client(n_workers=…,
@@ -1643,11 +1644,11 @@ def _check_graph_options(kwargs: dict[str, Any]) -> None:
 #: Public names of dask's Client that the model does not have (they raise NotModelledError).
 _DASK_CLIENT_API = frozenset("""
 run run_on_scheduler restart restart_workers upload_file
-rebalance story profile
+rebalance story
 dashboard_link register_worker_plugin
-register_scheduler_plugin get_executor get_metadata set_metadata get_worker_logs
-get_scheduler_logs processing benchmark_hardware
-get_versions wait_for_workers forward_logging
+register_scheduler_plugin get_executor get_metadata set_metadata
+processing benchmark_hardware
+get_versions forward_logging
 start_ipython_workers start_ipython_scheduler dump_cluster_state
 get asynchronous sync
 nbytes recreate_error_locally recreate_task_locally

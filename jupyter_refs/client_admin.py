@@ -1,5 +1,7 @@
 """dask's ``Client`` methods about the cluster as a whole: ``processing``, ``set_metadata`` /
-``get_metadata``, ``run``, ``run_on_scheduler``, ``nbytes``, ``get_versions``, ``upload_file``, ``start``.
+``get_metadata``, ``run``, ``run_on_scheduler``, ``nbytes``, ``get_versions``, ``upload_file``,
+``start``, ``get_scheduler_logs`` / ``get_worker_logs`` (and ``LocalCluster.get_logs``),
+``wait_for_workers``.
 
 A mixin of :class:`~jupyter_refs.client.Client`.  Each does what dask 2026.8.0's does, as far
 as the kernel-side cluster has it: questions go to the scheduler as RPCs (its extensions
@@ -57,6 +59,45 @@ def _call(function: Any, args: tuple, kwargs: dict[str, Any], name: str, view: _
 
 async def _awaited(awaitable: Any) -> Any:
     return await awaitable
+
+
+def worker_logs(cluster: Cluster, n: int | None = None, workers: list[str] | None = None,
+                nanny: bool = False) -> dict[str, list[tuple[str, str]]]:
+    """Each worker's log, newest first (dask's ``Scheduler.get_worker_logs``: the workers the
+    scheduler has, or those of ``workers``).  Nannies keep logs of their own, which the model
+    has not: with ``nanny=True`` a cluster without nannies answers nothing, as dask's does."""
+    if nanny:
+        if cluster.nannies:
+            raise NotModelledError("get_worker_logs(nanny=True)",
+                                   "the workers' logs are modelled; their nannies' are not")
+        return {}
+    with cluster.locked():
+        names = [w for w in cluster.scheduler.workers if workers is None or w in workers]
+        return {w: cluster.workers[w].log.get(n=n) for w in names}
+
+
+def wait_for_workers(cluster: Cluster, n_workers: int, timeout: Any = None) -> None:
+    """dask's ``Cluster.wait_for_workers``: until the scheduler has ``n_workers`` running
+    workers, looking every 0.1 s; after ``timeout`` (when given) dask's
+    ``WorkerStartTimeoutError``.  Without one it waits, as dask's does, for workers that
+    ``scale`` or ``adapt`` may bring."""
+    import time
+
+    from dask.utils import parse_timedelta
+    from distributed.exceptions import WorkerStartTimeoutError
+
+    if not isinstance(n_workers, int) or n_workers < 1:
+        raise ValueError(f"`n_workers` must be a positive integer. Instead got {n_workers}.")
+    deadline = time.time() + parse_timedelta(timeout) if timeout else None
+
+    def running() -> int:
+        with cluster.locked():
+            return sum(cluster.workers[w].status == "running" for w in cluster.scheduler.workers)
+
+    while running() < n_workers:
+        if deadline and time.time() > deadline:
+            raise WorkerStartTimeoutError(running(), n_workers, timeout)
+        time.sleep(0.1)
 
 
 class AMMProxy:
@@ -147,6 +188,21 @@ class ClusterCalls:
             if frame is not None:
                 out.setdefault(run.worker, {})[run.key] = call_stack(frame)
         return out
+
+    def wait_for_workers(self, n_workers: int, timeout: Any = None) -> None:
+        """Wait for ``n_workers`` running workers (see :func:`wait_for_workers`)."""
+        wait_for_workers(self.cluster, n_workers, timeout)
+
+    def get_scheduler_logs(self, n: int | None = None) -> list[tuple[str, str]]:
+        """The scheduler's log, newest first: ``(level, line)`` (``protocol/logs.py``)."""
+        cluster = self.cluster
+        with cluster.locked():
+            return cluster.scheduler.log.get(n=n)
+
+    def get_worker_logs(self, n: int | None = None, workers: Any = None,
+                        nanny: bool = False) -> dict[str, list[tuple[str, str]]]:
+        """Each worker's log, newest first, by address (see :func:`worker_logs`)."""
+        return worker_logs(self.cluster, n, self._workers(workers), nanny)
 
     def processing(self, workers: Any = None) -> dict[str, list[str]]:
         """The keys the scheduler has sent each worker to run (dask's ``Client.processing``)."""

@@ -59,7 +59,9 @@ from .errors import (
 from .focus import Focus
 from .ids import AtomicIds, RacyIds
 from .network import Immediate, Network, Policy, RandomLatency, make_policy
+from .profiler import PROFILING, Profiler
 from .protocol.client import BORROWED, ClientState
+from .protocol.logs import LOG_LENGTH, NodeLog
 from .protocol.messages import (
     CALL_TIMEOUT,
     EXECUTE,
@@ -102,6 +104,15 @@ def _amm_starts() -> bool:
     except ImportError:  # pragma: no cover - without dask, dask's default
         return True
     return bool(dask.config.get("distributed.scheduler.active-memory-manager.start", True))
+
+
+def _log_length() -> int | None:
+    """dask's ``distributed.admin.log-length``: how many lines each node's log keeps."""
+    try:
+        import dask
+    except ImportError:  # pragma: no cover - without dask, dask's default
+        return LOG_LENGTH
+    return dask.config.get("distributed.admin.log-length", LOG_LENGTH)
 
 
 def default_threads(workers: int) -> int:
@@ -314,6 +325,12 @@ class Cluster:
         if self.worker_resources:
             self.scheduler.resources = {n: dict(self.worker_resources) for n in names}
         self.scheduler.nthreads = dict.fromkeys(self.workers, self.threads_per_worker)
+        self._log_length = _log_length()
+        self._timed_log(self.scheduler)
+        self.scheduler.log.info("State start")
+        self.scheduler.log.info("  Scheduler at: %25s", self.scheduler_address)
+        for name in self.workers:
+            self._log_joined(name)
         self._actors: dict[str, Any] = {SCHEDULER: self.scheduler, **self.workers}
         # Each worker's own client (futures deserialized in its tasks) is an actor too.
         self._actors.update((w.client.name, w.client) for w in self.workers.values())
@@ -349,10 +366,17 @@ class Cluster:
         self.checks = (Checks(self.trace, quiet_limit=quiet_limit_for(trace_capacity))
                        if checks else None)
         self._thread: threading.Thread | None = None
+        #: The workers' statistical profiler (``Client.profile``): a live cluster's.
+        self.profiler: Profiler | None = None
+        #: Whether workers may still join by themselves (an adaptive cluster below its
+        #: maximum): every thread waiting is then no deadlock — dask's cluster grows out of it.
+        self.grows: Callable[[], bool] = _never
         if self.live:
             self._thread = threading.Thread(target=self._run_live, name="jupyter-refs-network",
                                             daemon=True)
             self._thread.start()
+            if PROFILING:  # dask's workers profile their tasks from the start
+                self.profiler = Profiler(self)
 
     # -- clocks ----------------------------------------------------------------------
 
@@ -380,11 +404,37 @@ class Cluster:
             self._actors[name] = worker
             self._actors[worker.client.name] = worker.client
             self.kinds[name], self.kinds[worker.client.name] = "worker", "client"
+            self._log_joined(name)
             self._send(self.scheduler.add_worker(name, self.threads_per_worker,
                                                  self.worker_resources))
             self.trace.flush()
         plugins.joined(self, name)  # dask's add_worker hands it the worker plugins
         return name
+
+    def _timed_log(self, actor: Any) -> NodeLog:
+        """An actor's log, with the wall clock and the configured length (the actor's own
+        is kept when it has that length: the explorer makes clusters by the thousand)."""
+        log = actor.log
+        if log.entries.maxlen != self._log_length:
+            log = actor.log = NodeLog(log.logger, self._log_length)
+        log.clock = time.time
+        return log
+
+    def _log_joined(self, name: str) -> None:
+        """A worker starts and registers: dask's lines in its log and the scheduler's (a
+        worker's name is its number, as ``LocalCluster`` names them)."""
+        worker = self.workers[name]
+        number = self.scheduler.names[name] = list(self.workers).index(name)
+        log = self._timed_log(worker)
+        log.info("      Start worker at: %26s", name)
+        log.info("          Worker name: %26s", number)
+        log.info("-" * 49)
+        log.info("              Threads: %26d", worker.nthreads)
+        log.info("-" * 49)
+        self.scheduler.log.info("Register worker addr: %s name: %s", name, number)
+        self.scheduler.log.info("Starting worker compute stream, %s", name)
+        log.info("        Registered to: %26s", self.scheduler_address)
+        log.info("-" * 49)
 
     def get_client(self) -> Client:
         """The cluster's first open client, or a new one (dask's ``cluster.get_client()``)."""
@@ -572,6 +622,8 @@ class Cluster:
             if self._thread is not None:
                 self._thread.join()
                 self._thread = None
+            if self.profiler is not None:
+                self.profiler.stop()
             if self._pool is not None:
                 self._pool.shutdown()  # a task still running ends on its own; nothing is sent
                 self._pool = None
@@ -912,7 +964,8 @@ class Cluster:
         return (not self._network.in_flight and not self._drops and bool(self._threaded)
                 and self._threaded <= self._waiting and not self._timed
                 and not any(done() for done in self._until.values())
-                and any(w.ready and not w.free_slots() for w in self.workers.values()))
+                and any(w.ready and not w.free_slots() for w in self.workers.values())
+                and not self.grows())
 
     def _others_running(self) -> bool:
         """Runs on threads other than the caller's own (a task waiting must not wait for itself)."""
@@ -1042,8 +1095,9 @@ class Cluster:
 
     def _timing(self, run: TaskRun) -> tuple[int, float, float] | None:
         """``(thread, start, stop)`` of a run that just ended, while the scheduler keeps a task
-        stream (``get_task_stream``); None otherwise (nobody reads it)."""
-        if self.scheduler.task_stream is None:
+        stream (``get_task_stream``) or the tasks' durations (``adapt``); None otherwise
+        (nobody reads it)."""
+        if self.scheduler.task_stream is None and self.scheduler.durations is None:
             return None
         return run.thread, run.started, run.stopped
 

@@ -14,6 +14,7 @@ import inspect
 import re
 import sys
 import traceback
+from typing import Any
 
 import dask
 
@@ -47,14 +48,12 @@ def computation_code() -> tuple[SourceCode, ...]:
         if (mod_pattern.match(frame.f_globals.get("__name__", ""))
                 or fname_pattern.match(frame.f_code.co_filename)):
             continue
-        where = {"lineno_frame": lineno, "filename": frame.f_code.co_filename,
-                 "lineno_relative": lineno - frame.f_code.co_firstlineno}
-        try:
-            code.append(SourceCode(code=inspect.getsource(frame), **where))
-        except OSError:  # no source file: a notebook cell's is IPython's current cell
-            cell = _current_cell()
-            if cell is not None:
-                code.append(SourceCode(code=cell, **where))
+        source, from_file = _source(frame)
+        if source is not None:
+            code.append(SourceCode(code=source, lineno_frame=lineno,
+                                   filename=frame.f_code.co_filename,
+                                   lineno_relative=lineno - frame.f_code.co_firstlineno))
+        if not from_file:
             break
         outer = frame.f_back
         if outer is not None:
@@ -63,6 +62,23 @@ def computation_code() -> tuple[SourceCode, ...]:
                     or sys.modules[name].__name__.endswith("interactiveshell")):
                 break
     return tuple(reversed(code))
+
+
+def _source(frame: Any) -> tuple[str | None, bool]:
+    """The source around ``frame`` as dask reads it, and whether it came from a file: else
+    it is IPython's current cell (a notebook's), or None."""
+    try:
+        return inspect.getsource(frame), True
+    except OSError:  # no source file: a notebook cell's is IPython's current cell
+        return _current_cell(), False
+
+
+def code_at(stacklevel: int) -> str:
+    """The source of the frame ``stacklevel`` above the caller (dask's
+    ``_get_computation_code(stacklevel)``, what ``performance_report`` shows as the calling
+    code), or dask's ``<Code not available>``."""
+    frame = sys._getframe(stacklevel + 1)
+    return _source(frame)[0] or "<Code not available>"
 
 
 def _current_cell() -> str | None:

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from .client import Client, Future, default_client
+from .client_admin import wait_for_workers, worker_logs
 from .cluster import Cluster
 from .coordination import (
     Event,
@@ -38,6 +39,7 @@ from .coordination import (
 )
 from .errors import NotModelledError
 from .multi_lock import MultiLock
+from .performance_report import performance_report
 from .progress import progress
 from .task_stream import get_task_stream
 from .worker_context import (
@@ -142,17 +144,79 @@ class LocalCluster(Cluster):
             raise ValueError(f"scale takes a number of workers, not {n!r}")
         live = [name for name, worker in self.workers.items() if not worker.closed]
         if n < len(live):
-            with self.call(None) as user_call:
-                for name in live[n:]:
-                    user_call.send(self.workers[name].shutdown("scale-down"))
+            self.scale_down(live[n:])
         for _ in range(n - len(live)):
             self.add_worker()
 
-    def adapt(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotModelledError("LocalCluster.adapt", "scale(n) is modelled")
+    def scale_down(self, workers: Any) -> None:
+        """dask's ``scale_down``: the workers named (by address) close, those still open."""
+        with self.call(None) as user_call:
+            for name in workers:
+                worker = self.workers.get(name)
+                if worker is not None and not worker.closed:
+                    user_call.send(worker.shutdown("scale-down"))
 
-    def get_logs(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotModelledError("LocalCluster.get_logs", "the kernel-side cluster keeps no logs")
+    def adapt(self, Adaptive: Any = None, minimum: float = 0,  # noqa: N803 - dask's name
+              maximum: float = math.inf, minimum_cores: int | None = None,
+              maximum_cores: int | None = None, minimum_memory: str | None = None,
+              maximum_memory: str | None = None, **kwargs: Any) -> Any:
+        """dask's ``SpecCluster.adapt``: scale between ``minimum`` and ``maximum`` workers by
+        load (``adaptive.py``); a second call replaces the first, keeping its options.
+        ``minimum_cores`` / ``maximum_cores`` count workers of this cluster's threads; the
+        memory bounds (the model's workers have no memory limit) and an ``Adaptive`` class
+        of one's own say they are not modelled."""
+        from .adaptive import Adaptive as ModelAdaptive
+
+        if Adaptive not in (None, ModelAdaptive) or minimum_memory or maximum_memory:
+            raise NotModelledError(
+                "LocalCluster.adapt(" + ", ".join(
+                    [*(["Adaptive="] if Adaptive not in (None, ModelAdaptive) else []),
+                     *(["minimum_memory="] if minimum_memory else []),
+                     *(["maximum_memory="] if maximum_memory else [])]) + ")",
+                "minimum, maximum and the cores bounds are modelled")
+        if minimum_cores is not None:
+            minimum = max(minimum or 0, math.ceil(minimum_cores / self.threads_per_worker))
+        if maximum_cores is not None:
+            maximum = min(maximum, math.floor(maximum_cores / self.threads_per_worker))
+        previous = getattr(self, "_adaptive", None)
+        if previous is not None:
+            previous.stop()
+        options = getattr(self, "_adaptive_options", {})
+        options.update(minimum=minimum, maximum=maximum, **kwargs)
+        self._adaptive_options = options
+        self._adaptive = ModelAdaptive(self, **options)
+        return self._adaptive
+
+    def wait_for_workers(self, n_workers: int, timeout: Any = None) -> None:
+        """dask's ``Cluster.wait_for_workers`` (``client_admin.wait_for_workers``)."""
+        wait_for_workers(self, n_workers, timeout)
+
+    def close(self) -> None:
+        """Close, adapting no more (dask's adaptive stops with its cluster)."""
+        adaptive = getattr(self, "_adaptive", None)
+        if adaptive is not None:
+            adaptive.stop("cluster-not-running")
+        super().close()
+
+    def get_logs(self, cluster: bool = True, scheduler: bool = True,
+                 workers: Any = True) -> Any:
+        """dask's ``Cluster.get_logs``: a ``Logs`` of ``Log`` texts (dask's own classes) — the
+        cluster manager's (a ``LocalCluster`` writes none), the scheduler's, and each
+        worker's (all, or those of ``workers``), each newest line first."""
+        from distributed.utils import Log, Logs
+
+        logs = Logs()
+        if cluster:
+            logs["Cluster"] = Log("")
+        if scheduler:
+            with self.locked():
+                lines = self.scheduler.log.get()
+            logs["Scheduler"] = Log("\n".join(line for _, line in lines))
+        if workers:
+            chosen = None if workers is True else list(workers)
+            for name, lines in worker_logs(self, workers=chosen).items():
+                logs[name] = Log("\n".join(line for _, line in lines))
+        return logs
 
     def __repr__(self) -> str:
         return (f"LocalCluster(kernel-side, protocol={self.variant.name}, "
@@ -186,6 +250,7 @@ MODEL: dict[str, Any] = {
     "Queue": Queue, "Event": Event, "Lock": Lock, "Semaphore": Semaphore,
     "print": remote_print, "warn": remote_warn, "progress": progress,
     "get_task_stream": get_task_stream, "MultiLock": MultiLock,
+    "performance_report": performance_report,
 }
 #: dask's names left as they are: data, not behaviour (its config, exceptions, enums);
 #: ``WorkerPlugin``, a base class of no-op hooks whose behaviour is the model's

@@ -1329,7 +1329,7 @@ compared("doc_nbytes", CLIENT_PY, "Client.nbytes", """
 compared("doc_call_stack", CLIENT_PY, "Client.call_stack", """
     out = client.call_stack()
 """)
-loud("doc_profile", CLIENT_PY, "Client.profile", "Client.profile", """
+compared("doc_profile", CLIENT_PY, "Client.profile", """
     out = sorted(client.profile())
 """)
 compared("doc_scheduler_info", CLIENT_PY, "Client.scheduler_info", """
@@ -1614,10 +1614,14 @@ compared("tutorial_local_cluster", TUTORIAL, "04_distributed.ipynb cells 2, 3, 1
     other.close()
     cluster.close()
 """)
-# 04_distributed cell 7 (cluster.get_logs()): see DIFFERENT; cells 20, 24: async — left out.
-loud("tutorial_get_logs", TUTORIAL,
-     "04_distributed.ipynb cell 7 (cluster.get_logs())", "LocalCluster.get_logs", """
-    out = type(client.cluster.get_logs()).__name__
+# 04_distributed cells 20, 24: async — left out.
+compared("tutorial_get_logs", TUTORIAL, "04_distributed.ipynb cell 7 (cluster.get_logs())", """
+    logs = client.cluster.get_logs()
+    out = (type(logs).__name__, len(logs), logs["Cluster"],
+           sorted({type(text).__name__ for text in logs.values()}),
+           "Scheduler at:" in logs["Scheduler"],
+           all("Start worker at:" in text for name, text in logs.items()
+               if name not in ("Cluster", "Scheduler")))
 """)
 
 # -- dask/dask-examples ---------------------------------------------------------------------------------
@@ -2982,14 +2986,17 @@ compared("spans_span", SPANS, "Spans (with span('Alice's workflow'))", """
 compared("amm_client", AMM, "Enabling the Active Memory Manager (client.amm.running())", """
     out = client.amm.running()
 """)
-loud("diag_performance_report", DIAG, "diagnostics-distributed.rst: Capture diagnostics (performance_report)",
-     "distributed.performance_report", """
+compared("diag_performance_report", DIAG,
+         "diagnostics-distributed.rst: Capture diagnostics (performance_report)", """
     import os, tempfile
     from dask.distributed import performance_report
     import dask.array as da
     path = os.path.join(tempfile.mkdtemp(), "report.html")
     with performance_report(filename=path):
-        out = int(da.arange(10, chunks=5).sum().compute())
+        total = int(da.arange(10, chunks=5).sum().compute())
+    with open(path) as f:
+        page = f.read()
+    out = (total, "<title>Dask Performance Report</title>" in page, "number of tasks: " in page)
 """)
 compared("diag_get_task_stream", DIAG,
          "diagnostics-distributed.rst: Capture diagnostics (get_task_stream)", """
@@ -3470,13 +3477,12 @@ compared("deploy_scale", DEPLOY, "Cluster manager features (cluster.scale(n))", 
     c.close()
     cluster.close()
 """)
-loud("deploy_adapt", DEPLOY, "Cluster manager features (cluster.adapt(minimum=1, maximum=10))",
-     "LocalCluster.adapt", """
+compared("deploy_adapt", DEPLOY, "Cluster manager features (cluster.adapt(minimum=1, maximum=10))", """
     from dask.distributed import LocalCluster
     cluster = LocalCluster(n_workers=1, processes=False, dashboard_address=":0")
     try:
-        cluster.adapt(minimum=1, maximum=10)
-        out = True
+        adaptive = cluster.adapt(minimum=1, maximum=10)
+        out = (type(adaptive).__name__, adaptive.minimum, adaptive.maximum, adaptive.wait_count)
     finally:
         cluster.close()
 """)

@@ -1,6 +1,6 @@
 """dask's Client methods about the cluster as a whole (processing, run, run_on_scheduler,
-nbytes, get_versions, upload_file, recreate_*_locally, start), as dask users call them: the
-same outcome on real dask and under the switch."""
+nbytes, get_versions, upload_file, recreate_*_locally, start, wait_for_workers), as dask users
+call them: the same outcome on real dask and under the switch."""
 
 from __future__ import annotations
 
@@ -90,3 +90,22 @@ def test_a_failed_task_is_replayed_here(network):
         with pytest.raises(jr.NotModelledError, match="no longer in memory"):
             client.recreate_task_locally(h)  # dask computes it again; the model says so
         assert client.cluster.violations == []
+
+
+WAIT_FOR_WORKERS = {
+    "present": "out = client.wait_for_workers(2)",
+    "timeout": "out = client.wait_for_workers(3, timeout=0.2)",
+    "timeout_text": "out = client.wait_for_workers(3, timeout='200ms')",
+    "not_positive": "out = client.wait_for_workers(0)",
+    "after_scale": ("import time\nclient.cluster.scale(3)\nt = time.monotonic()\n"
+                    "client.wait_for_workers(3, timeout=10)\n"
+                    "out = (len(client.scheduler_info()['workers']), time.monotonic() - t < 10)"),
+    "cluster_method": "out = client.cluster.wait_for_workers(1, timeout=1)",
+}
+
+
+@pytest.mark.dask
+@pytest.mark.parametrize("name", sorted(WAIT_FOR_WORKERS))
+def test_wait_for_workers_as_on_dask(name):
+    real, model = on_dask_and_model(WAIT_FOR_WORKERS[name])
+    assert model == real

@@ -29,6 +29,7 @@ from . import resources
 from .amm import ActiveMemoryManager
 from .computations import MAX_HISTORY, Computation, joined
 from .extensions import EXTENSION_OPS, Extensions
+from .logs import NodeLog
 from .messages import FIRE_AND_FORGET, SCHEDULER, Message
 from .serialize import dumps
 from .stealing import WorkStealing
@@ -217,6 +218,13 @@ class SchedulerState:
         #: Whether the active memory manager runs from the start (dask's config, read by the
         #: driver: ``distributed.scheduler.active-memory-manager.start``).
         self.amm_starts = True
+        #: dask's scheduler log (``logs.py``), and each worker's name as dask's log lines
+        #: give it (``LocalCluster``'s: its number); the driver fills both.
+        self.log = NodeLog("distributed.scheduler")
+        self.names: dict[str, Any] = {}
+        #: dask's ``TaskPrefix.duration_average`` by key prefix, kept while someone reads
+        #: them (an adaptive cluster's target): the workers then time their tasks.
+        self.durations: dict[str, float] | None = None
 
     def add_worker(self, worker: str, nthreads: int,
                    has: dict[str, float] | None = None) -> list[Message]:
@@ -252,6 +260,7 @@ class SchedulerState:
         direct call, as ``add_worker``."""
         self.clients.add(client)
         self.wants.setdefault(client, {})
+        self.log.info("Receive client connection: %s", client)
 
     @property
     def amm(self) -> ActiveMemoryManager:
@@ -305,6 +314,7 @@ class SchedulerState:
     def _remove_client(self, client: str, reason: str, out: Out, stimulus: str) -> None:
         """Drop ``client``: release every key it wants, then close its stream."""
         self.record(SCHEDULER, "client.removed", None, client, reason)
+        self.log.info("Remove client %s", client)
         self.clients.discard(client)
         recs: dict[str, str] = {}
         for key, gen in sorted(self.wants.get(client, {}).items()):
@@ -795,6 +805,9 @@ class SchedulerState:
         else:  # the first copy (every computed task): no copy to replace
             ts.who_has[worker] = incarnation
         ts.type = p.get("type")
+        durations = self.durations
+        if durations is not None and "startstops" in p:
+            _add_durations(durations, key, p["startstops"])
         if self.task_stream is not None and "startstops" in p:
             self.task_stream.record(key, {
                 "stimulus_id": stimulus, "worker": worker, "metadata": {},
@@ -1101,6 +1114,8 @@ class SchedulerState:
             self.reply(out, msg, workers=[])
             return
         call = _RetireCall(msg, p["close_workers"], set(names))
+        self.log.info("Retire worker addresses (stimulus_id='%s') %s", stimulus,
+                      [self.names.get(w, w) for w in names])
         for worker in names:
             self.retiring[worker] = call
             self.record(SCHEDULER, "worker.retiring", None, worker, stimulus)
@@ -1166,6 +1181,8 @@ class SchedulerState:
         lost = [ts for ts in self.tasks.values() if worker in ts.who_has and len(ts.who_has) == 1]
         self.record(SCHEDULER, "worker.removed", None, worker, reason, stimulus, len(queued),
                     sum(ts.run_spec is None for ts in lost))
+        self.log.info("Remove worker addr: %s name: %s (stimulus_id=%r)", worker,
+                      self.names.get(worker, worker), stimulus)
         recs: dict[str, str] = {}
         for key in queued:
             ts = self.tasks[key]
@@ -1571,3 +1588,16 @@ class SchedulerState:
         m.STEAL_RELEASE: _on_steal_release,
         **dict.fromkeys(EXTENSION_OPS, _on_query),
     }
+
+
+def _add_durations(durations: dict[str, float], key: str, startstops: list[dict]) -> None:
+    """dask's ``TaskPrefix.add_duration`` for ``compute``: the first duration, then an even
+    mix of the newest and the average so far."""
+    from dask.utils import key_split
+
+    for entry in startstops:
+        if entry["action"] == "compute":
+            duration = max(round((entry["stop"] - entry["start"]) * 1e6), 0) / 1e6
+            prefix = key_split(key)
+            old = durations.get(prefix)
+            durations[prefix] = duration if old is None else 0.5 * duration + 0.5 * old

@@ -48,6 +48,7 @@ from typing import Any
 from . import messages as m
 from . import resources
 from .client import ClientState, FutureState
+from .logs import NodeLog
 from .messages import Message
 from .ready import ReadyQueue
 from .serialize import (
@@ -173,6 +174,8 @@ class WorkerState:
         self.has = dict(has or {})
         self.free_resources = dict(self.has)
         self._taken: dict[str, dict[str, float]] = {}
+        #: dask's worker log (``logs.py``); the driver gives it its length and clock.
+        self.log = NodeLog("distributed.worker")
         #: Keys holding a thread slot (cancelled ones too: their thread still runs).
         self.executing: set[str] = set()
         #: Keys running on a thread that seceded from its slot.
@@ -694,6 +697,7 @@ class WorkerState:
     def _close(self, reason: str) -> None:
         self.closed = True
         self.record(self.name, "worker.closed", None, reason)
+        self.log.info("Stopping worker at %s. Reason: %s", self.name, reason)
         self._forget_life()
 
     def shutdown(self, reason: str) -> list[Message]:
