@@ -57,8 +57,8 @@ from .errors import (
     ResultSerializationError,
     SchedulerHandlerError,
     SerializationError,
-    dask_flavoured,
 )
+from .flavoured import dask_flavoured
 from .loop import EventLoop
 from .plugins import PluginCalls
 from .protocol import messages as m

@@ -26,8 +26,8 @@ from .errors import (
     FutureCancelledError,
     FuturesCancelledError,
     NotModelledError,
-    dask_flavoured,
 )
+from .flavoured import dask_flavoured
 from .protocol import messages as m
 from .protocol.client import CANCELLED, DONE, ERROR, PENDING
 from .protocol.serialize import dumps, loads
