@@ -22,18 +22,16 @@ cannot be pickled is refused with the cluster untouched.
 from __future__ import annotations
 
 import copy
-import functools
 import json
 import queue
 import sys
 import threading
 import types
 import uuid
-import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from hashlib import md5
 from itertools import count
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import dask
 
@@ -44,11 +42,14 @@ except ImportError:  # dask 2024.8 (the zoo's old releases) keeps them in dask.b
 from dask._task_spec import TaskRef
 from dask.utils import funcname, typename
 
-from . import arguments, gcscope, interrupts, publish
-from .addresses import SchedulerRPC, cluster_at
+from . import arguments, client_parts, gcscope, interrupts, publish
+from .addresses import SchedulerRPC
 from .client_admin import ClusterCalls
 from .client_events import TopicCalls
+from .client_parts import FutureBase, default_client, make_default
+from .cluster import Cluster, cluster_at, current_run
 from .computation_code import computation_code
+from .coordination import answered, futures_of
 from .errors import (
     ClosedClientError,
     FutureCancelledError,
@@ -59,6 +60,7 @@ from .errors import (
     SerializationError,
 )
 from .flavoured import dask_flavoured
+from .local_cluster import LocalCluster
 from .loop import EventLoop
 from .plugins import PluginCalls
 from .protocol import messages as m
@@ -68,32 +70,7 @@ from .protocol.messages import Message
 from .protocol.serialize import CONTAINERS, Dep, adopting, dumps, loads, reduce_future, sending
 from .protocol.variants import UUID
 from .task_stream import TaskStreamCalls
-from .userline import short_traceback, shortened, user_frame
-
-if TYPE_CHECKING:
-    from .cluster import Cluster
-
-
-def user_cell() -> str | None:
-    """``file:line`` of the user's line (``userline.py``): the first frame outside libraries.
-
-    Kept per (code, instruction): a frame's line number is found by walking its code's
-    line table, and the same few lines call again and again (a loop, the explorer's runs).
-    """
-    frame = user_frame(sys._getframe(2))
-    if frame is None:
-        return None
-    where = (frame.f_code, frame.f_lasti)
-    cell = _CELLS.get(where)
-    if cell is None:
-        if len(_CELLS) >= 4096:
-            _CELLS.clear()
-        cell = _CELLS[where] = f"{frame.f_code.co_filename}:{frame.f_lineno}"
-    return cell
-
-
-#: The user's lines found so far, by (code object, instruction offset).
-_CELLS: dict[tuple[Any, int], str] = {}
+from .userline import short_traceback, shortened, user_cell
 
 
 def check_serializable(value: Any) -> None:
@@ -109,7 +86,7 @@ def _not_initialized() -> RuntimeError:
         "deserialized outside of the context of a Client or Worker.")
 
 
-class Future(TaskRef):
+class Future(TaskRef, FutureBase):
     """A reference to a key held by one client.  Drop it and the refcount drops.
 
     ``Future(key, client)`` makes another reference to a key the client knows,
@@ -525,7 +502,6 @@ _LOOP = EventLoop()
 _GATHER_ATTEMPTS = 3
 
 #: Clients made as the default, oldest first (weakly: a dropped or disposed client goes).
-_default: list[weakref.ref[Client]] = []
 #: dask's scheduler settings made by kernel-side clients, oldest first: (what was set, the
 #: ``dask.config.set`` that restores what it replaced).
 _dask_config: list[tuple[Any, Any]] = []
@@ -587,15 +563,6 @@ class _Schedule:
             return list(dask.persist(*collections, scheduler="threads", **kwargs))
 
 
-@functools.cache
-def _cluster_class() -> type[Cluster]:
-    """``Cluster``, imported once: a relative import in ``Client()`` cost a frame per client,
-    and the explorer makes a client per run."""
-    from .cluster import Cluster
-
-    return Cluster
-
-
 def _use_as_dask_scheduler() -> None:
     """Each new default client takes dask's scheduler setting back (a dask ``Client`` made
     meanwhile may have set its own), as each dask ``Client`` does.
@@ -643,22 +610,6 @@ def _names_a_closed_dask_client(scheduler: Any) -> bool:
     return False
 
 
-def default_client() -> Client | None:
-    """The client made last in this process and not closed (``get_client()`` outside tasks)."""
-    while _default:
-        client = _default[-1]()
-        if client is not None and client.status != "closed":
-            return client
-        _default.pop()
-    return None
-
-
-def _make_default(client: Client) -> None:
-    # Drop the closed and the collected first: the explorer makes clients by the thousand.
-    _default[:] = [r for r in _default if (c := r()) is not None and c.status != "closed"]
-    _default.append(weakref.ref(client))
-
-
 class Client(ClusterCalls, TopicCalls, PluginCalls, TaskStreamCalls):
     """A client of a kernel-side :class:`~jupyter_refs.cluster.Cluster`, with dask's API.
 
@@ -669,7 +620,6 @@ class Client(ClusterCalls, TopicCalls, PluginCalls, TaskStreamCalls):
 
     def __init__(self, address: Cluster | None = None, *, name: str | None = None,
                  set_as_default: bool = True, timeout: Any = None, **kwargs: Any):
-        Cluster = _cluster_class()  # noqa: N806 - the class, imported late (a cycle)
         arguments.text(name, "name", none=True)  # before a cluster of its own is started
         # dask's event loop to run on: the kernel-side client has none, so nothing changes.
         kwargs.pop("loop", None)
@@ -682,8 +632,6 @@ class Client(ClusterCalls, TopicCalls, PluginCalls, TaskStreamCalls):
         self._own_cluster = address is None
         if address is None:
             # dask's Client() starts a LocalCluster, and passes it the arguments it takes.
-            from .dropin import LocalCluster
-
             address = LocalCluster(**kwargs)
         elif kwargs:
             raise NotModelledError(f"Client({', '.join(f'{k}=' for k in kwargs)})")
@@ -700,7 +648,7 @@ class Client(ClusterCalls, TopicCalls, PluginCalls, TaskStreamCalls):
         self.direct_to_workers = None  # dask's default: decided at each gather
         address.clients[self.name] = self
         if set_as_default:
-            _make_default(self)
+            make_default(self)
             _use_as_dask_scheduler()
 
     @classmethod
@@ -1031,7 +979,7 @@ class Client(ClusterCalls, TopicCalls, PluginCalls, TaskStreamCalls):
         its reference first and the release only decrements; taken after, the key would be
         released, and no graph sent for the new future."""
         cluster = self.cluster
-        if not cluster._drops:
+        if not cluster.drops_waiting:
             return {}
         held = self._state.futures
         with cluster.locked():
@@ -1164,8 +1112,6 @@ class Client(ClusterCalls, TopicCalls, PluginCalls, TaskStreamCalls):
                 self.cancel(futures, force=force, reason=reason, msg=msg)
 
             return cancelled()
-        from .coordination import futures_of  # dask's: it looks into collections too
-
         keys = dict.fromkeys(f.key for f in futures_of(futures))
         if self.cluster.variant.cancel_rpc:
             # Before PR 7583: an RPC beside the stream, awaited; the futures are cancelled
@@ -1186,8 +1132,6 @@ class Client(ClusterCalls, TopicCalls, PluginCalls, TaskStreamCalls):
         roots of each error back to waiting and tells the holders (``task-retried``, on the
         stream); the keys it names are pending here once it answers — a key it names that
         this client does not hold is a ``KeyError``, as in dask."""
-        from .coordination import answered, futures_of
-
         keys = tuple(dict.fromkeys(f.key for f in futures_of(futures)))
         held = self._state.futures
         before = {k: held[k].done_seq for k in keys if k in held}
@@ -1461,8 +1405,6 @@ class Client(ClusterCalls, TopicCalls, PluginCalls, TaskStreamCalls):
         # result (lost dependencies) is let go at once, not when the traceback is dropped.
         # The user's own futures in the graph (persisted keys) are theirs to keep.
         made = [f for k, f in zip(flat, futures) if type(graph.get(k)) is not Future]
-        from .cluster import current_run
-
         # In a task (compute() inside one) dask secedes while it waits, then rejoins; a task
         # already seceded (worker_client) stays so.
         entry = current_run.get()
@@ -1652,3 +1594,7 @@ start_ipython_workers start_ipython_scheduler dump_cluster_state
 get asynchronous sync
 nbytes recreate_error_locally recreate_task_locally
 """.split())
+
+
+#: The driver's constructors (``client_parts.py``): a cluster makes clients and futures.
+client_parts.provide(Client, Client._wrap, Future._bound, Future)

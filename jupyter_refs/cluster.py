@@ -32,22 +32,22 @@ live delivery; the checks read events in order, so batching loses nothing.
 from __future__ import annotations
 
 import contextvars
+import itertools
 import operator
 import os
 import queue
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 from dask.utils import parse_timedelta
 
-from . import arguments, gcscope, interrupts, plugins
-from .addresses import new_address
+from . import arguments, client_parts, gcscope, interrupts
 from .checks import Checks, Violation, quiet_limit_for
-from .client import Client, Future
 from .errors import (
     ArgumentValueError,
     ClusterClosedError,
@@ -89,6 +89,30 @@ current_run: contextvars.ContextVar[tuple[Cluster, TaskRun] | None] = contextvar
 
 #: Reads a cluster's simulated time (see ``Cluster.__init__``).
 _NOW = operator.attrgetter("_now")
+
+_numbers = itertools.count(1)
+#: Each cluster by its address, while it lives: ``Client(address)`` and
+#: ``Client(scheduler_file=...)`` find it there, as a second dask client connects.
+_clusters: weakref.WeakValueDictionary[str, Cluster] = weakref.WeakValueDictionary()
+
+
+def new_address(cluster: Cluster) -> str:
+    """An address no other cluster of this kernel has, for ``cluster``."""
+    address = f"inproc://jupyter-refs/{next(_numbers)}"
+    _clusters[address] = cluster
+    return address
+
+
+def cluster_at(address: str) -> Cluster | None:
+    """The kernel-side cluster with this scheduler address, if one lives."""
+    return _clusters.get(address)
+
+
+class WorkerPlugins(Protocol):
+    """The worker plugins registered on a cluster (``plugins.Registry``): each worker that
+    joins gets them all, as dask's ``add_worker`` sends them."""
+
+    def joined(self, cluster: Cluster, worker: str) -> None: ...
 
 
 def _never() -> bool:
@@ -321,8 +345,10 @@ class Cluster:
         self.kinds: dict[str, str] = {SCHEDULER: "scheduler", **dict.fromkeys(self.workers, "worker")}
         self.kinds.update((w.client.name, "client") for w in self.workers.values())
         self.policy.kinds = self.kinds
-        self.clients: dict[str, Client] = {}
-        self._worker_clients: dict[str, Client] = {}
+        self.clients: dict[str, Any] = {}  # name -> client.Client
+        self._worker_clients: dict[str, Any] = {}
+        #: The worker plugins registered (``plugins.py`` makes them at the first).
+        self.worker_plugins: WorkerPlugins | None = None
         self._lock = threading.RLock()
         # Only the live network, and immediate's runs with a deadline, have threads to
         # wake; every other stepped cluster runs in its caller's thread alone.
@@ -361,9 +387,9 @@ class Cluster:
 
     # -- public surface ----------------------------------------------------------------
 
-    def client(self, name: str | None = None) -> Client:
+    def client(self, name: str | None = None) -> Any:
         """A new client of this cluster (the same as ``jupyter_refs.Client(cluster)``)."""
-        return Client(self, name=name)
+        return client_parts.make_client(self, name)
 
     def add_worker(self) -> str:
         """A new worker, ``worker:<n>``, with the cluster's threads per worker: the scheduler
@@ -383,15 +409,16 @@ class Cluster:
             self._send(self.scheduler.add_worker(name, self.threads_per_worker,
                                                  self.worker_resources))
             self.trace.flush()
-        plugins.joined(self, name)  # dask's add_worker hands it the worker plugins
+        if self.worker_plugins is not None:  # dask's add_worker hands it the worker plugins
+            self.worker_plugins.joined(self, name)
         return name
 
-    def get_client(self) -> Client:
+    def get_client(self) -> Any:
         """The cluster's first open client, or a new one (dask's ``cluster.get_client()``)."""
         for client in self.clients.values():
             if client.status == "running":
                 return client
-        return Client(self)
+        return client_parts.make_client(self)
 
     def _register_client(self, name: str | None) -> ClientState:
         """The actor behind a new ``Client``: named, traced, on the network."""
@@ -594,8 +621,10 @@ class Cluster:
             worker._bind = None
         for client in (*self.clients.values(), *self._worker_clients.values()):
             client.cluster = None
-            client._state.on_done = None  # the client's own method: a cycle
-            client._state.on_event = None
+        for actor in self._actors.values():
+            if isinstance(actor, ClientState):
+                actor.on_done = None  # its client's own method: a cycle
+                actor.on_event = None
         self.clients.clear()
         self._worker_clients.clear()
         self._actors.clear()
@@ -731,7 +760,7 @@ class Cluster:
         if self.closed:
             raise ClusterClosedError("the cluster is closed; start a new one with Cluster(...)")
 
-    def worker_client(self, worker: str, timeout: float | None = None) -> Client:
+    def worker_client(self, worker: str, timeout: float | None = None) -> Any:
         """The client of ``worker`` (``client:<worker>``): what ``get_client()`` gives its tasks.
 
         dask gives each worker process its own client; an in-process dask cluster
@@ -750,17 +779,17 @@ class Cluster:
                                       f"{self.scheduler_address} after {timeout} s")
         return self._client_of(state)
 
-    def _client_of(self, state: ClientState) -> Client:
+    def _client_of(self, state: ClientState) -> Any:
         client = self._worker_clients.get(state.name)
         if client is None:
-            client = self._worker_clients[state.name] = Client._wrap(self, state)
+            client = self._worker_clients[state.name] = client_parts.wrap_client(self, state)
         return client
 
     def _bind(self, state: ClientState, key: str, fs: Any, future_id: int) -> Any:
         """The ``Future`` a task receives for a future in its arguments (the worker's client's)."""
         if fs.state == BORROWED:
-            return Future(key)  # today's dask: unbound, it holds nothing
-        return Future._bound(self._client_of(state), key, fs, future_id)
+            return client_parts.unbound_future(key)  # today's dask: unbound, it holds nothing
+        return client_parts.bound_future(self._client_of(state), key, fs, future_id)
 
     def _begin_call(self, cell: str | None) -> None:
         """Entering a user call: under the lock, before any of its messages.
@@ -803,6 +832,20 @@ class Cluster:
         for msg in messages:
             if msg.op == GET_DATA and msg.sender in self.workers and msg.receiver in self.workers:
                 msg.payload = {**msg.payload, "sent_at": time.time()}
+
+    @property
+    def drops_waiting(self) -> bool:
+        """Whether dropped futures wait for the next safe point to be released."""
+        return bool(self._drops)
+
+    def running(self) -> list[TaskRun]:
+        """The task runs not finished yet: on worker threads, and the one this thread runs."""
+        with self.locked():
+            runs = [r for r in self._threaded if not r.done]
+            mine = current_run.get()
+            if mine is not None and mine[0] is self and mine[1] not in runs:
+                runs.append(mine[1])
+            return runs
 
     def apply_drops(self) -> None:
         """Send the releases of futures dropped since the last call, as the next call would.

@@ -21,7 +21,7 @@ from typing import Any
 
 from dask.utils import parse_timedelta
 
-from .client import Client, Future, default_client, futures_in, user_cell
+from .client_parts import ClientLike, FutureBase, FutureLike, default_client
 from .errors import (
     FutureCancelledError,
     FuturesCancelledError,
@@ -31,27 +31,22 @@ from .flavoured import dask_flavoured
 from .protocol import messages as m
 from .protocol.client import CANCELLED, DONE, ERROR, PENDING
 from .protocol.serialize import dumps, loads
+from .userline import user_cell
 
 ALL_COMPLETED, FIRST_COMPLETED = "ALL_COMPLETED", "FIRST_COMPLETED"
 
 
-def _flat(fs: Any) -> list[Future]:
-    out: list[Future] = []
-    futures_in([fs] if isinstance(fs, Future) else list(fs), out)
-    return out
-
-
-def futures_of(obj: Any) -> list[Future]:
+def futures_of(obj: Any) -> list[FutureLike]:
     """The futures in ``obj``: in lists, tuples, sets and dicts, and in the tasks of a dask
     collection's graph (dask's ``futures_of``)."""
     from dask import is_dask_collection
     from dask._task_spec import Task
 
-    out: list[Future] = []
+    out: list[FutureLike] = []
     stack = [obj]
     while stack:
         x = stack.pop()
-        if isinstance(x, Future):
+        if isinstance(x, FutureBase):
             out.append(x)
         elif type(x) in (list, tuple, set, frozenset):
             stack.extend(x)
@@ -64,7 +59,7 @@ def futures_of(obj: Any) -> list[Future]:
     return list(dict.fromkeys(reversed(out)))
 
 
-def _wait_for(futures: list[Future], done: Any, what: str, timeout: float | None,
+def _wait_for(futures: list[FutureLike], done: Any, what: str, timeout: float | None,
               first: bool = False) -> None:
     if not futures or done():
         return
@@ -109,19 +104,19 @@ class as_completed(Iterator[Any]):  # noqa: N801 - dask's name
 
     def __init__(self, futures: Any = None, loop: Any = None, with_results: bool = False,
                  raise_errors: bool = True, *, timeout: float | None = None):
-        self.futures: list[Future] = []
+        self.futures: list[FutureLike] = []
         self.with_results = with_results
         self.raise_errors = raise_errors
         self.timeout = timeout
         if futures:
             self.update(futures)
 
-    def add(self, future: Future) -> None:
+    def add(self, future: FutureLike) -> None:
         self.futures.append(future)
 
     def update(self, futures: Any) -> None:
         for f in futures:  # dask's: futures only, each one given (not looked into)
-            if not isinstance(f, Future):
+            if not isinstance(f, FutureBase):
                 raise TypeError(f"Input must be a future, got {f}")
             self.add(f)
 
@@ -140,7 +135,7 @@ class as_completed(Iterator[Any]):  # noqa: N801 - dask's name
     def __iter__(self) -> as_completed:
         return self
 
-    def _ready(self) -> list[Future]:
+    def _ready(self) -> list[FutureLike]:
         ready = [f for f in self.futures if f.status in DONE]
         return sorted(ready, key=lambda f: f._fs.done_seq)
 
@@ -177,31 +172,31 @@ class as_completed(Iterator[Any]):  # noqa: N801 - dask's name
             yield self.next_batch()
 
 
-def _client(client: Client | None) -> Client:
+def _client(client: ClientLike | None) -> ClientLike:
     client = client or default_client()
     if client is None:
         raise ValueError("No clients found\nStart a client: jupyter_refs.Client(cluster)")
     return client
 
 
-def _as_future(client: Client, reply: dict[str, Any]) -> Future:
+def _as_future(client: ClientLike, reply: dict[str, Any]) -> FutureLike:
     """A future for a key the scheduler handed out (a Variable's or a Queue's)."""
     future, _ = client._future(reply["value"], "variable")
     fs = future._fs
     if reply.get("state") == "erred" and fs.state == PENDING:
         fs.error = reply.get("exception")
-        client._state._set_state(future.key, fs, ERROR, None, reply.get("text"))
+        client._state.set_state(future.key, fs, ERROR, None, reply.get("text"))
     return future
 
 
 def _stored(name: str, value: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
     """What a Variable or a Queue sends for ``value``: a future's key, or the value pickled."""
-    if isinstance(value, Future):
+    if isinstance(value, FutureBase):
         return (value.key,), {"name": name, "key": value.key}
     return (), {"name": name, "data": dumps(value)}
 
 
-def _received(client: Client, record: dict[str, Any], user_call: Any, op: str,
+def _received(client: ClientLike, record: dict[str, Any], user_call: Any, op: str,
               **payload: Any) -> Any:
     """What the scheduler handed back: the value, or a future this client now holds,
     announced with ``op`` on its batched stream (a confirmation, a queue release)."""
@@ -216,12 +211,12 @@ def _received(client: Client, record: dict[str, Any], user_call: Any, op: str,
 class Variable:
     """A named, cluster-wide value or future (``distributed.Variable``)."""
 
-    def __init__(self, name: str | None = None, client: Client | None = None):
+    def __init__(self, name: str | None = None, client: ClientLike | None = None):
         self.name = name or f"variable-{uuid.uuid4().hex}"
         self._client = client
 
     @property
-    def client(self) -> Client:
+    def client(self) -> ClientLike:
         return _client(self._client)
 
     def set(self, value: Any, timeout: Any = "30 s", **kwargs: Any) -> None:
@@ -254,7 +249,7 @@ class Variable:
 class Queue:
     """A cluster-wide FIFO of values and futures (``distributed.Queue``)."""
 
-    def __init__(self, name: str | None = None, client: Client | None = None, maxsize: int = 0):
+    def __init__(self, name: str | None = None, client: ClientLike | None = None, maxsize: int = 0):
         self.name = name or f"queue-{uuid.uuid4().hex}"
         self._client = client
         self.maxsize = maxsize
@@ -267,7 +262,7 @@ class Queue:
             self._created = True
 
     @property
-    def client(self) -> Client:
+    def client(self) -> ClientLike:
         return _client(self._client)
 
     def put(self, value: Any, timeout: float | None = None, **kwargs: Any) -> None:
@@ -318,7 +313,7 @@ def answered(reply: dict[str, Any]) -> dict[str, Any]:
     return reply
 
 
-def _waited(client: Client, op: str, timeout: Any, **payload: Any) -> bool:
+def _waited(client: ClientLike, op: str, timeout: Any, **payload: Any) -> bool:
     """A call the scheduler parks until it can answer: True when answered, False at the
     timeout (dask's event and semaphore waits return False rather than raise)."""
     try:
@@ -332,12 +327,12 @@ class Event:
     """A cluster-wide flag, cleared at first (``distributed.Event``): ``wait`` blocks until
     some client sets it."""
 
-    def __init__(self, name: str | None = None, client: Client | None = None):
+    def __init__(self, name: str | None = None, client: ClientLike | None = None):
         self.name = name or f"event-{uuid.uuid4().hex}"
         self._client = client
 
     @property
-    def client(self) -> Client:
+    def client(self) -> ClientLike:
         return _client(self._client)
 
     def wait(self, timeout: Any = None) -> bool:
@@ -366,7 +361,7 @@ class Semaphore:
     not (as with ``distributed.scheduler.locks.lease-timeout: inf``)."""
 
     def __init__(self, max_leases: int = 1, name: str | None = None, scheduler_rpc: Any = None,
-                 loop: Any = None, *, client: Client | None = None):
+                 loop: Any = None, *, client: ClientLike | None = None):
         self.name = name or f"semaphore-{uuid.uuid4().hex}"
         self.max_leases = max_leases
         self.id = uuid.uuid4().hex
@@ -375,7 +370,7 @@ class Semaphore:
         self._registered = False
 
     @property
-    def client(self) -> Client:
+    def client(self) -> ClientLike:
         return _client(self._client)
 
     def register(self, **kwargs: Any) -> None:
@@ -429,7 +424,7 @@ class Lock(Semaphore):
     """``distributed.Lock``: a Semaphore of one lease, as dask's is."""
 
     def __init__(self, name: str | None = None, scheduler_rpc: Any = None, loop: Any = None,
-                 *, client: Client | None = None):
+                 *, client: ClientLike | None = None):
         super().__init__(max_leases=1, name=name, client=client)
 
     def acquire(self, blocking: bool = True, timeout: Any = None) -> bool:

@@ -24,22 +24,20 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator, Mapping, MutableMapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .client_parts import ClientLike, FutureBase
+from .coordination import futures_of
 from .protocol import messages as m
 from .protocol.serialize import dumps, loads
-
-if TYPE_CHECKING:
-    from .client import Client
+from .userline import user_cell
 
 #: ``get_dataset``'s default when none is given (dask's ``no_default``).
 no_default = "__no_default__"
 
 
-def _marker(client: Client) -> str:
+def _marker(client: ClientLike) -> str:
     """Send the marker on the client's stream; the uid the scheduler waits for."""
-    from .client import user_cell
-
     uid = uuid.uuid4().hex
     with client.cluster.call(user_cell()) as user_call:
         user_call.send(client._state.send(m.PUBLISH_FLUSH, uid=uid))
@@ -51,10 +49,8 @@ def _raise(reply: dict[str, Any]) -> None:
         raise KeyError(reply["text"])
 
 
-def publish_dataset(client: Client, *args: Any, name: Any = None, override: bool = False,
+def publish_dataset(client: ClientLike, *args: Any, name: Any = None, override: bool = False,
                     **kwargs: Any) -> None:
-    from .coordination import futures_of
-
     client._check_open(m.PUBLISH_PUT)
     names, data = list(kwargs), list(kwargs.values())
     if name:
@@ -89,10 +85,7 @@ def publish_dataset(client: Client, *args: Any, name: Any = None, override: bool
                        holds=keys, data=blobs, override=override, uid=uid))
 
 
-def get_dataset(client: Client, name: Any, default: Any = no_default) -> Any:
-    from .client import Future, user_cell
-    from .coordination import futures_of
-
+def get_dataset(client: ClientLike, name: Any, default: Any = no_default) -> Any:
     names = name if isinstance(name, list) else [name]
     reply = client._ask(m.PUBLISH_GET, names=names)
     outs = []
@@ -105,7 +98,7 @@ def get_dataset(client: Client, name: Any, default: Any = no_default) -> Any:
                 continue
             value = loads(record["data"])  # its futures unbound, as dask's until bound here
             for f in futures_of(value):
-                if isinstance(f, Future) and f.client is None:
+                if isinstance(f, FutureBase) and f.client is None:
                     # dask's ``bind_client``: a reference of this client's, announced on its
                     # stream (``_inform_scheduler_of_futures``).
                     f._fs, messages, f.id = client._state.adopt(f.key, None)
@@ -117,7 +110,7 @@ def get_dataset(client: Client, name: Any, default: Any = no_default) -> Any:
     return outs if isinstance(name, list) else outs[0]
 
 
-def unpublish_dataset(client: Client, name: Any) -> None:
+def unpublish_dataset(client: ClientLike, name: Any) -> None:
     names = name if isinstance(name, list) else [name]
     if client.cluster.variant.unpublish_unordered:
         client._ask(m.PUBLISH_DELETE, names=names)  # until PR 9217: at once
@@ -126,7 +119,7 @@ def unpublish_dataset(client: Client, name: Any) -> None:
     client._ask(m.PUBLISH_DELETE, names=names, uid=uid)
 
 
-def list_datasets(client: Client) -> list[Any]:
+def list_datasets(client: ClientLike) -> list[Any]:
     return client._ask(m.PUBLISH_LIST)["names"]
 
 
@@ -135,7 +128,7 @@ class Datasets(MutableMapping):
 
     __slots__ = ("_client",)
 
-    def __init__(self, client: Client):
+    def __init__(self, client: ClientLike):
         self._client = client
 
     def __getitem__(self, key: Any) -> Any:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .client_parts import current_client
+from .coordination import answered
 from .errors import NotModelledError
 from .protocol import messages as m
 
@@ -23,8 +25,6 @@ def _no_plot(plot: Any) -> None:
 
 
 def _ask(client: Any, op: str, **payload: Any) -> Any:
-    from .coordination import answered
-
     return answered(client._ask(op, **payload))["value"]
 
 
@@ -55,12 +55,10 @@ class get_task_stream:  # noqa: N801 - dask's name
 
     def __init__(self, client: Any = None, plot: Any = False,
                  filename: str = "task-stream.html"):
-        from .dropin import _default_client
-
         _no_plot(plot)
         self.data: list[dict[str, Any]] = []
         self.figure = None
-        self.client = client or _default_client()
+        self.client = current_client(client)
         self._start_index: int | None = None
 
     def __enter__(self) -> get_task_stream:
