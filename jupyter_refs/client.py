@@ -643,7 +643,7 @@ class Client(ClusterCalls, TopicCalls, PluginCalls, TaskStreamCalls):
             raise NotModelledError(f"Client({', '.join(f'{k}=' for k in families)}) with "
                                    "worker processes", "an in-process cluster (processes=False) "
                                    "never serializes between client and workers, in dask too")
-        self._setup(address, address._register_client(name))
+        self._setup(address, address.register_client(name))
         self.scheduler_file = scheduler_file
         self.direct_to_workers = None  # dask's default: decided at each gather
         address.clients[self.name] = self
@@ -979,7 +979,7 @@ class Client(ClusterCalls, TopicCalls, PluginCalls, TaskStreamCalls):
         its reference first and the release only decrements; taken after, the key would be
         released, and no graph sent for the new future."""
         cluster = self.cluster
-        if not cluster.drops_waiting:
+        if not cluster.pending_drops:
             return {}
         held = self._state.futures
         with cluster.locked():
@@ -1596,5 +1596,42 @@ nbytes recreate_error_locally recreate_task_locally
 """.split())
 
 
-#: The driver's constructors (``client_parts.py``): a cluster makes clients and futures.
-client_parts.provide(Client, Client._wrap, Future._bound, Future)
+
+class _Internals:
+    """``client_parts.Internals``: what the parts and the driver need of a Client's and a
+    Future's insides, in one place, so that no other module reads them."""
+
+    make = staticmethod(lambda cluster, name: Client(cluster, name=name))
+    wrap = staticmethod(Client._wrap)
+    bound = staticmethod(Future._bound)
+    unbound = staticmethod(Future)
+
+    @staticmethod
+    def ask(client: Client, op: str, keys: tuple[str, ...], payload: dict[str, Any]
+            ) -> dict[str, Any]:
+        return client._ask(op, keys, **payload)
+
+    @staticmethod
+    def actor(client: Client) -> ClientState:
+        return client._state
+
+    @staticmethod
+    def future(client: Client, key: str, origin: str) -> Future:
+        return client._future(key, origin)[0]
+
+    @staticmethod
+    def check_open(client: Client, op: str) -> None:
+        client._check_open(op)
+
+    @staticmethod
+    def state(future: Future) -> FutureState | None:
+        return future._fs
+
+    @staticmethod
+    def adopt(future: Future, client: Client) -> list[Message]:
+        future._fs, messages, future.id = client._state.adopt(future.key, None)
+        future.client = client
+        return messages
+
+
+client_parts.provide(_Internals())

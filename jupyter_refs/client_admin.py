@@ -15,7 +15,7 @@ import inspect
 import threading
 from typing import TYPE_CHECKING, Any
 
-from .client_parts import FutureBase
+from .client_parts import FutureBase, ask
 from .coordination import answered, futures_of, wait
 from .errors import NotModelledError
 from .protocol import messages as m
@@ -71,7 +71,7 @@ class AMMProxy:
 
     def _run(self, method: str) -> Any:
 
-        return answered(self._client._ask(m.AMM_HANDLER, method=method))["value"]
+        return answered(ask(self._client, m.AMM_HANDLER, method=method))["value"]
 
     def start(self) -> None:
         return self._run("start")

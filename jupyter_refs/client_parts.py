@@ -11,9 +11,10 @@ module instead, as the scheduler's parts read it through ``protocol/parts.py``:
 * :class:`ClientLike` and :class:`FutureLike` — what they call on a client and a future;
 * :class:`FutureBase` — the base class of ``client.Future``, for ``isinstance``;
 * the default client (``default_client()``, dask's ``Client.current``);
-* :func:`make_client`, :func:`wrap_client`, :func:`bound_future`, :func:`unbound_future` —
-  the constructors the driver calls, which ``client.py`` hands in once, as it is imported
-  (:func:`provide`).
+* :class:`Internals` — what only ``client.py`` can do (make a client or a future, ask the
+  scheduler for a client, reach a client's actor or a future's state), which it hands in
+  once, as it is imported (:func:`provide`); the functions :func:`ask`, :func:`actor`,
+  :func:`make_client` … call it.
 
 The dependency runs one way: ``client.py`` imports its parts and the driver, they import this.
 """
@@ -21,7 +22,6 @@ The dependency runs one way: ``client.py`` imports its parts and the driver, the
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
 from typing import Any, Protocol
 
 
@@ -40,23 +40,16 @@ class ClientState(Protocol):
 
 
 class ClientLike(Protocol):
-    """What the parts call on a ``client.Client`` (its own names, kept private there so
-    that a Client shows dask's public API and no more)."""
+    """What the parts read of a ``client.Client``: its public names.  What needs its insides
+    goes through :class:`Internals` (a Client shows dask's public API, and no more)."""
 
     cluster: Any  # the Cluster (cluster.py), None once disposed
-    _state: ClientState
 
     @property
     def name(self) -> str: ...
 
     @property
     def status(self) -> str: ...
-
-    def _ask(self, op: str, keys: tuple[str, ...] = (), **payload: Any) -> dict[str, Any]: ...
-
-    def _future(self, key: str, origin: str) -> tuple[FutureLike, bool]: ...
-
-    def _check_open(self, op: str = "update-graph") -> None: ...
 
 
 class FutureLike(Protocol):
@@ -113,44 +106,94 @@ def current_client(client: Any = None) -> Any:
     return client
 
 
-# -- what the driver makes ----------------------------------------------------------------
+# -- what only client.py can do ---------------------------------------------------------
 
-class _Constructors:
-    """``client.py``'s constructors, handed in by :func:`provide` when it is imported."""
+class Internals(Protocol):
+    """What the parts and the driver ask of ``client.py`` that touches a Client's or a
+    Future's insides: implemented there once (``client._Internals``), handed in by
+    :func:`provide`, called through the functions below.  A Client keeps dask's public
+    surface, and no other module reads its private attributes."""
 
-    make: Callable[..., Any]
-    wrap: Callable[[Any, Any], Any]
-    bound: Callable[[Any, str, Any, int], Any]
-    unbound: Callable[[str], Any]
+    def make(self, cluster: Any, name: str | None) -> Any: ...
+
+    def wrap(self, cluster: Any, state: Any) -> Any: ...
+
+    def bound(self, client: Any, key: str, fs: Any, future_id: int) -> Any: ...
+
+    def unbound(self, key: str) -> Any: ...
+
+    def ask(self, client: Any, op: str, keys: tuple[str, ...], payload: dict[str, Any]
+            ) -> dict[str, Any]: ...
+
+    def actor(self, client: Any) -> ClientState: ...
+
+    def future(self, client: Any, key: str, origin: str) -> Any: ...
+
+    def check_open(self, client: Any, op: str) -> None: ...
+
+    def state(self, future: Any) -> Any: ...
+
+    def adopt(self, future: Any, client: Any) -> list[Any]: ...
 
 
-_made = _Constructors()
+_internals: list[Internals] = []
 
 
-def provide(make: Callable[..., Any], wrap: Callable[[Any, Any], Any],
-            bound: Callable[[Any, str, Any, int], Any], unbound: Callable[[str], Any]) -> None:
-    """``client.py``, as it is imported: how to make a client of a cluster
-    (``Client(cluster, name=)``), wrap a client's actor (a worker's own client), and make a
-    future bound to a client or unbound.  Always done before a cluster exists:
-    ``jupyter_refs`` imports ``client.py``, which imports ``cluster.py``."""
-    _made.make, _made.wrap, _made.bound, _made.unbound = make, wrap, bound, unbound
+def provide(internals: Internals) -> None:
+    """``client.py``, as it is imported.  Always before a cluster or a part is used:
+    ``jupyter_refs`` imports ``client.py``, and ``client.py`` its parts."""
+    _internals[:] = [internals]
 
 
 def make_client(cluster: Any, name: str | None = None) -> Any:
     """A new ``Client`` of ``cluster`` (``cluster.client()``)."""
-    return _made.make(cluster, name=name)
+    return _internals[0].make(cluster, name)
 
 
 def wrap_client(cluster: Any, state: Any) -> Any:
     """A ``Client`` around an existing actor (a worker's own client)."""
-    return _made.wrap(cluster, state)
+    return _internals[0].wrap(cluster, state)
 
 
 def bound_future(client: Any, key: str, fs: Any, future_id: int) -> Any:
     """A ``Future`` for a reference ``client`` has just counted."""
-    return _made.bound(client, key, fs, future_id)
+    return _internals[0].bound(client, key, fs, future_id)
 
 
 def unbound_future(key: str) -> Any:
     """A ``Future`` that holds nothing (a task's argument under today's dask)."""
-    return _made.unbound(key)
+    return _internals[0].unbound(key)
+
+
+def ask(client: Any, op: str, keys: tuple[str, ...] = (), **payload: Any) -> dict[str, Any]:
+    """An RPC of ``client``'s to the scheduler, waited for: the reply (dask's
+    ``client.scheduler.<op>(...)``)."""
+    return _internals[0].ask(client, op, keys, payload)
+
+
+def actor(client: Any) -> ClientState:
+    """The actor behind ``client`` (``protocol.client.ClientState``): what it sends on its
+    stream goes through it."""
+    return _internals[0].actor(client)
+
+
+def future_for(client: Any, key: str, origin: str) -> Any:
+    """A new reference of ``client``'s to ``key``, counted (a Variable's or a Queue's key)."""
+    return _internals[0].future(client, key, origin)
+
+
+def check_open(client: Any, op: str) -> None:
+    """Raise dask's ``ClosedClientError`` if ``client`` is closed (``op``: what it was to send)."""
+    _internals[0].check_open(client, op)
+
+
+def state_of(future: Any) -> Any:
+    """The ``FutureState`` behind ``future`` (its reason, error and when it was done), or
+    None while it is unbound."""
+    return _internals[0].state(future)
+
+
+def adopt(future: Any, client: Any) -> list[Any]:
+    """Bind an unbound ``future`` to ``client`` in place (dask's ``bind_client``): a
+    reference of ``client``'s now; the messages that announce it on its stream."""
+    return _internals[0].adopt(future, client)

@@ -195,7 +195,7 @@ class UserCall:
         cluster._lock.acquire()
         self._scoped = gcscope.enter()
         try:
-            cluster._begin_call(self.cell)
+            cluster.begin_call(self.cell)
         except BaseException:
             if self._scoped:
                 gcscope.leave()
@@ -369,7 +369,7 @@ class Cluster:
         self.closed = False
         #: Hand each call's events to the subscribers when it returns (the explorer, which
         #: reads the verdict once per run, turns this off).
-        self._flush_calls = True
+        self.flush_calls = True
         # Bounded with the trace, as a dask tracer's (``quiet_limit_for``): a live session
         # makes keys without end, and the history of every one ever forgotten grew with it.
         self.checks = (Checks(self.trace, quiet_limit=quiet_limit_for(trace_capacity))
@@ -420,7 +420,7 @@ class Cluster:
                 return client
         return client_parts.make_client(self)
 
-    def _register_client(self, name: str | None) -> ClientState:
+    def register_client(self, name: str | None) -> ClientState:
         """The actor behind a new ``Client``: named, traced, on the network."""
         with self.locked():
             self._check_open()
@@ -467,7 +467,7 @@ class Cluster:
             self._process_drops()
             deliver, next_ = self._deliver, self._next
             for _ in range(n):
-                if interrupts._pending:
+                if interrupts.pending:
                     interrupts.check()  # between two deliveries, the state is whole
                 msg = next_(True)
                 if msg is None:
@@ -618,7 +618,7 @@ class Cluster:
             self.checks.close()
             self.checks = None
         for worker in self.workers.values():
-            worker._bind = None
+            worker.bind = None
         for client in (*self.clients.values(), *self._worker_clients.values()):
             client.cluster = None
         for actor in self._actors.values():
@@ -719,7 +719,7 @@ class Cluster:
             record = self.trace.record
             for actor in self._actors.values():
                 actor.record = record
-            self._ids._record = record
+            self._ids.record = record
         self.trace.flush()
         return new
 
@@ -791,7 +791,7 @@ class Cluster:
             return client_parts.unbound_future(key)  # today's dask: unbound, it holds nothing
         return client_parts.bound_future(self._client_of(state), key, fs, future_id)
 
-    def _begin_call(self, cell: str | None) -> None:
+    def begin_call(self, cell: str | None) -> None:
         """Entering a user call: under the lock, before any of its messages.
 
         A task may call the cluster (nested submission): on a worker thread it
@@ -808,7 +808,7 @@ class Cluster:
         self.trace.user_line = None
         if self.policy.drains and not self.live:
             self._drain_network()
-        if self._flush_calls:
+        if self.flush_calls:
             self.trace.flush()
         if self.live:
             self._cond.notify_all()
@@ -834,9 +834,21 @@ class Cluster:
                 msg.payload = {**msg.payload, "sent_at": time.time()}
 
     @property
-    def drops_waiting(self) -> bool:
-        """Whether dropped futures wait for the next safe point to be released."""
-        return bool(self._drops)
+    def pending_drops(self) -> deque[tuple[ClientState, str, str | None]]:
+        """The futures dropped and not released yet, oldest first: (client actor, key, the
+        user's line); they are released at the next safe point.  Read, never change."""
+        return self._drops
+
+    @property
+    def actor_states(self) -> dict[str, Any]:
+        """Every actor by name: the scheduler's, workers' and clients' state machines.  Read,
+        never change (the explorer's state fingerprint)."""
+        return self._actors
+
+    @property
+    def network(self) -> Network:
+        """The messages in flight, per channel (``network.py``)."""
+        return self._network
 
     def running(self) -> list[TaskRun]:
         """The task runs not finished yet: on worker threads, and the one this thread runs."""
@@ -917,7 +929,7 @@ class Cluster:
         if current_run.get() is not None and isinstance(self.policy, Immediate):
             next_ = self._next_in_task  # a task waits: the others run beside it, not inside
         while not done():
-            if interrupts._pending:
+            if interrupts.pending:
                 interrupts.check()  # between two deliveries, the state is whole
             if self.closed:
                 self._check_open()
@@ -1009,7 +1021,7 @@ class Cluster:
         """
         oldest = self._network.oldest_message
         while True:
-            if interrupts._pending:
+            if interrupts.pending:
                 interrupts.check()
             if self._drops:
                 self._process_drops()

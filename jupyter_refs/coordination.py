@@ -21,7 +21,16 @@ from typing import Any
 
 from dask.utils import parse_timedelta
 
-from .client_parts import ClientLike, FutureBase, FutureLike, default_client
+from .client_parts import (
+    ClientLike,
+    FutureBase,
+    FutureLike,
+    actor,
+    ask,
+    default_client,
+    future_for,
+    state_of,
+)
 from .errors import (
     FutureCancelledError,
     FuturesCancelledError,
@@ -94,8 +103,8 @@ def wait(fs: Any, timeout: float | None = None,
     if cancelled:
         raise dask_flavoured(FuturesCancelledError)([
             dask_flavoured(FutureCancelledError)(
-                f.key, f._fs.reason, f._fs.error.decode() if f._fs.error else None)
-            for f in cancelled])
+                f.key, fs.reason, fs.error.decode() if fs.error else None)
+            for f in cancelled for fs in [state_of(f)]])
     return DoneAndNotDoneFutures(done_set, {f for f in futures if f.status == PENDING})
 
 
@@ -137,7 +146,7 @@ class as_completed(Iterator[Any]):  # noqa: N801 - dask's name
 
     def _ready(self) -> list[FutureLike]:
         ready = [f for f in self.futures if f.status in DONE]
-        return sorted(ready, key=lambda f: f._fs.done_seq)
+        return sorted(ready, key=lambda f: state_of(f).done_seq)
 
     def __next__(self) -> Any:
         if not self.futures:
@@ -181,11 +190,11 @@ def _client(client: ClientLike | None) -> ClientLike:
 
 def _as_future(client: ClientLike, reply: dict[str, Any]) -> FutureLike:
     """A future for a key the scheduler handed out (a Variable's or a Queue's)."""
-    future, _ = client._future(reply["value"], "variable")
-    fs = future._fs
+    future = future_for(client, reply["value"], "variable")
+    fs = state_of(future)
     if reply.get("state") == "erred" and fs.state == PENDING:
         fs.error = reply.get("exception")
-        client._state.set_state(future.key, fs, ERROR, None, reply.get("text"))
+        actor(client).set_state(future.key, fs, ERROR, None, reply.get("text"))
     return future
 
 
@@ -204,7 +213,7 @@ def _received(client: ClientLike, record: dict[str, Any], user_call: Any, op: st
         return loads(record["value"])
     future = _as_future(client, record)
     # The hold it is: fixed's scheduler reports on the key to this hold (dask ignores it).
-    user_call.send(client._state.send(op, (future.key,), gen=future._fs.gen, **payload))
+    user_call.send(actor(client).send(op, (future.key,), gen=state_of(future).gen, **payload))
     return future
 
 
@@ -226,18 +235,18 @@ class Variable:
         (dask's ``"30 s"``, or seconds), then raises ``TimeoutError``, as dask's poll does.
         """
         keys, payload = _stored(self.name, value)
-        self.client._ask(m.VARIABLE_SET, keys, timeout=parse_timedelta(timeout), **payload)
+        ask(self.client, m.VARIABLE_SET, keys, timeout=parse_timedelta(timeout), **payload)
 
     def get(self, timeout: float | None = None, **kwargs: Any) -> Any:
         """The value; a future comes back as this client's, confirmed to the scheduler."""
         client = self.client
-        reply = client._ask(m.VARIABLE_GET, name=self.name, timeout=timeout)
+        reply = ask(client, m.VARIABLE_GET, name=self.name, timeout=timeout)
         with client.cluster.call(None) as user_call:
             return _received(client, reply, user_call, m.VARIABLE_CONFIRM, name=self.name,
                              token=reply.get("token"))
 
     def delete(self) -> None:
-        self.client._ask(m.VARIABLE_DELETE, name=self.name)
+        ask(self.client, m.VARIABLE_DELETE, name=self.name)
 
     def __reduce__(self) -> tuple:
         return Variable, (self.name,)
@@ -258,7 +267,7 @@ class Queue:
 
     def _create(self) -> None:
         if not self._created:
-            self.client._ask(m.QUEUE_CREATE, name=self.name, maxsize=self.maxsize)
+            ask(self.client, m.QUEUE_CREATE, name=self.name, maxsize=self.maxsize)
             self._created = True
 
     @property
@@ -268,14 +277,14 @@ class Queue:
     def put(self, value: Any, timeout: float | None = None, **kwargs: Any) -> None:
         self._create()
         keys, payload = _stored(self.name, value)
-        self.client._ask(m.QUEUE_PUT, keys, timeout=timeout, **payload)
+        ask(self.client, m.QUEUE_PUT, keys, timeout=timeout, **payload)
 
     def get(self, timeout: float | None = None, batch: bool | int = False, **kwargs: Any) -> Any:
         """The next item (``batch=True``: all of them; ``batch=n``: the next n)."""
         self._create()
         client = self.client
         n = None if batch is True else (batch or None)
-        reply = client._ask(m.QUEUE_GET, name=self.name, timeout=timeout, batch=bool(batch), n=n)
+        reply = ask(client, m.QUEUE_GET, name=self.name, timeout=timeout, batch=bool(batch), n=n)
         with client.cluster.call(None) as user_call:
             out = [_received(client, record, user_call, m.QUEUE_FUTURE_RELEASE, name=self.name)
                    for record in reply["records"]]
@@ -283,10 +292,10 @@ class Queue:
 
     def qsize(self, **kwargs: Any) -> int:
         self._create()
-        return self.client._ask(m.QUEUE_QSIZE, name=self.name)["qsize"]
+        return ask(self.client, m.QUEUE_QSIZE, name=self.name)["qsize"]
 
     def close(self) -> None:
-        self.client._ask(m.QUEUE_RELEASE, name=self.name)
+        ask(self.client, m.QUEUE_RELEASE, name=self.name)
 
     def __reduce__(self) -> tuple:
         return _unpickled_queue, (self.name, self.maxsize)
@@ -317,7 +326,7 @@ def _waited(client: ClientLike, op: str, timeout: Any, **payload: Any) -> bool:
     """A call the scheduler parks until it can answer: True when answered, False at the
     timeout (dask's event and semaphore waits return False rather than raise)."""
     try:
-        answered(client._ask(op, timeout=parse_timedelta(timeout), **payload))
+        answered(ask(client, op, timeout=parse_timedelta(timeout), **payload))
     except TimeoutError:
         return False
     return True
@@ -340,13 +349,13 @@ class Event:
         return _waited(self.client, m.EVENT_WAIT, timeout, name=self.name)
 
     def set(self) -> None:
-        self.client._ask(m.EVENT_SET, name=self.name)
+        ask(self.client, m.EVENT_SET, name=self.name)
 
     def clear(self) -> None:
-        self.client._ask(m.EVENT_CLEAR, name=self.name)
+        ask(self.client, m.EVENT_CLEAR, name=self.name)
 
     def is_set(self) -> bool:
-        return self.client._ask(m.EVENT_IS_SET, name=self.name)["value"]
+        return ask(self.client, m.EVENT_IS_SET, name=self.name)["value"]
 
     def __reduce__(self) -> tuple:
         return Event, (self.name,)
@@ -375,7 +384,7 @@ class Semaphore:
 
     def register(self, **kwargs: Any) -> None:
         if not self._registered:
-            answered(self.client._ask(m.SEMAPHORE_REGISTER, name=self.name,
+            answered(ask(self.client, m.SEMAPHORE_REGISTER, name=self.name,
                                      max_leases=self.max_leases))
             self._registered = True
 
@@ -392,15 +401,15 @@ class Semaphore:
         """Give the oldest lease back (``RuntimeError`` if this one holds none)."""
         if not self._leases:
             raise RuntimeError("Released too often")
-        self.client._ask(m.SEMAPHORE_RELEASE, name=self.name, lease_id=self._leases.pop(0))
+        ask(self.client, m.SEMAPHORE_RELEASE, name=self.name, lease_id=self._leases.pop(0))
         return True
 
     def get_value(self) -> int:
         """How many leases are held."""
-        return self.client._ask(m.SEMAPHORE_VALUE, name=self.name)["value"]
+        return ask(self.client, m.SEMAPHORE_VALUE, name=self.name)["value"]
 
     def close(self) -> None:
-        self.client._ask(m.SEMAPHORE_CLOSE, name=self.name)
+        ask(self.client, m.SEMAPHORE_CLOSE, name=self.name)
 
     def __enter__(self) -> Semaphore:
         self.acquire()

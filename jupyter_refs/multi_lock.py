@@ -13,7 +13,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from .client_parts import current_client
+from .client_parts import ask, current_client
 from .coordination import answered
 from .protocol import messages as m
 
@@ -36,7 +36,7 @@ class MultiLock:
                 raise ValueError("can't specify a timeout for a non-blocking call")
             timeout = 0
         try:
-            result = answered(self.client._ask(
+            result = answered(ask(self.client,
                 m.MULTI_LOCK_ACQUIRE, locks=self.names, id=self.id, timeout=timeout,
                 num_locks=num_locks or len(self.names)))["value"]
         except TimeoutError:
@@ -48,7 +48,7 @@ class MultiLock:
         """Give the locks back (``ValueError`` if not acquired)."""
         if not self.locked():
             raise ValueError("Lock is not yet acquired")
-        answered(self.client._ask(m.MULTI_LOCK_RELEASE, id=self.id))
+        answered(ask(self.client, m.MULTI_LOCK_RELEASE, id=self.id))
         self._locked = False
 
     def locked(self) -> bool:

@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Iterator, Mapping, MutableMapping
 from typing import Any
 
-from .client_parts import ClientLike, FutureBase
+from .client_parts import ClientLike, FutureBase, actor, adopt, ask, check_open
 from .coordination import futures_of
 from .protocol import messages as m
 from .protocol.serialize import dumps, loads
@@ -40,7 +40,7 @@ def _marker(client: ClientLike) -> str:
     """Send the marker on the client's stream; the uid the scheduler waits for."""
     uid = uuid.uuid4().hex
     with client.cluster.call(user_cell()) as user_call:
-        user_call.send(client._state.send(m.PUBLISH_FLUSH, uid=uid))
+        user_call.send(actor(client).send(m.PUBLISH_FLUSH, uid=uid))
     return uid
 
 
@@ -51,7 +51,7 @@ def _raise(reply: dict[str, Any]) -> None:
 
 def publish_dataset(client: ClientLike, *args: Any, name: Any = None, override: bool = False,
                     **kwargs: Any) -> None:
-    client._check_open(m.PUBLISH_PUT)
+    check_open(client, m.PUBLISH_PUT)
     names, data = list(kwargs), list(kwargs.values())
     if name:
         if not args:
@@ -70,24 +70,24 @@ def publish_dataset(client: ClientLike, *args: Any, name: Any = None, override: 
     if client.cluster.variant.publish_unordered:
         # Until PR 8577: a put per name, at once (it may overtake the graph on the stream).
         for name_i, keys_i, blob in zip(names, keys, blobs, strict=True):
-            _raise(client._ask(m.PUBLISH_PUT, keys_i, names=[name_i], holds=[keys_i],
+            _raise(ask(client, m.PUBLISH_PUT, keys_i, names=[name_i], holds=[keys_i],
                                data=[blob], override=override))
         return
     uid = _marker(client)
     if client.cluster.variant.unpublish_unordered:
         # Until PR 9217: per name, an RPC that waits for the marker, then the put.
         for name_i, keys_i, blob in zip(names, keys, blobs, strict=True):
-            client._ask(m.PUBLISH_WAIT_FLUSH, uid=uid)
-            _raise(client._ask(m.PUBLISH_PUT, keys_i, names=[name_i], holds=[keys_i],
+            ask(client, m.PUBLISH_WAIT_FLUSH, uid=uid)
+            _raise(ask(client, m.PUBLISH_PUT, keys_i, names=[name_i], holds=[keys_i],
                                data=[blob], override=override))
         return
-    _raise(client._ask(m.PUBLISH_PUT, tuple(k for ks in keys for k in ks), names=names,
+    _raise(ask(client, m.PUBLISH_PUT, tuple(k for ks in keys for k in ks), names=names,
                        holds=keys, data=blobs, override=override, uid=uid))
 
 
 def get_dataset(client: ClientLike, name: Any, default: Any = no_default) -> Any:
     names = name if isinstance(name, list) else [name]
-    reply = client._ask(m.PUBLISH_GET, names=names)
+    reply = ask(client, m.PUBLISH_GET, names=names)
     outs = []
     with client.cluster.call(user_cell()) as user_call:
         for record in reply["datasets"]:
@@ -101,26 +101,24 @@ def get_dataset(client: ClientLike, name: Any, default: Any = no_default) -> Any
                 if isinstance(f, FutureBase) and f.client is None:
                     # dask's ``bind_client``: a reference of this client's, announced on its
                     # stream (``_inform_scheduler_of_futures``).
-                    f._fs, messages, f.id = client._state.adopt(f.key, None)
-                    f.client = client
-                    user_call.send(messages)
+                    user_call.send(adopt(f, client))
             outs.append(value)
         if "token" in reply:  # fixed: after our desires on the stream, let the get's hold go
-            user_call.send(client._state.send(m.PUBLISH_GET_CONFIRM, token=reply["token"]))
+            user_call.send(actor(client).send(m.PUBLISH_GET_CONFIRM, token=reply["token"]))
     return outs if isinstance(name, list) else outs[0]
 
 
 def unpublish_dataset(client: ClientLike, name: Any) -> None:
     names = name if isinstance(name, list) else [name]
     if client.cluster.variant.unpublish_unordered:
-        client._ask(m.PUBLISH_DELETE, names=names)  # until PR 9217: at once
+        ask(client, m.PUBLISH_DELETE, names=names)  # until PR 9217: at once
         return
     uid = _marker(client)
-    client._ask(m.PUBLISH_DELETE, names=names, uid=uid)
+    ask(client, m.PUBLISH_DELETE, names=names, uid=uid)
 
 
 def list_datasets(client: ClientLike) -> list[Any]:
-    return client._ask(m.PUBLISH_LIST)["names"]
+    return ask(client, m.PUBLISH_LIST)["names"]
 
 
 class Datasets(MutableMapping):

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .client_parts import ClientLike, FutureBase, FutureLike, current_client
+from .client_parts import ClientLike, FutureBase, FutureLike, actor, current_client
 from .cluster import current_run
 from .protocol import messages as m
 from .protocol.messages import FIRE_AND_FORGET
@@ -108,7 +108,7 @@ def fire_and_forget(obj: Any) -> None:
     """
     for future in _futures_of(obj):
         client = future.client
-        state = client._state
+        state = actor(client)
         fs = state.futures.get(future.key)
         gen = fs.gen if fs is not None else 0
         with client.cluster.call(None) as user_call:

@@ -139,3 +139,114 @@ def test_a_deferred_or_type_only_import_closes_a_circle(tmp_path):
     graph = import_graph(package)
     assert graph["pkg.b"] == {"pkg.a": 2} and graph["pkg.e"] == {"pkg.a": 1}
     assert circles(graph) == [["pkg.a", "pkg.b"], ["pkg.c", "pkg.d"]]
+
+
+# -- private names ------------------------------------------------------------------------
+
+#: A line carrying this comment reaches into an object that is not the package's: dask's
+#: (the adapter drives distributed's comms and clients) or Python's (asyncio's loop).  Their
+#: private names are theirs to change; the rule is about the package's own modules.
+NOT_OURS = "# not ours:"
+
+
+def private(name: str) -> bool:
+    """``_x``: private.  ``__x__`` (Python's) and ``_x_`` (IPython's ``_repr_html_``,
+    ``_ipython_display_``) are protocols meant to be called from outside."""
+    return name.startswith("_") and not name.endswith("_")
+
+
+def definitions(trees: dict[str, ast.Module]) -> dict[str, set[str]]:
+    """Each private name -> the modules that define it: a function or class, an attribute
+    assigned on ``self`` / ``cls``, a name assigned at module or class level."""
+    where: dict[str, set[str]] = {}
+    for module, tree in trees.items():
+        for node in ast.walk(tree):
+            names: list[str] = []
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names.append(node.name)
+            elif (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
+                  and isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+                names.append(node.attr)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.append(node.id)
+            for name in names:
+                if private(name):
+                    where.setdefault(name, set()).add(module)
+    return where
+
+
+def crossings(package: pathlib.Path) -> list[str]:
+    """Every place a module of ``package`` uses another module's private name:
+
+    * ``from .x import _name`` (or ``from package.x import _name``);
+    * ``x._name`` where ``x`` is a module of the package this one imported;
+    * ``obj._name`` on anything but ``self`` / ``cls``, where ``_name`` is defined in another
+      module of the package and not in this one (``client._state._set_state`` in
+      coordination.py, ``cluster._drops`` in client.py, ``s._move`` in stealing.py).
+
+    The last is a heuristic, read without types: it cannot tell which class ``obj`` is, so
+    a private name that this module defines too is taken for its own (``other._key`` in a
+    class's ``__eq__``), and a mixin's ``self._ask`` is the class it is mixed into.
+    """
+    known = modules(package)
+    trees = {name: ast.parse(path.read_text(), str(path)) for name, path in known.items()}
+    lines = {name: path.read_text().splitlines() for name, path in known.items()}
+    where = definitions(trees)
+    found = []
+    for module, tree in trees.items():
+        is_package = known[module].name == "__init__.py"
+        imported_modules: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                targets = list(_imported(module, is_package, node, known))
+                for alias in node.names:
+                    if private(alias.name) and targets:
+                        found.append(f"{module}:{node.lineno}: imports {alias.name}")
+                    elif any(t.endswith("." + alias.name) for t in targets):
+                        imported_modules.add(alias.asname or alias.name)
+            elif isinstance(node, ast.Import):
+                imported_modules.update(alias.asname for alias in node.names
+                                        if alias.asname and alias.name in known)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Attribute) or not private(node.attr):
+                continue
+            if NOT_OURS in lines[module][node.lineno - 1]:
+                continue
+            owner = node.value
+            if isinstance(owner, ast.Name) and owner.id in imported_modules:
+                found.append(f"{module}:{node.lineno}: {owner.id}.{node.attr}")
+            elif isinstance(owner, ast.Name) and owner.id in ("self", "cls"):
+                continue
+            elif node.attr in where and module not in where[node.attr]:
+                found.append(f"{module}:{node.lineno}: {ast.unparse(node)} "
+                             f"(defined in {', '.join(sorted(where[node.attr]))})")
+    return found
+
+
+def test_no_module_reaches_into_another_modules_private_names():
+    assert not crossings(PACKAGE), "\n".join(crossings(PACKAGE))
+
+
+def test_the_crossings_issue_43_named_are_seen(tmp_path):
+    package = write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/interrupts.py": "_pending = False\n",
+        "pkg/dropin.py": "def _get_client():\n    pass\n",
+        "pkg/state.py": "class ClientState:\n    def _set_state(self):\n        pass\n",
+        "pkg/client.py": ("class Client:\n    def __init__(self, state):\n        self._state = state\n"
+                          "    def drops(self, cluster):\n        return cluster._drops\n"),
+        "pkg/cluster.py": ("from . import interrupts\nclass Cluster:\n    def __init__(self):\n"
+                           "        self._drops = []\n        self._key = 1\n"
+                           "    def __eq__(self, other):\n        return self._key == other._key\n"
+                           "    def step(self):\n        return interrupts._pending\n"),
+        "pkg/coordination.py": ("from .dropin import _get_client\n"
+                                "def as_future(client):\n    client._state._set_state()\n"
+                                "    loop._scheduled[0]._drops  # not ours: asyncio's\n"),
+    })
+    assert sorted(crossings(package)) == [
+        "pkg.client:5: cluster._drops (defined in pkg.cluster)",
+        "pkg.cluster:9: interrupts._pending",
+        "pkg.coordination:1: imports _get_client",
+        "pkg.coordination:3: client._state (defined in pkg.client)",
+        "pkg.coordination:3: client._state._set_state (defined in pkg.state)",
+    ]
