@@ -43,11 +43,11 @@ from dask._task_spec import TaskRef
 from dask.utils import funcname, typename
 
 from . import arguments, client_parts, gcscope, interrupts, publish
-from .addresses import SchedulerRPC
+from .addresses import SchedulerRPC, cluster_at
 from .client_admin import ClusterCalls
 from .client_events import TopicCalls
 from .client_parts import FutureBase, default_client, make_default
-from .cluster import Cluster, cluster_at, current_run
+from .cluster import Cluster, current_run
 from .computation_code import computation_code
 from .coordination import answered, futures_of
 from .errors import (
@@ -501,7 +501,6 @@ _LOOP = EventLoop()
 #: (dask asks forever; the model says the data is lost).
 _GATHER_ATTEMPTS = 3
 
-#: Clients made as the default, oldest first (weakly: a dropped or disposed client goes).
 #: dask's scheduler settings made by kernel-side clients, oldest first: (what was set, the
 #: ``dask.config.set`` that restores what it replaced).
 _dask_config: list[tuple[Any, Any]] = []
@@ -614,7 +613,7 @@ class Client(ClusterCalls, TopicCalls, PluginCalls, TaskStreamCalls):
     """A client of a kernel-side :class:`~jupyter_refs.cluster.Cluster`, with dask's API.
 
     ``Client(cluster)`` or ``cluster.client()``; ``Client()`` — or ``Client(n_workers=…,
-    threads_per_worker=…, processes=…)`` — starts a :class:`~jupyter_refs.dropin.LocalCluster`
+    threads_per_worker=…, processes=…)`` — starts a :class:`~jupyter_refs.local_cluster.LocalCluster`
     of its own, shaped as dask's, and closes it with the client.
     """
 
@@ -1594,7 +1593,6 @@ start_ipython_workers start_ipython_scheduler dump_cluster_state
 get asynchronous sync
 nbytes recreate_error_locally recreate_task_locally
 """.split())
-
 
 
 class _Internals:

@@ -76,6 +76,7 @@ class FutureBase:
 
 # -- the default client -------------------------------------------------------------------
 
+#: Clients made as the default, oldest first (weakly: a dropped or disposed client goes).
 _default: list[weakref.ref[Any]] = []
 
 

@@ -32,13 +32,10 @@ live delivery; the checks read events in order, so batching loses nothing.
 from __future__ import annotations
 
 import contextvars
-import itertools
 import operator
 import os
-import queue
 import threading
 import time
-import weakref
 from collections import deque
 from collections.abc import Callable
 from functools import partial
@@ -47,6 +44,7 @@ from typing import Any, Protocol
 from dask.utils import parse_timedelta
 
 from . import arguments, client_parts, gcscope, interrupts
+from .addresses import new_address
 from .checks import Checks, Violation, quiet_limit_for
 from .errors import (
     ArgumentValueError,
@@ -74,6 +72,7 @@ from .protocol.variants import ProtocolVariant, get_variant
 from .protocol.worker import TaskRun, WorkerState
 from .trace import TRACE_ACTOR, Trace
 from .why import Chain
+from .worker_threads import WorkerThreads
 
 # How often the live thread looks for futures dropped by the GC: often while
 # messages are in flight (a drop's release must not lag behind them), rarely when idle.
@@ -89,24 +88,6 @@ current_run: contextvars.ContextVar[tuple[Cluster, TaskRun] | None] = contextvar
 
 #: Reads a cluster's simulated time (see ``Cluster.__init__``).
 _NOW = operator.attrgetter("_now")
-
-_numbers = itertools.count(1)
-#: Each cluster by its address, while it lives: ``Client(address)`` and
-#: ``Client(scheduler_file=...)`` find it there, as a second dask client connects.
-_clusters: weakref.WeakValueDictionary[str, Cluster] = weakref.WeakValueDictionary()
-
-
-def new_address(cluster: Cluster) -> str:
-    """An address no other cluster of this kernel has, for ``cluster``."""
-    address = f"inproc://jupyter-refs/{next(_numbers)}"
-    _clusters[address] = cluster
-    return address
-
-
-def cluster_at(address: str) -> Cluster | None:
-    """The kernel-side cluster with this scheduler address, if one lives."""
-    return _clusters.get(address)
-
 
 class WorkerPlugins(Protocol):
     """The worker plugins registered on a cluster (``plugins.Registry``): each worker that
@@ -131,47 +112,6 @@ def _amm_starts() -> bool:
 def default_threads(workers: int) -> int:
     """Threads per worker as dask's ``LocalCluster`` picks them: the cores shared out, at least 1."""
     return max(1, (os.cpu_count() or 1) // max(1, workers))
-
-
-class _Pool:
-    """Worker threads for task runs: an idle one takes the next run, or a new one starts.
-
-    Not a fixed-size executor: a seceded task keeps its thread while its slot goes to
-    another task, as dask's executor grows on ``secede()``.  The worker state machine,
-    not this pool, decides how many tasks hold a slot.
-    """
-
-    def __init__(self, name: str):
-        self.name = name
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._idle = 0
-        self._threads: list[threading.Thread] = []
-
-    def submit(self, fn: Callable[[], None]) -> None:
-        with self._lock:
-            if self._idle:
-                self._idle -= 1  # that idle thread's next item is this one
-            else:
-                thread = threading.Thread(target=self._loop, daemon=True,
-                                          name=f"{self.name}-{len(self._threads)}")
-                self._threads.append(thread)
-                thread.start()
-        self._queue.put(fn)
-
-    def _loop(self) -> None:
-        get = self._queue.get
-        while True:
-            fn = get()
-            if fn is None:
-                return
-            fn()
-            with self._lock:
-                self._idle += 1
-
-    def shutdown(self) -> None:
-        for _ in self._threads:
-            self._queue.put(None)
 
 
 class UserCall:
@@ -328,7 +268,7 @@ class Cluster:
         self.threads_per_worker = (default_threads(len(names)) if threads_per_worker is None
                                    else threads_per_worker)
         #: Whether a nanny watches each worker (and restarts one that ends unasked); dask's
-        #: ``LocalCluster(processes=False)`` has none (``dropin.LocalCluster`` says so).
+        #: ``LocalCluster(processes=False)`` has none (``local_cluster.LocalCluster`` says so).
         self.nannies = True
         #: What each worker has of resources (``protocol/resources.py``).
         self.worker_resources = dict(resources or {})
@@ -363,7 +303,7 @@ class Cluster:
         #: What each of them waits for: one whose wait is over but has not woken yet is not
         #: waiting any more.
         self._until: dict[TaskRun, Callable[[], bool]] = {}
-        self._pool: _Pool | None = None
+        self._pool: WorkerThreads | None = None
         self._drops: deque[tuple[ClientState, str, str | None]] = deque()
         self._ids = (AtomicIds if self.variant.atomic_ids else RacyIds)(self.trace.record)
         self.closed = False
@@ -1087,7 +1027,7 @@ class Cluster:
         if threaded:
             self._threaded.add(run)
             if self._pool is None:
-                self._pool = _Pool("jupyter-refs-task")
+                self._pool = WorkerThreads("jupyter-refs-task")
             self._pool.submit(lambda: self._run_on_thread(worker, run))
             return run
         ok, value = self._call(run)
