@@ -43,7 +43,7 @@ from typing import Any, Protocol
 
 from dask.utils import parse_timedelta
 
-from . import arguments, client_parts, gcscope, interrupts
+from . import arguments, client_parts, gcscope, interrupts, stuck
 from .addresses import new_address
 from .checks import Checks, Violation, quiet_limit_for
 from .errors import (
@@ -51,8 +51,6 @@ from .errors import (
     ClusterClosedError,
     ConnectTimeoutError,
     HeldMessagesError,
-    MissingDataError,
-    ThreadsExhaustedError,
 )
 from .focus import Focus
 from .ids import AtomicIds, RacyIds
@@ -923,35 +921,13 @@ class Cluster:
 
     def _raise_stuck(self, what: str, needs: Callable[[], list[Message]] | None) -> None:
         """Nothing can be delivered and ``what`` is not done: say why, rather than hang."""
-        for worker in self.workers.values():
-            if worker.ready and not worker.free_slots():
-                raise ThreadsExhaustedError(
-                    f"{what} cannot complete: every thread of {worker.name} "
-                    f"({worker.nthreads}) runs a task that is waiting "
-                    f"({', '.join(sorted(worker.executing))}), so {', '.join(worker.ready)} "
-                    "never gets one, and no other worker can steal it; call secede() before "
-                    "waiting inside a task, use "
-                    "worker_client(), or give the cluster more threads_per_worker "
-                    "(real dask would hang here)")
-        for worker in self.workers.values():
-            for task, deps in worker.missing().items():
-                raise MissingDataError(
-                    f"{what} cannot complete: {task} waits on {worker.name} for "
-                    f"{', '.join(deps)}, which the scheduler says {worker.name} holds but it "
-                    "does not (its data was freed); real dask would wait for ever, its worker "
-                    "asking the scheduler where the data is")
-        held = needs() if needs is not None else []
-        if self._network.held and not held:
-            held = [m for m in self._network.in_flight.values()
-                    if self._network.is_held(m.channel)]
-        raise self.held_error(what, held or sorted(self._network.in_flight.values(),
-                                                    key=lambda m: m.msg_id))
+        raise stuck.why_stuck(what, self.workers.values(), self._network, self.network_name,
+                              needs)
 
     def held_error(self, what: str, held: list[Message]) -> HeldMessagesError:
         """The error for ``what`` waiting on ``held``, naming the holds that keep them: the
         user lifts a hold (``%hold --off``), or steps a manual network — never confuse the two."""
-        holds = {p for m in held for p in self._network.holding(m.channel)}
-        return HeldMessagesError(what, held, holds, self.network_name)
+        return stuck.held_error(what, held, self._network, self.network_name)
 
     def _drain_network(self) -> None:
         """Immediate, at the end of a call: deliver every message — but run no task.
