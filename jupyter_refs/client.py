@@ -47,7 +47,7 @@ from .addresses import SchedulerRPC, cluster_at
 from .client_admin import ClusterCalls
 from .client_events import TopicCalls
 from .client_parts import FutureBase, default_client, make_default
-from .cluster import Cluster, current_run
+from .cluster import Cluster
 from .computation_code import computation_code
 from .coordination import answered, futures_of
 from .errors import (
@@ -69,6 +69,7 @@ from .protocol.client import BORROWED, CANCELLED, DONE, ERROR, ClientState, Futu
 from .protocol.messages import Message
 from .protocol.serialize import CONTAINERS, Dep, adopting, dumps, loads, reduce_future, sending
 from .protocol.variants import UUID
+from .task_runs import current_run
 from .task_stream import TaskStreamCalls
 from .userline import short_traceback, shortened, user_cell
 

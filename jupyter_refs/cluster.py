@@ -31,7 +31,6 @@ live delivery; the checks read events in order, so batching loses nothing.
 
 from __future__ import annotations
 
-import contextvars
 import operator
 import os
 import threading
@@ -43,7 +42,7 @@ from typing import Any, Protocol
 
 from dask.utils import parse_timedelta
 
-from . import arguments, client_parts, gcscope, interrupts, stuck
+from . import arguments, client_parts, gcscope, interrupts, stuck, task_runs
 from .addresses import new_address
 from .checks import Checks, Violation, quiet_limit_for
 from .errors import (
@@ -68,24 +67,18 @@ from .protocol.messages import (
 from .protocol.scheduler import SchedulerState
 from .protocol.variants import ProtocolVariant, get_variant
 from .protocol.worker import TaskRun, WorkerState
+from .task_runs import OnThreads, current_run
 from .trace import TRACE_ACTOR, Trace
 from .why import Chain
-from .worker_threads import WorkerThreads
 
 # How often the live thread looks for futures dropped by the GC: often while
 # messages are in flight (a drop's release must not lag behind them), rarely when idle.
 _LIVE_POLL_BUSY_S = 0.002
 _LIVE_POLL_IDLE_S = 0.02
 
-
-#: The task running in this thread (inline or on a worker thread): what ``get_client()``,
-#: ``secede()`` and ``rejoin()`` act on.
-current_run: contextvars.ContextVar[tuple[Cluster, TaskRun] | None] = contextvars.ContextVar(
-    "jupyter_refs_current_run", default=None)
-
-
 #: Reads a cluster's simulated time (see ``Cluster.__init__``).
 _NOW = operator.attrgetter("_now")
+
 
 class WorkerPlugins(Protocol):
     """The worker plugins registered on a cluster (``plugins.Registry``): each worker that
@@ -293,15 +286,7 @@ class Cluster:
         self._cond = (threading.Condition(self._lock)
                       if self.live or isinstance(self.policy, Immediate) else None)
         #: Runs on worker threads, not yet finished (live, or immediate with a deadline).
-        self._threaded: set[TaskRun] = set()
-        #: Those of them waiting inside a cluster call (live: how a deadlock is seen).
-        self._waiting: set[TaskRun] = set()
-        #: Those of them whose wait has a timeout (it ends on its own: not a deadlock).
-        self._timed: set[TaskRun] = set()
-        #: What each of them waits for: one whose wait is over but has not woken yet is not
-        #: waiting any more.
-        self._until: dict[TaskRun, Callable[[], bool]] = {}
-        self._pool: WorkerThreads | None = None
+        self._runs = OnThreads()
         self._drops: deque[tuple[ClientState, str, str | None]] = deque()
         self._ids = (AtomicIds if self.variant.atomic_ids else RacyIds)(self.trace.record)
         self.closed = False
@@ -480,7 +465,7 @@ class Cluster:
             with self.locked():
                 self._check_open()
                 idle = lambda: (not self._drops and not self._network.in_flight  # noqa: E731
-                                and not self._threaded)
+                                and not self._runs.running)
                 while True:
                     self._cond.notify_all()
                     if not self._wait_for(lambda: idle() or self._stuck(), timeout):
@@ -507,7 +492,7 @@ class Cluster:
                         delivered += 1
                         continue
                     self.trace.flush()
-                if not self._drops and not self._network.in_flight and not self._threaded:
+                if not self._drops and not self._network.in_flight and not self._runs.running:
                     return delivered
                 seen = self.trace.next_seq
                 self._cond.notify_all()
@@ -523,7 +508,7 @@ class Cluster:
     def _still_busy(self, timeout: float) -> TimeoutError:
         return TimeoutError(f"run_until_idle: still busy after {timeout} s "
                             f"({len(self._network)} messages in flight, "
-                            f"{len(self._threaded)} tasks running)")
+                            f"{len(self._runs.running)} tasks running)")
 
     def close(self) -> None:
         """Stop the network thread (if any).  Futures stay readable; nothing more is sent."""
@@ -537,9 +522,7 @@ class Cluster:
             if self._thread is not None:
                 self._thread.join()
                 self._thread = None
-            if self._pool is not None:
-                self._pool.shutdown()  # a task still running ends on its own; nothing is sent
-                self._pool = None
+            self._runs.shutdown()  # a task still running ends on its own; nothing is sent
             self.trace.flush()
         finally:
             interrupts.leave(shield)
@@ -791,7 +774,7 @@ class Cluster:
     def running(self) -> list[TaskRun]:
         """The task runs not finished yet: on worker threads, and the one this thread runs."""
         with self.locked():
-            runs = [r for r in self._threaded if not r.done]
+            runs = self._runs.unfinished()
             mine = current_run.get()
             if mine is not None and mine[0] is self and mine[1] not in runs:
                 runs.append(mine[1])
@@ -836,12 +819,8 @@ class Cluster:
             timeout = parse_timedelta(timeout, default="s")
         if self.live:
             mine = current_run.get()
-            if mine is not None:
-                self._waiting.add(mine[1])  # a task waiting inside its run
-                self._until[mine[1]] = done
-                if timeout is not None:
-                    self._timed.add(mine[1])  # its wait ends on its own: no deadlock
-            try:
+            # A task waiting inside its run is counted as waiting, for what, until when.
+            with self._runs.waiting_in(mine[1] if mine is not None else None, done, timeout):
                 self._cond.notify_all()
                 # Only a waiting task is told of a deadlock: its error then reaches the rest.
                 starving = self._starved if mine is not None else _never
@@ -850,11 +829,6 @@ class Cluster:
                     raise TimeoutError(f"{what} did not complete within {timeout} s "
                                        f"({len(self._network)} messages in flight)")
                 starved = not done() and starving()
-            finally:
-                if mine is not None:
-                    self._waiting.discard(mine[1])
-                    self._until.pop(mine[1], None)
-                    self._timed.discard(mine[1])
             self._check_open()
             if not done():
                 if starved:
@@ -875,10 +849,10 @@ class Cluster:
                 self._process_drops()
             msg = next_(False)
             if msg is None:
-                if self._threaded and self._others_running():
+                if self._runs.running and self._runs.others():
                     # Immediate: a run from an earlier, timed-out call is still going.
                     self._wait_threads(lambda: done() or bool(self._network.in_flight)
-                                       or not self._others_running(), what, deadline)
+                                       or not self._runs.others(), what, deadline)
                     continue
                 if (deadline is not None and self._cond is not None
                         and not self._network.in_flight):
@@ -902,22 +876,15 @@ class Cluster:
     def _starved(self) -> bool:
         """Live: nothing in flight, every running task waits, and a worker's ready tasks have
         no thread — a deadlock (dask hangs in it; here each waiter is told)."""
-        return (not self._network.in_flight and not self._drops and bool(self._threaded)
-                and self._threaded <= self._waiting and not self._timed
-                and not any(done() for done in self._until.values())
+        return (not self._network.in_flight and not self._drops and self._runs.all_waiting()
                 and any(w.ready and not w.free_slots() for w in self.workers.values()))
-
-    def _others_running(self) -> bool:
-        """Runs on threads other than the caller's own (a task waiting must not wait for itself)."""
-        mine = current_run.get()
-        return any(mine is None or run is not mine[1] for run in self._threaded)
 
     def _wait_threads(self, until: Callable[[], bool], what: str, deadline: float | None) -> None:
         """Immediate: let worker threads run (the lock released) until ``until()`` or the deadline."""
         remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
         if not self._wait_for(until, remaining):
             raise TimeoutError(f"{what} did not complete within the timeout "
-                               f"({len(self._threaded)} task(s) still running)")
+                               f"({len(self._runs.running)} task(s) still running)")
 
     def _raise_stuck(self, what: str, needs: Callable[[], list[Message]] | None) -> None:
         """Nothing can be delivered and ``what`` is not done: say why, rather than hang."""
@@ -987,7 +954,7 @@ class Cluster:
             out = self._actors[receiver].handle(msg)
             if out:
                 self._send(out)
-        if not network.in_flight and not self._threaded:
+        if not network.in_flight and not self._runs.running:
             trace.record(SCHEDULER, "network.drained", None)
         return run
 
@@ -1001,12 +968,9 @@ class Cluster:
         if run is None:
             return None
         if threaded:
-            self._threaded.add(run)
-            if self._pool is None:
-                self._pool = WorkerThreads("jupyter-refs-task")
-            self._pool.submit(lambda: self._run_on_thread(worker, run))
+            self._runs.start(run, lambda: self._run_on_thread(worker, run))
             return run
-        ok, value = self._call(run)
+        ok, value = task_runs.call(self, run)
         self._send(worker.finish(key, ok, value, self._timing(run)))
         run.done = True
         return run
@@ -1018,37 +982,16 @@ class Cluster:
             return None
         return run.thread, run.started, run.stopped
 
-    def _call(self, run: TaskRun) -> tuple[bool, Any]:
-        run.started, run.thread = time.time(), threading.get_ident()
-        token = current_run.set((self, run))
-        gate = interrupts.opened()  # the user's code: an interrupt stops it
-        try:
-            return True, run.func(*run.args, **run.kwargs)
-        except Exception as exc:  # noqa: BLE001 - the user's task failed: report it
-            return False, exc
-        except KeyboardInterrupt as exc:
-            # Interrupted inline (a stepped network runs tasks in the caller's thread): the
-            # task fails with it, as with any exception, and the interrupt is raised once the
-            # delivery is whole — not in the middle of it, which would leave the task running
-            # for ever in its worker's eyes.
-            interrupts.defer()
-            return False, exc
-        finally:
-            run.stopped = time.time()
-            interrupts.close(gate)
-            current_run.reset(token)
-
     def _run_on_thread(self, worker: WorkerState, run: TaskRun) -> None:
-        ok, value = self._call(run)  # no lock held: the cluster goes on meanwhile
+        ok, value = task_runs.call(self, run)  # no lock held: the cluster goes on meanwhile
         with self._lock:
-            self._threaded.discard(run)
-            run.done = True
+            self._runs.ended(run)
             if self.closed:
                 return
             self._send(worker.finish(run.key, ok, value, self._timing(run)))
             if self.policy.drains:
                 self._drain_network()
-            if not self._network.in_flight and not self._threaded:
+            if not self._network.in_flight and not self._runs.running:
                 self.trace.record(SCHEDULER, "network.drained", None)
             self.trace.flush()
             self._cond.notify_all()

@@ -63,12 +63,13 @@ from . import arguments, interrupts
 from .beliefs import Beliefs
 from .checks import Invariant, Violation, invariant_name
 from .checks import judge as judge_invariants
-from .cluster import Cluster, current_run
+from .cluster import Cluster
 from .errors import ArgumentTypeError, ArgumentValueError, JupyterRefsError, LivelockError
 from .network import Chooser
 from .protocol.messages import EXECUTE, Message
 from .protocol.ready import ReadyQueue
 from .protocol.variants import ALIASES, VARIANTS, ProtocolVariant, is_registered, release_variant
+from .task_runs import current_run
 from .trace import Trace
 
 Scenario = Callable[..., Any]

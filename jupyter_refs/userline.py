@@ -97,8 +97,8 @@ def user_line(depth: int = 1) -> str | None:
 
 #: This package's modules a user's call passes through, as a pattern dask's traceback
 #: shortening takes (``admin.traceback.shorten``): what a failed task's traceback leaves out.
-_OUR_CALL_PATH = (r"jupyter_refs[\\/](client|client_admin|cluster|coordination|gcscope|interrupts"
-                  r"|publish|userline|worker_context)\.py")
+_OUR_CALL_PATH = (r"jupyter_refs[\\/](client|client_admin|client_parts|cluster|coordination|gcscope"
+                  r"|interrupts|publish|task_runs|userline|worker_context)\.py")
 
 
 class short_traceback:  # noqa: N801 - a context manager, named as dask's

@@ -23,9 +23,9 @@ from contextlib import contextmanager
 from typing import Any
 
 from .client_parts import ClientLike, FutureBase, FutureLike, actor, current_client
-from .cluster import current_run
 from .protocol import messages as m
 from .protocol.messages import FIRE_AND_FORGET
+from .task_runs import current_run
 from .worker_view import WorkerView
 
 

@@ -18,8 +18,9 @@ from typing import Any
 
 from .addresses import SchedulerRPC
 from .client_events import check_dumpable
-from .cluster import Cluster, current_run
+from .cluster import Cluster
 from .errors import NotModelledError
+from .task_runs import current_run
 
 
 def _status() -> Any:
