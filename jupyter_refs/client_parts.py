@@ -25,7 +25,7 @@ import weakref
 from typing import Any, Protocol
 
 
-class ClientState(Protocol):
+class ClientActor(Protocol):
     """What the parts call on a client's actor (``protocol.client.ClientState``)."""
 
     name: str
@@ -36,7 +36,8 @@ class ClientState(Protocol):
 
     def adopt(self, key: str, task: str | None) -> tuple[Any, list[Any], int]: ...
 
-    def set_state(self, key: str, fs: Any, state: str, value: Any, text: str | None) -> None: ...
+    def set_state(self, key: str, fs: Any, to: str, cause: int | None,
+                  reason: str | None = None) -> None: ...
 
 
 class ClientLike(Protocol):
@@ -126,7 +127,7 @@ class Internals(Protocol):
     def ask(self, client: Any, op: str, keys: tuple[str, ...], payload: dict[str, Any]
             ) -> dict[str, Any]: ...
 
-    def actor(self, client: Any) -> ClientState: ...
+    def actor(self, client: Any) -> ClientActor: ...
 
     def future(self, client: Any, key: str, origin: str) -> Any: ...
 
@@ -172,7 +173,7 @@ def ask(client: Any, op: str, keys: tuple[str, ...] = (), **payload: Any) -> dic
     return _internals[0].ask(client, op, keys, payload)
 
 
-def actor(client: Any) -> ClientState:
+def actor(client: Any) -> ClientActor:
     """The actor behind ``client`` (``protocol.client.ClientState``): what it sends on its
     stream goes through it."""
     return _internals[0].actor(client)
