@@ -12,28 +12,26 @@ from __future__ import annotations
 
 import itertools
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .errors import NotModelledError
 
-if TYPE_CHECKING:
-    from .cluster import Cluster
-
 _numbers = itertools.count(1)
 #: Each cluster by its address, while it lives: ``Client(address)`` and
-#: ``Client(scheduler_file=...)`` find it there, as a second dask client connects.
-_clusters: weakref.WeakValueDictionary[str, Cluster] = weakref.WeakValueDictionary()
+#: ``Client(scheduler_file=...)`` find it there, as a second dask client connects.  (Any:
+#: a ``Cluster``, which imports this module.)
+_clusters: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
 
 
-def new_address(cluster: Cluster) -> str:
+def new_address(cluster: Any) -> str:
     """An address no other cluster of this kernel has, for ``cluster``."""
     address = f"inproc://jupyter-refs/{next(_numbers)}"
     _clusters[address] = cluster
     return address
 
 
-def cluster_at(address: str) -> Cluster | None:
-    """The kernel-side cluster with this scheduler address, if one lives."""
+def cluster_at(address: str) -> Any:
+    """The kernel-side cluster with this scheduler address (a ``Cluster``), if one lives."""
     return _clusters.get(address)
 
 

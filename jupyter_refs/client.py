@@ -22,18 +22,16 @@ cannot be pickled is refused with the cluster untouched.
 from __future__ import annotations
 
 import copy
-import functools
 import json
 import queue
 import sys
 import threading
 import types
 import uuid
-import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from hashlib import md5
 from itertools import count
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import dask
 
@@ -44,11 +42,14 @@ except ImportError:  # dask 2024.8 (the zoo's old releases) keeps them in dask.b
 from dask._task_spec import TaskRef
 from dask.utils import funcname, typename
 
-from . import arguments, gcscope, interrupts, publish
+from . import arguments, client_parts, gcscope, interrupts, publish
 from .addresses import SchedulerRPC, cluster_at
 from .client_admin import ClusterCalls
 from .client_events import TopicCalls
+from .client_parts import FutureBase, default_client, make_default
+from .cluster import Cluster
 from .computation_code import computation_code
+from .coordination import answered, futures_of
 from .errors import (
     ClosedClientError,
     FutureCancelledError,
@@ -57,8 +58,9 @@ from .errors import (
     ResultSerializationError,
     SchedulerHandlerError,
     SerializationError,
-    dask_flavoured,
 )
+from .flavoured import dask_flavoured
+from .local_cluster import LocalCluster
 from .loop import EventLoop
 from .plugins import PluginCalls
 from .profiler import ProfileCalls
@@ -68,33 +70,9 @@ from .protocol.client import BORROWED, CANCELLED, DONE, ERROR, ClientState, Futu
 from .protocol.messages import Message
 from .protocol.serialize import CONTAINERS, Dep, adopting, dumps, loads, reduce_future, sending
 from .protocol.variants import UUID
+from .task_runs import current_run
 from .task_stream import TaskStreamCalls
-from .userline import short_traceback, shortened, user_frame
-
-if TYPE_CHECKING:
-    from .cluster import Cluster
-
-
-def user_cell() -> str | None:
-    """``file:line`` of the user's line (``userline.py``): the first frame outside libraries.
-
-    Kept per (code, instruction): a frame's line number is found by walking its code's
-    line table, and the same few lines call again and again (a loop, the explorer's runs).
-    """
-    frame = user_frame(sys._getframe(2))
-    if frame is None:
-        return None
-    where = (frame.f_code, frame.f_lasti)
-    cell = _CELLS.get(where)
-    if cell is None:
-        if len(_CELLS) >= 4096:
-            _CELLS.clear()
-        cell = _CELLS[where] = f"{frame.f_code.co_filename}:{frame.f_lineno}"
-    return cell
-
-
-#: The user's lines found so far, by (code object, instruction offset).
-_CELLS: dict[tuple[Any, int], str] = {}
+from .userline import short_traceback, shortened, user_cell
 
 
 def check_serializable(value: Any) -> None:
@@ -110,7 +88,7 @@ def _not_initialized() -> RuntimeError:
         "deserialized outside of the context of a Client or Worker.")
 
 
-class Future(TaskRef):
+class Future(TaskRef, FutureBase):
     """A reference to a key held by one client.  Drop it and the refcount drops.
 
     ``Future(key, client)`` makes another reference to a key the client knows,
@@ -525,8 +503,6 @@ _LOOP = EventLoop()
 #: (dask asks forever; the model says the data is lost).
 _GATHER_ATTEMPTS = 3
 
-#: Clients made as the default, oldest first (weakly: a dropped or disposed client goes).
-_default: list[weakref.ref[Client]] = []
 #: dask's scheduler settings made by kernel-side clients, oldest first: (what was set, the
 #: ``dask.config.set`` that restores what it replaced).
 _dask_config: list[tuple[Any, Any]] = []
@@ -588,15 +564,6 @@ class _Schedule:
             return list(dask.persist(*collections, scheduler="threads", **kwargs))
 
 
-@functools.cache
-def _cluster_class() -> type[Cluster]:
-    """``Cluster``, imported once: a relative import in ``Client()`` cost a frame per client,
-    and the explorer makes a client per run."""
-    from .cluster import Cluster
-
-    return Cluster
-
-
 def _use_as_dask_scheduler() -> None:
     """Each new default client takes dask's scheduler setting back (a dask ``Client`` made
     meanwhile may have set its own), as each dask ``Client`` does.
@@ -644,33 +611,16 @@ def _names_a_closed_dask_client(scheduler: Any) -> bool:
     return False
 
 
-def default_client() -> Client | None:
-    """The client made last in this process and not closed (``get_client()`` outside tasks)."""
-    while _default:
-        client = _default[-1]()
-        if client is not None and client.status != "closed":
-            return client
-        _default.pop()
-    return None
-
-
-def _make_default(client: Client) -> None:
-    # Drop the closed and the collected first: the explorer makes clients by the thousand.
-    _default[:] = [r for r in _default if (c := r()) is not None and c.status != "closed"]
-    _default.append(weakref.ref(client))
-
-
 class Client(ClusterCalls, TopicCalls, PluginCalls, TaskStreamCalls, ProfileCalls):
     """A client of a kernel-side :class:`~jupyter_refs.cluster.Cluster`, with dask's API.
 
     ``Client(cluster)`` or ``cluster.client()``; ``Client()`` — or ``Client(n_workers=…,
-    threads_per_worker=…, processes=…)`` — starts a :class:`~jupyter_refs.dropin.LocalCluster`
+    threads_per_worker=…, processes=…)`` — starts a :class:`~jupyter_refs.local_cluster.LocalCluster`
     of its own, shaped as dask's, and closes it with the client.
     """
 
     def __init__(self, address: Cluster | None = None, *, name: str | None = None,
                  set_as_default: bool = True, timeout: Any = None, **kwargs: Any):
-        Cluster = _cluster_class()  # noqa: N806 - the class, imported late (a cycle)
         arguments.text(name, "name", none=True)  # before a cluster of its own is started
         # dask's event loop to run on: the kernel-side client has none, so nothing changes.
         kwargs.pop("loop", None)
@@ -683,8 +633,6 @@ class Client(ClusterCalls, TopicCalls, PluginCalls, TaskStreamCalls, ProfileCall
         self._own_cluster = address is None
         if address is None:
             # dask's Client() starts a LocalCluster, and passes it the arguments it takes.
-            from .dropin import LocalCluster
-
             address = LocalCluster(**kwargs)
         elif kwargs:
             raise NotModelledError(f"Client({', '.join(f'{k}=' for k in kwargs)})")
@@ -696,12 +644,12 @@ class Client(ClusterCalls, TopicCalls, PluginCalls, TaskStreamCalls, ProfileCall
             raise NotModelledError(f"Client({', '.join(f'{k}=' for k in families)}) with "
                                    "worker processes", "an in-process cluster (processes=False) "
                                    "never serializes between client and workers, in dask too")
-        self._setup(address, address._register_client(name))
+        self._setup(address, address.register_client(name))
         self.scheduler_file = scheduler_file
         self.direct_to_workers = None  # dask's default: decided at each gather
         address.clients[self.name] = self
         if set_as_default:
-            _make_default(self)
+            make_default(self)
             _use_as_dask_scheduler()
 
     @classmethod
@@ -1032,7 +980,7 @@ class Client(ClusterCalls, TopicCalls, PluginCalls, TaskStreamCalls, ProfileCall
         its reference first and the release only decrements; taken after, the key would be
         released, and no graph sent for the new future."""
         cluster = self.cluster
-        if not cluster._drops:
+        if not cluster.pending_drops:
             return {}
         held = self._state.futures
         with cluster.locked():
@@ -1165,8 +1113,6 @@ class Client(ClusterCalls, TopicCalls, PluginCalls, TaskStreamCalls, ProfileCall
                 self.cancel(futures, force=force, reason=reason, msg=msg)
 
             return cancelled()
-        from .coordination import futures_of  # dask's: it looks into collections too
-
         keys = dict.fromkeys(f.key for f in futures_of(futures))
         if self.cluster.variant.cancel_rpc:
             # Before PR 7583: an RPC beside the stream, awaited; the futures are cancelled
@@ -1187,8 +1133,6 @@ class Client(ClusterCalls, TopicCalls, PluginCalls, TaskStreamCalls, ProfileCall
         roots of each error back to waiting and tells the holders (``task-retried``, on the
         stream); the keys it names are pending here once it answers — a key it names that
         this client does not hold is a ``KeyError``, as in dask."""
-        from .coordination import answered, futures_of
-
         keys = tuple(dict.fromkeys(f.key for f in futures_of(futures)))
         held = self._state.futures
         before = {k: held[k].done_seq for k in keys if k in held}
@@ -1462,8 +1406,6 @@ class Client(ClusterCalls, TopicCalls, PluginCalls, TaskStreamCalls, ProfileCall
         # result (lost dependencies) is let go at once, not when the traceback is dropped.
         # The user's own futures in the graph (persisted keys) are theirs to keep.
         made = [f for k, f in zip(flat, futures) if type(graph.get(k)) is not Future]
-        from .cluster import current_run
-
         # In a task (compute() inside one) dask secedes while it waits, then rejoins; a task
         # already seceded (worker_client) stays so.
         entry = current_run.get()
@@ -1653,3 +1595,43 @@ start_ipython_workers start_ipython_scheduler dump_cluster_state
 get asynchronous sync
 nbytes recreate_error_locally recreate_task_locally
 """.split())
+
+
+class _Internals:
+    """``client_parts.Internals``: what the parts and the driver need of a Client's and a
+    Future's insides, in one place, so that no other module reads them."""
+
+    make = staticmethod(lambda cluster, name: Client(cluster, name=name))
+    wrap = staticmethod(Client._wrap)
+    bound = staticmethod(Future._bound)
+    unbound = staticmethod(Future)
+
+    @staticmethod
+    def ask(client: Client, op: str, keys: tuple[str, ...], payload: dict[str, Any]
+            ) -> dict[str, Any]:
+        return client._ask(op, keys, **payload)
+
+    @staticmethod
+    def actor(client: Client) -> ClientState:
+        return client._state
+
+    @staticmethod
+    def future(client: Client, key: str, origin: str) -> Future:
+        return client._future(key, origin)[0]
+
+    @staticmethod
+    def check_open(client: Client, op: str) -> None:
+        client._check_open(op)
+
+    @staticmethod
+    def state(future: Future) -> FutureState | None:
+        return future._fs
+
+    @staticmethod
+    def adopt(future: Future, client: Client) -> list[Message]:
+        future._fs, messages, future.id = client._state.adopt(future.key, None)
+        future.client = client
+        return messages
+
+
+client_parts.provide(_Internals())

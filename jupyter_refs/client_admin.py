@@ -17,8 +17,11 @@ import inspect
 import threading
 from typing import TYPE_CHECKING, Any
 
+from .client_parts import FutureBase, ask
+from .coordination import answered, futures_of, wait
 from .errors import NotModelledError
 from .protocol import messages as m
+from .protocol.serialize import load_function, loads, substitute
 from .worker_view import WorkerView
 
 if TYPE_CHECKING:
@@ -108,9 +111,8 @@ class AMMProxy:
         self._client = client
 
     def _run(self, method: str) -> Any:
-        from .coordination import answered
 
-        return answered(self._client._ask(m.AMM_HANDLER, method=method))["value"]
+        return answered(ask(self._client, m.AMM_HANDLER, method=method))["value"]
 
     def start(self) -> None:
         return self._run("start")
@@ -143,7 +145,6 @@ class ClusterCalls:
         """Copies of the futures' keys on ``n`` workers (all of ``workers`` by default), as
         dask's ``Client.replicate`` (``protocol/replicate.py``): waits for the futures, then
         for the copies."""
-        from .coordination import answered, futures_of, wait
 
         found = futures_of(futures)
         wait(found)
@@ -160,18 +161,13 @@ class ClusterCalls:
 
         from distributed.profile import call_stack
 
-        from .cluster import current_run
-        from .coordination import futures_of
 
         wanted = None
         if futures is not None or keys is not None:
             wanted = set(keys or ()) | {f.key for f in futures_of(futures or [])}
         cluster = self.cluster
         with cluster.locked():
-            runs = [r for r in cluster._threaded if not r.done]
-            mine = current_run.get()
-            if mine is not None and mine[0] is cluster and mine[1] not in runs:
-                runs.append(mine[1])
+            runs = cluster.running()
             if wanted is not None:  # dask: the keys, and what waiting ones wait for
                 tasks, stack, running = cluster.scheduler.tasks, list(wanted), set()
                 while stack:
@@ -212,14 +208,12 @@ class ClusterCalls:
 
     def set_metadata(self, key: Any, value: Any) -> None:
         """Store ``value`` on the scheduler under ``key`` (a list of keys: nested)."""
-        from .coordination import answered
 
         path = list(key) if isinstance(key, list | tuple) else [key]
         answered(self._ask(m.SET_METADATA, path=path, value=value))
 
     def get_metadata(self, keys: Any, default: Any = _NO_DEFAULT) -> Any:
         """The value stored under ``keys``; ``KeyError``, or ``default`` if given."""
-        from .coordination import answered
 
         path = list(keys) if isinstance(keys, list | tuple) else [keys]
         payload = {} if default is _NO_DEFAULT else {"default": default}
@@ -322,11 +316,8 @@ class ClusterCalls:
     def recreate_task_locally(self, future: Any) -> Any:
         """Run the task of ``future`` (or of a key) here, with its dependencies' values, and
         return what it returns (dask's ``recreate_task_locally``, for a debugger)."""
-        from .client import Future
-        from .coordination import answered, wait
-        from .protocol.serialize import load_function, loads, substitute
 
-        if isinstance(future, Future):
+        if isinstance(future, FutureBase):
             wait(future)
             key = future.key
         else:
@@ -347,7 +338,6 @@ class ClusterCalls:
     def recreate_error_locally(self, future: Any) -> None:
         """Run here the task to blame for the error of ``future`` (or of a collection's
         futures), so that it raises its error here (dask's ``recreate_error_locally``)."""
-        from .coordination import futures_of, wait
 
         wait(future)
         erred = [f.key for f in futures_of(future) if f.status == "error"]

@@ -18,6 +18,7 @@ import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .coordination import answered
 from .protocol import messages as m
 
 if TYPE_CHECKING:
@@ -96,8 +97,6 @@ class TopicCalls:
 
     def log_event(self, topic: Any, msg: Any) -> None:
         """Log ``msg`` under ``topic`` (or each of a list of topics) on the scheduler."""
-        from .coordination import answered
-
         check_dumpable(msg)
         import time
 
@@ -105,8 +104,6 @@ class TopicCalls:
 
     def get_events(self, topic: str | None = None) -> Any:
         """The events logged under ``topic``: a tuple of ``(time, msg)``, oldest first."""
-        from .coordination import answered
-
         return answered(self._ask(m.GET_EVENTS, topic=topic))["value"]
 
     def subscribe_topic(self, topic: str, handler: Callable[[tuple], Any]) -> None:

@@ -31,30 +31,25 @@ live delivery; the checks read events in order, so batching loses nothing.
 
 from __future__ import annotations
 
-import contextvars
 import operator
 import os
-import queue
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 from dask.utils import parse_timedelta
 
-from . import arguments, gcscope, interrupts, plugins
+from . import arguments, client_parts, gcscope, interrupts, stuck, task_runs
 from .addresses import new_address
 from .checks import Checks, Violation, quiet_limit_for
-from .client import Client, Future
 from .errors import (
     ArgumentValueError,
     ClusterClosedError,
     ConnectTimeoutError,
     HeldMessagesError,
-    MissingDataError,
-    ThreadsExhaustedError,
 )
 from .focus import Focus
 from .ids import AtomicIds, RacyIds
@@ -74,6 +69,7 @@ from .protocol.messages import (
 from .protocol.scheduler import SchedulerState
 from .protocol.variants import ProtocolVariant, get_variant
 from .protocol.worker import TaskRun, WorkerState
+from .task_runs import OnThreads, current_run
 from .trace import TRACE_ACTOR, Trace
 from .why import Chain
 
@@ -82,15 +78,15 @@ from .why import Chain
 _LIVE_POLL_BUSY_S = 0.002
 _LIVE_POLL_IDLE_S = 0.02
 
-
-#: The task running in this thread (inline or on a worker thread): what ``get_client()``,
-#: ``secede()`` and ``rejoin()`` act on.
-current_run: contextvars.ContextVar[tuple[Cluster, TaskRun] | None] = contextvars.ContextVar(
-    "jupyter_refs_current_run", default=None)
-
-
 #: Reads a cluster's simulated time (see ``Cluster.__init__``).
 _NOW = operator.attrgetter("_now")
+
+
+class WorkerPlugins(Protocol):
+    """The worker plugins registered on a cluster (``plugins.Registry``): each worker that
+    joins gets them all, as dask's ``add_worker`` sends them."""
+
+    def joined(self, cluster: Cluster, worker: str) -> None: ...
 
 
 def _never() -> bool:
@@ -120,47 +116,6 @@ def default_threads(workers: int) -> int:
     return max(1, (os.cpu_count() or 1) // max(1, workers))
 
 
-class _Pool:
-    """Worker threads for task runs: an idle one takes the next run, or a new one starts.
-
-    Not a fixed-size executor: a seceded task keeps its thread while its slot goes to
-    another task, as dask's executor grows on ``secede()``.  The worker state machine,
-    not this pool, decides how many tasks hold a slot.
-    """
-
-    def __init__(self, name: str):
-        self.name = name
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._idle = 0
-        self._threads: list[threading.Thread] = []
-
-    def submit(self, fn: Callable[[], None]) -> None:
-        with self._lock:
-            if self._idle:
-                self._idle -= 1  # that idle thread's next item is this one
-            else:
-                thread = threading.Thread(target=self._loop, daemon=True,
-                                          name=f"{self.name}-{len(self._threads)}")
-                self._threads.append(thread)
-                thread.start()
-        self._queue.put(fn)
-
-    def _loop(self) -> None:
-        get = self._queue.get
-        while True:
-            fn = get()
-            if fn is None:
-                return
-            fn()
-            with self._lock:
-                self._idle += 1
-
-    def shutdown(self) -> None:
-        for _ in self._threads:
-            self._queue.put(None)
-
-
 class UserCall:
     """One user call in progress: the cluster's lock held, its messages sent and waited on.
 
@@ -182,7 +137,7 @@ class UserCall:
         cluster._lock.acquire()
         self._scoped = gcscope.enter()
         try:
-            cluster._begin_call(self.cell)
+            cluster.begin_call(self.cell)
         except BaseException:
             if self._scoped:
                 gcscope.leave()
@@ -315,7 +270,7 @@ class Cluster:
         self.threads_per_worker = (default_threads(len(names)) if threads_per_worker is None
                                    else threads_per_worker)
         #: Whether a nanny watches each worker (and restarts one that ends unasked); dask's
-        #: ``LocalCluster(processes=False)`` has none (``dropin.LocalCluster`` says so).
+        #: ``LocalCluster(processes=False)`` has none (``local_cluster.LocalCluster`` says so).
         self.nannies = True
         #: What each worker has of resources (``protocol/resources.py``).
         self.worker_resources = dict(resources or {})
@@ -338,29 +293,23 @@ class Cluster:
         self.kinds: dict[str, str] = {SCHEDULER: "scheduler", **dict.fromkeys(self.workers, "worker")}
         self.kinds.update((w.client.name, "client") for w in self.workers.values())
         self.policy.kinds = self.kinds
-        self.clients: dict[str, Client] = {}
-        self._worker_clients: dict[str, Client] = {}
+        self.clients: dict[str, Any] = {}  # name -> client.Client
+        self._worker_clients: dict[str, Any] = {}
+        #: The worker plugins registered (``plugins.py`` makes them at the first).
+        self.worker_plugins: WorkerPlugins | None = None
         self._lock = threading.RLock()
         # Only the live network, and immediate's runs with a deadline, have threads to
         # wake; every other stepped cluster runs in its caller's thread alone.
         self._cond = (threading.Condition(self._lock)
                       if self.live or isinstance(self.policy, Immediate) else None)
         #: Runs on worker threads, not yet finished (live, or immediate with a deadline).
-        self._threaded: set[TaskRun] = set()
-        #: Those of them waiting inside a cluster call (live: how a deadlock is seen).
-        self._waiting: set[TaskRun] = set()
-        #: Those of them whose wait has a timeout (it ends on its own: not a deadlock).
-        self._timed: set[TaskRun] = set()
-        #: What each of them waits for: one whose wait is over but has not woken yet is not
-        #: waiting any more.
-        self._until: dict[TaskRun, Callable[[], bool]] = {}
-        self._pool: _Pool | None = None
+        self._runs = OnThreads()
         self._drops: deque[tuple[ClientState, str, str | None]] = deque()
         self._ids = (AtomicIds if self.variant.atomic_ids else RacyIds)(self.trace.record)
         self.closed = False
         #: Hand each call's events to the subscribers when it returns (the explorer, which
         #: reads the verdict once per run, turns this off).
-        self._flush_calls = True
+        self.flush_calls = True
         # Bounded with the trace, as a dask tracer's (``quiet_limit_for``): a live session
         # makes keys without end, and the history of every one ever forgotten grew with it.
         self.checks = (Checks(self.trace, quiet_limit=quiet_limit_for(trace_capacity))
@@ -385,9 +334,9 @@ class Cluster:
 
     # -- public surface ----------------------------------------------------------------
 
-    def client(self, name: str | None = None) -> Client:
+    def client(self, name: str | None = None) -> Any:
         """A new client of this cluster (the same as ``jupyter_refs.Client(cluster)``)."""
-        return Client(self, name=name)
+        return client_parts.make_client(self, name)
 
     def add_worker(self) -> str:
         """A new worker, ``worker:<n>``, with the cluster's threads per worker: the scheduler
@@ -408,7 +357,8 @@ class Cluster:
             self._send(self.scheduler.add_worker(name, self.threads_per_worker,
                                                  self.worker_resources))
             self.trace.flush()
-        plugins.joined(self, name)  # dask's add_worker hands it the worker plugins
+        if self.worker_plugins is not None:  # dask's add_worker hands it the worker plugins
+            self.worker_plugins.joined(self, name)
         return name
 
     def _timed_log(self, actor: Any) -> NodeLog:
@@ -436,14 +386,14 @@ class Cluster:
         log.info("        Registered to: %26s", self.scheduler_address)
         log.info("-" * 49)
 
-    def get_client(self) -> Client:
+    def get_client(self) -> Any:
         """The cluster's first open client, or a new one (dask's ``cluster.get_client()``)."""
         for client in self.clients.values():
             if client.status == "running":
                 return client
-        return Client(self)
+        return client_parts.make_client(self)
 
-    def _register_client(self, name: str | None) -> ClientState:
+    def register_client(self, name: str | None) -> ClientState:
         """The actor behind a new ``Client``: named, traced, on the network."""
         with self.locked():
             self._check_open()
@@ -490,7 +440,7 @@ class Cluster:
             self._process_drops()
             deliver, next_ = self._deliver, self._next
             for _ in range(n):
-                if interrupts._pending:
+                if interrupts.pending:
                     interrupts.check()  # between two deliveries, the state is whole
                 msg = next_(True)
                 if msg is None:
@@ -565,7 +515,7 @@ class Cluster:
             with self.locked():
                 self._check_open()
                 idle = lambda: (not self._drops and not self._network.in_flight  # noqa: E731
-                                and not self._threaded)
+                                and not self._runs.running)
                 while True:
                     self._cond.notify_all()
                     if not self._wait_for(lambda: idle() or self._stuck(), timeout):
@@ -592,7 +542,7 @@ class Cluster:
                         delivered += 1
                         continue
                     self.trace.flush()
-                if not self._drops and not self._network.in_flight and not self._threaded:
+                if not self._drops and not self._network.in_flight and not self._runs.running:
                     return delivered
                 seen = self.trace.next_seq
                 self._cond.notify_all()
@@ -608,7 +558,7 @@ class Cluster:
     def _still_busy(self, timeout: float) -> TimeoutError:
         return TimeoutError(f"run_until_idle: still busy after {timeout} s "
                             f"({len(self._network)} messages in flight, "
-                            f"{len(self._threaded)} tasks running)")
+                            f"{len(self._runs.running)} tasks running)")
 
     def close(self) -> None:
         """Stop the network thread (if any).  Futures stay readable; nothing more is sent."""
@@ -624,9 +574,7 @@ class Cluster:
                 self._thread = None
             if self.profiler is not None:
                 self.profiler.stop()
-            if self._pool is not None:
-                self._pool.shutdown()  # a task still running ends on its own; nothing is sent
-                self._pool = None
+            self._runs.shutdown()  # a task still running ends on its own; nothing is sent
             self.trace.flush()
         finally:
             interrupts.leave(shield)
@@ -643,11 +591,13 @@ class Cluster:
             self.checks.close()
             self.checks = None
         for worker in self.workers.values():
-            worker._bind = None
+            worker.bind = None
         for client in (*self.clients.values(), *self._worker_clients.values()):
             client.cluster = None
-            client._state.on_done = None  # the client's own method: a cycle
-            client._state.on_event = None
+        for actor in self._actors.values():
+            if isinstance(actor, ClientState):
+                actor.on_done = None  # its client's own method: a cycle
+                actor.on_event = None
         self.clients.clear()
         self._worker_clients.clear()
         self._actors.clear()
@@ -742,7 +692,7 @@ class Cluster:
             record = self.trace.record
             for actor in self._actors.values():
                 actor.record = record
-            self._ids._record = record
+            self._ids.record = record
         self.trace.flush()
         return new
 
@@ -783,7 +733,7 @@ class Cluster:
         if self.closed:
             raise ClusterClosedError("the cluster is closed; start a new one with Cluster(...)")
 
-    def worker_client(self, worker: str, timeout: float | None = None) -> Client:
+    def worker_client(self, worker: str, timeout: float | None = None) -> Any:
         """The client of ``worker`` (``client:<worker>``): what ``get_client()`` gives its tasks.
 
         dask gives each worker process its own client; an in-process dask cluster
@@ -802,19 +752,19 @@ class Cluster:
                                       f"{self.scheduler_address} after {timeout} s")
         return self._client_of(state)
 
-    def _client_of(self, state: ClientState) -> Client:
+    def _client_of(self, state: ClientState) -> Any:
         client = self._worker_clients.get(state.name)
         if client is None:
-            client = self._worker_clients[state.name] = Client._wrap(self, state)
+            client = self._worker_clients[state.name] = client_parts.wrap_client(self, state)
         return client
 
     def _bind(self, state: ClientState, key: str, fs: Any, future_id: int) -> Any:
         """The ``Future`` a task receives for a future in its arguments (the worker's client's)."""
         if fs.state == BORROWED:
-            return Future(key)  # today's dask: unbound, it holds nothing
-        return Future._bound(self._client_of(state), key, fs, future_id)
+            return client_parts.unbound_future(key)  # today's dask: unbound, it holds nothing
+        return client_parts.bound_future(self._client_of(state), key, fs, future_id)
 
-    def _begin_call(self, cell: str | None) -> None:
+    def begin_call(self, cell: str | None) -> None:
         """Entering a user call: under the lock, before any of its messages.
 
         A task may call the cluster (nested submission): on a worker thread it
@@ -831,7 +781,7 @@ class Cluster:
         self.trace.user_line = None
         if self.policy.drains and not self.live:
             self._drain_network()
-        if self._flush_calls:
+        if self.flush_calls:
             self.trace.flush()
         if self.live:
             self._cond.notify_all()
@@ -855,6 +805,32 @@ class Cluster:
         for msg in messages:
             if msg.op == GET_DATA and msg.sender in self.workers and msg.receiver in self.workers:
                 msg.payload = {**msg.payload, "sent_at": time.time()}
+
+    @property
+    def pending_drops(self) -> deque[tuple[ClientState, str, str | None]]:
+        """The futures dropped and not released yet, oldest first: (client actor, key, the
+        user's line); they are released at the next safe point.  Read, never change."""
+        return self._drops
+
+    @property
+    def actor_states(self) -> dict[str, Any]:
+        """Every actor by name: the scheduler's, workers' and clients' state machines.  Read,
+        never change (the explorer's state fingerprint)."""
+        return self._actors
+
+    @property
+    def network(self) -> Network:
+        """The messages in flight, per channel (``network.py``)."""
+        return self._network
+
+    def running(self) -> list[TaskRun]:
+        """The task runs not finished yet: on worker threads, and the one this thread runs."""
+        with self.locked():
+            runs = self._runs.unfinished()
+            mine = current_run.get()
+            if mine is not None and mine[0] is self and mine[1] not in runs:
+                runs.append(mine[1])
+            return runs
 
     def apply_drops(self) -> None:
         """Send the releases of futures dropped since the last call, as the next call would.
@@ -895,12 +871,8 @@ class Cluster:
             timeout = parse_timedelta(timeout, default="s")
         if self.live:
             mine = current_run.get()
-            if mine is not None:
-                self._waiting.add(mine[1])  # a task waiting inside its run
-                self._until[mine[1]] = done
-                if timeout is not None:
-                    self._timed.add(mine[1])  # its wait ends on its own: no deadlock
-            try:
+            # A task waiting inside its run is counted as waiting, for what, until when.
+            with self._runs.waiting_in(mine[1] if mine is not None else None, done, timeout):
                 self._cond.notify_all()
                 # Only a waiting task is told of a deadlock: its error then reaches the rest.
                 starving = self._starved if mine is not None else _never
@@ -909,11 +881,6 @@ class Cluster:
                     raise TimeoutError(f"{what} did not complete within {timeout} s "
                                        f"({len(self._network)} messages in flight)")
                 starved = not done() and starving()
-            finally:
-                if mine is not None:
-                    self._waiting.discard(mine[1])
-                    self._until.pop(mine[1], None)
-                    self._timed.discard(mine[1])
             self._check_open()
             if not done():
                 if starved:
@@ -926,7 +893,7 @@ class Cluster:
         if current_run.get() is not None and isinstance(self.policy, Immediate):
             next_ = self._next_in_task  # a task waits: the others run beside it, not inside
         while not done():
-            if interrupts._pending:
+            if interrupts.pending:
                 interrupts.check()  # between two deliveries, the state is whole
             if self.closed:
                 self._check_open()
@@ -934,10 +901,10 @@ class Cluster:
                 self._process_drops()
             msg = next_(False)
             if msg is None:
-                if self._threaded and self._others_running():
+                if self._runs.running and self._runs.others():
                     # Immediate: a run from an earlier, timed-out call is still going.
                     self._wait_threads(lambda: done() or bool(self._network.in_flight)
-                                       or not self._others_running(), what, deadline)
+                                       or not self._runs.others(), what, deadline)
                     continue
                 if (deadline is not None and self._cond is not None
                         and not self._network.in_flight):
@@ -961,55 +928,26 @@ class Cluster:
     def _starved(self) -> bool:
         """Live: nothing in flight, every running task waits, and a worker's ready tasks have
         no thread — a deadlock (dask hangs in it; here each waiter is told)."""
-        return (not self._network.in_flight and not self._drops and bool(self._threaded)
-                and self._threaded <= self._waiting and not self._timed
-                and not any(done() for done in self._until.values())
+        return (not self._network.in_flight and not self._drops and self._runs.all_waiting()
                 and any(w.ready and not w.free_slots() for w in self.workers.values())
                 and not self.grows())
-
-    def _others_running(self) -> bool:
-        """Runs on threads other than the caller's own (a task waiting must not wait for itself)."""
-        mine = current_run.get()
-        return any(mine is None or run is not mine[1] for run in self._threaded)
 
     def _wait_threads(self, until: Callable[[], bool], what: str, deadline: float | None) -> None:
         """Immediate: let worker threads run (the lock released) until ``until()`` or the deadline."""
         remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
         if not self._wait_for(until, remaining):
             raise TimeoutError(f"{what} did not complete within the timeout "
-                               f"({len(self._threaded)} task(s) still running)")
+                               f"({len(self._runs.running)} task(s) still running)")
 
     def _raise_stuck(self, what: str, needs: Callable[[], list[Message]] | None) -> None:
         """Nothing can be delivered and ``what`` is not done: say why, rather than hang."""
-        for worker in self.workers.values():
-            if worker.ready and not worker.free_slots():
-                raise ThreadsExhaustedError(
-                    f"{what} cannot complete: every thread of {worker.name} "
-                    f"({worker.nthreads}) runs a task that is waiting "
-                    f"({', '.join(sorted(worker.executing))}), so {', '.join(worker.ready)} "
-                    "never gets one, and no other worker can steal it; call secede() before "
-                    "waiting inside a task, use "
-                    "worker_client(), or give the cluster more threads_per_worker "
-                    "(real dask would hang here)")
-        for worker in self.workers.values():
-            for task, deps in worker.missing().items():
-                raise MissingDataError(
-                    f"{what} cannot complete: {task} waits on {worker.name} for "
-                    f"{', '.join(deps)}, which the scheduler says {worker.name} holds but it "
-                    "does not (its data was freed); real dask would wait for ever, its worker "
-                    "asking the scheduler where the data is")
-        held = needs() if needs is not None else []
-        if self._network.held and not held:
-            held = [m for m in self._network.in_flight.values()
-                    if self._network.is_held(m.channel)]
-        raise self.held_error(what, held or sorted(self._network.in_flight.values(),
-                                                    key=lambda m: m.msg_id))
+        raise stuck.why_stuck(what, self.workers.values(), self._network, self.network_name,
+                              needs)
 
     def held_error(self, what: str, held: list[Message]) -> HeldMessagesError:
         """The error for ``what`` waiting on ``held``, naming the holds that keep them: the
         user lifts a hold (``%hold --off``), or steps a manual network — never confuse the two."""
-        holds = {p for m in held for p in self._network.holding(m.channel)}
-        return HeldMessagesError(what, held, holds, self.network_name)
+        return stuck.held_error(what, held, self._network, self.network_name)
 
     def _drain_network(self) -> None:
         """Immediate, at the end of a call: deliver every message — but run no task.
@@ -1019,7 +957,7 @@ class Cluster:
         """
         oldest = self._network.oldest_message
         while True:
-            if interrupts._pending:
+            if interrupts.pending:
                 interrupts.check()
             if self._drops:
                 self._process_drops()
@@ -1069,7 +1007,7 @@ class Cluster:
             out = self._actors[receiver].handle(msg)
             if out:
                 self._send(out)
-        if not network.in_flight and not self._threaded:
+        if not network.in_flight and not self._runs.running:
             trace.record(SCHEDULER, "network.drained", None)
         return run
 
@@ -1083,12 +1021,9 @@ class Cluster:
         if run is None:
             return None
         if threaded:
-            self._threaded.add(run)
-            if self._pool is None:
-                self._pool = _Pool("jupyter-refs-task")
-            self._pool.submit(lambda: self._run_on_thread(worker, run))
+            self._runs.start(run, lambda: self._run_on_thread(worker, run))
             return run
-        ok, value = self._call(run)
+        ok, value = task_runs.call(self, run)
         self._send(worker.finish(key, ok, value, self._timing(run)))
         run.done = True
         return run
@@ -1101,37 +1036,16 @@ class Cluster:
             return None
         return run.thread, run.started, run.stopped
 
-    def _call(self, run: TaskRun) -> tuple[bool, Any]:
-        run.started, run.thread = time.time(), threading.get_ident()
-        token = current_run.set((self, run))
-        gate = interrupts.opened()  # the user's code: an interrupt stops it
-        try:
-            return True, run.func(*run.args, **run.kwargs)
-        except Exception as exc:  # noqa: BLE001 - the user's task failed: report it
-            return False, exc
-        except KeyboardInterrupt as exc:
-            # Interrupted inline (a stepped network runs tasks in the caller's thread): the
-            # task fails with it, as with any exception, and the interrupt is raised once the
-            # delivery is whole — not in the middle of it, which would leave the task running
-            # for ever in its worker's eyes.
-            interrupts.defer()
-            return False, exc
-        finally:
-            run.stopped = time.time()
-            interrupts.close(gate)
-            current_run.reset(token)
-
     def _run_on_thread(self, worker: WorkerState, run: TaskRun) -> None:
-        ok, value = self._call(run)  # no lock held: the cluster goes on meanwhile
+        ok, value = task_runs.call(self, run)  # no lock held: the cluster goes on meanwhile
         with self._lock:
-            self._threaded.discard(run)
-            run.done = True
+            self._runs.ended(run)
             if self.closed:
                 return
             self._send(worker.finish(run.key, ok, value, self._timing(run)))
             if self.policy.drains:
                 self._drain_network()
-            if not self._network.in_flight and not self._threaded:
+            if not self._network.in_flight and not self._runs.running:
                 self.trace.record(SCHEDULER, "network.drained", None)
             self.trace.flush()
             self._cond.notify_all()

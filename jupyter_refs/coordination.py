@@ -21,37 +21,41 @@ from typing import Any
 
 from dask.utils import parse_timedelta
 
-from .client import Client, Future, default_client, futures_in, user_cell
+from .client_parts import (
+    ClientLike,
+    FutureBase,
+    FutureLike,
+    actor,
+    ask,
+    default_client,
+    future_for,
+    state_of,
+)
 from .errors import (
     FutureCancelledError,
     FuturesCancelledError,
     NotModelledError,
-    dask_flavoured,
 )
+from .flavoured import dask_flavoured
 from .protocol import messages as m
 from .protocol.client import CANCELLED, DONE, ERROR, PENDING
 from .protocol.serialize import dumps, loads
+from .userline import user_cell
 
 ALL_COMPLETED, FIRST_COMPLETED = "ALL_COMPLETED", "FIRST_COMPLETED"
 
 
-def _flat(fs: Any) -> list[Future]:
-    out: list[Future] = []
-    futures_in([fs] if isinstance(fs, Future) else list(fs), out)
-    return out
-
-
-def futures_of(obj: Any) -> list[Future]:
+def futures_of(obj: Any) -> list[FutureLike]:
     """The futures in ``obj``: in lists, tuples, sets and dicts, and in the tasks of a dask
     collection's graph (dask's ``futures_of``)."""
     from dask import is_dask_collection
     from dask._task_spec import Task
 
-    out: list[Future] = []
+    out: list[FutureLike] = []
     stack = [obj]
     while stack:
         x = stack.pop()
-        if isinstance(x, Future):
+        if isinstance(x, FutureBase):
             out.append(x)
         elif type(x) in (list, tuple, set, frozenset):
             stack.extend(x)
@@ -64,7 +68,7 @@ def futures_of(obj: Any) -> list[Future]:
     return list(dict.fromkeys(reversed(out)))
 
 
-def _wait_for(futures: list[Future], done: Any, what: str, timeout: float | None,
+def _wait_for(futures: list[FutureLike], done: Any, what: str, timeout: float | None,
               first: bool = False) -> None:
     if not futures or done():
         return
@@ -99,8 +103,8 @@ def wait(fs: Any, timeout: float | None = None,
     if cancelled:
         raise dask_flavoured(FuturesCancelledError)([
             dask_flavoured(FutureCancelledError)(
-                f.key, f._fs.reason, f._fs.error.decode() if f._fs.error else None)
-            for f in cancelled])
+                f.key, fs.reason, fs.error.decode() if fs.error else None)
+            for f in cancelled for fs in [state_of(f)]])
     return DoneAndNotDoneFutures(done_set, {f for f in futures if f.status == PENDING})
 
 
@@ -109,19 +113,19 @@ class as_completed(Iterator[Any]):  # noqa: N801 - dask's name
 
     def __init__(self, futures: Any = None, loop: Any = None, with_results: bool = False,
                  raise_errors: bool = True, *, timeout: float | None = None):
-        self.futures: list[Future] = []
+        self.futures: list[FutureLike] = []
         self.with_results = with_results
         self.raise_errors = raise_errors
         self.timeout = timeout
         if futures:
             self.update(futures)
 
-    def add(self, future: Future) -> None:
+    def add(self, future: FutureLike) -> None:
         self.futures.append(future)
 
     def update(self, futures: Any) -> None:
         for f in futures:  # dask's: futures only, each one given (not looked into)
-            if not isinstance(f, Future):
+            if not isinstance(f, FutureBase):
                 raise TypeError(f"Input must be a future, got {f}")
             self.add(f)
 
@@ -140,9 +144,9 @@ class as_completed(Iterator[Any]):  # noqa: N801 - dask's name
     def __iter__(self) -> as_completed:
         return self
 
-    def _ready(self) -> list[Future]:
+    def _ready(self) -> list[FutureLike]:
         ready = [f for f in self.futures if f.status in DONE]
-        return sorted(ready, key=lambda f: f._fs.done_seq)
+        return sorted(ready, key=lambda f: state_of(f).done_seq)
 
     def __next__(self) -> Any:
         if not self.futures:
@@ -177,31 +181,31 @@ class as_completed(Iterator[Any]):  # noqa: N801 - dask's name
             yield self.next_batch()
 
 
-def _client(client: Client | None) -> Client:
+def _client(client: ClientLike | None) -> ClientLike:
     client = client or default_client()
     if client is None:
         raise ValueError("No clients found\nStart a client: jupyter_refs.Client(cluster)")
     return client
 
 
-def _as_future(client: Client, reply: dict[str, Any]) -> Future:
+def _as_future(client: ClientLike, reply: dict[str, Any]) -> FutureLike:
     """A future for a key the scheduler handed out (a Variable's or a Queue's)."""
-    future, _ = client._future(reply["value"], "variable")
-    fs = future._fs
+    future = future_for(client, reply["value"], "variable")
+    fs = state_of(future)
     if reply.get("state") == "erred" and fs.state == PENDING:
         fs.error = reply.get("exception")
-        client._state._set_state(future.key, fs, ERROR, None, reply.get("text"))
+        actor(client).set_state(future.key, fs, ERROR, None, reply.get("text"))
     return future
 
 
 def _stored(name: str, value: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
     """What a Variable or a Queue sends for ``value``: a future's key, or the value pickled."""
-    if isinstance(value, Future):
+    if isinstance(value, FutureBase):
         return (value.key,), {"name": name, "key": value.key}
     return (), {"name": name, "data": dumps(value)}
 
 
-def _received(client: Client, record: dict[str, Any], user_call: Any, op: str,
+def _received(client: ClientLike, record: dict[str, Any], user_call: Any, op: str,
               **payload: Any) -> Any:
     """What the scheduler handed back: the value, or a future this client now holds,
     announced with ``op`` on its batched stream (a confirmation, a queue release)."""
@@ -209,19 +213,19 @@ def _received(client: Client, record: dict[str, Any], user_call: Any, op: str,
         return loads(record["value"])
     future = _as_future(client, record)
     # The hold it is: fixed's scheduler reports on the key to this hold (dask ignores it).
-    user_call.send(client._state.send(op, (future.key,), gen=future._fs.gen, **payload))
+    user_call.send(actor(client).send(op, (future.key,), gen=state_of(future).gen, **payload))
     return future
 
 
 class Variable:
     """A named, cluster-wide value or future (``distributed.Variable``)."""
 
-    def __init__(self, name: str | None = None, client: Client | None = None):
+    def __init__(self, name: str | None = None, client: ClientLike | None = None):
         self.name = name or f"variable-{uuid.uuid4().hex}"
         self._client = client
 
     @property
-    def client(self) -> Client:
+    def client(self) -> ClientLike:
         return _client(self._client)
 
     def set(self, value: Any, timeout: Any = "30 s", **kwargs: Any) -> None:
@@ -231,18 +235,18 @@ class Variable:
         (dask's ``"30 s"``, or seconds), then raises ``TimeoutError``, as dask's poll does.
         """
         keys, payload = _stored(self.name, value)
-        self.client._ask(m.VARIABLE_SET, keys, timeout=parse_timedelta(timeout), **payload)
+        ask(self.client, m.VARIABLE_SET, keys, timeout=parse_timedelta(timeout), **payload)
 
     def get(self, timeout: float | None = None, **kwargs: Any) -> Any:
         """The value; a future comes back as this client's, confirmed to the scheduler."""
         client = self.client
-        reply = client._ask(m.VARIABLE_GET, name=self.name, timeout=timeout)
+        reply = ask(client, m.VARIABLE_GET, name=self.name, timeout=timeout)
         with client.cluster.call(None) as user_call:
             return _received(client, reply, user_call, m.VARIABLE_CONFIRM, name=self.name,
                              token=reply.get("token"))
 
     def delete(self) -> None:
-        self.client._ask(m.VARIABLE_DELETE, name=self.name)
+        ask(self.client, m.VARIABLE_DELETE, name=self.name)
 
     def __reduce__(self) -> tuple:
         return Variable, (self.name,)
@@ -254,7 +258,7 @@ class Variable:
 class Queue:
     """A cluster-wide FIFO of values and futures (``distributed.Queue``)."""
 
-    def __init__(self, name: str | None = None, client: Client | None = None, maxsize: int = 0):
+    def __init__(self, name: str | None = None, client: ClientLike | None = None, maxsize: int = 0):
         self.name = name or f"queue-{uuid.uuid4().hex}"
         self._client = client
         self.maxsize = maxsize
@@ -263,24 +267,24 @@ class Queue:
 
     def _create(self) -> None:
         if not self._created:
-            self.client._ask(m.QUEUE_CREATE, name=self.name, maxsize=self.maxsize)
+            ask(self.client, m.QUEUE_CREATE, name=self.name, maxsize=self.maxsize)
             self._created = True
 
     @property
-    def client(self) -> Client:
+    def client(self) -> ClientLike:
         return _client(self._client)
 
     def put(self, value: Any, timeout: float | None = None, **kwargs: Any) -> None:
         self._create()
         keys, payload = _stored(self.name, value)
-        self.client._ask(m.QUEUE_PUT, keys, timeout=timeout, **payload)
+        ask(self.client, m.QUEUE_PUT, keys, timeout=timeout, **payload)
 
     def get(self, timeout: float | None = None, batch: bool | int = False, **kwargs: Any) -> Any:
         """The next item (``batch=True``: all of them; ``batch=n``: the next n)."""
         self._create()
         client = self.client
         n = None if batch is True else (batch or None)
-        reply = client._ask(m.QUEUE_GET, name=self.name, timeout=timeout, batch=bool(batch), n=n)
+        reply = ask(client, m.QUEUE_GET, name=self.name, timeout=timeout, batch=bool(batch), n=n)
         with client.cluster.call(None) as user_call:
             out = [_received(client, record, user_call, m.QUEUE_FUTURE_RELEASE, name=self.name)
                    for record in reply["records"]]
@@ -288,10 +292,10 @@ class Queue:
 
     def qsize(self, **kwargs: Any) -> int:
         self._create()
-        return self.client._ask(m.QUEUE_QSIZE, name=self.name)["qsize"]
+        return ask(self.client, m.QUEUE_QSIZE, name=self.name)["qsize"]
 
     def close(self) -> None:
-        self.client._ask(m.QUEUE_RELEASE, name=self.name)
+        ask(self.client, m.QUEUE_RELEASE, name=self.name)
 
     def __reduce__(self) -> tuple:
         return _unpickled_queue, (self.name, self.maxsize)
@@ -318,11 +322,11 @@ def answered(reply: dict[str, Any]) -> dict[str, Any]:
     return reply
 
 
-def _waited(client: Client, op: str, timeout: Any, **payload: Any) -> bool:
+def _waited(client: ClientLike, op: str, timeout: Any, **payload: Any) -> bool:
     """A call the scheduler parks until it can answer: True when answered, False at the
     timeout (dask's event and semaphore waits return False rather than raise)."""
     try:
-        answered(client._ask(op, timeout=parse_timedelta(timeout), **payload))
+        answered(ask(client, op, timeout=parse_timedelta(timeout), **payload))
     except TimeoutError:
         return False
     return True
@@ -332,12 +336,12 @@ class Event:
     """A cluster-wide flag, cleared at first (``distributed.Event``): ``wait`` blocks until
     some client sets it."""
 
-    def __init__(self, name: str | None = None, client: Client | None = None):
+    def __init__(self, name: str | None = None, client: ClientLike | None = None):
         self.name = name or f"event-{uuid.uuid4().hex}"
         self._client = client
 
     @property
-    def client(self) -> Client:
+    def client(self) -> ClientLike:
         return _client(self._client)
 
     def wait(self, timeout: Any = None) -> bool:
@@ -345,13 +349,13 @@ class Event:
         return _waited(self.client, m.EVENT_WAIT, timeout, name=self.name)
 
     def set(self) -> None:
-        self.client._ask(m.EVENT_SET, name=self.name)
+        ask(self.client, m.EVENT_SET, name=self.name)
 
     def clear(self) -> None:
-        self.client._ask(m.EVENT_CLEAR, name=self.name)
+        ask(self.client, m.EVENT_CLEAR, name=self.name)
 
     def is_set(self) -> bool:
-        return self.client._ask(m.EVENT_IS_SET, name=self.name)["value"]
+        return ask(self.client, m.EVENT_IS_SET, name=self.name)["value"]
 
     def __reduce__(self) -> tuple:
         return Event, (self.name,)
@@ -366,7 +370,7 @@ class Semaphore:
     not (as with ``distributed.scheduler.locks.lease-timeout: inf``)."""
 
     def __init__(self, max_leases: int = 1, name: str | None = None, scheduler_rpc: Any = None,
-                 loop: Any = None, *, client: Client | None = None):
+                 loop: Any = None, *, client: ClientLike | None = None):
         self.name = name or f"semaphore-{uuid.uuid4().hex}"
         self.max_leases = max_leases
         self.id = uuid.uuid4().hex
@@ -375,12 +379,12 @@ class Semaphore:
         self._registered = False
 
     @property
-    def client(self) -> Client:
+    def client(self) -> ClientLike:
         return _client(self._client)
 
     def register(self, **kwargs: Any) -> None:
         if not self._registered:
-            answered(self.client._ask(m.SEMAPHORE_REGISTER, name=self.name,
+            answered(ask(self.client, m.SEMAPHORE_REGISTER, name=self.name,
                                      max_leases=self.max_leases))
             self._registered = True
 
@@ -397,15 +401,15 @@ class Semaphore:
         """Give the oldest lease back (``RuntimeError`` if this one holds none)."""
         if not self._leases:
             raise RuntimeError("Released too often")
-        self.client._ask(m.SEMAPHORE_RELEASE, name=self.name, lease_id=self._leases.pop(0))
+        ask(self.client, m.SEMAPHORE_RELEASE, name=self.name, lease_id=self._leases.pop(0))
         return True
 
     def get_value(self) -> int:
         """How many leases are held."""
-        return self.client._ask(m.SEMAPHORE_VALUE, name=self.name)["value"]
+        return ask(self.client, m.SEMAPHORE_VALUE, name=self.name)["value"]
 
     def close(self) -> None:
-        self.client._ask(m.SEMAPHORE_CLOSE, name=self.name)
+        ask(self.client, m.SEMAPHORE_CLOSE, name=self.name)
 
     def __enter__(self) -> Semaphore:
         self.acquire()
@@ -429,7 +433,7 @@ class Lock(Semaphore):
     """``distributed.Lock``: a Semaphore of one lease, as dask's is."""
 
     def __init__(self, name: str | None = None, scheduler_rpc: Any = None, loop: Any = None,
-                 *, client: Client | None = None):
+                 *, client: ClientLike | None = None):
         super().__init__(max_leases=1, name=name, client=client)
 
     def acquire(self, blocking: bool = True, timeout: Any = None) -> bool:

@@ -6,12 +6,8 @@ message without reading a traceback.  They all derive from ``JupyterRefsError``.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable
 from concurrent.futures import CancelledError
-from typing import TypeVar
-
-_E = TypeVar("_E", bound=BaseException)
 
 
 class JupyterRefsError(Exception):
@@ -208,14 +204,3 @@ class ArgumentValueError(JupyterRefsError, ValueError):
     """An argument of a public entry point has the right kind but a value that cannot be
     used (``Cluster(workers=0)``); refused before anything is done."""
 
-
-def dask_flavoured(cls: type[_E]) -> type[_E]:
-    """The class to raise for ``cls``: once ``distributed`` is imported (always under the
-    switch), its subclass that is dask's exception too (:mod:`jupyter_refs.dask_errors`),
-    so code written for dask catches it; otherwise ``cls``.  Checked at each raise, not at
-    import, so the model never imports ``distributed`` itself."""
-    if "distributed.client" not in sys.modules:
-        return cls
-    from .dask_errors import FLAVOURED
-
-    return FLAVOURED.get(cls, cls)  # type: ignore[return-value]

@@ -64,12 +64,13 @@ from . import arguments, interrupts
 from .beliefs import Beliefs
 from .checks import Invariant, Violation, invariant_name
 from .checks import judge as judge_invariants
-from .cluster import Cluster, current_run
+from .cluster import Cluster
 from .errors import ArgumentTypeError, ArgumentValueError, JupyterRefsError, LivelockError
 from .network import Chooser
 from .protocol.messages import EXECUTE, Message
 from .protocol.ready import ReadyQueue
 from .protocol.variants import ALIASES, VARIANTS, ProtocolVariant, is_registered, release_variant
+from .task_runs import current_run
 from .trace import Trace
 
 Scenario = Callable[..., Any]
@@ -476,16 +477,16 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
                      path)
     cluster = Cluster(protocol=protocol, workers=workers, network=policy, trace_capacity=capacity,
                       threads_per_worker=THREADS_PER_WORKER)
-    cluster._flush_calls = keep_open  # the checks read the run once, at the end
+    cluster.flush_calls = keep_open  # the checks read the run once, at the end
     if states is not None:
         policy.cluster = cluster
-        begin = cluster._begin_call
+        begin = cluster.begin_call
 
         def begin_call(cell: str | None) -> None:
             progress[0] += 1
             begin(cell)
 
-        cluster._begin_call = begin_call
+        cluster.begin_call = begin_call
     n_clients = scenario_arity(scenario) if clients is None else clients
     names, pruned, raised, returned = _play(scenario, cluster, n_clients, decisions, progress)
     # A deviation past the run's last decision: replayed quietly, the run would pass for the
@@ -840,11 +841,11 @@ def state_of(cluster: Cluster) -> str:
     """
     ids: list = []
     memo: dict = {_NAMES_AT: _random_names(cluster)}
-    actors = cluster._actors
+    actors = cluster.actor_states
     parts: list = [("actor", name, _canon(actors[name], None, ids, memo)) for name in sorted(actors)]
-    network = cluster._network
-    for name in sorted(network._channels):
-        queue = network._channels[name]
+    queues = cluster.network.queues
+    for name in sorted(queues):
+        queue = queues[name]
         if queue:
             # A channel of its own (an RPC's, a task run's) is numbered: ``run:worker:0#3``.
             base, hash_, number = name.rpartition("#")
@@ -856,7 +857,7 @@ def state_of(cluster: Cluster) -> str:
                                               ("#", "msg", m.msg_id),
                                               _canon(m.payload, None, ids, memo)) for m in queue)))
             ids.extend(("msg", m.msg_id) for m in queue)
-    parts.append(("drops", *((c.name, k) for c, k, _ in cluster._drops)))
+    parts.append(("drops", *((c.name, k) for c, k, _ in cluster.pending_drops)))
     ranks: dict[tuple, int] = {}
     counts: Counter = Counter()
     for family, value in sorted(set(ids)):
@@ -918,7 +919,7 @@ def _visit(states: _States, cluster: Cluster, progress: list, sleep: frozenset,
     verdict = tuple((v.name, _shape(v.explanation)) for v in checks.violations) if checks else ()
     system = (state_digest(cluster), progress[0], progress[1], verdict)
     states.seen.add(system)
-    in_flight = cluster._network.in_flight
+    in_flight = cluster.network.in_flight
     rank = {m: i for i, m in enumerate(sorted(in_flight))}
     late = frozenset(rank[m] for m in delayed if m in in_flight)
     spent = len(delayed)

@@ -26,13 +26,16 @@ class RacyIds:
 
     atomic = False
 
+    #: Where each allocation is recorded (``id.alloc``): the cluster's trace, or a test's.
+    record: Record
+
     def __init__(self, record: Record):
-        self._record = record
+        self.record = record
         self._next = 1
 
     def __call__(self, actor: str) -> int:
         value = self._next
-        self._record(actor, "id.alloc", None, value, False)
+        self.record(actor, "id.alloc", None, value, False)
         self._next = value + 1
         return value
 
@@ -43,10 +46,10 @@ class AtomicIds:
     atomic = True
 
     def __init__(self, record: Record):
-        self._record = record
+        self.record = record
         self._count = count(1)
 
     def __call__(self, actor: str) -> int:
         value = next(self._count)
-        self._record(actor, "id.alloc", None, value, True)
+        self.record(actor, "id.alloc", None, value, True)
         return value

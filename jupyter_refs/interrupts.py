@@ -42,8 +42,10 @@ _SIGINT = signal.SIGINT.value
 _depth = 0
 #: Whether an interrupt may be raised where it lands (a wait, user code), inside a section.
 _open = False
-#: An interrupt arrived inside a section and waits to be raised.
-_pending = False
+#: An interrupt arrived inside a section and waits to be raised.  Public so that the
+#: driver's loops test it before calling :func:`check` (a flag read, not a call, per
+#: delivery); only this module sets it.
+pending = False
 #: The handler ours wraps (Python's ``default_int_handler`` in a kernel's cell).
 _previous: Callable[[int, Any], Any] | None = None
 #: Code that Python runs as a finalizer: an exception raised there is ignored, not raised.
@@ -52,10 +54,10 @@ _FINALIZERS: set[CodeType] = set()
 
 def _handler(signum: int, frame: FrameType | None) -> None:
     """SIGINT: raise it now (the previous handler), or note it for when the state is whole."""
-    global _pending, _open
+    global pending, _open
     if _depth:
         if not _open:
-            _pending = True
+            pending = True
             return
         _open = False  # raised here: a second interrupt waits until the first has unwound
     elif frame is not None and _FINALIZERS and _in_finalizer(frame):
@@ -112,24 +114,24 @@ def enter() -> int:
 def leave(token: int) -> None:
     """End a shielded section: an interrupt noted in it is raised now, if the state is whole
     (no section left, or the one around is open to interrupts)."""
-    global _depth, _open, _pending
+    global _depth, _open, pending
     if token < 0:
         return
     _depth -= 1
     _open = bool(token)
-    if _pending and (_open or not _depth):
-        _pending = False
+    if pending and (_open or not _depth):
+        pending = False
         _raise()
 
 
 def opened() -> int:
     """Open the current section to interrupts (a wait, user code); returns the token
     :func:`close` needs.  One that arrived before is raised here, the state being whole."""
-    global _open, _pending
+    global _open, pending
     if _get_ident() != _MAIN:
         return -1
-    if _pending:
-        _pending = False
+    if pending:
+        pending = False
         _raise()
     was_open = _open
     _open = True
@@ -145,19 +147,19 @@ def close(token: int) -> None:
 
 def check() -> None:
     """Raise an interrupt noted so far (the caller's state is whole: between two deliveries)."""
-    global _pending
-    if _pending and _get_ident() == _MAIN:
-        _pending = False
+    global pending
+    if pending and _get_ident() == _MAIN:
+        pending = False
         _raise()
 
 
 def defer() -> None:
     """Note an interrupt to raise when the current section ends (one that reached a task run
     inline, which fails with it meanwhile)."""
-    global _pending
+    global pending
     if not _depth:
         raise KeyboardInterrupt
-    _pending = True
+    pending = True
 
 
 def _raise() -> None:

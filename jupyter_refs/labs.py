@@ -204,8 +204,8 @@ def reproduced(result: ExploreResult, error: str = "FutureCancelledError",
     for f in result.failures:
         raised = f.raised
         if raised is not None and raised.name == error and says in raised.message:
-            print(f"reproduced: under {short_schedule(f.schedule)} ({f.run.delays} messages late) the scenario "
-                  f"raised {raised.name}: {raised.message}")
+            print(f"reproduced: under {short_schedule(f.schedule)} ({f.run.delays} messages "
+                  f"late) the scenario raised {raised.name}: {raised.message}")
             for other in result.failures:
                 if other is not f:
                     print(f"  and under {short_schedule(other.schedule)}: {', '.join(other.names)}"

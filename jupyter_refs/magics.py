@@ -335,7 +335,7 @@ class RefsMagics(Magics):
         """Under the switch, the cluster the user's own ``Client(...)`` started is the current
         one: the views and ``%refs`` follow it."""
         from . import dropin
-        from .client import default_client
+        from .client_parts import default_client
 
         if not dropin.active():
             return

@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from .errors import NotModelledError
+from .worker_context import dask_get_client
 
 MEASURES = ("process", "managed", "unmanaged", "spilled")
 
@@ -58,9 +59,7 @@ class MemorySampler(_base()):  # type: ignore[misc] - dask's, for to_pandas and 
             raise NotModelledError(f"MemorySampler measure {measure!r}",
                                    f"the model has {', '.join(MEASURES)}")
         if client is None:
-            from .dropin import _get_client
-
-            client = _get_client()
+            client = dask_get_client()
         return self._sampled(label, client.cluster, measure, interval)
 
     @contextmanager

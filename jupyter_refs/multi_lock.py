@@ -13,14 +13,14 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from .client_parts import ask, current_client
+from .coordination import answered
 from .protocol import messages as m
 
 
 class MultiLock:
     def __init__(self, names: list[str] | None = None, client: Any = None):
-        from .coordination import _client
-
-        self.client = _client(client)
+        self.client = current_client(client)
         self.names = list(names or [])
         self.id = uuid.uuid4().hex
         self._locked = False
@@ -30,15 +30,13 @@ class MultiLock:
         """Take the locks (``num_locks`` of them): True, or False at the timeout."""
         from dask.utils import parse_timedelta
 
-        from .coordination import answered
-
         timeout = parse_timedelta(timeout)
         if not blocking:
             if timeout is not None:
                 raise ValueError("can't specify a timeout for a non-blocking call")
             timeout = 0
         try:
-            result = answered(self.client._ask(
+            result = answered(ask(self.client,
                 m.MULTI_LOCK_ACQUIRE, locks=self.names, id=self.id, timeout=timeout,
                 num_locks=num_locks or len(self.names)))["value"]
         except TimeoutError:
@@ -48,11 +46,9 @@ class MultiLock:
 
     def release(self) -> None:
         """Give the locks back (``ValueError`` if not acquired)."""
-        from .coordination import answered
-
         if not self.locked():
             raise ValueError("Lock is not yet acquired")
-        answered(self.client._ask(m.MULTI_LOCK_RELEASE, id=self.id))
+        answered(ask(self.client, m.MULTI_LOCK_RELEASE, id=self.id))
         self._locked = False
 
     def locked(self) -> bool:

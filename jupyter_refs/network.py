@@ -176,6 +176,12 @@ class Network:
         """The hold patterns that match ``channel`` (what the user would lift)."""
         return [p for p in self.held if fnmatchcase(channel, p)]
 
+    @property
+    def queues(self) -> dict[str, deque[Message] | list[Message]]:
+        """Each channel's messages in flight, oldest first.  Read, never change (the
+        explorer's state fingerprint)."""
+        return self._channels
+
     def channels(self) -> list[str]:
         """Channels that have carried a message and still exist (streams; RPCs in use)."""
         return list(self._channels)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import NotModelledError
 from .protocol.serialize import dumps, loads
+from .worker_view import WorkerView
 
 if TYPE_CHECKING:
     from .cluster import Cluster
@@ -62,8 +63,6 @@ class Registry:
 
     def add(self, cluster: Cluster, worker: str, name: str) -> dict[str, Any]:
         """``Worker.plugin_add``: a copy of the plugin on ``worker``, set up there."""
-        from .worker_view import WorkerView
-
         plugins = self.installed.setdefault(worker, {})
         if name in plugins:
             self.remove(cluster, worker, name)
@@ -75,9 +74,12 @@ class Registry:
                 return {"status": "error", "exception": exc}
         return {"status": "OK"}
 
-    def remove(self, cluster: Cluster, worker: str, name: str) -> dict[str, Any]:
-        from .worker_view import WorkerView
+    def joined(self, cluster: Cluster, worker: str) -> None:
+        """A worker joins: it gets every plugin registered (dask's ``add_worker`` sends them)."""
+        for name in list(self.blobs):
+            self.add(cluster, worker, name)
 
+    def remove(self, cluster: Cluster, worker: str, name: str) -> dict[str, Any]:
         plugin = self.installed.get(worker, {}).pop(name, None)
         if plugin is not None and hasattr(plugin, "teardown"):
             try:
@@ -88,18 +90,11 @@ class Registry:
 
 
 def registry(cluster: Cluster) -> Registry:
-    reg = cluster.__dict__.get("_plugins")
-    if reg is None:
-        reg = cluster.__dict__["_plugins"] = Registry()
+    """The cluster's worker plugins, made at the first registration."""
+    reg = cluster.worker_plugins
+    if not isinstance(reg, Registry):
+        reg = cluster.worker_plugins = Registry()
     return reg
-
-
-def joined(cluster: Cluster, worker: str) -> None:
-    """A worker joins: it gets every plugin registered (dask's ``add_worker`` sends them)."""
-    reg = cluster.__dict__.get("_plugins")
-    if reg is not None:
-        for name in list(reg.blobs):
-            reg.add(cluster, worker, name)
 
 
 def _raise_first_error(responses: dict[str, dict[str, Any]]) -> None:

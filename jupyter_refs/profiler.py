@@ -137,7 +137,7 @@ class Profiler:
         from dask.utils import key_split
         from distributed import profile
 
-        runs = [r for r in self.cluster._threaded.copy() if not r.done and r.thread]
+        runs = [r for r in self.cluster.running() if r.thread]
         if not runs:
             return
         # One C call: every other thread's frame is let go before another thread can run.

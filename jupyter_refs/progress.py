@@ -18,6 +18,8 @@ from collections.abc import Callable
 from timeit import default_timer
 from typing import TYPE_CHECKING, Any
 
+from .client_parts import FutureBase, default_client
+from .coordination import futures_of
 from .errors import NotModelledError
 
 if TYPE_CHECKING:
@@ -87,9 +89,7 @@ class TextProgressBar:
                  complete: bool = True, start: bool = True, **kwargs: Any):
         from dask.utils import parse_timedelta
 
-        from .client import Future, default_client
-
-        futures = [k for k in keys if isinstance(k, Future) and k.client is not None]
+        futures = [k for k in keys if isinstance(k, FutureBase) and k.client is not None]
         client = futures[0].client if futures else default_client()
         if client is None:
             raise ValueError("No clients found")
@@ -156,8 +156,6 @@ class TextProgressBar:
 def progress(*futures: Any, notebook: bool | None = None, multi: bool = True,
              complete: bool = True, group_by: Any = "prefix", **kwargs: Any) -> None:
     """dask's ``progress``: a text bar on stdout that returns once the futures are done."""
-    from .coordination import futures_of
-
     found = futures_of(list(futures))
     if notebook is None:
         notebook = _is_kernel()

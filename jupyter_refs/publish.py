@@ -24,25 +24,23 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator, Mapping, MutableMapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .client_parts import ClientLike, FutureBase, actor, adopt, ask, check_open
+from .coordination import futures_of
 from .protocol import messages as m
 from .protocol.serialize import dumps, loads
-
-if TYPE_CHECKING:
-    from .client import Client
+from .userline import user_cell
 
 #: ``get_dataset``'s default when none is given (dask's ``no_default``).
 no_default = "__no_default__"
 
 
-def _marker(client: Client) -> str:
+def _marker(client: ClientLike) -> str:
     """Send the marker on the client's stream; the uid the scheduler waits for."""
-    from .client import user_cell
-
     uid = uuid.uuid4().hex
     with client.cluster.call(user_cell()) as user_call:
-        user_call.send(client._state.send(m.PUBLISH_FLUSH, uid=uid))
+        user_call.send(actor(client).send(m.PUBLISH_FLUSH, uid=uid))
     return uid
 
 
@@ -51,11 +49,9 @@ def _raise(reply: dict[str, Any]) -> None:
         raise KeyError(reply["text"])
 
 
-def publish_dataset(client: Client, *args: Any, name: Any = None, override: bool = False,
+def publish_dataset(client: ClientLike, *args: Any, name: Any = None, override: bool = False,
                     **kwargs: Any) -> None:
-    from .coordination import futures_of
-
-    client._check_open(m.PUBLISH_PUT)
+    check_open(client, m.PUBLISH_PUT)
     names, data = list(kwargs), list(kwargs.values())
     if name:
         if not args:
@@ -74,27 +70,24 @@ def publish_dataset(client: Client, *args: Any, name: Any = None, override: bool
     if client.cluster.variant.publish_unordered:
         # Until PR 8577: a put per name, at once (it may overtake the graph on the stream).
         for name_i, keys_i, blob in zip(names, keys, blobs, strict=True):
-            _raise(client._ask(m.PUBLISH_PUT, keys_i, names=[name_i], holds=[keys_i],
+            _raise(ask(client, m.PUBLISH_PUT, keys_i, names=[name_i], holds=[keys_i],
                                data=[blob], override=override))
         return
     uid = _marker(client)
     if client.cluster.variant.unpublish_unordered:
         # Until PR 9217: per name, an RPC that waits for the marker, then the put.
         for name_i, keys_i, blob in zip(names, keys, blobs, strict=True):
-            client._ask(m.PUBLISH_WAIT_FLUSH, uid=uid)
-            _raise(client._ask(m.PUBLISH_PUT, keys_i, names=[name_i], holds=[keys_i],
+            ask(client, m.PUBLISH_WAIT_FLUSH, uid=uid)
+            _raise(ask(client, m.PUBLISH_PUT, keys_i, names=[name_i], holds=[keys_i],
                                data=[blob], override=override))
         return
-    _raise(client._ask(m.PUBLISH_PUT, tuple(k for ks in keys for k in ks), names=names,
+    _raise(ask(client, m.PUBLISH_PUT, tuple(k for ks in keys for k in ks), names=names,
                        holds=keys, data=blobs, override=override, uid=uid))
 
 
-def get_dataset(client: Client, name: Any, default: Any = no_default) -> Any:
-    from .client import Future, user_cell
-    from .coordination import futures_of
-
+def get_dataset(client: ClientLike, name: Any, default: Any = no_default) -> Any:
     names = name if isinstance(name, list) else [name]
-    reply = client._ask(m.PUBLISH_GET, names=names)
+    reply = ask(client, m.PUBLISH_GET, names=names)
     outs = []
     with client.cluster.call(user_cell()) as user_call:
         for record in reply["datasets"]:
@@ -105,29 +98,27 @@ def get_dataset(client: Client, name: Any, default: Any = no_default) -> Any:
                 continue
             value = loads(record["data"])  # its futures unbound, as dask's until bound here
             for f in futures_of(value):
-                if isinstance(f, Future) and f.client is None:
+                if isinstance(f, FutureBase) and f.client is None:
                     # dask's ``bind_client``: a reference of this client's, announced on its
                     # stream (``_inform_scheduler_of_futures``).
-                    f._fs, messages, f.id = client._state.adopt(f.key, None)
-                    f.client = client
-                    user_call.send(messages)
+                    user_call.send(adopt(f, client))
             outs.append(value)
         if "token" in reply:  # fixed: after our desires on the stream, let the get's hold go
-            user_call.send(client._state.send(m.PUBLISH_GET_CONFIRM, token=reply["token"]))
+            user_call.send(actor(client).send(m.PUBLISH_GET_CONFIRM, token=reply["token"]))
     return outs if isinstance(name, list) else outs[0]
 
 
-def unpublish_dataset(client: Client, name: Any) -> None:
+def unpublish_dataset(client: ClientLike, name: Any) -> None:
     names = name if isinstance(name, list) else [name]
     if client.cluster.variant.unpublish_unordered:
-        client._ask(m.PUBLISH_DELETE, names=names)  # until PR 9217: at once
+        ask(client, m.PUBLISH_DELETE, names=names)  # until PR 9217: at once
         return
     uid = _marker(client)
-    client._ask(m.PUBLISH_DELETE, names=names, uid=uid)
+    ask(client, m.PUBLISH_DELETE, names=names, uid=uid)
 
 
-def list_datasets(client: Client) -> list[Any]:
-    return client._ask(m.PUBLISH_LIST)["names"]
+def list_datasets(client: ClientLike) -> list[Any]:
+    return ask(client, m.PUBLISH_LIST)["names"]
 
 
 class Datasets(MutableMapping):
@@ -135,7 +126,7 @@ class Datasets(MutableMapping):
 
     __slots__ = ("_client",)
 
-    def __init__(self, client: Client):
+    def __init__(self, client: ClientLike):
         self._client = client
 
     def __getitem__(self, key: Any) -> Any:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .client_parts import ask, current_client
+from .coordination import answered
 from .errors import NotModelledError
 from .protocol import messages as m
 
@@ -22,10 +24,8 @@ def _no_plot(plot: Any) -> None:
                                "bokeh figure is not")
 
 
-def _ask(client: Any, op: str, **payload: Any) -> Any:
-    from .coordination import answered
-
-    return answered(client._ask(op, **payload))["value"]
+def _value(client: Any, op: str, **payload: Any) -> Any:
+    return answered(ask(client, op, **payload))["value"]
 
 
 class TaskStreamCalls:
@@ -45,7 +45,7 @@ class TaskStreamCalls:
             start = time.time() - parse_timedelta(start)
         if isinstance(stop, str):
             stop = time.time() - parse_timedelta(stop)
-        return _ask(self, m.GET_TASK_STREAM, start=start, stop=stop, count=count,
+        return _value(self, m.GET_TASK_STREAM, start=start, stop=stop, count=count,
                     start_index=None)
 
 
@@ -55,18 +55,16 @@ class get_task_stream:  # noqa: N801 - dask's name
 
     def __init__(self, client: Any = None, plot: Any = False,
                  filename: str = "task-stream.html"):
-        from .dropin import _default_client
-
         _no_plot(plot)
         self.data: list[dict[str, Any]] = []
         self.figure = None
-        self.client = client or _default_client()
+        self.client = current_client(client)
         self._start_index: int | None = None
 
     def __enter__(self) -> get_task_stream:
-        self._start_index = _ask(self.client, m.GET_TASK_STREAM_INDEX)
+        self._start_index = _value(self.client, m.GET_TASK_STREAM_INDEX)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.data.extend(_ask(self.client, m.GET_TASK_STREAM, start=None, stop=None,
+        self.data.extend(_value(self.client, m.GET_TASK_STREAM, start=None, stop=None,
                               count=None, start_index=self._start_index))

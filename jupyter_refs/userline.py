@@ -97,8 +97,8 @@ def user_line(depth: int = 1) -> str | None:
 
 #: This package's modules a user's call passes through, as a pattern dask's traceback
 #: shortening takes (``admin.traceback.shorten``): what a failed task's traceback leaves out.
-_OUR_CALL_PATH = (r"jupyter_refs[\\/](client|client_admin|cluster|coordination|gcscope|interrupts"
-                  r"|publish|userline|worker_context)\.py")
+_OUR_CALL_PATH = (r"jupyter_refs[\\/](client|client_admin|client_parts|cluster|coordination|gcscope"
+                  r"|interrupts|publish|task_runs|userline|worker_context)\.py")
 
 
 class short_traceback:  # noqa: N801 - a context manager, named as dask's
@@ -132,3 +132,25 @@ def shortened(call: _F) -> _F:
             return call(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+def user_cell() -> str | None:
+    """``file:line`` of the user's line (:func:`user_frame`): the first frame outside libraries.
+
+    Kept per (code, instruction): a frame's line number is found by walking its code's
+    line table, and the same few lines call again and again (a loop, the explorer's runs).
+    """
+    frame = user_frame(sys._getframe(2))
+    if frame is None:
+        return None
+    where = (frame.f_code, frame.f_lasti)
+    cell = _CELLS.get(where)
+    if cell is None:
+        if len(_CELLS) >= 4096:
+            _CELLS.clear()
+        cell = _CELLS[where] = f"{frame.f_code.co_filename}:{frame.f_lineno}"
+    return cell
+
+
+#: The user's lines found so far, by (code object, instruction offset).
+_CELLS: dict[tuple[Any, int], str] = {}

@@ -19,15 +19,15 @@ As in dask (``distributed/worker.py``, ``distributed/worker_client.py``):
 from __future__ import annotations
 
 import sys
-
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .client import Client, Future
-from .cluster import current_run
+from .client_parts import ClientLike, FutureBase, FutureLike, actor, current_client
 from .protocol import messages as m
 from .protocol.messages import FIRE_AND_FORGET
+from .task_runs import current_run
+from .worker_view import WorkerView
 
 
 def _current(what: str):
@@ -48,10 +48,20 @@ def _seconds(timeout: float | str | None) -> float | None:
     return parse_timedelta(timeout, "s")
 
 
-def get_client(timeout: float | str | None = None) -> Client:
+def get_client(timeout: float | str | None = None) -> ClientLike:
     """The client of the worker running this task (dask's ``get_client()`` in a task)."""
     cluster, run = _current("get_client")
     return cluster.worker_client(run.worker, _seconds(timeout))
+
+
+def dask_get_client(address: Any = None, timeout: Any = None, resolve_address: bool = True
+                    ) -> Any:
+    """dask's ``distributed.get_client``: the worker's client in a task, the default client
+    elsewhere (``ValueError`` if there is none)."""
+    try:
+        return get_client(timeout)
+    except ValueError:
+        return current_client()
 
 
 def secede() -> None:
@@ -67,7 +77,7 @@ def rejoin() -> None:
 
 
 @contextmanager
-def worker_client(timeout: float | None = None, separate_thread: bool = True) -> Iterator[Client]:
+def worker_client(timeout: float | None = None, separate_thread: bool = True) -> Iterator[ClientLike]:
     """``with worker_client() as client:`` — secede, use the worker's client, rejoin on exit."""
     cluster, run = _current("worker_client")
     client = cluster.worker_client(run.worker, _seconds(timeout))  # before seceding, as dask
@@ -80,8 +90,8 @@ def worker_client(timeout: float | None = None, separate_thread: bool = True) ->
             cluster.rejoin(run)
 
 
-def _futures_of(obj: Any) -> list[Future]:
-    if isinstance(obj, Future):
+def _futures_of(obj: Any) -> list[FutureLike]:
+    if isinstance(obj, FutureBase):
         return [obj]
     if isinstance(obj, dict):
         obj = obj.values()
@@ -104,7 +114,7 @@ def fire_and_forget(obj: Any) -> None:
         return
     for future in _futures_of(obj):
         client = future.client
-        state = client._state
+        state = actor(client)
         fs = state.futures.get(future.key)
         gen = fs.gen if fs is not None else 0
         with client.cluster.call(None) as user_call:
@@ -116,8 +126,6 @@ def fire_and_forget(obj: Any) -> None:
 
 def get_worker() -> Any:
     """The worker running this task (dask's ``get_worker()``: ``ValueError`` outside one)."""
-    from .worker_view import WorkerView
-
     entry = current_run.get()
     if entry is None:
         raise ValueError("No worker found")

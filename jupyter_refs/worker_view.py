@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .addresses import SchedulerRPC
+from .client_events import check_dumpable
+from .cluster import Cluster
 from .errors import NotModelledError
-
-if TYPE_CHECKING:
-    from .cluster import Cluster
+from .task_runs import current_run
 
 
 def _status() -> Any:
@@ -65,8 +65,6 @@ class WorkerView:
 
     def get_current_task(self) -> str:
         """The key of the task running on this thread (dask's ``active_threads[ident]``)."""
-        from .cluster import current_run
-
         entry = current_run.get()
         if entry is None or entry[1].worker != self.address:
             raise KeyError(threading.get_ident())  # dask: no task on this thread
@@ -75,8 +73,6 @@ class WorkerView:
     def log_event(self, topic: Any, msg: Any) -> None:
         """Log ``msg`` under ``topic`` (or topics): it rides this worker's stream to the
         scheduler, which adds ``"worker"`` to a dict (dask's ``Worker.log_event``)."""
-        from .client_events import check_dumpable
-
         check_dumpable(msg)
         with self._cluster.call(None) as user_call:
             user_call.send([self._state.log_event(topic, msg, time.time())])

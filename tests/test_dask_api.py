@@ -83,9 +83,10 @@ def test_dasks_scheduler_is_given_back_right_when_dask_clients_close_in_between(
     meanwhile is that Client's to restore."""
     distributed = pytest.importorskip("distributed")
     from jupyter_refs import client as kernel_side
+    from jupyter_refs import client_parts
 
     # This test's own registry of default clients, and dask's setting as it found it.
-    monkeypatch.setattr(kernel_side, "_default", [])
+    monkeypatch.setattr(client_parts, "_default", [])
     monkeypatch.setattr(kernel_side, "_dask_config", [])
     delayed = dask.delayed
 
@@ -122,8 +123,9 @@ def test_dask_clients_closed_in_the_order_they_were_made_leave_no_stale_setting(
     Client: a flaw the model does not copy, since nothing would compute)."""
     distributed = pytest.importorskip("distributed")
     from jupyter_refs import client as kernel_side
+    from jupyter_refs import client_parts
 
-    monkeypatch.setattr(kernel_side, "_default", [])
+    monkeypatch.setattr(client_parts, "_default", [])
     monkeypatch.setattr(kernel_side, "_dask_config", [])
     with dask.config.set(scheduler=None), distributed.LocalCluster(
             n_workers=1, processes=False, threads_per_worker=1, dashboard_address=":0") as lc:

@@ -11,7 +11,8 @@ import time
 import pytest
 
 import jupyter_refs as jr
-from jupyter_refs.dropin import MODULES, local_shape
+from jupyter_refs.dropin import MODULES
+from jupyter_refs.local_cluster import local_shape
 
 distributed = pytest.importorskip("distributed")
 import dask.distributed  # noqa: E402 - after the skip

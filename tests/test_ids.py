@@ -39,7 +39,7 @@ def interleaved(protocol: str):
             inner.append(None)  # the second "thread" runs once, inside the first allocation
             inner[0] = client.submit(inc, 2, pure=False)
 
-    cluster._ids._record = switch_here
+    cluster._ids.record = switch_here
     outer = client.submit(inc, 1, pure=False)
     cluster.run_until_idle()
     return cluster, outer, inner[0]

@@ -275,7 +275,7 @@ def _confirm(scenario: Scenario, run: Run, fresh: set[str], client: Any, ordered
             raise ConfirmError(f"the schedule needs {len(model_workers)} worker(s) in this process; "
                                f"the cluster has {len(workers)} here and {len(holds.elsewhere)} "
                                "elsewhere")
-        names = {m: holds._name(w) for m, w in zip(model_workers, workers)}
+        names = {m: holds.actor_name(w) for m, w in zip(model_workers, workers)}
         names.update({"client:1": tracer.me})
         waits = overtakes(run, names, every)
         keys = _Keys(_keys(run), fresh)

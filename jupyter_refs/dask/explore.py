@@ -282,10 +282,10 @@ def state_of(sim: SimCluster, key: str) -> list[str]:
         lines.append("scheduler: forgotten")
     else:
         wants = ", ".join(sorted(cs.client_key for cs in ts.who_wants or ()))
-        has = ", ".join(sorted(sim._name(ws.address) for ws in ts.who_has or ()))
+        has = ", ".join(sorted(sim.actor_name(ws.address) for ws in ts.who_has or ()))
         lines.append(f"scheduler: {ts.state}, who_wants {{{wants}}}, who_has {{{has}}}")
     for w in sim.workers:
-        lines.append(f"{sim._name(w.address)}: {'holds the data' if key in w.data else 'no data'}")
+        lines.append(f"{sim.actor_name(w.address)}: {'holds the data' if key in w.data else 'no data'}")
     return lines
 
 

@@ -202,7 +202,7 @@ class Holds:
 
     def unreachable(self, pattern: str) -> list[str]:
         """Channels ``pattern`` would name whose receiving end is in another process."""
-        names = [self._name(a) for a in self.elsewhere]
+        names = [self.actor_name(a) for a in self.elsewhere]
         out = [f"scheduler->{n}" for n in names if fnmatchcase(f"scheduler->{n}", pattern)]
         if self.elsewhere and fnmatchcase("rpc:scheduler#1", pattern):
             out.append("rpc:scheduler#… (the worker's data put)")
@@ -413,7 +413,8 @@ class Holds:
 
     # -- arriving at a gate --------------------------------------------------------------------
 
-    def _name(self, raw: str) -> str:
+    def actor_name(self, raw: str) -> str:
+        """The trace's name for a dask address (``worker:0``), as the tracer names it."""
         with self.tracer.merging:
             return self.tracer.actor_name(raw)
 
@@ -435,7 +436,7 @@ class Holds:
     def _arrive(self, sender_raw: str, receiver_raw: str, op: str, keys: tuple, batched: bool,
                 loop: Any, call: Any, channel: str | None = None) -> HeldMessage | None:
         """A message reached its receiver: hold it (returned) or let it through (None)."""
-        sender, receiver = self._name(sender_raw), self._name(receiver_raw)
+        sender, receiver = self.actor_name(sender_raw), self.actor_name(receiver_raw)
         send_traced, receipt_traced = self._traced(sender, receiver, op)
         now = time.time_ns()
         self.last_activity = time.monotonic()
@@ -695,7 +696,7 @@ class _RPCProxy:
             keys = tuple(remote.key_text(k) for k in kwargs.get("data") or ())
             tracer = holds.tracer
             channel = tracer.rpc_channel("scheduler")
-            worker = holds._name(addr)
+            worker = holds.actor_name(addr)
             holds._record("msg.sent", "scheduler", worker, "update-data", keys, channel,
                           time.time_ns())
             holds.expect(channel, "scheduler", worker, "update-data", keys)

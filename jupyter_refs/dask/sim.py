@@ -199,7 +199,7 @@ class SimLoop(asyncio.SelectorEventLoop):
             self.run_forever()
 
     def next_timer(self) -> float | None:
-        while self._scheduled and self._scheduled[0]._cancelled:
+        while self._scheduled and self._scheduled[0]._cancelled:  # not ours: asyncio's
             heapq.heappop(self._scheduled)
             self._timer_cancelled_count -= 1
         return self._scheduled[0]._when if self._scheduled else None
@@ -451,7 +451,7 @@ class SimCluster:
                 sim._send(comm, inproc._EOF)
                 comm._read_q.put_nowait(inproc._EOF)
                 comm._write_q = comm._read_q = None
-                comm._closed = True
+                comm._closed = True  # not ours: distributed's InProc comm
                 comm._finalizer.detach()
 
         original_connect = inproc.InProcConnector.connect
@@ -567,7 +567,7 @@ class SimCluster:
             for c in self.clients if fast else ():
                 c.status = "closed"
             for c in () if fast else self.clients:
-                self._until(c._close(fast=True), limit=5.0, quiet=True)
+                self._until(c._close(fast=True), limit=5.0, quiet=True)  # not ours: dask's Client
             for w in () if fast else self.workers:
                 self._until(w.close(timeout=1), limit=5.0, quiet=True)
             if self.scheduler is not None and not fast:
@@ -601,17 +601,18 @@ class SimCluster:
 
     # -- the network --------------------------------------------------------------------------
 
-    def _name(self, address: str) -> str:
+    def actor_name(self, address: str) -> str:
+        """The trace's name for a dask address (``worker:0``), the address if it has none."""
         return self._names.get(address, address)
 
     def _send(self, comm: Any, msg: Any) -> None:
         q = comm._write_q
+        sender, receiver = self.actor_name(comm._local_addr), self.actor_name(comm._peer_addr)
         chan = self._channels.get(q)
         if chan is None:
             chan = self._channels[q] = deque()
             n = len(self._chan_names) + 1
-            self._chan_names[q] = f"{self._name(comm._local_addr)}->{self._name(comm._peer_addr)}#{n}"
-        sender, receiver = self._name(comm._local_addr), self._name(comm._peer_addr)
+            self._chan_names[q] = f"{sender}->{receiver}#{n}"
         if msg is self._eof:
             op, keys, auto = "eof", (), True
         elif _is_handshake(msg):

@@ -105,7 +105,7 @@ class ClientState:
         self._calls += 1
         return f"rpc:{self.name}#{self._calls}"
 
-    def _set_state(self, key: str, fs: FutureState, to: str, cause: int | None,
+    def set_state(self, key: str, fs: FutureState, to: str, cause: int | None,
                    reason: str | None = None) -> None:
         if fs.state == to:
             return
@@ -274,7 +274,7 @@ class ClientState:
         for key in keys:
             fs = self.futures.pop(key, None)
             if fs is not None:
-                self._set_state(key, fs, CANCELLED, None, reason or "unknown")
+                self.set_state(key, fs, CANCELLED, None, reason or "unknown")
                 fs.error = msg.encode() if msg else None
 
     def report_key(self, keys: Iterable[str]) -> list[Message]:
@@ -288,7 +288,7 @@ class ClientState:
         for key in keys:
             fs = self.futures.get(key)
             if fs is not None and fs.state != PENDING:
-                self._set_state(key, fs, PENDING, None, "its data was not where the scheduler said")
+                self.set_state(key, fs, PENDING, None, "its data was not where the scheduler said")
             out.append(Message(self.name, m.SCHEDULER, m.REPORT_KEY, self._stream, True, (key,),
                                {"client": self.name}))
         return out
@@ -347,20 +347,20 @@ class ClientState:
             fs = self.futures.get(key)
             if fs is not None and fs.scatter_call == msg.channel:
                 fs.scatter_call = None
-                self._set_state(key, fs, FINISHED, msg.msg_id)
+                self.set_state(key, fs, FINISHED, msg.msg_id)
 
     def _on_key_in_memory(self, msg: Message) -> None:
         for key in msg.keys:
             fs = self._held(msg, key)
             if fs is not None and fs.scatter_call is None and fs.state in (PENDING, LOST):
                 fs.type = msg.payload.get("type") or fs.type
-                self._set_state(key, fs, FINISHED, msg.msg_id)
+                self.set_state(key, fs, FINISHED, msg.msg_id)
 
     def _on_lost_data(self, msg: Message) -> None:
         for key in msg.keys:
             fs = self._held(msg, key)
             if fs is not None and fs.state == FINISHED:
-                self._set_state(key, fs, LOST, msg.msg_id, "the scheduler reported the data lost")
+                self.set_state(key, fs, LOST, msg.msg_id, "the scheduler reported the data lost")
 
     def _on_cancelled_keys(self, msg: Message) -> None:
         reason = msg.payload.get("reason") or "unknown"
@@ -369,7 +369,7 @@ class ClientState:
             fs = self._held(msg, key)
             if fs is not None and fs.state != CANCELLED:
                 fs.error = text.encode() if text else None
-                self._set_state(key, fs, CANCELLED, msg.msg_id, reason)
+                self.set_state(key, fs, CANCELLED, msg.msg_id, reason)
 
     def _on_reply(self, msg: Message) -> None:
         self.replies[msg.channel] = msg.payload
@@ -380,7 +380,7 @@ class ClientState:
             if fs is not None:
                 fs.error = msg.payload["exception"]
                 fs.traceback = msg.payload.get("traceback")
-                self._set_state(key, fs, ERROR, msg.msg_id, msg.payload.get("text"))
+                self.set_state(key, fs, ERROR, msg.msg_id, msg.payload.get("text"))
 
     def _on_gather_reply(self, msg: Message) -> None:
         call = self.gathers.get(msg.channel)
@@ -397,7 +397,7 @@ class ClientState:
         self.record(self.name, "connection.lost", None, msg.payload.get("reason"))
         for key, fs in sorted(self.futures.items()):
             fs.scatter_call = None
-            self._set_state(key, fs, CANCELLED, msg.msg_id, CONNECTION_LOST)
+            self.set_state(key, fs, CANCELLED, msg.msg_id, CONNECTION_LOST)
         self.futures.clear()
 
     def _on_task_retried(self, msg: Message) -> None:
@@ -409,7 +409,7 @@ class ClientState:
     def retried(self, key: str, fs: FutureState, cause: int | None) -> None:
         """The key runs again (dask's ``FutureState.retry``): pending, its error let go."""
         fs.error = fs.traceback = None
-        self._set_state(key, fs, PENDING, cause)
+        self.set_state(key, fs, PENDING, cause)
 
     def _on_event(self, msg: Message) -> None:
         if self.on_event is not None:

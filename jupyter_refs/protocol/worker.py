@@ -147,7 +147,9 @@ class WorkerState:
         #: The worker's own client, which futures deserialized in tasks belong to.
         self.client = ClientState(f"client:{name}", variant, record,
                                   borrows=not variant.deserialized_claims)
-        self._bind = bind
+        #: Makes the Future a task receives for a future in its arguments (the driver's;
+        #: it lets go of it when disposed).
+        self.bind: Bind | None = bind
         #: The newest copy of each key: what tasks and gathers read.
         self.data: dict[str, Any] = {}
         #: Every copy held, by key and incarnation.
@@ -616,7 +618,7 @@ class WorkerState:
 
     def _adopt(self, key: str) -> tuple[Any, list[Message]]:
         fs, messages, future_id = self.client.adopt(key, running_task.get())
-        return self._bind(self.client, key, fs, future_id), messages
+        return self.bind(self.client, key, fs, future_id), messages
 
     # -- gather ----------------------------------------------------------------------
 

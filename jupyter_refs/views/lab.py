@@ -157,11 +157,11 @@ class LabChannel:
         if self._pump is not None:
             self._pump.wake.set()
 
-    def _apply_pending(self) -> None:
+    def apply_pending(self) -> None:
         if self.comms:
             self._broadcast(refs_message(self.source))
 
-    def _failed(self, exc: Exception) -> None:
+    def update_failed(self, exc: Exception) -> None:
         import warnings
 
         self._pump = None
@@ -212,7 +212,7 @@ class LabChannel:
             try:
                 self.save_timelines()
             except Exception as exc:  # noqa: BLE001 - saving stops; the kernel goes on
-                self._failed(exc)
+                self.update_failed(exc)
                 return
 
     def close(self) -> None:

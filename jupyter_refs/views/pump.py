@@ -1,10 +1,10 @@
 """A throttled worker thread shared by the live views.
 
 Views subscribe to the trace with a callback that only wakes the pump; the
-pump calls its owner's ``_apply_pending()`` at most ``rate`` times a second,
+pump calls its owner's ``apply_pending()`` at most ``rate`` times a second,
 counting the update's own time.  It holds its owner weakly, so a view nobody
 references goes away with its thread; an owner whose update raises is told
-once (``_failed``) and the pump stops — a broken view never breaks the cluster.
+once (``update_failed``) and the pump stops — a broken view never breaks the cluster.
 
 The end of a notebook cell brings every live view up to date on the kernel's own
 thread (:func:`at_cell_end`, registered by the first live view): what a notebook
@@ -53,9 +53,9 @@ class Pump:
                 return
             started = time.perf_counter()
             try:
-                owner._apply_pending()
+                owner.apply_pending()
             except Exception as exc:  # noqa: BLE001 - reported once; the cluster goes on
-                owner._failed(exc)
+                owner.update_failed(exc)
                 return
             self.updates += 1
             del owner
@@ -92,7 +92,7 @@ class LiveView:
         OPEN_VIEWS.add(self)
         _register_cell_end()
 
-    def _failed(self, exc: Exception) -> None:
+    def update_failed(self, exc: Exception) -> None:
         """The pump broke: say so once, stop following the trace, leave the cluster alone."""
         OPEN_VIEWS.discard(self)
         self._unsubscribe()
@@ -121,7 +121,7 @@ def at_cell_end(_result: Any = None) -> None:
         try:
             view.settle()
         except Exception as exc:  # noqa: BLE001 - one broken view must not break the cell
-            view._failed(exc)
+            view.update_failed(exc)
 
 
 def _register_cell_end() -> None:

@@ -233,7 +233,7 @@ class RefsTable(LiveView):
         if self._pump is not None:
             self._pump.wake.set()
 
-    def _apply_pending(self) -> None:
+    def apply_pending(self) -> None:
         self.refresh()
 
     def _ipython_display_(self) -> None:

@@ -394,7 +394,7 @@ class Timeline(LiveView):
                 slice_end = time.perf_counter() + _SLICE_S
         return got
 
-    def _apply_pending(self) -> None:
+    def apply_pending(self) -> None:
         with self._lock, self._bokeh.batched():
             if self._drain():
                 self.figure.update(pause=self._pause, window=self.live_window)
@@ -410,7 +410,7 @@ class Timeline(LiveView):
         """Bring the figure up to date now, redrawing the whole trace if a live window cut it."""
         self.trace.settle()
         self.trace.flush()
-        self._apply_pending()
+        self.apply_pending()
         if any(len(self.figure.sources[n].data.get("x", self.figure.sources[n].data.get("x0", [])))
                < len(getattr(self.model, n)) for n in ("events", "messages")):
             with self._lock, self._bokeh.batched():
