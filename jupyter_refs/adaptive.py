@@ -30,11 +30,11 @@ import time
 from collections import defaultdict, deque
 from typing import TYPE_CHECKING, Any
 
+from . import client_parts
 from .errors import NotModelledError
 
-if TYPE_CHECKING:
-    from .client import Client
-    from .dropin import LocalCluster
+if TYPE_CHECKING:  # a LocalCluster (local_cluster.py makes this module's Adaptive)
+    from .cluster import Cluster as LocalCluster
 
 
 def _never() -> bool:
@@ -150,7 +150,7 @@ class Adaptive:
         self.log: deque[tuple[float, dict[str, Any]]] = deque(
             maxlen=dask.config.get("distributed.admin.low-level-log-length"))
         self._stopped = threading.Event()
-        self._manager: Client | None = None
+        self._manager: Any = None  # a Client, made on the first scale-down
         self._thread: threading.Thread | None = None
         if not self.interval:
             self.state = "inactive"
@@ -262,11 +262,8 @@ class Adaptive:
     def scale_down(self, workers: list[Any]) -> None:
         """dask's: the scheduler retires them (their data moved), then the cluster closes
         them."""
-        from .client import Client
-
         if self._manager is None:
-            self._manager = Client._wrap(self.cluster,
-                                         self.cluster._register_client("cluster-manager"))
+            self._manager = client_parts.make_client(self.cluster, "cluster-manager")
         by_name = {v: k for k, v in self.cluster.scheduler.names.items()}
         addresses = [by_name.get(w, w) for w in workers]
         self._manager.retire_workers(addresses, close_workers=True)

@@ -63,7 +63,7 @@ from .flavoured import dask_flavoured
 from .local_cluster import LocalCluster
 from .loop import EventLoop
 from .plugins import PluginCalls
-from .profiler import ProfileCalls
+from .profiler import ProfileCalls, driver_frame
 from .protocol import messages as m
 from .protocol import serialize
 from .protocol.client import BORROWED, CANCELLED, DONE, ERROR, ClientState, FutureState
@@ -1534,6 +1534,7 @@ def _materialized(expr: Any) -> dict[Any, Any]:
     return Unpickler(buffer).load().__dask_graph__()
 
 
+@driver_frame
 def _run_node(node: Any, values: dict[Any, Any]) -> Any:
     """A task that runs one node of a dask graph (``dask._task_spec``) on its inputs."""
     return node(values)

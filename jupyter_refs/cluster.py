@@ -386,6 +386,12 @@ class Cluster:
         log.info("        Registered to: %26s", self.scheduler_address)
         log.info("-" * 49)
 
+    @property
+    def id_allocator(self) -> Any:
+        """The protocol's allocator of future ids (``RacyIds`` or ``AtomicIds``, ids.py): the
+        lesson on Julia's racy counter swaps its ``record`` to switch threads inside it."""
+        return self._ids
+
     def get_client(self) -> Any:
         """The cluster's first open client, or a new one (dask's ``cluster.get_client()``)."""
         for client in self.clients.values():

@@ -55,11 +55,11 @@ class performance_report:  # noqa: N801 - dask's name
         self.storage_options = storage_options or {}
 
     def __enter__(self) -> None:
-        from .dropin import _default_client
+        from .client_parts import current_client
         from .task_stream import get_task_stream
 
         self.start = time.time()
-        self._stream = get_task_stream(_default_client())  # the block's records, as dask's
+        self._stream = get_task_stream(current_client())  # the block's records, as dask's
         self._stream.__enter__()
 
     def __exit__(self, *exc: object) -> None:

@@ -36,12 +36,18 @@ import sys
 import threading
 import time
 from collections import defaultdict, deque
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from .errors import NotModelledError
 
-if TYPE_CHECKING:
-    from .cluster import Cluster
+
+class Profiled(Protocol):
+    """What the profiler reads of its cluster (a ``Cluster``; this module imports none)."""
+
+    workers: dict[str, Any]
+    profiler: Profiler | None
+
+    def running(self) -> list[Any]: ...
 
 
 #: Whether live clusters profile their workers: dask's counting is distributed's own.
@@ -59,12 +65,16 @@ class _Frame(NamedTuple):
     f_back: _Frame | None
 
 
-def _driver_codes() -> frozenset[Any]:
-    """The code of the driver's frames a task runs under: a stack is cut above them."""
-    from .client import _run_node
-    from .cluster import Cluster
+#: The code of the driver's frames a task runs under (a stack is cut above them), marked by
+#: the modules that own them (:func:`driver_frame`): this module imports neither.
+_DRIVER: set[Any] = set()
 
-    return frozenset({Cluster._call.__code__, _run_node.__code__})
+
+def driver_frame(func: Any) -> Any:
+    """Mark ``func`` as a frame of the driver's that tasks run under (``task_runs.call``,
+    ``client.py``'s graph node): a profile's stack starts below it."""
+    _DRIVER.add(func.__code__)
+    return func
 
 
 def _copy(frame: Any, driver: frozenset[Any]) -> _Frame | None:
@@ -94,7 +104,7 @@ class _WorkerProfile:
 class Profiler:
     """The workers' profiles of one live cluster, and the thread that samples them."""
 
-    def __init__(self, cluster: Cluster):
+    def __init__(self, cluster: Profiled):
         import dask
         from dask.utils import parse_timedelta
 
@@ -107,7 +117,7 @@ class Profiler:
         maxlen = dask.config.get("distributed.admin.low-level-log-length", 1000)
         self.workers: defaultdict[str, _WorkerProfile] = defaultdict(
             lambda: _WorkerProfile(maxlen))
-        self._driver = _driver_codes()
+        self._driver = frozenset(_DRIVER)
         self._lock = threading.Lock()
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name="jupyter-refs-profiler",
@@ -195,7 +205,7 @@ class Profiler:
 class ProfileCalls:
     """``Client.profile`` (a mixin of :class:`~jupyter_refs.client.Client`)."""
 
-    cluster: Cluster
+    cluster: Profiled
 
     def profile(self, key: Any = None, start: Any = None, stop: Any = None, workers: Any = None,
                 merge_workers: bool = True, plot: Any = False, filename: Any = None,

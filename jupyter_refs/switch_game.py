@@ -60,8 +60,8 @@ class SwitchGame:
         self.protocol = protocol
         self.tries: list[SwitchResult] = []
         with Cluster(protocol=protocol, workers=1, network="immediate") as probe:
-            self._code = type(probe._ids).__call__.__code__
-            source, first = inspect.getsourcelines(type(probe._ids).__call__)
+            self._code = type(probe.id_allocator).__call__.__code__
+            source, first = inspect.getsourcelines(type(probe.id_allocator).__call__)
         # the body's lines: after the ``def`` line (and a docstring, if any)
         body = [(first + i, line.rstrip()) for i, line in enumerate(source)][1:]
         self.lines = [(n, text.strip()) for n, text in body if text.strip()

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from . import interrupts
+from .profiler import driver_frame
 from .protocol.worker import TaskRun
 from .worker_threads import WorkerThreads
 
@@ -26,6 +27,7 @@ current_run: contextvars.ContextVar[tuple[Any, TaskRun] | None] = contextvars.Co
     "jupyter_refs_current_run", default=None)
 
 
+@driver_frame
 def call(cluster: Any, run: TaskRun) -> tuple[bool, Any]:
     """Call the task's function, the run current: ``(True, value)`` or ``(False, error)``."""
     run.started, run.thread = time.time(), threading.get_ident()
