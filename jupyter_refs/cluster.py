@@ -592,6 +592,9 @@ class Cluster:
             self.checks = None
         for worker in self.workers.values():
             worker._bind = None
+        for part in (self.scheduler._stealing, self.scheduler._amm):
+            if part is not None:
+                part.scheduler = None  # a part and its scheduler: a cycle
         for client in (*self.clients.values(), *self._worker_clients.values()):
             client.cluster = None
             client._state.on_done = None  # the client's own method: a cycle

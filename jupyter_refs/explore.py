@@ -479,6 +479,10 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
         violations += judge_invariants(cluster.trace, invariants)
     if not keep_open:
         cluster.close()
+        # The run's own cycles (the chooser's closure and the cluster, the counted
+        # ``_begin_call``): cut, so that a disposed run is freed by reference counting.
+        policy.choose = policy.cluster = None
+        cluster.__dict__.pop("_begin_call", None)
     run = Run((protocol_name(protocol), fp, workers, n_clients), picks, decisions,
               cluster.trace, violations, cluster, pruned, raised, returned,
               names[0] if len(names) == 1 else None)
@@ -743,30 +747,17 @@ def _canon(obj: Any, family: str | None, ids: list, memo: dict) -> Any:
             return ("#", family, obj)
         return obj
     if kind is dict:
-        if not obj:
-            return _EMPTY_DICT
-        items = []
-        for k, v in obj.items():
-            if type(k) is str:
-                if k in _NOT_STATE:
-                    continue
-                if k == "_next_worker":  # the scheduler's round robin: read modulo its workers
-                    v %= max(1, len(obj.get("workers", ())))
-                items.append((_RANDOM.sub(memo[_NAMES_AT], k) if len(k) >= 32 else k,
-                              _canon(v, family or _ID_FAMILIES.get(k), ids, memo)))
-            else:
-                items.append((_canon(k, None, ids, memo), _canon(v, family, ids, memo)))
-        try:
-            items.sort()
-        except TypeError:
-            items.sort(key=repr)
-        return ("{", *items)
+        return _canon_dict(obj, family, ids, memo) if obj else _EMPTY_DICT
     if kind is list or kind is tuple or kind is deque or kind is ReadyQueue:
-        return ("[", *[_canon(v, family, ids, memo) for v in obj])
+        # Leaves inline (most members are short strings or None): a call per member is
+        # most of what a state costs.
+        return ("[", *[v if v is None or (type(v) is str and len(v) < 32)
+                       else _canon(v, family, ids, memo) for v in obj])
     if kind is set or kind is frozenset:
         if not obj:
             return _EMPTY_SET
-        members = [_canon(v, family, ids, memo) for v in obj]
+        members = [v if type(v) is str and len(v) < 32 else _canon(v, family, ids, memo)
+                   for v in obj]
         try:
             members.sort()
         except TypeError:
@@ -788,7 +779,38 @@ def _canon(obj: Any, family: str | None, ids: list, memo: dict) -> Any:
         if slots is None:
             return ("r", _RANDOM.sub(memo[_NAMES_AT], repr(obj)))
         fields = {s: getattr(obj, s, None) for s in slots}
-    return (kind.__qualname__, _canon(fields, None, ids, memo))
+    return (kind.__qualname__, _canon_dict(fields, None, ids, memo) if fields else _EMPTY_DICT)
+
+
+def _canon_dict(obj: dict, family: str | None, ids: list, memo: dict) -> tuple:
+    """A non-empty dict for :func:`_canon`: its items sorted, each value's leaf inline."""
+    items = []
+    append = items.append
+    for k, v in obj.items():
+        if type(k) is str:
+            if k in _NOT_STATE:
+                continue
+            fam = family or _ID_FAMILIES.get(k)
+            if k == "_next_worker":  # the scheduler's round robin: read modulo its workers
+                v %= max(1, len(obj.get("workers", ())))
+            kind = type(v)
+            if kind is str:
+                if len(v) >= 32:
+                    v = _RANDOM.sub(memo[_NAMES_AT], v)
+            elif kind is int:
+                if fam is not None:
+                    ids.append((fam, v))
+                    v = ("#", fam, v)
+            elif v is not None and kind is not bool:
+                v = _canon(v, fam, ids, memo)
+            append((_RANDOM.sub(memo[_NAMES_AT], k) if len(k) >= 32 else k, v))
+        else:
+            append((_canon(k, None, ids, memo), _canon(v, family, ids, memo)))
+    try:
+        items.sort()
+    except TypeError:
+        items.sort(key=repr)
+    return ("{", *items)
 
 
 _NAMES_AT = "names"  # where ``_canon``'s memo keeps the renaming of random key parts
