@@ -732,7 +732,7 @@ _ID_FAMILIES = {
 #: What a state leaves out: constants of the run (the protocol, the recorder, the driver's
 #: hooks) and what only names a stimulus for the trace (``stimulus_id``, send times).
 _NOT_STATE = frozenset({"variant", "record", "_bind", "on_done", "sent_ns", "stimulus_id",
-                        "_streams", "_stream", "trace"})
+                        "_streams", "_stream", "trace", "_failures"})
 _SCALARS = (str, bytes, int, float, bool, type(None))
 
 
