@@ -50,7 +50,7 @@ def measure(n: int, valgrind: bool) -> dict[str, int]:
     """A fresh interpreter's run of ``n`` tasks: its counts, and its instructions (callgrind's
     total for the whole process) with ``valgrind``."""
     here = os.path.dirname(os.path.abspath(__file__))
-    env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONMALLOC": "malloc",
+    env = {**os.environ, "PYTHONHASHSEED": "0",
            "PYTHONPATH": os.pathsep.join(p for p in (os.path.dirname(here),
                                                      os.environ.get("PYTHONPATH")) if p)}
     command = [sys.executable, os.path.abspath(__file__), "--inner", str(n)]

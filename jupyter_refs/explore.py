@@ -443,7 +443,9 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
     (the in-order run, which is the baseline).
     """
     decisions: list[_Decision] = []
-    progress: list = [0, None]  # user calls begun; the scenario's outcome once it is over
+    # User calls begun; the scenario's outcome once it is over; the task runs in progress on
+    # the run's stack, innermost last, each [what it runs (see _frame), the calls it began].
+    progress: list = [0, None, []]
     policy = choosing_policy(decisions, prefix, strict, entry_sleep, explored, rng, states, progress, pct,
                      path)
     cluster = Cluster(protocol=protocol, workers=workers, network=policy, trace_capacity=capacity,
@@ -451,13 +453,25 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
     cluster._flush_calls = keep_open  # the checks read the run once, at the end
     if states is not None:
         policy.cluster = cluster
-        begin = cluster._begin_call
+        begin, call, stack = cluster._begin_call, cluster._call, progress[2]
 
         def begin_call(cell: str | None) -> None:
             progress[0] += 1
+            if stack:
+                stack[-1][1] += 1
             begin(cell)
 
+        def call_inline(run: Any) -> tuple[bool, Any]:
+            # A task runs inline, inside the delivery of its execute: while it waits in a
+            # call of its own, every delivery happens inside its frame (see _visit).
+            stack.append([_frame(cluster, run), 0])
+            try:
+                return call(run)
+            finally:
+                stack.pop()
+
         cluster._begin_call = begin_call
+        cluster._call = call_inline
     n_clients = scenario_arity(scenario) if clients is None else clients
     names, pruned, raised, returned = _play(scenario, cluster, n_clients, decisions, progress)
     # A deviation past the run's last decision: replayed quietly, the run would pass for the
@@ -483,6 +497,7 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
         # ``_begin_call``): cut, so that a disposed run is freed by reference counting.
         policy.choose = policy.cluster = None
         cluster.__dict__.pop("_begin_call", None)
+        cluster.__dict__.pop("_call", None)
     run = Run((protocol_name(protocol), fp, workers, n_clients), picks, decisions,
               cluster.trace, violations, cluster, pruned, raised, returned,
               names[0] if len(names) == 1 else None)
@@ -589,7 +604,12 @@ def choosing_policy(decisions: list[_Decision], prefix: Sequence[int], strict: b
             pick, entry, base = rng.randrange(len(heads)), _EMPTY, set()
         else:
             entry = frozenset(sleeping)
-            if states is not None and current_run.get() is None:
+            if states is not None and (current_run.get() is None or (
+                    i == last + 1 and _framed(progress))):
+                # Inside a task's call, only at the run's first new decision: there the search
+                # branched, and most runs end there on a state explored already; deeper in the
+                # task nearly every state is new, and fingerprinting each cost more than the
+                # runs it saved (#5379, whose steal race happens while its tasks wait).
                 _visit(states, policy.cluster, progress, entry, delayed, mine, len(decisions))
             asleep = {m for m, _ in sleeping}
             pick = next((j for j, h in enumerate(heads) if h.msg_id not in asleep), -1)
@@ -881,6 +901,31 @@ def state_digest(cluster: Cluster) -> bytes:
     return hashlib.blake2b(state_of(cluster).encode(), digest_size=8).digest()
 
 
+#: In a pickle, the name of the function a travelling future is rebuilt by (what the worker
+#: looks for, ``serialize.reduce_future``).
+_FUTURE_MARK = b"rebuild_future"
+
+
+def _frame(cluster: Cluster, run: Any) -> tuple | None:
+    """A task run inline, as part of the search states inside it: its worker, key and spec
+    (the function and arguments, pickled, in :func:`state_of`'s form) — what it goes on to do
+    is that code's, given what its calls answer.  None when its arguments hold more than the
+    spec (dependencies' values, travelling futures): the states inside it are then left out."""
+    task = cluster.workers[run.worker].tasks.get(run.key)
+    spec = getattr(task, "spec", None)
+    if not spec or spec.get("who_has") or any(
+            _FUTURE_MARK in (spec.get(part) or b"") for part in ("func", "args")):
+        return None
+    memo: dict = {_NAMES_AT: _random_names(cluster)}
+    return (run.worker, run.key,
+            repr(_canon([spec.get(part) for part in ("func", "args", "kwargs")], None, [], memo)))
+
+
+def _framed(progress: list) -> bool:
+    """Whether every task run on the run's stack is known by its spec (see :func:`_frame`)."""
+    return all(what is not None for what, _ in progress[2])
+
+
 class _States:
     """The states a search has been in: every distinct one (``seen``, what the result
     reports), and this pass's table of search states with the fewest delays each was
@@ -906,7 +951,8 @@ def _visit(states: _States, cluster: Cluster, progress: list, sleep: frozenset,
     trace.flush()  # the checks' verdict so far is part of the state
     checks = cluster.checks
     verdict = tuple((v.name, _shape(v.explanation)) for v in checks.violations) if checks else ()
-    system = (state_digest(cluster), progress[0], progress[1], verdict)
+    system = (state_digest(cluster), progress[0], progress[1], verdict,
+              tuple((what, calls) for what, calls in progress[2]))
     states.seen.add(system)
     in_flight = cluster._network.in_flight
     rank = {m: i for i, m in enumerate(sorted(in_flight))}
@@ -1123,9 +1169,13 @@ def explore(scenario: Scenario, protocol: str | ProtocolVariant = "dask",
     from the cluster (its futures' states are in the client's state) — the assumption
     ``replay`` already makes, that a scenario is deterministic given what its calls return;
     and a failure group is the violations' names and the first one's shape, which a run's
-    verdict so far and its continuation fix.  Left out, so never pruned on: states inside a
-    task's nested call (its Python frame is part of the state) and the random runs (each is
-    an independent sample).  A run that comes back to a state of its own path (its prefix
+    verdict so far and its continuation fix.  Inside a task's nested call the task's frame is
+    part of the state: each task run on the run's stack by its worker, key and spec, and the
+    calls it began (the same assumption: a task is deterministic given what its calls
+    answer); there a state is looked up at a run's first new decision only (see
+    :func:`_frame`; a task whose arguments carry dependencies' values or travelling futures
+    leaves its states out).  Left out, so never pruned on: the random runs (each is an
+    independent sample).  A run that comes back to a state of its own path (its prefix
     included) with the same messages delayed and no delay spent since can repeat the picks
     between for ever within the bound: it stops there with the ``LivelockError`` the
     :data:`MAX_DELIVERIES` stop gives, its schedule the loop's picks repeated past that stop
