@@ -472,7 +472,9 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
     (the in-order run, which is the baseline).
     """
     decisions: list[_Decision] = []
-    progress: list = [0, None]  # user calls begun; the scenario's outcome once it is over
+    # User calls begun; the scenario's outcome once it is over; the task runs in progress on
+    # the run's stack, innermost last, each [what it runs (see _frame), the calls it began].
+    progress: list = [0, None, []]
     policy = choosing_policy(decisions, prefix, strict, entry_sleep, explored, rng, states, progress, pct,
                      path)
     cluster = Cluster(protocol=protocol, workers=workers, network=policy, trace_capacity=capacity,
@@ -480,13 +482,25 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
     cluster.flush_calls = keep_open  # the checks read the run once, at the end
     if states is not None:
         policy.cluster = cluster
-        begin = cluster.begin_call
+        begin, call, stack = cluster.begin_call, cluster.run_inline, progress[2]
 
         def begin_call(cell: str | None) -> None:
             progress[0] += 1
+            if stack:
+                stack[-1][1] += 1
             begin(cell)
 
+        def call_inline(run: Any) -> tuple[bool, Any]:
+            # A task runs inline, inside the delivery of its execute: while it waits in a
+            # call of its own, every delivery happens inside its frame (see _visit).
+            stack.append([_frame(cluster, run), 0])
+            try:
+                return call(run)
+            finally:
+                stack.pop()
+
         cluster.begin_call = begin_call
+        cluster.run_inline = call_inline
     n_clients = scenario_arity(scenario) if clients is None else clients
     names, pruned, raised, returned = _play(scenario, cluster, n_clients, decisions, progress)
     # A deviation past the run's last decision: replayed quietly, the run would pass for the
@@ -508,6 +522,11 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
         violations += judge_invariants(cluster.trace, invariants)
     if not keep_open:
         cluster.close()
+        # The run's own cycles (the chooser's closure and the cluster, the counted
+        # ``_begin_call``): cut, so that a disposed run is freed by reference counting.
+        policy.choose = policy.cluster = None
+        cluster.__dict__.pop("_begin_call", None)
+        cluster.__dict__.pop("_call", None)
     run = Run((protocol_name(protocol), fp, workers, n_clients), picks, decisions,
               cluster.trace, violations, cluster, pruned, raised, returned,
               names[0] if len(names) == 1 else None)
@@ -616,7 +635,12 @@ def choosing_policy(decisions: list[_Decision], prefix: Sequence[int], strict: b
             pick, entry, base = rng.randrange(len(heads)), _EMPTY, set()
         else:
             entry = frozenset(sleeping)
-            if states is not None and current_run.get() is None:
+            if states is not None and (current_run.get() is None or (
+                    i == last + 1 and _framed(progress))):
+                # Inside a task's call, only at the run's first new decision: there the search
+                # branched, and most runs end there on a state explored already; deeper in the
+                # task nearly every state is new, and fingerprinting each cost more than the
+                # runs it saved (#5379, whose steal race happens while its tasks wait).
                 _visit(states, policy.cluster, progress, entry, delayed, mine, len(decisions))
             asleep = {m for m, _ in sleeping}
             pick = next((j for j, h in enumerate(heads) if h.msg_id not in asleep), -1)
@@ -761,7 +785,7 @@ _ID_FAMILIES = {
 #: What a state leaves out: constants of the run (the protocol, the recorder, the driver's
 #: hooks) and what only names a stimulus for the trace (``stimulus_id``, send times).
 _NOT_STATE = frozenset({"variant", "record", "_bind", "on_done", "sent_ns", "stimulus_id",
-                        "_streams", "_stream", "trace"})
+                        "_streams", "_stream", "trace", "_failures"})
 _SCALARS = (str, bytes, int, float, bool, type(None))
 
 
@@ -776,30 +800,17 @@ def _canon(obj: Any, family: str | None, ids: list, memo: dict) -> Any:
             return ("#", family, obj)
         return obj
     if kind is dict:
-        if not obj:
-            return _EMPTY_DICT
-        items = []
-        for k, v in obj.items():
-            if type(k) is str:
-                if k in _NOT_STATE:
-                    continue
-                if k == "_next_worker":  # the scheduler's round robin: read modulo its workers
-                    v %= max(1, len(obj.get("workers", ())))
-                items.append((_RANDOM.sub(memo[_NAMES_AT], k) if len(k) >= 32 else k,
-                              _canon(v, family or _ID_FAMILIES.get(k), ids, memo)))
-            else:
-                items.append((_canon(k, None, ids, memo), _canon(v, family, ids, memo)))
-        try:
-            items.sort()
-        except TypeError:
-            items.sort(key=repr)
-        return ("{", *items)
+        return _canon_dict(obj, family, ids, memo) if obj else _EMPTY_DICT
     if kind is list or kind is tuple or kind is deque or kind is ReadyQueue:
-        return ("[", *[_canon(v, family, ids, memo) for v in obj])
+        # Leaves inline (most members are short strings or None): a call per member is
+        # most of what a state costs.
+        return ("[", *[v if v is None or (type(v) is str and len(v) < 32)
+                       else _canon(v, family, ids, memo) for v in obj])
     if kind is set or kind is frozenset:
         if not obj:
             return _EMPTY_SET
-        members = [_canon(v, family, ids, memo) for v in obj]
+        members = [v if type(v) is str and len(v) < 32 else _canon(v, family, ids, memo)
+                   for v in obj]
         try:
             members.sort()
         except TypeError:
@@ -821,7 +832,38 @@ def _canon(obj: Any, family: str | None, ids: list, memo: dict) -> Any:
         if slots is None:
             return ("r", _RANDOM.sub(memo[_NAMES_AT], repr(obj)))
         fields = {s: getattr(obj, s, None) for s in slots}
-    return (kind.__qualname__, _canon(fields, None, ids, memo))
+    return (kind.__qualname__, _canon_dict(fields, None, ids, memo) if fields else _EMPTY_DICT)
+
+
+def _canon_dict(obj: dict, family: str | None, ids: list, memo: dict) -> tuple:
+    """A non-empty dict for :func:`_canon`: its items sorted, each value's leaf inline."""
+    items = []
+    append = items.append
+    for k, v in obj.items():
+        if type(k) is str:
+            if k in _NOT_STATE:
+                continue
+            fam = family or _ID_FAMILIES.get(k)
+            if k == "_next_worker":  # the scheduler's round robin: read modulo its workers
+                v %= max(1, len(obj.get("workers", ())))
+            kind = type(v)
+            if kind is str:
+                if len(v) >= 32:
+                    v = _RANDOM.sub(memo[_NAMES_AT], v)
+            elif kind is int:
+                if fam is not None:
+                    ids.append((fam, v))
+                    v = ("#", fam, v)
+            elif v is not None and kind is not bool:
+                v = _canon(v, fam, ids, memo)
+            append((_RANDOM.sub(memo[_NAMES_AT], k) if len(k) >= 32 else k, v))
+        else:
+            append((_canon(k, None, ids, memo), _canon(v, family, ids, memo)))
+    try:
+        items.sort()
+    except TypeError:
+        items.sort(key=repr)
+    return ("{", *items)
 
 
 _NAMES_AT = "names"  # where ``_canon``'s memo keeps the renaming of random key parts
@@ -892,6 +934,31 @@ def state_digest(cluster: Cluster) -> bytes:
     return hashlib.blake2b(state_of(cluster).encode(), digest_size=8).digest()
 
 
+#: In a pickle, the name of the function a travelling future is rebuilt by (what the worker
+#: looks for, ``serialize.reduce_future``).
+_FUTURE_MARK = b"rebuild_future"
+
+
+def _frame(cluster: Cluster, run: Any) -> tuple | None:
+    """A task run inline, as part of the search states inside it: its worker, key and spec
+    (the function and arguments, pickled, in :func:`state_of`'s form) — what it goes on to do
+    is that code's, given what its calls answer.  None when its arguments hold more than the
+    spec (dependencies' values, travelling futures): the states inside it are then left out."""
+    task = cluster.workers[run.worker].tasks.get(run.key)
+    spec = getattr(task, "spec", None)
+    if not spec or spec.get("who_has") or any(
+            _FUTURE_MARK in (spec.get(part) or b"") for part in ("func", "args")):
+        return None
+    memo: dict = {_NAMES_AT: _random_names(cluster)}
+    return (run.worker, run.key,
+            repr(_canon([spec.get(part) for part in ("func", "args", "kwargs")], None, [], memo)))
+
+
+def _framed(progress: list) -> bool:
+    """Whether every task run on the run's stack is known by its spec (see :func:`_frame`)."""
+    return all(what is not None for what, _ in progress[2])
+
+
 class _States:
     """The states a search has been in: every distinct one (``seen``, what the result
     reports), and this pass's table of search states with the fewest delays each was
@@ -917,7 +984,8 @@ def _visit(states: _States, cluster: Cluster, progress: list, sleep: frozenset,
     trace.flush()  # the checks' verdict so far is part of the state
     checks = cluster.checks
     verdict = tuple((v.name, _shape(v.explanation)) for v in checks.violations) if checks else ()
-    system = (state_digest(cluster), progress[0], progress[1], verdict)
+    system = (state_digest(cluster), progress[0], progress[1], verdict,
+              tuple((what, calls) for what, calls in progress[2]))
     states.seen.add(system)
     in_flight = cluster.network.in_flight
     rank = {m: i for i, m in enumerate(sorted(in_flight))}
@@ -1135,9 +1203,13 @@ def explore(scenario: Scenario, protocol: str | ProtocolVariant = "dask",
     from the cluster (its futures' states are in the client's state) — the assumption
     ``replay`` already makes, that a scenario is deterministic given what its calls return;
     and a failure group is the violations' names and the first one's shape, which a run's
-    verdict so far and its continuation fix.  Left out, so never pruned on: states inside a
-    task's nested call (its Python frame is part of the state) and the random runs (each is
-    an independent sample).  A run that comes back to a state of its own path (its prefix
+    verdict so far and its continuation fix.  Inside a task's nested call the task's frame is
+    part of the state: each task run on the run's stack by its worker, key and spec, and the
+    calls it began (the same assumption: a task is deterministic given what its calls
+    answer); there a state is looked up at a run's first new decision only (see
+    :func:`_frame`; a task whose arguments carry dependencies' values or travelling futures
+    leaves its states out).  Left out, so never pruned on: the random runs (each is an
+    independent sample).  A run that comes back to a state of its own path (its prefix
     included) with the same messages delayed and no delay spent since can repeat the picks
     between for ever within the bound: it stops there with the ``LivelockError`` the
     :data:`MAX_DELIVERIES` stop gives, its schedule the loop's picks repeated past that stop

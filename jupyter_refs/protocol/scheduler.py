@@ -262,6 +262,13 @@ class SchedulerState:
         self.wants.setdefault(client, {})
         self.log.info("Receive client connection: %s", client)
 
+    def let_go_of_parts(self) -> None:
+        """Unlink the parts (stealing, the AMM) from this scheduler: each holds the other, and
+        a disposed explorer run is freed by reference counting, without a collection."""
+        for part in (self._stealing, self._amm):
+            if part is not None:
+                part.scheduler = None
+
     @property
     def amm(self) -> ActiveMemoryManager:
         """The active memory manager (made when first needed: most runs never replicate)."""
