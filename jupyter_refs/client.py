@@ -1011,9 +1011,9 @@ class Client(ClusterCalls, TopicCalls, PluginCalls, TaskStreamCalls, ProfileCall
                 first += 1
             if first == n:
                 return all(fs.state in DONE for fs in states)
-            if not stop_on_error or client_state._failures == failures:
+            if not stop_on_error or client_state.failures == failures:
                 return False
-            failures = client_state._failures
+            failures = client_state.failures
             return any(fs.state in (CANCELLED, ERROR) for fs in states[first:])
 
         if done():

@@ -783,9 +783,10 @@ _ID_FAMILIES = {
     "copies": "inc", "incarnations": "inc", "_generation": "graph", "priority": "graph",
 }
 #: What a state leaves out: constants of the run (the protocol, the recorder, the driver's
-#: hooks) and what only names a stimulus for the trace (``stimulus_id``, send times).
-_NOT_STATE = frozenset({"variant", "record", "_bind", "on_done", "sent_ns", "stimulus_id",
-                        "_streams", "_stream", "trace", "_failures"})
+#: hooks), what only names a stimulus for the trace (``stimulus_id``, send times), and history
+#: (an actor's ``log``, stamped by the wall clock; a client's count of ``failures``).
+_NOT_STATE = frozenset({"variant", "record", "bind", "on_done", "sent_ns", "stimulus_id",
+                        "_streams", "_stream", "trace", "failures", "log"})
 _SCALARS = (str, bytes, int, float, bool, type(None))
 
 

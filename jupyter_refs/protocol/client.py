@@ -93,7 +93,7 @@ class ClientState:
         self._done = 0
         #: Futures that became cancelled or erred so far: a wait that stops at the first
         #: failure looks for one only when this moved (not a state: history, for waiters).
-        self._failures = 0
+        self.failures = 0
         #: Called with ``(key, state)`` when a key becomes done (the user's done callbacks).
         self.on_done: Callable[[str, FutureState], None] | None = None
         #: Answers to queries (who_has, has_what, variables, queues): call -> reply payload.
@@ -117,7 +117,7 @@ class ClientState:
         fs.reason = reason
         if to in DONE:
             if to != FINISHED:
-                self._failures += 1
+                self.failures += 1
             self._done += 1
             fs.done_seq = self._done
             if self.on_done is not None:
@@ -190,7 +190,7 @@ class ClientState:
             # still around (released, then asked for its result) says so.  Not a traced
             # transition: the refcount reaching zero, just recorded, is the event.
             fs.state, fs.reason = CANCELLED, RELEASE_REASON
-            self._failures += 1
+            self.failures += 1
             if self.on_done is not None:
                 self.on_done(key, fs)
         return [Message(self.name, m.SCHEDULER, m.CLIENT_RELEASES_KEYS, self._stream, True,
