@@ -108,9 +108,10 @@ def fire_and_forget(obj: Any) -> None:
     desire when the task finishes or errs.  Real dask futures (a scenario that
     ``%confirm`` runs on a real client) go to dask's own ``fire_and_forget``.
     """
-    distributed = sys.modules.get("distributed")
-    if distributed is not None and distributed.futures_of(obj):
-        distributed.fire_and_forget(obj)
+    # dask's own module, not ``distributed``: under the switch that one's names are these.
+    dask_client = sys.modules.get("distributed.client")
+    if dask_client is not None and dask_client.futures_of(obj):
+        dask_client.fire_and_forget(obj)
         return
     for future in _futures_of(obj):
         client = future.client

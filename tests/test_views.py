@@ -87,7 +87,7 @@ def test_timeline_widget_and_step_controls():
         table.refresh()
         assert "finished" in table.widget.value and "memory" in table.widget.value
         src = timeline.figure.sources["messages"]
-        assert len(src.data["x0"]) == 4  # the scatter RPC, there and back, two hops
+        assert len(src.data["x0"]) == 5  # the scatter RPC, there and back, two hops; key-in-memory
         # two messages queued on one FIFO stream: the second cannot overtake the first
         del x
         f = client.submit(inc, 1)

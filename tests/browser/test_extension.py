@@ -57,7 +57,7 @@ GONE_CELLS = [
 RACE_CELLS = [
     "%load_ext jupyter_refs",
     "from jupyter_refs.demo import scatter_race\n"
-    "cluster = scatter_race('legacy', seed=1, iterations=40).cluster",
+    "cluster = scatter_race('legacy', seed=3, iterations=40).cluster",
     "from jupyter_refs.views.timeline import Timeline\nTimeline(cluster, live=False)",
 ]
 

@@ -22,7 +22,7 @@ NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 RACE = """\
 from jupyter_refs.demo import scatter_race
 from jupyter_refs.views.timeline import Timeline
-result = scatter_race({protocol!r}, seed=1, iterations=40)
+result = scatter_race({protocol!r}, seed=3, iterations=40)
 Timeline(result.cluster, live=False)
 """
 
@@ -126,7 +126,7 @@ def test_standalone_html_renders_offline(tmp_path, chromium):
     from jupyter_refs.demo import scatter_race
     from jupyter_refs.views.export import export
 
-    result = scatter_race("legacy", seed=1, iterations=40)
+    result = scatter_race("legacy", seed=3, iterations=40)
     path = tmp_path / "timeline.html"
     export(result.cluster, str(path))
     context = chromium.new_context(offline=True)
@@ -297,7 +297,7 @@ def test_violation_tooltip_wraps_inside_the_plot(tmp_path, chromium):
     from jupyter_refs.demo import scatter_race
     from jupyter_refs.views.export import export
 
-    result = scatter_race("legacy", seed=1, iterations=40)
+    result = scatter_race("legacy", seed=3, iterations=40)
     path = tmp_path / "timeline.html"
     export(result.cluster, str(path))
     page = chromium.new_page(viewport={"width": 1400, "height": 900})
