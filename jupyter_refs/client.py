@@ -997,13 +997,14 @@ class Client(ClusterCalls, TopicCalls, PluginCalls, TaskStreamCalls, ProfileCall
         first = 0  # states before it were done when last looked at
         client_state = self._state
         failures = -1  # the client's failures when the rest were last looked through
+        failed_at: int | None = None  # a failed future found then
 
         def done() -> bool:
             # Called after every delivery: resume where the last look stopped rather than
             # scan thousands of finished futures each time; done only if all still are.
             # The rest are looked through for a failure only when some future failed since
             # (a scan per delivery made a 10,000-task gather quadratic).
-            nonlocal first, failures
+            nonlocal first, failures, failed_at
             n = len(states)
             while first < n and states[first].state in DONE:
                 if stop_on_error and states[first].state in (CANCELLED, ERROR):
@@ -1011,10 +1012,16 @@ class Client(ClusterCalls, TopicCalls, PluginCalls, TaskStreamCalls, ProfileCall
                 first += 1
             if first == n:
                 return all(fs.state in DONE for fs in states)
-            if not stop_on_error or client_state.failures == failures:
+            if not stop_on_error:
                 return False
-            failures = client_state.failures
-            return any(fs.state in (CANCELLED, ERROR) for fs in states[first:])
+            # Asked again (the waiter wakes and looks too), the answer stays: the failure
+            # found is remembered while it lasts, not only on the look that found it.
+            if client_state.failures != failures or (
+                    failed_at is not None and states[failed_at].state not in (CANCELLED, ERROR)):
+                failures = client_state.failures
+                failed_at = next((i for i in range(first, n)
+                                  if states[i].state in (CANCELLED, ERROR)), None)
+            return failed_at is not None
 
         if done():
             return

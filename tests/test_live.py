@@ -54,3 +54,17 @@ def test_live_results_and_timeout():
         client = cluster.client()
         futures = client.map(lambda v: v * 2, range(50))
         assert client.gather(futures, timeout=10) == [v * 2 for v in range(50)]
+
+
+def test_gather_stops_at_an_error_every_time():
+    """gather(errors="raise") on the live network: the wait's look for a failure is asked again
+    when the waiter wakes, and must give the same answer (it once said "not yet" the second
+    time, and the wait, with nothing left in flight, called the messages held: 1 run in 3)."""
+    def div(x):
+        return 10 // x
+
+    for _ in range(10):
+        with Cluster(network="live", workers=2) as cluster:
+            client = cluster.client()
+            with pytest.raises(ZeroDivisionError):
+                client.gather(client.map(div, [1, 0, 5]), timeout=10)
