@@ -88,6 +88,29 @@ def test_the_rule_alone_does_not_stop_8576_on_dasks_workers():
     assert not grade and "release-worker-data" in grade.verdict
 
 
+def test_a_rule_must_decide_a_release_that_meets_no_hold():
+    """Issue 42: the bound-2 orders of #8576's scenario never ask a rule about ``held`` None
+    (only (gen, held) = (1, 1), (1, 2), (2, 2)), so ``gen >= held`` passed though it raises on
+    None.  The grader also runs cancel_then_release, where dask sends the release after the
+    cancel let the client go: that rule now fails, saying where; deciding None either way
+    passes (nothing is left to undo, nothing can leak)."""
+    asked: set = set()
+
+    def compare_only(arrival):
+        asked.add((arrival.gen, arrival.held))
+        return arrival.gen >= arrival.held
+
+    alone = labs.grade_fix(compare_only, also=(), quiet=True)
+    assert alone and None not in {held for _, held in asked}  # the gap the scenario closes
+    grade = labs.grade_fix(compare_only, quiet=True)
+    assert not grade and "raised TypeError" in grade.verdict and "held=None" in grade.verdict
+    assert (1, None) in asked
+    for decides_none in (solutions.release_applies,
+                         lambda a: a.held is not None and a.gen >= a.held):
+        grade = labs.grade_fix(decides_none, quiet=True)
+        assert grade and "(rescatter" not in grade.verdict and "cancel_then_release" in grade.verdict
+
+
 def test_a_rule_that_raises_or_returns_none_fails_saying_so():
     def forgot_return(arrival):
         arrival.gen >= arrival.held  # noqa: B015 - the mistake under test
@@ -216,7 +239,7 @@ def test_lab_fix_notebook(tmp_path, monkeypatch):
     assert today.startswith("FAIL") and "scatter on rpc:client:1#2 was delivered before #6 " \
         "client-releases-keys" in today
     watch = output(nb, "watch")
-    assert "client-releases-keys[int-0de51ff37…] gen 1 from client:1; the claim now: gen 2, " \
+    assert "client-releases-keys[int-0de51ff37…] gen 1 from client:1; the hold now: gen 2, " \
         "memory -> applies" in watch and "violations: dangling_future" in watch
     assert output(nb, "grade").startswith("PASS: 8576's scenario")
     workers = output(nb, "workers")  # what the text says of the smallest failure on dask's workers
@@ -229,7 +252,8 @@ def test_lab_fix_notebook(tmp_path, monkeypatch):
     # the chain stops at the violation: the replay that drops the run's futures afterwards is
     # no cause of the loss (issue 42)
     assert "replay(" not in why and "your future still says finished (client:1)" in why
-    assert output(nb, "grade").startswith("PASS: 8576's scenario (rescatter)")  # one scenario
+    # the student's scenario, then the release that meets no hold (held None: hint 2)
+    assert output(nb, "grade").startswith("PASS: 8576's scenarios (rescatter, cancel_then_release)")
 
 
 @pytest.mark.slow
