@@ -14,6 +14,10 @@ Two labs and the capstone use it:
   side believes about one key (a :class:`~jupyter_refs.checks.KeyRefs`) returning None or
   what is wrong — and :func:`grade_check` runs it beside the course's checks: it must flag
   every order where ``dangling_future`` fires under ``dask``, and stay quiet under ``fixed``;
+* **an invariant nobody wrote** (lesson 08, part 4): a check for a property the course has no
+  check for — *a future its client never cancelled ends cancelled* — graded by
+  :func:`grade_cancel_check` against the runs' traces themselves (which futures were cancelled,
+  and whether their client had sent ``cancel-keys`` for them), not against a course check;
 * **the capstone** (lesson 09): the same rule, on the client, against dask#8215
   (:func:`grade_fix` with ``race="8215"``).
 
@@ -42,7 +46,8 @@ from .protocol.variants import DASK, Arrival, ProtocolVariant, Rule, get_variant
 from .zoo import RACES
 
 __all__ = ["ALSO", "LAB_BASE", "Grade", "LabError", "arrivals", "cancel_then_release", "fix_protocol",
-           "grade_check", "grade_fix", "reproduced"]
+           "grade_cancel_check", "grade_check", "grade_fix", "rescatter_and_use",
+           "uncancelled_cancels", "reproduced"]
 
 #: Today's dask with every worker copy numbered (``incarnations``): the base of the labs' fixes.
 LAB_BASE = dataclasses.replace(
@@ -207,6 +212,97 @@ def grade_check(check: Invariant, *, race: str = "8576", name: str = "dangling_f
         grade = Grade(True, f"PASS: {mine} flagged all {len(flagged)} distinct failure(s) where "
                             f"{name} fired under dask ({racy.systematic} schedules), and stayed "
                             f"quiet under fixed ({fixed.systematic} schedules)", [racy, fixed])
+    if not quiet:
+        print(grade)
+    return grade
+
+
+def inc(v: int) -> int:
+    return v + 1
+
+
+def rescatter_and_use(client: Any) -> int:
+    """#8576's scenario, then the user's computation on the re-scattered value, to the result.
+    It never calls ``cancel``: any future of it that ends cancelled, its client did not cancel."""
+    x = client.scatter(123)
+    del x
+    x = client.scatter(123)
+    return client.submit(inc, x).result()
+
+
+def uncancelled_cancels(trace: Any) -> dict[tuple[str, str], int]:
+    """``(client, key)`` -> the event at which the client's future for ``key`` became
+    ``cancelled`` although the client sent no ``cancel-keys`` naming ``key`` in the whole run
+    (its own ``cancel`` marks the future just before sending it): read from the trace's events
+    alone — what the grader of lesson 8's part 4 takes as the truth."""
+    events = list(trace)
+    asked = {(e.actor, k) for e in events if e.kind == "msg.sent" and e.op == m.CANCEL_KEYS
+             for k in (e.fields.get("keys") or (e.key,))}
+    found: dict[tuple[str, str], int] = {}
+    for e in events:
+        if (e.kind == "future.state" and e.get("to") == "cancelled"
+                and (e.actor, e.key) not in asked):
+            found.setdefault((e.actor, e.key), e.seq)
+    return found
+
+
+def grader_saw_a_cancel(key: Any) -> str | None:
+    """The grader's net: every run in which a held future is cancelled becomes a failure, so
+    the explorer hands it over whether or not the student's check or a course check fires."""
+    if any(state == "cancelled" for _, state in key.clients.values()):
+        return "a held future is cancelled"
+    return None
+
+
+def grade_cancel_check(check: Invariant, *, bound: int = BOUND, quiet: bool = False) -> Grade:
+    """Lesson 8, part 4: ``check`` must fire on every future that ends cancelled without its
+    client having cancelled it, in every order of :func:`rescatter_and_use` within ``bound``
+    under ``dask`` — on that future's key — and on no other key; and stay quiet under
+    ``fixed``.  The truth is read from each run's trace (:func:`uncancelled_cancels`), not
+    from a course check: the course has none for this property."""
+    try:
+        mine = invariant_name(check)
+    except ValueError as exc:
+        raise LabError(str(exc)) from None
+    if mine == invariant_name(grader_saw_a_cancel):
+        raise LabError(f"{mine} is the grader's own name: name your invariant otherwise")
+    kwargs: dict[str, Any] = dict(bound=bound, max_schedules=MAX_SCHEDULES, sample=False,
+                                  processes=1, invariants=[check, grader_saw_a_cancel])
+    racy = explore(rescatter_and_use, protocol="dask", **kwargs)
+    fixed = explore(rescatter_and_use, protocol="fixed", **kwargs)
+    missed: list[tuple[Failure, tuple[str, str], int]] = []
+    alarms: list[tuple[Failure, Any]] = []
+    caught = 0
+    for f in [*racy.failures, *fixed.failures]:
+        truth = uncancelled_cancels(f.run.trace)
+        fired = [v for v in f.violations if v.name == mine]
+        flagged = {v.key for v in fired}
+        for (client, key), seq in truth.items():
+            if key in flagged:
+                caught += 1
+            else:
+                missed.append((f, (client, key), seq))
+        alarms += [(f, v) for v in fired if v.key not in {k for _, k in truth}]
+    if missed:
+        f, (client, key), seq = missed[0]
+        grade = Grade(False, f"FAIL: {mine} stayed quiet on {short_schedule(f.schedule)}, where "
+                             f"{client}'s future for {key} became cancelled (event {seq}) "
+                             f"though {client} never cancelled it ({len(missed)} such "
+                             f"future(s) missed):\n{f.explain()}", [racy, fixed], f)
+    elif alarms:
+        f, said = alarms[0]
+        grade = Grade(False, f"FAIL: {mine} fired on {said.key} under "
+                             f"{short_schedule(f.schedule)} (event {said.first_seq}): "
+                             f"{said.explanation} — but no future of that key was cancelled "
+                             f"behind its client's back in that run", [racy, fixed], f)
+    elif not caught:
+        grade = Grade(False, f"FAIL: no order within bound {bound} cancelled a future behind its "
+                             "client's back: nothing to flag", [racy, fixed])
+    else:
+        grade = Grade(True, f"PASS: {mine} fired on all {caught} future(s) cancelled behind "
+                            f"their client's back ({racy.systematic} schedules under dask), on "
+                            f"no other key, and stayed quiet under fixed ({fixed.systematic} "
+                            "schedules)", [racy, fixed])
     if not quiet:
         print(grade)
     return grade

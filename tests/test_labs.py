@@ -147,6 +147,36 @@ def test_doing_nothing_misses_every_schedule():
     assert not grade and "4 of 4 such orders missed" in grade.verdict
 
 
+def test_an_invariant_the_course_has_not_written_is_graded_against_the_trace():
+    """Lab 8, part 4 (issue 42): "a future its client never cancelled must not end cancelled"
+    — no course check says it; the grader reads the truth from each run's events.  Both roads
+    to cancelled (the lost value via lost, the computation from pending) must be flagged; an
+    eager check fires on a pending future; the lab 8 invariant of part 2 misses the
+    computation's cancel."""
+    grade = labs.grade_cancel_check(solutions.cancelled_behind_its_back, quiet=True)
+    assert grade, grade.verdict
+    assert grade.verdict.startswith("PASS: cancelled_behind_its_back fired on all 3 future(s)")
+    half = labs.grade_cancel_check(solutions.lost_only, quiet=True)
+    assert not half and "stayed quiet" in half.verdict and "inc-" in half.verdict.split("\n")[0]
+    eager = labs.grade_cancel_check(solutions.not_finished, quiet=True)
+    assert not eager and "is pending — but no future of that key was cancelled" in eager.verdict
+    assert not labs.grade_cancel_check(solutions.lost_reference, quiet=True)
+    assert "3 such future(s) missed" in labs.grade_cancel_check(solutions.silent, quiet=True).verdict
+    run = replay(labs.rescatter_and_use, grade.results[0].failures[0].schedule)
+    truth = labs.uncancelled_cancels(run.trace)
+    assert truth and all(client == "client:1" for client, _ in truth)  # read from the events
+
+
+def test_uncancelled_cancels_leaves_out_a_cancel_the_client_sent():
+    with Cluster(protocol="dask", network="immediate", workers=1) as cluster:
+        client = cluster.client()
+        f = client.submit(solutions.inc, 1, key="mine")
+        client.cancel([f])
+        cluster.run_until_idle()
+        states = [e.get("to") for e in cluster.trace if e.kind == "future.state" and e.key == "mine"]
+        assert "cancelled" in states and labs.uncancelled_cancels(cluster.trace) == {}
+
+
 def test_an_invariant_judges_a_saved_trace_and_must_have_a_name_of_its_own():
     run = replay(scatter_drop_scatter, "dask@a17369:1>1,2>1,3>1")
     [v] = judge(run.trace, [solutions.lost_reference])
@@ -267,7 +297,10 @@ def test_lab_fix_notebook_as_shipped_fails_the_grade(tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_lab_invariant_notebook(tmp_path, monkeypatch):
     nb = run_notebook("08_lab_invariant.ipynb", tmp_path, monkeypatch)
-    assert_lab_shape(nb, 25)
+    assert_lab_shape(nb, 35)
+    # part 4: an invariant the course has no check for, graded against the runs' events
+    assert "def rescatter_and_use(client" in output(nb, "cancel-scenario")
+    assert output(nb, "grade-2").startswith("PASS: never_cancelled fired on all 3 future(s)")
     beliefs = output(nb, "beliefs")
     assert "dangling_future at event 44" in beliefs
     assert "clients={'client:1': (1, 'finished')}, scheduler='forgotten'" in beliefs
