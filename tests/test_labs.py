@@ -335,6 +335,12 @@ def test_capstone_notebook(tmp_path, monkeypatch):
         assert max(len(line) for line in shown.splitlines()) < 400
     assert re.search(r"…\(\d{1,3}(,\d{3})* deviations\)", found)
     assert "[right] the answer: 0 " in found  # the prediction: no message late in the failing order
+    # section 2 asks which group is the report's "sometimes" and whose the livelock is; the
+    # answer is a hidden %%solution cell, not the text (issue 42)
+    section = next(c.source for c in nb.cells if c.source.startswith("## 2. What the explorer found"))
+    assert "Which group is the report's" in section and "stale-result livelock" not in section
+    groups = output(nb, "groups-answer")
+    assert "1. `outcome_differs` (the scenario returned 2)" in groups and "2. The model's." in groups
     story = output(nb, "story")
     assert re.search(r"→ sent #2 cancel-keys on client:1->scheduler +\[cell \d+, line 3\]", story)
     assert re.search(r"future #2 created by submit +\[cell \d+, line 4\]", story)
