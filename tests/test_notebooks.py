@@ -132,6 +132,9 @@ def test_scatter_race_lesson():
     assert "violations: ['dangling_future', 'refcount_mismatch']" in b
     why = text_of(nb, "legacy-b-why")
     assert "`x = client.scatter(123)`" in why and "your future is cancelled" in why
+    c = text_of(nb, "legacy-c")  # form C by hand (issue 42): the old copy's answer arrives last
+    assert "worker holds the key: True | scheduler: forgotten | x.status: cancelled" in c
+    assert "form: C | violations: ['dangling_future', 'refcount_mismatch']" in c
     assert "seed 0: violation after 6 iterations, form A" in text_of(nb, "legacy-loop")
     seeds = {int(m[1]): (int(m[2]), m[3], m[4].split(", ")) for m in re.finditer(
         r"seed +(\d+): failed at iteration (\d+), form (\w): (.*)", text_of(nb, "legacy-seeds"))}
