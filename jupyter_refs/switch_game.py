@@ -4,11 +4,13 @@ Thread A submits a ``pure=False`` task; its id allocator (the protocol's,
 ``cluster.id_allocator``) runs line by line under a line tracer.  At the line the student picks,
 A stops and thread B — a real thread — submits a task.  With a second switch point, B is
 switched out in turn after a line of *its* allocation: A runs to the end of its submit, then B
-finishes.  So a switch inside A's read-then-write wins only if B's part before its own switch
-includes B's read and not B's write.  The game is won when the course's checks flag
-``id_collision``: two futures handed the same id.  Under ``racy-ids`` (Julia's
-read-then-write counter) some switch points win; under ``dask`` (no counter: uuid4 keys) or
-``fixed`` (an atomic counter) none does, and the game says so.
+finishes.  A collision needs both reads before either write: a switch inside A's
+read-then-write wins when B reads before it is switched out (B's own write comes too late to
+matter), and a switch before A's read wins when B is switched out between its read and its
+write.  The game is won when the course's checks flag ``id_collision``: two futures handed the
+same id.  Under ``racy-ids`` (Julia's read-then-write counter) some switch points win; under
+``atomic-ids`` (Julia's fix: fetch-and-add in one step) or ``dask`` and ``fixed`` (no counter:
+uuid4 keys) none does, and the game says so.
 """
 
 from __future__ import annotations
