@@ -7,18 +7,24 @@ Two labs and the capstone use it:
   applies — and the protocol calls it where the scheduler handles ``client-releases-keys``
   (:func:`fix_protocol`; ``ProtocolVariant.rules`` says why that is the hook).
   :func:`grade_fix` explores dask#8576's scenario at bound 2 under it: every order within
-  the bound, no random runs, so a pass is the same pass every time;
+  the bound, no random runs, so a pass is the same pass every time — and, with it,
+  :func:`cancel_then_release`, where a release reaches a scheduler that has already let the
+  client go (``held`` None), as dask 2026.8.0 sends it after ``cancel``;
 * **write an invariant** (lesson 08): the student writes a check — a function of what each
   side believes about one key (a :class:`~jupyter_refs.checks.KeyRefs`) returning None or
   what is wrong — and :func:`grade_check` runs it beside the course's checks: it must flag
   every order where ``dangling_future`` fires under ``dask``, and stay quiet under ``fixed``;
+* **an invariant nobody wrote** (lesson 08, part 4): a check for a property the course has no
+  check for — *a future its client never cancelled ends cancelled* — graded by
+  :func:`grade_cancel_check` against the runs' traces themselves (which futures were cancelled,
+  and whether their client had sent ``cancel-keys`` for them), not against a course check;
 * **the capstone** (lesson 09): the same rule, on the client, against dask#8215
   (:func:`grade_fix` with ``race="8215"``).
 
 The base protocol of the fixes is today's dask with its worker copies numbered
 (:data:`LAB_BASE`, ``incarnations``): a release the student's rule lets through can then no
 longer free the data of the key's next life, so what is left to decide is the scheduler's
-(or the client's) — whether a message is about the claim it has now.  The lab shows, with
+(or the client's) — whether a message is about the hold it has now.  The lab shows, with
 ``base="dask"``, that the rule alone does not stop #8576 on dask's workers.
 
 Graders print their verdict and return a :class:`Grade` (true when it passed); the
@@ -39,8 +45,9 @@ from .protocol import messages as m
 from .protocol.variants import DASK, Arrival, ProtocolVariant, Rule, get_variant, with_rules
 from .zoo import RACES
 
-__all__ = ["LAB_BASE", "Grade", "LabError", "arrivals", "fix_protocol", "grade_check", "grade_fix",
-           "reproduced"]
+__all__ = ["ALSO", "LAB_BASE", "Grade", "LabError", "arrivals", "cancel_then_release", "fix_protocol",
+           "grade_cancel_check", "grade_check", "grade_fix", "rescatter_and_use",
+           "uncancelled_cancels", "reproduced"]
 
 #: Today's dask with every worker copy numbered (``incarnations``): the base of the labs' fixes.
 LAB_BASE = dataclasses.replace(
@@ -52,6 +59,20 @@ LAB_BASE = dataclasses.replace(
 RACE_OPS = {"8576": (m.CLIENT_RELEASES_KEYS,), "8215": (m.CANCELLED_KEYS,)}
 #: Bound and budget of the graders: every order within bound 2 (a few hundred runs).
 BOUND, MAX_SCHEDULES = 2, 5_000
+
+
+def cancel_then_release(client: Any) -> None:
+    """A release the scheduler no longer waits for: the client cancels its scatter — the
+    scheduler lets the client go and forgets the key — then drops the future, whose
+    ``client-releases-keys`` still goes out (dask 2026.8.0's ``Client._release_key`` sends it
+    whatever the future's state; checked on a LocalCluster).  A rule meets ``held`` None here."""
+    x = client.scatter(123)
+    client.cancel([x])
+    del x
+
+
+#: The scenarios a race's rule is graded on besides the race's own (or the one given).
+ALSO: dict[str, tuple[Scenario, ...]] = {"8576": (cancel_then_release,)}
 
 
 class LabError(Exception):
@@ -115,34 +136,43 @@ def fix_protocol(rule: Rule, ops: Sequence[str] | None = None, *,
 
 def grade_fix(rule: Rule, ops: Sequence[str] | None = None, *, race: str = "8576",
               base: str | ProtocolVariant = LAB_BASE, bound: int = BOUND,
-              scenario: Scenario | None = None, quiet: bool = False) -> Grade:
-    """Explore ``race``'s scenario (or ``scenario``) at ``bound`` under ``rule``: pass when no
-    order fails.
+              scenario: Scenario | None = None, also: Sequence[Scenario] | None = None,
+              quiet: bool = False) -> Grade:
+    """Explore ``race``'s scenario (or ``scenario``), then each of ``also`` (by default the
+    race's :data:`ALSO`), at ``bound`` under ``rule``: pass when no order of any fails.
 
     Prints the verdict (unless ``quiet``): PASS with what was explored, or FAIL with the
-    smallest failing schedule and its ``explain()``.
+    smallest failing schedule (of the first scenario that fails) and its ``explain()``.
     """
     guarded = _Guarded(rule)
     protocol = fix_protocol(guarded, ops, base=base, race=race)
     scenario = RACES[race].scenario if scenario is None else scenario
-    result = explore(scenario, protocol=protocol, bound=bound, max_schedules=MAX_SCHEDULES,
-                     sample=False, processes=1)
-    what = (f"{race}'s scenario ({scenario.__name__}) under {get_variant(base).name} with your "
-            f"rule for {', '.join(RACE_OPS[race] if ops is None else ops)}")
+    scenarios = [scenario, *(ALSO.get(race, ()) if also is None else also)]
+    results = [explore(s, protocol=protocol, bound=bound, max_schedules=MAX_SCHEDULES,
+                       sample=False, processes=1) for s in scenarios]
+    names = ", ".join(s.__name__ for s in scenarios)
+    what = (f"{race}'s scenario{'s' if len(scenarios) > 1 else ''} ({names}) under "
+            f"{get_variant(base).name} with your rule for "
+            f"{', '.join(RACE_OPS[race] if ops is None else ops)}")
+    failed = next((r for r in results if r.failures), None)
+    partial = next((r for r in results if not r.exhaustive), None)
     if guarded.mistake is not None:
         grade = Grade(False, f"FAIL: your rule {guarded.mistake}. A rule returns True (the "
-                             "message applies) or False (it is about an older claim: drop it).",
-                      [result])
-    elif result.failures:
-        first = result.failures[0]
-        grade = Grade(False, f"FAIL: {what}: {len(result.failures)} distinct failure(s) within "
-                             f"bound {bound}. The smallest:\n{first.explain()}", [result], first)
-    elif not result.exhaustive:
+                             "message applies) or False (it is about an older hold: drop it).",
+                      results)
+    elif failed is not None:
+        first = failed.failures[0]
+        where = "" if failed is results[0] else f" in {scenarios[results.index(failed)].__name__}"
+        grade = Grade(False, f"FAIL: {what}: {len(failed.failures)} distinct failure(s){where} "
+                             f"within bound {bound}. The smallest:\n{first.explain()}", results,
+                      first)
+    elif partial is not None:
         grade = Grade(False, f"FAIL: {what}: the orders within bound {bound} were not all run "
-                             f"({result.schedules} schedules)", [result])
+                             f"({partial.schedules} schedules)", results)
     else:
+        runs = " + ".join(str(r.systematic) for r in results)
         grade = Grade(True, f"PASS: {what}: every order within bound {bound} "
-                            f"({result.systematic} schedules), no failure", [result])
+                            f"({runs} schedules), no failure", results)
     if not quiet:
         print(grade)
     return grade
@@ -182,6 +212,97 @@ def grade_check(check: Invariant, *, race: str = "8576", name: str = "dangling_f
         grade = Grade(True, f"PASS: {mine} flagged all {len(flagged)} distinct failure(s) where "
                             f"{name} fired under dask ({racy.systematic} schedules), and stayed "
                             f"quiet under fixed ({fixed.systematic} schedules)", [racy, fixed])
+    if not quiet:
+        print(grade)
+    return grade
+
+
+def inc(v: int) -> int:
+    return v + 1
+
+
+def rescatter_and_use(client: Any) -> int:
+    """#8576's scenario, then the user's computation on the re-scattered value, to the result.
+    It never calls ``cancel``: any future of it that ends cancelled, its client did not cancel."""
+    x = client.scatter(123)
+    del x
+    x = client.scatter(123)
+    return client.submit(inc, x).result()
+
+
+def uncancelled_cancels(trace: Any) -> dict[tuple[str, str], int]:
+    """``(client, key)`` -> the event at which the client's future for ``key`` became
+    ``cancelled`` although the client sent no ``cancel-keys`` naming ``key`` in the whole run
+    (its own ``cancel`` marks the future just before sending it): read from the trace's events
+    alone — what the grader of lesson 8's part 4 takes as the truth."""
+    events = list(trace)
+    asked = {(e.actor, k) for e in events if e.kind == "msg.sent" and e.op == m.CANCEL_KEYS
+             for k in (e.fields.get("keys") or (e.key,))}
+    found: dict[tuple[str, str], int] = {}
+    for e in events:
+        if (e.kind == "future.state" and e.get("to") == "cancelled"
+                and (e.actor, e.key) not in asked):
+            found.setdefault((e.actor, e.key), e.seq)
+    return found
+
+
+def grader_saw_a_cancel(key: Any) -> str | None:
+    """The grader's net: every run in which a held future is cancelled becomes a failure, so
+    the explorer hands it over whether or not the student's check or a course check fires."""
+    if any(state == "cancelled" for _, state in key.clients.values()):
+        return "a held future is cancelled"
+    return None
+
+
+def grade_cancel_check(check: Invariant, *, bound: int = BOUND, quiet: bool = False) -> Grade:
+    """Lesson 8, part 4: ``check`` must fire on every future that ends cancelled without its
+    client having cancelled it, in every order of :func:`rescatter_and_use` within ``bound``
+    under ``dask`` — on that future's key — and on no other key; and stay quiet under
+    ``fixed``.  The truth is read from each run's trace (:func:`uncancelled_cancels`), not
+    from a course check: the course has none for this property."""
+    try:
+        mine = invariant_name(check)
+    except ValueError as exc:
+        raise LabError(str(exc)) from None
+    if mine == invariant_name(grader_saw_a_cancel):
+        raise LabError(f"{mine} is the grader's own name: name your invariant otherwise")
+    kwargs: dict[str, Any] = dict(bound=bound, max_schedules=MAX_SCHEDULES, sample=False,
+                                  processes=1, invariants=[check, grader_saw_a_cancel])
+    racy = explore(rescatter_and_use, protocol="dask", **kwargs)
+    fixed = explore(rescatter_and_use, protocol="fixed", **kwargs)
+    missed: list[tuple[Failure, tuple[str, str], int]] = []
+    alarms: list[tuple[Failure, Any]] = []
+    caught = 0
+    for f in [*racy.failures, *fixed.failures]:
+        truth = uncancelled_cancels(f.run.trace)
+        fired = [v for v in f.violations if v.name == mine]
+        flagged = {v.key for v in fired}
+        for (client, key), seq in truth.items():
+            if key in flagged:
+                caught += 1
+            else:
+                missed.append((f, (client, key), seq))
+        alarms += [(f, v) for v in fired if v.key not in {k for _, k in truth}]
+    if missed:
+        f, (client, key), seq = missed[0]
+        grade = Grade(False, f"FAIL: {mine} stayed quiet on {short_schedule(f.schedule)}, where "
+                             f"{client}'s future for {key} became cancelled (event {seq}) "
+                             f"though {client} never cancelled it ({len(missed)} such "
+                             f"future(s) missed):\n{f.explain()}", [racy, fixed], f)
+    elif alarms:
+        f, said = alarms[0]
+        grade = Grade(False, f"FAIL: {mine} fired on {said.key} under "
+                             f"{short_schedule(f.schedule)} (event {said.first_seq}): "
+                             f"{said.explanation} — but no future of that key was cancelled "
+                             f"behind its client's back in that run", [racy, fixed], f)
+    elif not caught:
+        grade = Grade(False, f"FAIL: no order within bound {bound} cancelled a future behind its "
+                             "client's back: nothing to flag", [racy, fixed])
+    else:
+        grade = Grade(True, f"PASS: {mine} fired on all {caught} future(s) cancelled behind "
+                            f"their client's back ({racy.systematic} schedules under dask), on "
+                            f"no other key, and stayed quiet under fixed ({fixed.systematic} "
+                            "schedules)", [racy, fixed])
     if not quiet:
         print(grade)
     return grade
@@ -243,7 +364,7 @@ def arrivals(rule: Rule) -> Callable[[Arrival], bool]:
     def watched(arrival: Arrival) -> bool:
         said = rule(arrival)
         key = arrival.key if len(arrival.key) <= 16 else arrival.key[:13] + "…"
-        print(f"  {arrival.op}[{key}] gen {arrival.gen} from {arrival.client}; the claim now: "
+        print(f"  {arrival.op}[{key}] gen {arrival.gen} from {arrival.client}; the hold now: "
               f"gen {arrival.held}, {arrival.state} -> {'applies' if said else 'dropped'}")
         return said
 

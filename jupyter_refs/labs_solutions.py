@@ -82,6 +82,33 @@ def silent(key: KeyRefs) -> str | None:
     return None
 
 
+def cancelled_behind_its_back(key: KeyRefs) -> str | None:
+    """Part 4: a client holds a cancelled future — in a program that never cancels, a cancel
+    its client never asked for."""
+    for client, (refcount, state) in key.clients.items():
+        if state == "cancelled":
+            return (f"{client} holds a cancelled future for {key.key} (refcount {refcount}) "
+                    "that it never cancelled")
+    return None
+
+
+def not_finished(key: KeyRefs) -> str | None:
+    """Too eager: any held future that is not finished — pending is a normal moment."""
+    for client, (_refcount, state) in key.clients.items():
+        if state != "finished":
+            return f"{client}'s future for {key.key} is {state}"
+    return None
+
+
+def lost_only(key: KeyRefs) -> str | None:
+    """Half right: ``lost`` comes before ``cancelled`` for the scattered key only; the
+    computation on it goes from pending to cancelled directly."""
+    for client, (_refcount, state) in key.clients.items():
+        if state == "lost":
+            return f"{client}'s future for {key.key} is lost"
+    return None
+
+
 # -- lab 09: the capstone, dask#8215 ------------------------------------------------------------
 
 
@@ -116,6 +143,7 @@ def _source(fn, name: str | None = None) -> str:
 CELLS = {
     "student-rule": _source(release_applies),
     "student-check": _source(lost_reference, "my_invariant"),
+    "student-check-2": _source(cancelled_behind_its_back, "never_cancelled"),
     "student-scenario": ("%%explore --max 60\n"
                          "f = client.submit(inc, 1, key=\"k\")\n"
                          "client.cancel([f])\n"

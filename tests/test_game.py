@@ -171,3 +171,35 @@ def test_be_the_thread_scheduler_a_scripted_student_wins_inside_the_read_then_wr
     assert not dask.won and not dask.tries[0].allocated
     with pytest.raises(ValueError, match="pick a line"):
         game.play(len(lines) + 1)
+
+
+def test_be_the_thread_scheduler_two_switches_a_collision_needs_both_reads_before_either_write():
+    """Issue 42: with B switched out in turn, A's switch point alone does not decide the game.
+    A switch inside A's window loses when B is switched out before its read; a switch before
+    A's read wins when B is switched out between its read and its write.  Both reads before
+    either write: the whole rule, checked over every pair.  Under atomic-ids (Julia's fix) the
+    allocator runs and no pair wins."""
+    from jupyter_refs.switch_game import SwitchGame
+
+    game = SwitchGame("racy-ids")
+    lines = [text for _, text in game.lines]
+    read, write = lines.index("value = self._next") + 1, lines.index("self._next = value + 1") + 1
+    n = len(lines)
+    grid = {(a, b): game.play(a, b).collision for a in range(n + 1) for b in range(n + 1)}
+    # A's read runs before B's write, and B's read before A's write:
+    expected = {(a, b): (a >= read or b < write) and (b >= read and a < write) for a, b in grid}
+    assert grid == expected, grid
+    assert grid[(1, 1)] and not grid[(1, 0)] and grid[(0, 2)] and not grid[(0, 3)]
+    assert 0 < sum(grid.values()) < len(grid)
+    assert game.all_goals and "goals: 3 of 3" in game.goals()
+    fresh = SwitchGame("racy-ids")
+    fresh.play(1, 1)
+    assert "goals: 1 of 3" in fresh.goals() and not fresh.all_goals
+    atomic = SwitchGame("atomic-ids")
+    assert [text for _, text in atomic.lines][0] == "value = next(self._count)"
+    tries = [atomic.play(a, b) for a in range(len(atomic.lines) + 1)
+             for b in (None, *range(len(atomic.lines) + 1))]
+    assert all(t.allocated and not t.collision for t in tries)
+    assert "A after 1, B after 0: -" in game.tried()
+    with pytest.raises(ValueError, match="for B"):
+        game.play(1, n + 1)

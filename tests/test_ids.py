@@ -58,6 +58,20 @@ def test_racy_ids_collide_when_an_allocation_interleaves():
     cluster.close()
 
 
+def test_atomic_ids_the_same_forced_switch_gives_two_ids():
+    """Julia's fix as a protocol (``atomic-ids``): the allocator runs, the switch falls inside
+    it as under racy-ids, and B still gets the next number: fetch and add are one step."""
+    cluster, outer, inner = interleaved("atomic-ids")
+    assert cluster.variant.atomic_ids and cluster.variant.ids == "counter"
+    allocs = [e.get("value") for e in cluster.trace.events(kind="id.alloc")]
+    assert allocs == [1, 2]  # A drew 1 and advanced the counter before B could run
+    assert (outer.key, inner.key) == ("inc-1", "inc-2")
+    assert cluster.violations == []
+    assert {k: v for w in cluster.workers.values() for k, v in w.data.items()} == {
+        "inc-1": 2, "inc-2": 3}
+    cluster.close()
+
+
 @pytest.mark.parametrize("protocol", ["dask", "fixed"])
 def test_without_racy_ids_there_is_no_allocation_to_interleave(protocol):
     # dask's keys for pure=False are uuid4s: no shared counter, so no read-then-write gap.

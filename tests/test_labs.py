@@ -88,6 +88,29 @@ def test_the_rule_alone_does_not_stop_8576_on_dasks_workers():
     assert not grade and "release-worker-data" in grade.verdict
 
 
+def test_a_rule_must_decide_a_release_that_meets_no_hold():
+    """Issue 42: the bound-2 orders of #8576's scenario never ask a rule about ``held`` None
+    (only (gen, held) = (1, 1), (1, 2), (2, 2)), so ``gen >= held`` passed though it raises on
+    None.  The grader also runs cancel_then_release, where dask sends the release after the
+    cancel let the client go: that rule now fails, saying where; deciding None either way
+    passes (nothing is left to undo, nothing can leak)."""
+    asked: set = set()
+
+    def compare_only(arrival):
+        asked.add((arrival.gen, arrival.held))
+        return arrival.gen >= arrival.held
+
+    alone = labs.grade_fix(compare_only, also=(), quiet=True)
+    assert alone and None not in {held for _, held in asked}  # the gap the scenario closes
+    grade = labs.grade_fix(compare_only, quiet=True)
+    assert not grade and "raised TypeError" in grade.verdict and "held=None" in grade.verdict
+    assert (1, None) in asked
+    for decides_none in (solutions.release_applies,
+                         lambda a: a.held is not None and a.gen >= a.held):
+        grade = labs.grade_fix(decides_none, quiet=True)
+        assert grade and "(rescatter" not in grade.verdict and "cancel_then_release" in grade.verdict
+
+
 def test_a_rule_that_raises_or_returns_none_fails_saying_so():
     def forgot_return(arrival):
         arrival.gen >= arrival.held  # noqa: B015 - the mistake under test
@@ -122,6 +145,36 @@ def test_an_eager_invariant_fires_under_fixed():
 def test_doing_nothing_misses_every_schedule():
     grade = labs.grade_check(solutions.silent, quiet=True)
     assert not grade and "4 of 4 such orders missed" in grade.verdict
+
+
+def test_an_invariant_the_course_has_not_written_is_graded_against_the_trace():
+    """Lab 8, part 4 (issue 42): "a future its client never cancelled must not end cancelled"
+    — no course check says it; the grader reads the truth from each run's events.  Both roads
+    to cancelled (the lost value via lost, the computation from pending) must be flagged; an
+    eager check fires on a pending future; the lab 8 invariant of part 2 misses the
+    computation's cancel."""
+    grade = labs.grade_cancel_check(solutions.cancelled_behind_its_back, quiet=True)
+    assert grade, grade.verdict
+    assert grade.verdict.startswith("PASS: cancelled_behind_its_back fired on all 3 future(s)")
+    half = labs.grade_cancel_check(solutions.lost_only, quiet=True)
+    assert not half and "stayed quiet" in half.verdict and "inc-" in half.verdict.split("\n")[0]
+    eager = labs.grade_cancel_check(solutions.not_finished, quiet=True)
+    assert not eager and "is pending — but no future of that key was cancelled" in eager.verdict
+    assert not labs.grade_cancel_check(solutions.lost_reference, quiet=True)
+    assert "3 such future(s) missed" in labs.grade_cancel_check(solutions.silent, quiet=True).verdict
+    run = replay(labs.rescatter_and_use, grade.results[0].failures[0].schedule)
+    truth = labs.uncancelled_cancels(run.trace)
+    assert truth and all(client == "client:1" for client, _ in truth)  # read from the events
+
+
+def test_uncancelled_cancels_leaves_out_a_cancel_the_client_sent():
+    with Cluster(protocol="dask", network="immediate", workers=1) as cluster:
+        client = cluster.client()
+        f = client.submit(solutions.inc, 1, key="mine")
+        client.cancel([f])
+        cluster.run_until_idle()
+        states = [e.get("to") for e in cluster.trace if e.kind == "future.state" and e.key == "mine"]
+        assert "cancelled" in states and labs.uncancelled_cancels(cluster.trace) == {}
 
 
 def test_an_invariant_judges_a_saved_trace_and_must_have_a_name_of_its_own():
@@ -216,7 +269,7 @@ def test_lab_fix_notebook(tmp_path, monkeypatch):
     assert today.startswith("FAIL") and "scatter on rpc:client:1#2 was delivered before #6 " \
         "client-releases-keys" in today
     watch = output(nb, "watch")
-    assert "client-releases-keys[int-0de51ff37…] gen 1 from client:1; the claim now: gen 2, " \
+    assert "client-releases-keys[int-0de51ff37…] gen 1 from client:1; the hold now: gen 2, " \
         "memory -> applies" in watch and "violations: dangling_future" in watch
     assert output(nb, "grade").startswith("PASS: 8576's scenario")
     workers = output(nb, "workers")  # what the text says of the smallest failure on dask's workers
@@ -229,7 +282,8 @@ def test_lab_fix_notebook(tmp_path, monkeypatch):
     # the chain stops at the violation: the replay that drops the run's futures afterwards is
     # no cause of the loss (issue 42)
     assert "replay(" not in why and "your future still says finished (client:1)" in why
-    assert output(nb, "grade").startswith("PASS: 8576's scenario (rescatter)")  # one scenario
+    # the student's scenario, then the release that meets no hold (held None: hint 2)
+    assert output(nb, "grade").startswith("PASS: 8576's scenarios (rescatter, cancel_then_release)")
 
 
 @pytest.mark.slow
@@ -243,7 +297,10 @@ def test_lab_fix_notebook_as_shipped_fails_the_grade(tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_lab_invariant_notebook(tmp_path, monkeypatch):
     nb = run_notebook("08_lab_invariant.ipynb", tmp_path, monkeypatch)
-    assert_lab_shape(nb, 25)
+    assert_lab_shape(nb, 35)
+    # part 4: an invariant the course has no check for, graded against the runs' events
+    assert "def rescatter_and_use(client" in output(nb, "cancel-scenario")
+    assert output(nb, "grade-2").startswith("PASS: never_cancelled fired on all 3 future(s)")
     beliefs = output(nb, "beliefs")
     assert "dangling_future at event 44" in beliefs
     assert "clients={'client:1': (1, 'finished')}, scheduler='forgotten'" in beliefs
@@ -278,6 +335,12 @@ def test_capstone_notebook(tmp_path, monkeypatch):
         assert max(len(line) for line in shown.splitlines()) < 400
     assert re.search(r"…\(\d{1,3}(,\d{3})* deviations\)", found)
     assert "[right] the answer: 0 " in found  # the prediction: no message late in the failing order
+    # section 2 asks which group is the report's "sometimes" and whose the livelock is; the
+    # answer is a hidden %%solution cell, not the text (issue 42)
+    section = next(c.source for c in nb.cells if c.source.startswith("## 2. What the explorer found"))
+    assert "Which group is the report's" in section and "stale-result livelock" not in section
+    groups = output(nb, "groups-answer")
+    assert "1. `outcome_differs` (the scenario returned 2)" in groups and "2. The model's." in groups
     story = output(nb, "story")
     assert re.search(r"→ sent #2 cancel-keys on client:1->scheduler +\[cell \d+, line 3\]", story)
     assert re.search(r"future #2 created by submit +\[cell \d+, line 4\]", story)

@@ -194,7 +194,7 @@ Both are needed: the property tests find lost futures with either one alone.
     from.  dask draws a ``uuid4``: no coordination, no collision.  ``racy-ids``
     models Julia's ``next_ref_id()`` before JuliaLang/julia#42167 — a counter
     read and written in two steps (race 3); ``counter`` is the same counter made
-    atomic.
+    atomic (``atomic-ids``: Julia's fix, #42167).
 
 ``rules`` (no registered protocol has any: a student's fix, ``jupyter_refs.labs``)
     The one place where a protocol takes code rather than a flag: for a message about
@@ -344,6 +344,13 @@ RACY_IDS = ProtocolVariant(
     "(Julia's next_ref_id before #42167): two threads can get one key",
     ids=RACY_COUNTER,
 )
+ATOMIC_IDS = dataclasses.replace(
+    RACY_IDS,
+    name="atomic-ids",
+    summary="racy-ids with Julia's fix (#42167): the counter is an atomic fetch-and-add, so no "
+    "two threads get one key",
+    ids=COUNTER,
+)
 FIXED = ProtocolVariant(
     name="fixed",
     generations=True,
@@ -355,7 +362,7 @@ FIXED = ProtocolVariant(
     cancel_releases_own=True,
 )
 
-VARIANTS = {v.name: v for v in (DASK, DASK_2024_7, RACY_IDS, FIXED)}
+VARIANTS = {v.name: v for v in (DASK, DASK_2024_7, RACY_IDS, ATOMIC_IDS, FIXED)}
 
 
 @dataclass(frozen=True)
@@ -536,7 +543,8 @@ ALIASES = {"legacy": DASK}
 #: Every name ``protocol=`` takes (magics and the command line offer these).
 PROTOCOL_NAMES = sorted([*VARIANTS, *ALIASES])
 PROTOCOL_HELP = ("dask (today's), dask-2024.7 (before PR 8827: ghost tasks), racy-ids "
-                 f"(non-atomic ids), fixed, or dask-<release> ({OLDEST} to {NEWEST}, and "
+                 "(non-atomic ids), atomic-ids (Julia's fix), fixed, or dask-<release> "
+                 f"({OLDEST} to {NEWEST}, and "
                  + ", ".join(f"dask-{c.dev}" for c in HISTORY if c.dev) + "); legacy = dask")
 
 
