@@ -42,6 +42,13 @@ def test_a_live_model_session_levels_off(monkeypatch):
     # here, timed on the live network): 10, so that they are full from the start and only
     # what the trace bounds can move (as the dask session's test does with dask's logs).
     monkeypatch.setattr(protocol_worker, "TRANSFER_LOG_LENGTH", 10)
+    # Likewise the actors' logs and, once distributed is imported (the suite imports it),
+    # the workers' profiler: a cycle a second, the last 1,000 kept, as dask keeps them.
+    import dask
+
+    bounded = dask.config.set({"distributed.admin.log-length": 10,
+                               "distributed.admin.low-level-log-length": 2})
+    bounded.__enter__()
     capacity = 2_500  # ~60 events a round: the trace is full after ~40 rounds, of 300
     rounds, samples = 300, []
     tracemalloc.start()
@@ -60,6 +67,7 @@ def test_a_live_model_session_levels_off(monkeypatch):
             assert cluster.violations == []
     finally:
         tracemalloc.stop()
+        bounded.__exit__(None, None, None)
     third = len(samples) // 3
     middle, last = samples[third:2 * third], samples[2 * third:]
     growth = statistics.median(last) - statistics.median(middle)
