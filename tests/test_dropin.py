@@ -219,6 +219,11 @@ def _outcome(source: str) -> str:
         client.close()
         if getattr(client, "cluster", None) is not None:
             client.cluster.close()
+        # A program that raised before its own close() leaves its clients and clusters open
+        # (a live cluster's network thread runs on): closed here, as the end of a script would.
+        for value in list(env.values()):
+            if type(value).__name__ in ("Client", "LocalCluster") and value is not client:
+                value.close()
 
 
 def on_dask_and_model(source: str) -> tuple[str, str]:
