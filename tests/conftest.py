@@ -55,7 +55,8 @@ def pytest_report_header(config):
     return [f"jupyter_refs {jupyter_refs.__version__} from {Path(jupyter_refs.__file__).parent}",
             f"{dask}; chromium: {chromium}",
             "a full run takes about 20 minutes on 2 cores, the browser tests (tests/browser/) last; "
-            "the slowest are listed at the end"]
+            "the slowest are listed at the end; the fast suite (under 3 minutes): -m 'not slow and "
+            "not dask and not conformance' --ignore=tests/browser"]
 
 
 def pytest_collection_modifyitems(config, items):
