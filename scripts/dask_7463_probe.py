@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import time
 
@@ -49,10 +50,12 @@ async def _until(condition, what: str, timeout: float = 10.0) -> None:
         await asyncio.sleep(0.005)
 
 
-async def probe(error: bool = False) -> object:
-    """The second future's outcome: its value, or the name of the exception it raised."""
+@contextlib.asynccontextmanager
+async def _first_run_executing(error: bool):
+    """A scheduler, one worker of one thread and a client, ``submit(first, 1, key="k")``
+    executing on the worker, blocked on an Event: ``(scheduler, worker, client, event,
+    future)``, what both probes start from."""
     from distributed import Client, Event, Scheduler, Worker
-    from distributed.utils_test import freeze_batched_send
 
     async with Scheduler(dashboard_address=":0") as s, \
             Worker(s.address, nthreads=1) as a, \
@@ -61,6 +64,14 @@ async def probe(error: bool = False) -> object:
         f = c.submit(first, 1, "block-7463", error, key="k")
         await _until(lambda: "k" in a.state.tasks and a.state.tasks["k"].state == "executing",
                      "k executing on the worker")
+        yield s, a, c, block, f
+
+
+async def probe(error: bool = False) -> object:
+    """The second future's outcome: its value, or the name of the exception it raised."""
+    from distributed.utils_test import freeze_batched_send
+
+    async with _first_run_executing(error) as (s, a, c, block, f):
         with freeze_batched_send(s.stream_comms[a.address]):
             f.release()
             await _until(lambda: "k" not in s.tasks, "the scheduler to forget k")
@@ -91,16 +102,9 @@ async def probe_late_report(error: bool = False) -> object:
     release: on 2026.8.0 the second future gets the first run's ``2`` (its ValueError), where
     ``dec(1) == 0`` is due.  No run id reaches the client; the model finds the same order
     (``validate(zoo.resubmit_other_function)`` and ``resubmit_after_error``)."""
-    from distributed import Client, Event, Scheduler, Worker
     from distributed.utils_test import freeze_batched_send
 
-    async with Scheduler(dashboard_address=":0") as s, \
-            Worker(s.address, nthreads=1) as a, \
-            Client(s.address, asynchronous=True, set_as_default=False) as c:
-        block = Event("block-late-report", client=c)
-        f = c.submit(first, 1, "block-late-report", error, key="k")
-        await _until(lambda: "k" in a.state.tasks and a.state.tasks["k"].state == "executing",
-                     "k executing on the worker")
+    async with _first_run_executing(error) as (_, _, c, block, f):
         with freeze_batched_send(c.scheduler_comm):
             f.release()
             await _until(lambda: "k" not in c.refcount, "the client to let go of f")
