@@ -195,8 +195,7 @@ class _Judge:
         lands.  A future finished by news of the key's previous life is late news then, not a
         lost reference — the model's ``dangling_future`` waits for it the same way (a cancel
         that forgot the key is no such release: there the future is lost)."""
-        trace = self.sim.trace
-        delivered = {e[1] for e in trace if e[0] == "delivered"}
+        trace, delivered = self.sim.trace, self._delivered()
         release = next((e for e in reversed(trace) if e[0] == "delivered" and e[2] == name
                         and e[3] == "scheduler" and key in e[6]
                         and ("cancel-keys" in e[4] or "client-releases-keys" in e[4])), None)
@@ -211,12 +210,15 @@ class _Judge:
         future that has just finished ends cancelled, not dangling (the model's check waits
         for that report the same way — for a cancel's, not for lost data's; a finished future
         whose key is then forgotten is judged at once, as there)."""
-        trace = self.sim.trace
-        delivered = {e[1] for e in trace if e[0] == "delivered"}
+        trace, delivered = self.sim.trace, self._delivered()
         return any(e[0] == "sent" and e[1] in delivered and e[2] == name and key in e[6]
                    and "cancel-keys" in e[4] for e in trace) and any(
             e[0] == "sent" and e[1] not in delivered and e[3] == name and key in e[6]
             and "cancelled-keys" in e[4] for e in trace)
+
+    def _delivered(self) -> set[int]:
+        """The messages delivered so far (both rules above ask which are still on their way)."""
+        return {e[1] for e in self.sim.trace if e[0] == "delivered"}
 
     def _report(self, name: str, key: str, why: str) -> None:
         self.found.append((DANGLING_FUTURE, key, name, len(self.sim.trace), why))
