@@ -115,7 +115,7 @@ def test_ghost_from_submit_and_del_to_the_ghost():
 
 
 @pytest.mark.slow
-def test_id_collision_from_two_threads_to_the_refused_value():
+def test_id_collision_from_threads_to_the_refused_value():
     for _ in range(10):
         cluster = Cluster(protocol="racy-ids", network="manual", workers=2)
         client = cluster.client()
@@ -135,11 +135,14 @@ def test_id_collision_from_two_threads_to_the_refused_value():
         cluster.close()
     else:
         pytest.skip("no id collision in 10 tries (threads did not interleave)")
-    chain = cluster.why(rejected[0].key)
-    in_order(chain, ["drew id", "`update-graph` sent", "received `update-graph`",
-                     "refused a second value"])
-    threads = {s.text.split("thread ")[1].split(")")[0] for s in chain.steps if "drew id" in s.text}
-    assert len(threads) >= 2  # one id drawn by two threads (or more: 32 race for it)
+    chains = [cluster.why(v.key) for v in rejected]
+    for chain in chains:
+        in_order(chain, ["drew id", "`update-graph` sent", "received `update-graph`",
+                         "refused a second value"])
+        draws = [s.text for s in chain.steps if "drew id" in s.text]
+        # One id drawn twice: mostly by two threads; one thread may also draw an id twice, when
+        # another, which read the counter before, writes it back behind the first one's draws.
+        assert len(draws) >= 2 and len({d.rsplit(" ", 1)[1] for d in draws}) == 1, draws
     cluster.close()
 
 
