@@ -462,9 +462,13 @@ def test_tasks_that_submit_lesson():
     nb = execute("06_tasks_that_submit.ipynb")
     assert_conventions(nb)
     tree = text_of(nb, "notebook-tree")
-    # 06-1 asks how many adds the tree submits (issue 42: "pending" was lesson 0's answer again)
-    assert "right after submit: pending" in tree and "add tasks submitted: 63" in tree
-    assert "[right] the answer: 63 " in tree
+    # 06-1 asks which keys the scheduler still holds (the review: "63 adds" was arithmetic)
+    assert "right after submit: pending" in tree
+    assert "add tasks submitted: 63; keys in memory: 1, the root's: True" in tree
+    assert "[right] the answer: 1 " in tree
+    # predictions named in the order they are asked
+    names = re.findall(r'course\.predict\(\.\.\., "(06-\d)"\)', "".join(c.source for c in nb.cells))
+    assert names == ["06-1", "06-2", "06-3", "06-4"], names
     assert "sum: 2016 | status: finished" in tree
     hashed = text_of(nb, "tree-hash")  # the report's shape: hashed scatters, twice, explored
     assert "dangling_future" in hashed
@@ -478,6 +482,8 @@ def test_tasks_that_submit_lesson():
     assert "waits on its thread: TimeoutError — timed out after 3 s." in real
     assert "[right] the answer: 'hang'" in real
     assert "with worker_client(): 2" in real
+    assert "get_client() in a task is your client: True" in real  # the box's claim, checked here
+    assert "checked on 2026.8: the same client id" not in markdown(nb)
     cancel = text_of(nb, "cancel")
     assert "executing -> cancelled" in cancel and "cancelled -> released" in cancel
     assert "on the worker afterwards: False" in cancel and "the answer: False " in cancel
@@ -496,10 +502,16 @@ def test_tasks_that_submit_lesson():
     assert "Traceback" not in real and "ERROR" not in real  # dask's own log is silenced
     # each prediction before the text that answers it (issue 42)
     assert "`pending`" not in said_before(nb, "06-1").split("## The tree reduction")[1]
-    assert "63" not in said_before(nb, "06-1")
-    assert "hangs here" not in said_before(nb, "06-2")
-    assert "its result is dropped" not in said_before(nb, "06-3")
+    assert "63" not in said_before(nb, "06-1") and "only the root is wanted" not in said_before(nb, "06-1")
+    assert "hangs here" not in said_before(nb, "06-3")
+    assert "its result is dropped" not in said_before(nb, "06-4")
     assert "**Success**" not in markdown(nb)
     assert "with secede() and rejoin(): 2" in text_of(nb, "solution-1")
-    two = text_of(nb, "solution-2")  # the running thread's result serves the resubmission
-    assert "second future: 1" in two and "worker: executing -> cancelled, cancelled -> executing" in two
+    resume = text_of(nb, "resume")  # the running thread's result serves the resubmission
+    assert "second future: 1" in resume and "worker: executing -> cancelled, cancelled -> executing" in resume
+    two = text_of(nb, "solution-2")  # written: fire_and_forget from a task leaks the same way
+    assert re.search(r"^dask: 1 failure group\(s\): leaked_key at dask@", two, re.M), two
+    assert "the desire was sent by: client:worker:0" in two
+    assert "fixed: 0 failure group(s): none" in two
+    assert "exercise 2" not in markdown(nb).split("### Exercise 2")[0].lower()  # not given away
+    assert "behind* that tree's `update-graph`" in markdown(nb)  # form A's rows: the late release
