@@ -394,7 +394,7 @@ def grade_cancel_check(check: Invariant, *, bound: int = BOUND, quiet: bool = Fa
         f, said = alarms[0]
         asked = [c for c, k in _asked_cancels(f.run.trace) if k == said.key]
         why = (f"— but {', '.join(asked)} cancelled that future itself (its own cancel: "
-               "cancel_requested names it)" if asked else
+               "what `key.cancel_requested` names there)" if asked else
                "— but no future of that key was cancelled behind its client's back in that run")
         grade = Grade(False, f"FAIL: {mine} fired on {said.key} under "
                              f"{_shown(f.schedule)} (event {said.first_seq}): "
@@ -414,6 +414,10 @@ def grade_cancel_check(check: Invariant, *, bound: int = BOUND, quiet: bool = Fa
 
 def _outcome_of(f: Failure) -> str:
     """What the scenario did under ``f``'s order, in a parenthesis."""
+    if f.run.raised is not None and f.run.raised.name == "LivelockError":
+        return (" (LivelockError: the explorer stopped a run that looped — a task run between two "
+                "messages of one batch, whose stale result sends it again; dask's batched "
+                "handling never does that: the model's, not dask's)")
     if f.run.raised is not None:
         return f" (the scenario raised {f.run.raised.name})"
     if f.run.returned is not None:

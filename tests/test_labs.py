@@ -344,6 +344,13 @@ def assert_lab_shape(nb, minutes: int) -> None:
 def test_lab_fix_notebook(tmp_path, monkeypatch):
     nb = run_notebook("07_lab_fix.ipynb", tmp_path, monkeypatch)
     assert_lab_shape(nb, 30)
+    # the base the grader prints is explained before it is printed (review 2026-12-05)
+    before = "\n".join(c.source for c in nb.cells[:next(i for i, c in enumerate(nb.cells)
+                                                         if "grade-dask" in c.metadata.get("tags", []))])
+    assert "`dask-numbered-copies`" in before and "numbered" in before
+    assert "dask-numbered-copies" in output(nb, "grade-dask")
+    # hint 2 says what the protocol does with held None: either answer is safe, do not crash
+    assert "**either answer is safe**" in "\n".join(c.source for c in nb.cells)
     today = output(nb, "grade-dask")
     assert today.startswith("FAIL") and "scatter on rpc:client:1#2 was delivered before #6 " \
         "client-releases-keys" in today
@@ -379,6 +386,10 @@ def test_lab_invariant_notebook(tmp_path, monkeypatch):
     assert_lab_shape(nb, 35)
     # part 4: an invariant the course has no check for, graded against the runs' events
     assert "def rescatter_and_use(client" in output(nb, "cancel-scenario")
+    assert "client.cancel([unwanted])" in output(nb, "cancel-scenario")  # a cancel of its own
+    markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert "| `cancel_requested` |" in markdown
+    assert "two roads" not in markdown and "is that wrong?" not in markdown  # review 2026-12-05
     assert output(nb, "grade-2").startswith("PASS: never_cancelled fired on all 3 future(s)")
     beliefs = output(nb, "beliefs")
     assert "dangling_future at event 44" in beliefs
@@ -418,8 +429,15 @@ def test_capstone_notebook(tmp_path, monkeypatch):
     # answer is a hidden %%solution cell, not the text (issue 42)
     section = next(c.source for c in nb.cells if c.source.startswith("## 2. What the explorer found"))
     assert "Which group is the report's" in section and "stale-result livelock" not in section
+    # the livelock group is explained where it appears, not asked about (review 2026-12-05)
+    assert "**Question 1.**" in section and "something of the\nmodel's" not in section
+    assert "LivelockError: the explorer stopped a run that looped" in found
     groups = output(nb, "groups-answer")
-    assert "1. `outcome_differs` (the scenario returned 2)" in groups and "2. The model's." in groups
+    assert groups.startswith("`outcome_differs` (the scenario returned 2)") and "Livelock" not in groups
+    # the hidden answers, in the order of their questions; the fix's solution is elsewhere
+    hidden = [c.source.splitlines()[0] for c in nb.cells if c.source.startswith("%%solution")]
+    assert hidden == ["%%solution question 1", "%%solution question 2"]
+    assert "**Question 2.**" in text and "The fix's solution is not in this notebook" in nb.cells[0].source
     story = output(nb, "story")
     assert re.search(r"→ sent #2 cancel-keys on client:1->scheduler +\[cell \d+, line 3\]", story)
     assert re.search(r"future #2 created by submit +\[cell \d+, line 4\]", story)
