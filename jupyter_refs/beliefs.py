@@ -36,6 +36,7 @@ _CREATED_REFS = ev.FUTURE_CREATED.at("refcount_after")
 REFS_AFTER = ev.REFCOUNT_INC.at("after")
 assert REFS_AFTER == ev.REFCOUNT_DEC.at("after")  # one update reads both
 STATE_TO, STATE_REASON = ev.FUTURE_STATE.at("to"), ev.FUTURE_STATE.at("reason")
+STATE_CAUSE = ev.FUTURE_STATE.at("cause_msg_id")
 FINISH = ev.TRANSITION.at("finish")
 WANTS_AFTER = ev.DESIRE_APPLIED.at("who_wants_after")
 assert WANTS_AFTER == ev.RELEASE_APPLIED.at("who_wants_after")  # one update reads both
@@ -85,6 +86,10 @@ class KeyRefs:
     who_wants: tuple[str, ...]
     on_workers: tuple[str, ...]  # workers that really hold a copy
     violations: tuple[str, ...]  # names of the violations on this key
+    #: The holders that cancelled their own future for the key in this hold (their
+    #: ``cancel``: the future marked cancelled with no message as its cause, or a
+    #: ``cancel-keys`` they sent) — a cancel they asked for, read off the trace's events.
+    cancel_requested: tuple[str, ...] = ()
 
 
 class Beliefs:
@@ -100,7 +105,7 @@ class Beliefs:
                  "who_has", "ghosts", "dropping", "copies", "gone", "removals", "sent",
                  "receiving", "desired_by", "released_by", "cancelled_by_client", "applied",
                  "forgotten_by", "released_at", "cancels", "cancelling", "foreign", "cancel_sent", "focus",
-                 "gate")
+                 "gate", "asked_cancel")
 
     def __init__(self, quiet_limit: int | None = None,
                  on_erase: Callable[[str], None] | None = None) -> None:
@@ -153,6 +158,9 @@ class Beliefs:
         #: (client, key) the client cancelled itself (``Future.cancel``, ``client.cancel``) ->
         #: seq of its cancel-keys: both sides then agree the future is gone.
         self.cancelled_by_client: dict[tuple[str, str], int] = {}
+        #: (client, key) whose hold the client cancelled itself -> seq: its own cancel marks
+        #: the future cancelled (no message its cause) before its cancel-keys is even sent.
+        self.asked_cancel: dict[tuple[str, str], int] = {}
         #: (client, key) -> (seq, msg id, op, sent seq) of the last desire the scheduler applied.
         self.applied: dict[tuple[str, str], tuple[int, int, str, int]] = {}
         self.forgotten_by: dict[str, Receipt | None] = {}  # key -> the message that forgot it
@@ -289,7 +297,7 @@ class Beliefs:
             return
         for table in (self.refcount, self.fstate, self.desired_by, self.released_by,
                       self.cancelled_by_client, self.applied, self.released_at, self.cancels,
-                      self.foreign, self.cancel_sent):
+                      self.foreign, self.cancel_sent, self.asked_cancel):
             for pair in [p for p in table if p[1] in keys]:
                 del table[pair]
         self.disconnected = {p for p in self.disconnected if p[1] not in keys}
@@ -320,6 +328,7 @@ class Beliefs:
                 tuple(sorted(self.who_wants.get(key, ()))),
                 tuple(sorted(self.copies.get(key, {}))),
                 tuple(dict.fromkeys(verdicts.get(key, ()))),
+                tuple(c for c in sorted(self.holders.get(key, ())) if (c, key) in self.asked_cancel),
             )
             for key in keys
         ]
@@ -370,6 +379,7 @@ class Beliefs:
         else:  # cancel-keys, or the cancel RPC before PR 7583
             for key in row[EXTRA][_MSG_KEYS]:
                 self.cancelled_by_client[(sender, key)] = seq
+                self.asked_cancel[(sender, key)] = seq
 
     # -- clients ---------------------------------------------------------------------------
 
@@ -385,6 +395,8 @@ class Beliefs:
             disconnected.discard(pair)
         if self.cancelled_by_client:
             self.cancelled_by_client.pop(pair, None)
+        if self.asked_cancel:
+            self.asked_cancel.pop(pair, None)
         return True
 
     def refcount_changed(self, seq: int, row: tuple) -> None:
@@ -406,6 +418,8 @@ class Beliefs:
             self.released_at.pop(pair, None)
         if self.cancelled_by_client:
             self.cancelled_by_client.pop(pair, None)
+        if self.asked_cancel:
+            self.asked_cancel.pop(pair, None)
         if self.cancels:
             self.cancels.pop(pair, None)
         if self.foreign:
@@ -426,8 +440,16 @@ class Beliefs:
     def future_state(self, seq: int, row: tuple) -> None:
         pair = (row[ACTOR], row[KEY])
         to = self.fstate[pair] = row[EXTRA][STATE_TO]
-        if to == "cancelled" and row[EXTRA][STATE_REASON] == CONNECTION_LOST:
-            self.disconnected.add(pair)
+        if to == "cancelled":
+            if row[EXTRA][STATE_REASON] == CONNECTION_LOST:
+                self.disconnected.add(pair)
+            elif row[EXTRA][STATE_CAUSE] is None:
+                # The model's client names the message behind every state it is told; none:
+                # its own cancel, at once.  (A traced dask client names none, but its report
+                # is a receipt with no send here, just before: not a cancel it asked for.)
+                receiving = self.receiving
+                if receiving is None or receiving[1] != "cancelled-keys" or receiving[2] != -1:
+                    self.asked_cancel[pair] = seq
 
     def connection_lost(self, seq: int, row: tuple) -> None:
         self.dropping.discard(row[ACTOR])
@@ -479,7 +501,7 @@ class Beliefs:
             pair = (client, key)
             for table in (self.desired_by, self.released_by, self.applied, self.released_at,
                           self.cancelled_by_client, self.cancels, self.foreign,
-                          self.cancel_sent):
+                          self.cancel_sent, self.asked_cancel):
                 table.pop(pair, None)
             self.disconnected.discard(pair)
         if self._on_erase is not None:

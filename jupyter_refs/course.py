@@ -112,13 +112,18 @@ def load_magics(shell: Any) -> None:
     class CourseMagics(Magics):
         @cell_magic
         def solution(self, line: str, cell: str) -> None:
-            """``%%solution N``: the solution to exercise N, run only as ``%%solution N run``."""
+            """``%%solution N``: the solution to exercise N, run only as ``%%solution N run``;
+            ``%%solution question N``: the answer to a lesson's question N, the same way."""
             words = line.split()
+            what = "exercise"
+            if words and words[0].lower() == "question":
+                what, words = "question", words[1:]
             name = words[0] if words else "?"
             if "run" not in words[1:] and _answers() is None:
-                print(f"Exercise {name}'s solution is in this cell, hidden and not run. Try the "
-                      f"exercise first; then open the cell and change its first line to "
-                      f"`%%solution {name} run`.")
+                magic = f"%%solution {'question ' if what == 'question' else ''}{name} run"
+                print(f"{what.capitalize()} {name}'s solution is in this cell, hidden and not run. "
+                      f"Try the {what} first; then open the cell and change its first line to "
+                      f"`{magic}`.")
                 return
             self.shell.run_cell(cell, store_history=False).raise_error()
 

@@ -18,6 +18,8 @@ Two labs and the capstone use it:
   check for — *a future its client never cancelled ends cancelled* — graded by
   :func:`grade_cancel_check` against the runs' traces themselves (which futures were cancelled,
   and whether their client had sent ``cancel-keys`` for them), not against a course check;
+  the scenario cancels one future itself, which a check tells apart by
+  ``KeyRefs.cancel_requested``;
 * **the capstone** (lesson 09): the same rule, on the client, against dask#8215
   (:func:`grade_fix` with ``race="8215"``).
 
@@ -29,7 +31,8 @@ longer free the data of the key's next life, so what is left to decide is the sc
 
 Graders print their verdict and return a :class:`Grade` (true when it passed); the
 failing schedule and its ``explain()`` are part of the verdict.  Reference solutions live
-apart, in ``jupyter_refs/labs_solutions.py``: the notebooks never import them.
+apart, outside the installed package, in ``tests/labs_solutions.py``: the notebooks never
+import them, and a student's ``inspect.getsource`` cannot reach them.
 """
 
 from __future__ import annotations
@@ -40,7 +43,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .checks import Invariant, invariant_name
-from .explore import ExploreResult, Failure, Scenario, explore, short_schedule
+from .explore import (
+    SCENARIO_RAISED,
+    ExploreResult,
+    Failure,
+    Scenario,
+    ScenarioError,
+    beliefs,
+    explore,
+    short_schedule,
+)
 from .protocol import messages as m
 from .protocol.variants import DASK, Arrival, ProtocolVariant, Rule, get_variant, with_rules
 from .zoo import RACES
@@ -121,6 +133,61 @@ class _Guarded:
         return True
 
 
+def _shown(schedule: str) -> str:
+    """``schedule`` as the graders print it: shortened, and the in-order one said in words
+    (``dask@a17369:`` has nothing after its colon: no message was late)."""
+    return short_schedule(schedule) + (" (in order)" if schedule.endswith(":") else "")
+
+
+def _explained(f: Failure, mine: str | None = None) -> str:
+    """``f.explain()`` with its first line as the graders print it: the schedule via
+    :func:`_shown`, and — with ``mine``, the student's check — each name labelled by whose it is."""
+    names = ", ".join(f.names)
+    if mine is not None:
+        notes = [n for n in f.names if n in _GRADER_NOTES]
+        theirs = [n for n in f.names if n != mine and n not in _GRADER_NOTES]
+        parts = [f"{', '.join(theirs)} (the course's checks)"] if theirs else []
+        parts += [f"{mine} (yours)"] if mine in f.names else []
+        parts += ["the grader's own notes, not checks: "
+                  + "; ".join(f"{n} = {_GRADER_NOTES[n]}" for n in notes)] if notes else []
+        names = " | ".join(parts)
+    lines = f.explain().splitlines()
+    return "\n".join([f"schedule {_shown(f.schedule)}: {names}", *lines[1:]])
+
+
+def _dropped_current(f: Failure) -> str | None:
+    """When the student's rule dropped the release that ended the hold the scheduler had (gen =
+    held: ``release.stale`` in the run's trace) and that key leaked: the failure, said as it was."""
+    events = list(f.run.trace)
+    leaked = {v.key for v in f.violations if v.name == "leaked_key"}
+    dropped = [e for e in events if e.kind == "release.stale" and e.key in leaked
+               and e.get("gen") is not None and e.get("gen") == e.get("current_gen")]
+    if not dropped:
+        return None
+    e = dropped[0]
+    client, key, gen = e.get("client"), e.key, e.get("gen")
+    origin = next((c.get("origin") for c in events if c.kind == "future.created"
+                   and c.key == key and c.actor == client), None)
+    made = f" (the key of your {origin})" if origin else ""
+    head = (f"your rule dropped the release that ended the current hold (gen {gen} = held {gen}): "
+            f"{client}'s client-releases-keys for {key}{made}")
+    if f.schedule.endswith(":"):
+        order = [f"{head}, and nothing was late: schedule {_shown(f.schedule)}."]
+    else:
+        order = [f"{head}, under schedule {_shown(f.schedule)}:",
+                 *(line for line in f.explain().splitlines() if line.startswith("  - "))]
+    others = sorted(leaked - {key})
+    lines = [*order,
+             f"  {client} has let go of that hold and sends no other release for it, so the "
+             f"scheduler keeps {key} for {client} for the life of the cluster: leaked_key"
+             + (f" (and the same for {', '.join(others)})" if others else "") + "."]
+    for refs in beliefs(f.run.trace, events[-1].seq, key):
+        clients = ", ".join(f"{c} refcount {n} ({s})" for c, (n, s) in refs.clients.items())
+        lines.append(f"  at the end of the run: {clients or 'no client holds it'}; scheduler: "
+                     f"{refs.scheduler}, who_wants {{{', '.join(refs.who_wants)}}}")
+    return "\n".join(lines)
+
+
 def fix_protocol(rule: Rule, ops: Sequence[str] | None = None, *,
                  base: str | ProtocolVariant = LAB_BASE, name: str = "your-fix",
                  race: str = "8576") -> ProtocolVariant:
@@ -148,12 +215,26 @@ def grade_fix(rule: Rule, ops: Sequence[str] | None = None, *, race: str = "8576
     protocol = fix_protocol(guarded, ops, base=base, race=race)
     scenario = RACES[race].scenario if scenario is None else scenario
     scenarios = [scenario, *(ALSO.get(race, ()) if also is None else also)]
-    results = [explore(s, protocol=protocol, bound=bound, max_schedules=MAX_SCHEDULES,
-                       sample=False, processes=1) for s in scenarios]
     names = ", ".join(s.__name__ for s in scenarios)
     what = (f"{race}'s scenario{'s' if len(scenarios) > 1 else ''} ({names}) under "
             f"{get_variant(base).name} with your rule for "
             f"{', '.join(RACE_OPS[race] if ops is None else ops)}")
+    results: list[ExploreResult] = []
+    try:
+        for one in scenarios:
+            results.append(explore(one, protocol=protocol, bound=bound, max_schedules=MAX_SCHEDULES,
+                                   sample=False, processes=1))
+    except ScenarioError as exc:
+        # Every order raised the same: no failure to show, but the grade is a FAIL all the same.
+        raised = exc.exception
+        name = getattr(raised, "name", type(raised).__name__)
+        text = getattr(raised, "message", raised)
+        grade = Grade(False, f"FAIL: {what}: in every order within bound {bound}, the in-order "
+                             f"one ({_shown(exc.schedule)}) too, {one.__name__} raised {name}: "
+                             f"{text}", results)
+        if not quiet:
+            print(grade)
+        return grade
     failed = next((r for r in results if r.failures), None)
     partial = next((r for r in results if not r.exhaustive), None)
     if guarded.mistake is not None:
@@ -163,9 +244,14 @@ def grade_fix(rule: Rule, ops: Sequence[str] | None = None, *, race: str = "8576
     elif failed is not None:
         first = failed.failures[0]
         where = "" if failed is results[0] else f" in {scenarios[results.index(failed)].__name__}"
-        grade = Grade(False, f"FAIL: {what}: {len(failed.failures)} distinct failure(s){where} "
-                             f"within bound {bound}. The smallest:\n{first.explain()}", results,
-                      first)
+        count = f"{len(failed.failures)} distinct failure(s){where} within bound {bound}"
+        dropped = _dropped_current(first)
+        if dropped:
+            grade = Grade(False, f"FAIL: {what}: {dropped}\n({count}; this is the smallest.)",
+                          results, first)
+        else:
+            grade = Grade(False, f"FAIL: {what}: {count}. The smallest:\n{_explained(first)}",
+                          results, first)
     elif partial is not None:
         grade = Grade(False, f"FAIL: {what}: the orders within bound {bound} were not all run "
                              f"({partial.schedules} schedules)", results)
@@ -196,15 +282,15 @@ def grade_check(check: Invariant, *, race: str = "8576", name: str = "dangling_f
     alarms = [f for f in fixed.failures if mine in f.names]
     if missed:
         f = missed[0]
-        grade = Grade(False, f"FAIL: {mine} stayed quiet on {short_schedule(f.schedule)}, where {name} fired "
-                             f"({len(missed)} of {len(missed) + len(flagged)} such orders "
-                             f"missed):\n{f.explain()}", [racy, fixed], f)
+        grade = Grade(False, f"FAIL: {mine} stayed quiet on {_shown(f.schedule)}, where {name} "
+                             f"fired ({len(missed)} of {len(missed) + len(flagged)} such orders "
+                             f"missed):\n{_explained(f)}", [racy, fixed], f)
     elif alarms:
         f = alarms[0]
         said = next(v for v in f.violations if v.name == mine)
         grade = Grade(False, f"FAIL: {mine} fired under fixed, where no check finds anything "
-                             f"wrong, on {short_schedule(f.schedule)} (event {said.first_seq}): "
-                             f"{said.explanation}\n{f.explain()}", [racy, fixed], f)
+                             f"wrong, on {_shown(f.schedule)} (event {said.first_seq}): "
+                             f"{said.explanation}\n{_explained(f)}", [racy, fixed], f)
     elif not flagged:
         grade = Grade(False, f"FAIL: no order within bound {bound} made {name} fire: nothing to "
                              "flag", [racy, fixed])
@@ -222,12 +308,22 @@ def inc(v: int) -> int:
 
 
 def rescatter_and_use(client: Any) -> int:
-    """#8576's scenario, then the user's computation on the re-scattered value, to the result.
-    It never calls ``cancel``: any future of it that ends cancelled, its client did not cancel."""
+    """#8576's scenario, then the user's computation on the re-scattered value, to the result;
+    then a computation the user no longer wants, cancelled.  That is its only ``cancel``: any
+    other future of it that ends cancelled, its client did not cancel."""
     x = client.scatter(123)
     del x
     x = client.scatter(123)
-    return client.submit(inc, x).result()
+    result = client.submit(inc, x).result()
+    unwanted = client.submit(inc, 0)
+    client.cancel([unwanted])  # a cancel the client asks for: not a bug
+    return result
+
+
+def _asked_cancels(trace: Any) -> set[tuple[str, str]]:
+    """``(client, key)`` for every ``cancel-keys`` a client sent in the run."""
+    return {(e.actor, k) for e in trace if e.kind == "msg.sent" and e.op == m.CANCEL_KEYS
+            for k in (e.fields.get("keys") or (e.key,))}
 
 
 def uncancelled_cancels(trace: Any) -> dict[tuple[str, str], int]:
@@ -235,11 +331,9 @@ def uncancelled_cancels(trace: Any) -> dict[tuple[str, str], int]:
     ``cancelled`` although the client sent no ``cancel-keys`` naming ``key`` in the whole run
     (its own ``cancel`` marks the future just before sending it): read from the trace's events
     alone — what the grader of lesson 8's part 4 takes as the truth."""
-    events = list(trace)
-    asked = {(e.actor, k) for e in events if e.kind == "msg.sent" and e.op == m.CANCEL_KEYS
-             for k in (e.fields.get("keys") or (e.key,))}
+    asked = _asked_cancels(trace)
     found: dict[tuple[str, str], int] = {}
-    for e in events:
+    for e in trace:
         if (e.kind == "future.state" and e.get("to") == "cancelled"
                 and (e.actor, e.key) not in asked):
             found.setdefault((e.actor, e.key), e.seq)
@@ -252,6 +346,13 @@ def grader_saw_a_cancel(key: Any) -> str | None:
     if any(state == "cancelled" for _, state in key.clients.values()):
         return "a held future is cancelled"
     return None
+
+
+#: The names a grader's failure carries that are no check's: its own notes, said in words.
+_GRADER_NOTES = {
+    "grader_saw_a_cancel": "a held future was cancelled in this run (the grader's net)",
+    SCENARIO_RAISED: "the scenario raised (its line below)",
+}
 
 
 def grade_cancel_check(check: Invariant, *, bound: int = BOUND, quiet: bool = False) -> Grade:
@@ -285,16 +386,19 @@ def grade_cancel_check(check: Invariant, *, bound: int = BOUND, quiet: bool = Fa
         alarms += [(f, v) for v in fired if v.key not in {k for _, k in truth}]
     if missed:
         f, (client, key), seq = missed[0]
-        grade = Grade(False, f"FAIL: {mine} stayed quiet on {short_schedule(f.schedule)}, where "
+        grade = Grade(False, f"FAIL: {mine} stayed quiet on {_shown(f.schedule)}, where "
                              f"{client}'s future for {key} became cancelled (event {seq}) "
                              f"though {client} never cancelled it ({len(missed)} such "
-                             f"future(s) missed):\n{f.explain()}", [racy, fixed], f)
+                             f"future(s) missed):\n{_explained(f, mine)}", [racy, fixed], f)
     elif alarms:
         f, said = alarms[0]
+        asked = [c for c, k in _asked_cancels(f.run.trace) if k == said.key]
+        why = (f"— but {', '.join(asked)} cancelled that future itself (its own cancel: "
+               "what `key.cancel_requested` names there)" if asked else
+               "— but no future of that key was cancelled behind its client's back in that run")
         grade = Grade(False, f"FAIL: {mine} fired on {said.key} under "
-                             f"{short_schedule(f.schedule)} (event {said.first_seq}): "
-                             f"{said.explanation} — but no future of that key was cancelled "
-                             f"behind its client's back in that run", [racy, fixed], f)
+                             f"{_shown(f.schedule)} (event {said.first_seq}): "
+                             f"{said.explanation} {why}", [racy, fixed], f)
     elif not caught:
         grade = Grade(False, f"FAIL: no order within bound {bound} cancelled a future behind its "
                              "client's back: nothing to flag", [racy, fixed])
@@ -310,6 +414,10 @@ def grade_cancel_check(check: Invariant, *, bound: int = BOUND, quiet: bool = Fa
 
 def _outcome_of(f: Failure) -> str:
     """What the scenario did under ``f``'s order, in a parenthesis."""
+    if f.run.raised is not None and f.run.raised.name == "LivelockError":
+        return (" (LivelockError: the explorer stopped a run that looped — a task run between two "
+                "messages of one batch, whose stale result sends it again; dask's batched "
+                "handling never does that: the model's, not dask's)")
     if f.run.raised is not None:
         return f" (the scenario raised {f.run.raised.name})"
     if f.run.returned is not None:

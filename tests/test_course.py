@@ -82,6 +82,13 @@ def test_a_solution_runs_only_on_purpose(monkeypatch, capsys):
     assert "the solution ran" not in out and "%%solution 2 run" in out
     shell.run_cell_magic("solution", "2 run", "print('the solution ran')")
     assert "the solution ran" in capsys.readouterr().out
+    # a lesson's reading question (the capstone's "Question 1/2"), said as a question
+    shell.run_cell_magic("solution", "question 1", "print('the answer ran')")
+    out = capsys.readouterr().out
+    assert "the answer ran" not in out and out.startswith("Question 1's solution is in this cell")
+    assert "Try the question first" in out and "`%%solution question 1 run`" in out
+    shell.run_cell_magic("solution", "question 1 run", "print('the answer ran')")
+    assert "the answer ran" in capsys.readouterr().out
 
 
 def _scatter_race(client):

@@ -1,15 +1,15 @@
 """The labs' hooks and graders (``jupyter_refs.labs``), graded against the reference solutions
-(``jupyter_refs.labs_solutions``) and wrong ones; the lab notebooks and the capstone run top to
-bottom with the student cells filled from the solutions."""
+(``tests/labs_solutions.py``, outside the installed package) and wrong ones; the lab notebooks
+and the capstone run top to bottom with the student cells filled from the solutions."""
 
 from __future__ import annotations
 
 import re
 
+import labs_solutions as solutions
 import pytest
 
 from jupyter_refs import Cluster, explore, labs, replay
-from jupyter_refs import labs_solutions as solutions
 from jupyter_refs.checks import judge
 from jupyter_refs.course import ANSWERS_ENV
 from jupyter_refs.errors import ArgumentValueError, ProtocolError
@@ -71,16 +71,46 @@ def test_a_wrong_fix_or_none_fails_with_a_schedule(wrong, name):
     grade = labs.grade_fix(wrong, quiet=True)
     assert not grade and grade.failure is not None
     assert name in grade.failure.names
-    assert f"schedule {grade.failure.schedule}: " in grade.verdict  # its explain()
+    assert f"schedule {grade.failure.schedule}" in grade.verdict
     run = replay(scatter_drop_scatter, grade.failure.schedule,
                  protocol=grade.failure.run.cluster.variant)
     assert name in {v.name for v in run.violations}
 
 
-def test_doing_nothing_fails_on_the_late_release():
-    grade = labs.grade_fix(solutions.dask_today, quiet=True)
-    assert grade.failure.schedule == "your-fix@a17369:1>1,2>1,3>1"
-    assert "scatter overtook client-releases-keys" in grade.failure.overtakes
+@pytest.mark.parametrize("wrong", [lambda a: a.held is None or a.gen > a.held,  # off by one
+                                   lambda a: False, solutions.newer_only])
+def test_a_rule_that_drops_the_current_release_is_told_so(wrong):
+    """Review 2026-12-05: the likely mistakes failed on the in-order run with the leaked_key
+    check's story of a release that "overtook" the desire, the computation's key named, and a
+    "believed then" line saying forgotten beside "keeps … (memory)".  The grader reads the run's
+    own release.stale events and says what the rule did."""
+    grade = labs.grade_fix(wrong, quiet=True)
+    assert not grade and grade.failure.schedule == "your-fix@a17369:"
+    first = grade.verdict.splitlines()[0]
+    assert ("your rule dropped the release that ended the current hold (gen 1 = held 1): "
+            "client:1's client-releases-keys for int-") in first
+    assert "(the key of your scatter)" in first and "inc-" not in first
+    assert "nothing was late: schedule your-fix@a17369: (in order)." in first
+    assert "overtook" not in grade.verdict and "believed then" not in grade.verdict
+    assert "at the end of the run: no client holds it; scheduler: memory, who_wants {client:1}" \
+        in grade.verdict
+    stale = [e for e in grade.failure.run.trace if e.kind == "release.stale"]
+    assert stale and stale[0].key.startswith("int-") and stale[0].get("gen") == 1 == \
+        stale[0].get("current_gen")  # what the feedback says is in the trace
+
+
+def test_a_release_dropped_after_an_overtake_lists_the_overtakes():
+    """A rule that drops releases for keys in memory fails in order and out of order; the
+    out-of-order failure prints its overtakes with the drop, not "(in order)"."""
+    grade = labs.grade_fix(lambda a: a.held is None or (a.gen >= a.held and a.state != "memory"),
+                           quiet=True)
+    late = [f for f in grade.results[0].failures if not f.schedule.endswith(":")]
+    assert not grade and late
+    said = labs._dropped_current(late[0])
+    head = said.splitlines()[0]
+    assert "your rule dropped the release that ended the current hold (gen 1 = held 1)" in head
+    assert head.endswith(f"under schedule {late[0].schedule}:") and "(in order)" not in said
+    assert "\n  - #" in said and "was delivered before" in said
 
 
 def test_the_rule_alone_does_not_stop_8576_on_dasks_workers():
@@ -152,19 +182,53 @@ def test_an_invariant_the_course_has_not_written_is_graded_against_the_trace():
     — no course check says it; the grader reads the truth from each run's events.  Both roads
     to cancelled (the lost value via lost, the computation from pending) must be flagged; an
     eager check fires on a pending future; the lab 8 invariant of part 2 misses the
-    computation's cancel."""
+    computation's cancel.  The scenario cancels one future itself (review 2026-12-05): the
+    one-liner "any future cancelled" false-alarms there, and ``cancel_requested`` tells."""
     grade = labs.grade_cancel_check(solutions.cancelled_behind_its_back, quiet=True)
     assert grade, grade.verdict
     assert grade.verdict.startswith("PASS: cancelled_behind_its_back fired on all 3 future(s)")
+    eager = labs.grade_cancel_check(solutions.any_cancelled, quiet=True)
+    assert not eager and eager.failure.schedule.endswith(":")  # in order: the user's cancel
+    assert "is cancelled — but client:1 cancelled that future itself" in eager.verdict
+    assert "(in order)" in eager.verdict
     half = labs.grade_cancel_check(solutions.lost_only, quiet=True)
     assert not half and "stayed quiet" in half.verdict and "inc-" in half.verdict.split("\n")[0]
+    # the grader's own notes are labelled as its own, not listed as checks
+    names = half.verdict.splitlines()[1]
+    theirs, _, notes = names.partition(" | the grader's own notes, not checks: ")
+    assert "grader_saw_a_cancel = a held future was cancelled" in notes
+    assert "scenario_raised = the scenario raised" in notes
+    assert "grader_saw_a_cancel" not in theirs and "scenario_raised" not in theirs
+    assert "lost_only (yours)" in theirs and "(the course's checks)" in theirs
     eager = labs.grade_cancel_check(solutions.not_finished, quiet=True)
     assert not eager and "is pending — but no future of that key was cancelled" in eager.verdict
     assert not labs.grade_cancel_check(solutions.lost_reference, quiet=True)
     assert "3 such future(s) missed" in labs.grade_cancel_check(solutions.silent, quiet=True).verdict
-    run = replay(labs.rescatter_and_use, grade.results[0].failures[0].schedule)
+    racy = [f for f in grade.results[0].failures if f.schedule.partition(":")[2]]
+    run = replay(labs.rescatter_and_use, racy[0].schedule)
     truth = labs.uncancelled_cancels(run.trace)
     assert truth and all(client == "client:1" for client, _ in truth)  # read from the events
+
+
+def test_cancel_requested_is_read_from_the_runs_events():
+    """KeyRefs.cancel_requested: the client's own cancel marks its future cancelled at once
+    (future.state with no message as its cause), then sends cancel-keys; a cancel the race
+    makes comes with the scheduler's message as its cause and is not one the client asked for."""
+    from jupyter_refs.explore import beliefs
+
+    run = replay(labs.rescatter_and_use, "dask@f47f4b:")  # in order: only the user's cancel
+    [own] = [e for e in run.trace if e.kind == "future.state" and e.get("to") == "cancelled"]
+    assert own.get("cause_msg_id") is None
+    [before] = beliefs(run.trace, own.seq - 1, own.key)
+    [after] = beliefs(run.trace, own.seq, own.key)
+    assert before.cancel_requested == () and after.cancel_requested == ("client:1",)
+    racy = replay(labs.rescatter_and_use, "dask@f47f4b:5>1")  # the race cancels two futures
+    lost = [e for e in racy.trace if e.kind == "future.state" and e.get("to") == "cancelled"
+            and e.get("cause_msg_id") is not None]
+    assert lost
+    for e in lost:
+        [refs] = beliefs(racy.trace, e.seq, e.key)
+        assert refs.clients["client:1"][1] == "cancelled" and refs.cancel_requested == ()
 
 
 def test_uncancelled_cancels_leaves_out_a_cancel_the_client_sent():
@@ -209,6 +273,21 @@ def test_the_capstone_rule_needs_both_reports():
     assert whole, whole.verdict
     none = labs.grade_fix(solutions.dask_today, solutions.REPORT_OPS, race="8215", quiet=True)
     assert not none and none.failure.schedule.endswith(":")  # the in-order run raises
+    assert f"schedule {none.failure.schedule} (in order): " in none.verdict
+
+
+def test_the_capstone_grader_fails_a_rule_whose_every_order_raises(capsys):
+    """Review 2026-12-05: judging only key-in-memory, every order raises the report's error —
+    the explorer's ScenarioError — and the grader printed a traceback.  Now a one-line FAIL."""
+    grade = labs.grade_fix(solutions.report_applies, ("key-in-memory",), race="8215")
+    printed = capsys.readouterr().out
+    assert not grade and grade.failure is None and printed.strip() == grade.verdict
+    assert len(grade.verdict.splitlines()) == 1
+    assert grade.verdict.startswith("FAIL: 8215's scenario (cancel_then_same_key) under "
+                                    "dask-numbered-copies with your rule for key-in-memory: "
+                                    "in every order within bound 2, the in-order one")
+    assert "(in order)) too, cancel_then_same_key raised FutureCancelledError: k cancelled" \
+        in grade.verdict
 
 
 # -- the notebooks, run top to bottom -----------------------------------------------------------
@@ -265,6 +344,13 @@ def assert_lab_shape(nb, minutes: int) -> None:
 def test_lab_fix_notebook(tmp_path, monkeypatch):
     nb = run_notebook("07_lab_fix.ipynb", tmp_path, monkeypatch)
     assert_lab_shape(nb, 30)
+    # the base the grader prints is explained before it is printed (review 2026-12-05)
+    before = "\n".join(c.source for c in nb.cells[:next(i for i, c in enumerate(nb.cells)
+                                                         if "grade-dask" in c.metadata.get("tags", []))])
+    assert "`dask-numbered-copies`" in before and "numbered" in before
+    assert "dask-numbered-copies" in output(nb, "grade-dask")
+    # hint 2 says what the protocol does with held None: either answer is safe, do not crash
+    assert "**either answer is safe**" in "\n".join(c.source for c in nb.cells)
     today = output(nb, "grade-dask")
     assert today.startswith("FAIL") and "scatter on rpc:client:1#2 was delivered before #6 " \
         "client-releases-keys" in today
@@ -300,6 +386,10 @@ def test_lab_invariant_notebook(tmp_path, monkeypatch):
     assert_lab_shape(nb, 35)
     # part 4: an invariant the course has no check for, graded against the runs' events
     assert "def rescatter_and_use(client" in output(nb, "cancel-scenario")
+    assert "client.cancel([unwanted])" in output(nb, "cancel-scenario")  # a cancel of its own
+    markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert "| `cancel_requested` |" in markdown
+    assert "two roads" not in markdown and "is that wrong?" not in markdown  # review 2026-12-05
     assert output(nb, "grade-2").startswith("PASS: never_cancelled fired on all 3 future(s)")
     beliefs = output(nb, "beliefs")
     assert "dangling_future at event 44" in beliefs
@@ -339,8 +429,15 @@ def test_capstone_notebook(tmp_path, monkeypatch):
     # answer is a hidden %%solution cell, not the text (issue 42)
     section = next(c.source for c in nb.cells if c.source.startswith("## 2. What the explorer found"))
     assert "Which group is the report's" in section and "stale-result livelock" not in section
+    # the livelock group is explained where it appears, not asked about (review 2026-12-05)
+    assert "**Question 1.**" in section and "something of the\nmodel's" not in section
+    assert "LivelockError: the explorer stopped a run that looped" in found
     groups = output(nb, "groups-answer")
-    assert "1. `outcome_differs` (the scenario returned 2)" in groups and "2. The model's." in groups
+    assert groups.startswith("`outcome_differs` (the scenario returned 2)") and "Livelock" not in groups
+    # the hidden answers, in the order of their questions; the fix's solution is elsewhere
+    hidden = [c.source.splitlines()[0] for c in nb.cells if c.source.startswith("%%solution")]
+    assert hidden == ["%%solution question 1", "%%solution question 2"]
+    assert "**Question 2.**" in text and "The fix's solution is not in this notebook" in nb.cells[0].source
     story = output(nb, "story")
     assert re.search(r"→ sent #2 cancel-keys on client:1->scheduler +\[cell \d+, line 3\]", story)
     assert re.search(r"future #2 created by submit +\[cell \d+, line 4\]", story)

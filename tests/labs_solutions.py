@@ -10,8 +10,8 @@ from __future__ import annotations
 import inspect
 import textwrap
 
-from .checks import KeyRefs
-from .protocol.variants import Arrival
+from jupyter_refs.checks import KeyRefs
+from jupyter_refs.protocol.variants import Arrival
 
 # -- lab 07: write the fix ----------------------------------------------------------------------
 
@@ -21,7 +21,10 @@ def release_applies(arrival: Arrival) -> bool:
 
     An older generation means the client has taken the key again since it sent this release
     (the second scatter overtook it): dropping it keeps the new hold.  A release for a key the
-    client no longer wants (``held`` None) changes nothing either way.
+    client no longer wants (``held`` None) changes nothing either way: the scheduler's handler
+    does nothing for a client it does not count among ``who_wants`` (dask's
+    ``_client_releases_keys`` too), so True and False are both safe there; it must only not
+    raise on None.
     """
     return arrival.held is None or arrival.gen >= arrival.held
 
@@ -83,12 +86,20 @@ def silent(key: KeyRefs) -> str | None:
 
 
 def cancelled_behind_its_back(key: KeyRefs) -> str | None:
-    """Part 4: a client holds a cancelled future — in a program that never cancels, a cancel
-    its client never asked for."""
+    """Part 4: a client holds a cancelled future, and it is not among the clients that asked
+    for the cancel (``cancel_requested``)."""
     for client, (refcount, state) in key.clients.items():
-        if state == "cancelled":
+        if state == "cancelled" and client not in key.cancel_requested:
             return (f"{client} holds a cancelled future for {key.key} (refcount {refcount}) "
                     "that it never cancelled")
+    return None
+
+
+def any_cancelled(key: KeyRefs) -> str | None:
+    """Too eager: every cancelled future — the one the program cancels itself too."""
+    for client, (_refcount, state) in key.clients.items():
+        if state == "cancelled":
+            return f"{client}'s future for {key.key} is cancelled"
     return None
 
 
