@@ -392,6 +392,17 @@ class Cluster:
         lesson on Julia's racy counter swaps its ``record`` to switch threads inside it."""
         return self._ids
 
+    @id_allocator.setter
+    def id_allocator(self, allocator: Any) -> None:
+        """Put an allocator of one's own in the protocol's place (lesson 3's exercise: a
+        student's lock-based counter): called with the actor, it returns an int, and its
+        ``record`` attribute is where it logs each allocation (``id.alloc``).  Only protocols
+        that draw non-hashed keys from a counter (``racy-ids``, ``atomic-ids``) ever call it."""
+        if not callable(allocator) or not hasattr(allocator, "record"):
+            raise TypeError("an id allocator is called with the actor and has a record attribute")
+        with self._lock:
+            self._ids = allocator
+
     def get_client(self) -> Any:
         """The cluster's first open client, or a new one (dask's ``cluster.get_client()``)."""
         for client in self.clients.values():

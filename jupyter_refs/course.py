@@ -11,7 +11,9 @@ the forms of #8576 apart.
 * **Tests fill the guesses.** With :data:`ANSWERS_ENV` naming a file of answers (a Python dict
   literal, name → guess), every unanswered ``predict`` returns the file's answer and every
   ``%%solution`` cell runs: a lesson runs end to end and its checks and solutions still run.
-* **Be the scheduler.** :func:`goal` starts a game on a manual network (``views/game.py``).
+* **Be the scheduler.** :func:`goal` starts a game on a manual network (``views/game.py``),
+  played with the timeline's buttons or in text: ``game.in_flight``, ``game.deliver(N)``,
+  ``game.status``, ``game.deliveries``.
 """
 
 from __future__ import annotations
@@ -88,6 +90,11 @@ def goal(scenario: Callable[[Any], Any], *, check: str, within: int, protocol: s
     """A game: ``scenario(client)`` runs on a fresh cluster with a manual network, and the
     student delivers its messages until the checks flag ``check`` — in at most ``within``
     deliveries to win.  'start again' runs the scenario on a new cluster.
+
+    Shown, it is the timeline with its deliver buttons; with no widget it plays in text:
+    ``game.in_flight`` lists the messages waiting, numbered; ``game.deliver(N)`` (or
+    ``game.deliver("scatter")``) delivers one and prints how the game stands; ``game.status``
+    and ``game.deliveries`` read it; ``game.restart()`` starts again.
 
     What ``scenario`` returns (the user's futures) is kept alive while the game is played.
     """

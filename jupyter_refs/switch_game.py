@@ -11,6 +11,12 @@ write.  The game is won when the course's checks flag ``id_collision``: two futu
 same id.  Under ``racy-ids`` (Julia's read-then-write counter) some switch points win; under
 ``atomic-ids`` (Julia's fix: fetch-and-add in one step) or ``dask`` and ``fixed`` (no counter:
 uuid4 keys) none does, and the game says so.
+
+``SwitchGame(allocator=...)`` plays the game against an allocator of one's own (lesson 3's
+exercise: a counter behind a ``threading.Lock``), on a ``racy-ids`` cluster whose allocator it
+replaces.  A thread that reaches a lock the other holds waits: the game sees it stop inside the
+allocator (no line runs for a while) and gives the other thread the CPU back, as a real
+scheduler would, and the try says who waited.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 import inspect
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any
@@ -25,8 +32,14 @@ from typing import Any
 __all__ = ["SwitchGame", "SwitchResult"]
 
 
-def _inc(v: int) -> int:
+def inc(v: int) -> int:
+    """The task both threads submit (its keys print ``inc-1``, ``inc-2``)."""
     return v + 1
+
+
+#: How long a thread may sit inside the allocator without running a line before the game takes
+#: it to be waiting on a lock the other thread holds (seconds).
+QUIET = 1.0
 
 
 @dataclass(frozen=True)
@@ -41,6 +54,8 @@ class SwitchResult:
     allocated: bool = True
     #: Where B was switched out in its own allocation (None: B ran its whole submit).
     b_after: int | None = None
+    #: The thread that found the other holding a lock and waited for it ("A", "B" or None).
+    waited: str | None = None
 
     def sentence(self) -> str:
         where = (f"after line {self.after_line}" if self.after_line else
@@ -49,6 +64,10 @@ class SwitchResult:
             where += (f", B switched out after its line {self.b_after}" if self.b_after else
                       ", B switched out before its line 1")
         head = f"switch {where}: thread A's key {self.keys[0]}, thread B's key {self.keys[1]}"
+        if self.waited is not None:
+            other = "A" if self.waited == "B" else "B"
+            head += (f" ({self.waited} waited for {other}'s lock: {other} ran on and released "
+                     f"it)")
         if self.collision:
             return f"{head} — WON: the checks flag id_collision. {self.explanation}"
         if not self.allocated:
@@ -66,14 +85,27 @@ class SwitchGame:
     its submit, then B finishes.  ``switch_after(n)`` is ``switch(n)``.
     """
 
-    def __init__(self, protocol: str = "racy-ids") -> None:
+    def __init__(self, protocol: str = "racy-ids", allocator: Any = None) -> None:
+        """``allocator``: a class of one's own, made as ``allocator(record)`` and called with the
+        actor for each id (as ``ids.RacyIds``), played on a ``racy-ids`` cluster in place of its
+        allocator.  Its ``__call__`` is the code the game numbers and switches in."""
         from .cluster import Cluster
 
+        if allocator is not None:
+            if protocol not in ("racy-ids", "atomic-ids"):
+                raise ValueError(f"{protocol!r} draws its keys from uuid4 and never calls an "
+                                 "allocator: play your own on 'racy-ids'")
+            # a class's own __call__ is a function; a class without one has type's
+            if not inspect.isclass(allocator) or not inspect.isfunction(allocator.__call__):
+                raise TypeError("allocator is a class with __init__(self, record) and "
+                                "__call__(self, actor) -> int, as jupyter_refs.ids.RacyIds")
         self.protocol = protocol
+        self.allocator = allocator
         self.tries: list[SwitchResult] = []
         with Cluster(protocol=protocol, workers=1, network="immediate") as probe:
-            self._code = type(probe.id_allocator).__call__.__code__
-            source, first = inspect.getsourcelines(type(probe.id_allocator).__call__)
+            kind = allocator if allocator is not None else type(probe.id_allocator)
+            self._code = kind.__call__.__code__
+            source, first = inspect.getsourcelines(kind.__call__)
         # the body's lines: after the ``def`` line (and a docstring, if any)
         body = [(first + i, line.rstrip()) for i, line in enumerate(source)][1:]
         self.lines = [(n, text.strip()) for n, text in body if text.strip()
@@ -85,7 +117,8 @@ class SwitchGame:
         return any(t.collision for t in self.tries)
 
     def listing(self) -> str:
-        head = f"{self._code.co_qualname} ({self.protocol}): where does thread A lose the CPU?"
+        where = self.protocol if self.allocator is None else f"yours, on {self.protocol}"
+        head = f"{self._code.co_qualname} ({where}): where does thread A lose the CPU?"
         rows = [f"  {i:>2}  {text}" for i, (_, text) in enumerate(self.lines, 1)]
         return "\n".join([head, *rows,
                           "play: game.switch(N) runs B's whole submit after A's line N "
@@ -153,32 +186,57 @@ class SwitchGame:
         from .cluster import Cluster
 
         with Cluster(protocol=self.protocol, workers=1, network="immediate") as cluster:
+            if self.allocator is not None:
+                cluster.id_allocator = self.allocator(cluster.trace.record)
             client = cluster.client()
             b: list[Any] = []
             entered: list[bool] = []
             b_out, b_back = threading.Event(), threading.Event()  # B switched out; B's turn
             b_stop = self._stop_before(b_after) if b_after is not None else None
+            # When each thread last ran a line or a call, and which thread it is: a thread
+            # that sits inside the allocator and runs nothing waits on a lock the other holds.
+            last = {"A": time.monotonic(), "B": time.monotonic()}
+            idents: dict[str, int] = {"A": threading.get_ident()}
+            waited: list[str] = []
+
+            def blocked(who: str) -> bool:
+                frame = sys._current_frames().get(idents.get(who, -1))
+                return (frame is not None and frame.f_code is self._code
+                        and time.monotonic() - last[who] > QUIET)
+
+            def wait_for(event: threading.Event, other: str) -> None:
+                """Wait for ``event``; if the other thread waits on our lock, it goes first."""
+                deadline = time.monotonic() + 60
+                while not event.wait(0.05) and time.monotonic() < deadline:
+                    if blocked(other):
+                        waited.append(other)
+                        return
 
             def b_local(frame: FrameType, event: str, arg: Any) -> Any:
-                if b_out.is_set():
-                    return None
+                last["B"] = time.monotonic()
+                if b_out.is_set() or b_after is None:
+                    return b_local
                 if (event == "line" and frame.f_lineno == b_stop) or \
                         (event == "return" and b_stop is None):
                     b_out.set()  # B loses the CPU here; A runs until its submit is done
-                    b_back.wait(timeout=60)
-                    return None
+                    wait_for(b_back, "A")
+                    last["B"] = time.monotonic()
                 return b_local
 
             def b_trace(frame: FrameType, event: str, arg: Any) -> Any:
-                return b_local if frame.f_code is self._code and not b_out.is_set() else None
+                last["B"] = time.monotonic()
+                return b_local if frame.f_code is self._code else None
 
-            def b_submit() -> None:
-                if b_after is not None:
+            def b_submit(traced: bool = True) -> None:
+                idents["B"] = threading.get_ident()
+                last["B"] = time.monotonic()
+                if traced:
                     sys.settrace(b_trace)
                 try:
-                    b.append(client.submit(_inc, 2, pure=False))
+                    b.append(client.submit(inc, 2, pure=False))
                 finally:
-                    sys.settrace(None)
+                    if traced:
+                        sys.settrace(None)
                     b_out.set()  # B is done (or never reached its switch point)
 
             threads: list[threading.Thread] = []
@@ -187,20 +245,23 @@ class SwitchGame:
                 t = threading.Thread(target=b_submit, name="thread-B")
                 threads.append(t)
                 t.start()
-                b_out.wait(timeout=60)  # B runs until it is switched out, or to its end
+                wait_for(b_out, "B")  # B runs until it is switched out, waits, or ends
+                last["A"] = time.monotonic()
 
             # the line A is about to run when B goes: line n + 1 (n = len: on A's return)
             stop_before = self._stop_before(n)
 
             def local(frame: FrameType, event: str, arg: Any) -> Any:
+                last["A"] = time.monotonic()
                 if threads:
-                    return None
+                    return local
                 if (event == "line" and frame.f_lineno == stop_before) or \
                         (event == "return" and stop_before is None):
                     thread_b()
                 return local
 
             def trace(frame: FrameType, event: str, arg: Any) -> Any:
+                last["A"] = time.monotonic()
                 if frame.f_code is self._code and not threads:
                     entered.append(True)
                     return local
@@ -209,18 +270,19 @@ class SwitchGame:
             previous = sys.gettrace()
             sys.settrace(trace)
             try:
-                a = client.submit(_inc, 1, pure=False)
+                a = client.submit(inc, 1, pure=False)
             finally:
                 sys.settrace(previous)
                 b_back.set()  # A is done: B gets the CPU back and finishes
                 for t in threads:
                     t.join(timeout=60)
             if not threads:  # the allocator never ran (no counter): B simply comes second
-                b_submit()
+                b_submit(traced=False)
             cluster.run_until_idle(timeout=60)
             found = [v for v in cluster.violations if v.name == "id_collision"]
             result = SwitchResult(n, (a.key, b[0].key), bool(found),
-                                  found[0].explanation if found else "", bool(entered), b_after)
+                                  found[0].explanation if found else "", bool(entered), b_after,
+                                  waited[0] if waited else None)
         self.tries.append(result)
         return result
 

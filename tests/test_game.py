@@ -7,6 +7,8 @@ scripted student presses the widget's own buttons, with no front end.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from jupyter_refs import course
@@ -203,3 +205,111 @@ def test_be_the_thread_scheduler_two_switches_a_collision_needs_both_reads_befor
     assert "A after 1, B after 0: -" in game.tried()
     with pytest.raises(ValueError, match="for B"):
         game.play(1, n + 1)
+
+
+def test_the_game_plays_in_text_without_the_widget(game, capsys):
+    """Change 4 of the course review: game.in_flight, game.deliver(N) or deliver(op), the
+    status and the count, so the game plays (and is scripted) with no widget."""
+    listing = repr(game.in_flight)
+    assert listing.splitlines()[0] == "in flight (game.deliver(N) delivers the N-th):"
+    first, second = listing.splitlines()[1:]
+    assert first.strip().startswith("1  #") and "client-releases-keys[" in first
+    assert first.endswith("client:1->scheduler  · stream")
+    # the scatter is an RPC: its line names the RPC's channel, not the stream's
+    assert re.search(r"2  #\d+ scatter\[int-\w+\] client:1->scheduler on rpc:client:1#\d+  · RPC$",
+                     second), second
+    assert "Goal: make the checks flag dangling_future" in repr(game) and listing in repr(game)
+    game.deliver(2)  # the scatter, by its number
+    out = capsys.readouterr().out
+    assert re.search(r"^delivered #\d+ scatter\[", out, re.M)
+    assert "1 of 6 deliveries used, 5 left" in out and game.deliveries == 1
+    assert [m.op for m in game.in_flight] == ["client-releases-keys", "update-data"]
+    game.deliver(7)  # out of range: said, nothing delivered
+    game.deliver("gather")
+    out = capsys.readouterr().out
+    assert "pick a message from 1 to 2" in out and "no gather in flight" in out
+    assert game.deliveries == 1
+    for op in FORM_A[1:]:
+        game.deliver(op)
+    out = capsys.readouterr().out
+    assert game.verdict.outcome == "won" and game.deliveries == 5
+    assert "Goal reached in 5 deliveries (budget 6)" in out and game.status in out
+    assert "Goal reached in 5 deliveries" in game._status.value  # the widget says the same
+    game.deliver(1)  # the game is over: nothing more is delivered
+    assert "The game is over." in capsys.readouterr().out and game.deliveries == 5
+    game.restart()
+    assert game.deliveries == 0 and "0 of 6 deliveries used" in game.status
+
+
+def test_a_refused_delivery_in_text_is_not_counted(capsys):
+    def two_releases(client):
+        x, y = client.scatter(1), client.scatter(2)
+        client.cluster.run_until_idle()
+        del x, y  # two releases, in order, on the client's stream
+
+    game = course.goal(two_releases, check="leaked_key", within=3)
+    try:
+        assert [m.op for m in game.in_flight] == ["client-releases-keys"] * 2
+        game.deliver(2)  # the stream is FIFO: the second release cannot go first
+        out = capsys.readouterr().out
+        assert "refused (not counted)" in out and game.deliveries == 0
+        assert len(game.in_flight) == 2
+        game.deliver(1)
+        assert game.deliveries == 1 and "delivered #" in capsys.readouterr().out
+    finally:
+        game.close()
+
+
+def test_be_the_thread_scheduler_against_a_lock_of_ones_own():
+    """Lesson 3's exercise: the student's allocator, a counter behind a threading.Lock, played
+    in the game in place of racy-ids'.  No pair wins; a thread that reaches the lock while the
+    other holds it waits (the game gives the holder the CPU back), and keys print inc-N."""
+    import threading
+
+    from jupyter_refs.switch_game import SwitchGame
+
+    class LockedIds:
+        def __init__(self, record):
+            self.record = record
+            self._next = 1
+            self._lock = threading.Lock()
+
+        def __call__(self, actor):
+            with self._lock:
+                value = self._next
+                self.record(actor, "id.alloc", None, value, False)
+                self._next = value + 1
+            return value
+
+    game = SwitchGame(allocator=LockedIds)
+    lines = [text for _, text in game.lines]
+    assert lines[0] == "with self._lock:" and "LockedIds.__call__ (yours, on racy-ids)" in repr(game)
+    # switched out after its read, or after its record: A still holds the lock
+    inside = (lines.index("value = self._next") + 1, lines.index("self._next = value + 1"))
+    tries = [game.play(a, b) for a in (0, *inside) for b in (None, 1)]
+    assert not any(t.collision for t in tries) and all(t.allocated for t in tries)
+    assert {tuple(sorted(t.keys)) for t in tries} == {("inc-1", "inc-2")}
+    waits = {(t.after_line, t.b_after): t.waited for t in tries}
+    # A switched out inside its lock: B reaches the lock and waits for A
+    assert waits[(inside[0], None)] == "B" and waits[(inside[1], None)] == "B"
+    # A switched out before its lock, B switched out holding it: A waits for B
+    assert waits[(0, 1)] == "A" and waits[(0, None)] is None
+    assert "(B waited for A's lock" in game.play(inside[0]).sentence()
+    # the same allocator without its lock is Julia's race again: the game finds it
+    class Unlocked(LockedIds):
+        def __call__(self, actor):
+            value = self._next
+            self.record(actor, "id.alloc", None, value, False)
+            self._next = value + 1
+            return value
+
+    assert SwitchGame(allocator=Unlocked).play(1).collision
+    with pytest.raises(ValueError, match="never calls an allocator"):
+        SwitchGame("dask", allocator=LockedIds)
+
+
+def test_the_thread_game_keys_are_inc():
+    from jupyter_refs.switch_game import SwitchGame
+
+    result = SwitchGame("racy-ids").play(len(SwitchGame("racy-ids").lines))
+    assert sorted(result.keys) == ["inc-1", "inc-2"] and not result.collision

@@ -121,8 +121,10 @@ class HeldMessage:
     _record_receipt: bool = False
 
     def __str__(self) -> str:
+        # as the model's Message prints: an RPC names its channel, never reads as the stream
         keys = ",".join(self.keys[:3]) + ("…" if len(self.keys) > 3 else "")
-        return f"#{self.msg_id} {self.op}[{keys}] {self.sender}->{self.receiver}"
+        line = f"#{self.msg_id} {self.op}[{keys}] {self.sender}->{self.receiver}"
+        return line if self.batched else f"{line} on {self.channel}"
 
     def __repr__(self) -> str:
         return f"<HeldMessage {self} on {self.channel}>"

@@ -195,8 +195,13 @@ class Message:
     sent_ns: int = 0
 
     def __str__(self) -> str:
+        """``#3 client-releases-keys[k] client:1->scheduler`` on a batched stream (the stream's
+        own name); a message on any other channel — an RPC, a task's run — names its channel
+        too, so an RPC never reads as the stream: ``#2 scatter[k] client:1->scheduler on
+        rpc:client:1#2``."""
         keys = ",".join(self.keys[:3]) + ("…" if len(self.keys) > 3 else "")
-        return f"#{self.msg_id} {self.op}[{keys}] {self.sender}->{self.receiver}"
+        line = f"#{self.msg_id} {self.op}[{keys}] {self.sender}->{self.receiver}"
+        return line if self.batched else f"{line} on {self.channel}"
 
     def __repr__(self) -> str:
         return f"<Message {self} on {self.channel}>"

@@ -7,6 +7,12 @@ Whether the goal is reached is read from the trace alone (:func:`judge`): a deli
 record under the goal's name.  The view never asks an actor anything; starting again asks
 the lesson's ``start`` for a fresh cluster (the cluster is made by the caller, as a
 timeline's is).
+
+The same game plays in text, with no widget (a script, a terminal, a test): ``game.in_flight``
+lists the messages waiting, numbered; ``game.deliver(N)`` delivers the N-th (or
+``game.deliver("scatter")`` the oldest of that operation) and prints how the game stands;
+``game.status``, ``game.deliveries`` and ``game.verdict`` read it; ``game.restart()`` starts
+again.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from .timeline import Timeline
 if TYPE_CHECKING:
     from ..handle import ClusterHandle
 
-__all__ = ["Game", "Goal", "Verdict", "judge"]
+__all__ = ["Game", "Goal", "InFlightList", "Verdict", "judge"]
 
 Outcome = Literal["playing", "won", "spent"]
 
@@ -66,9 +72,11 @@ class Verdict:
         if self.outcome == "spent":
             if self.reached_at is not None:
                 return (f"{goal.check} came at delivery {self.reached_at}, over the budget of "
-                        f"{goal.within}: press 'start again' and find a shorter order.")
+                        f"{goal.within}: press 'start again' (game.restart()) and find a "
+                        "shorter order.")
             return (f"Out of deliveries: {self.deliveries} of {goal.within} used and no "
-                    f"{goal.check}. Press 'start again' and try another order.")
+                    f"{goal.check}. Press 'start again' (game.restart()) and try another "
+                    "order.")
         return (f"{self.deliveries} of {goal.within} deliveries used, {left} left; "
                 f"no {goal.check} yet.")
 
@@ -88,6 +96,17 @@ def judge(goal: Goal, events: Iterable[Event]) -> Verdict:
             outcome: Outcome = "won" if deliveries <= goal.within else "spent"
             return Verdict(outcome, deliveries, deliveries, e.get("explanation") or "")
     return Verdict("spent" if deliveries >= goal.within else "playing", deliveries)
+
+
+class InFlightList(list):  # type: ignore[type-arg]
+    """The messages in flight, shown numbered from 1: ``game.deliver(N)`` takes the N-th."""
+
+    def __repr__(self) -> str:
+        if not self:
+            return "in flight: nothing"
+        rows = [f"  {i:>2}  {m}  · {'RPC' if m.channel.startswith('rpc:') else 'stream'}"
+                for i, m in enumerate(self, 1)]
+        return "\n".join(["in flight (game.deliver(N) delivers the N-th):", *rows])
 
 
 class Game:
@@ -155,6 +174,67 @@ class Game:
                               f"style='color:{color}'>{html.escape(verdict.sentence(self.goal))}"
                               "</div>")
 
+    # -- playing in text ---------------------------------------------------------------------
+
+    @property
+    def in_flight(self) -> InFlightList:
+        """The messages waiting to be delivered, oldest first, numbered from 1 when shown."""
+        assert self.cluster is not None
+        return InFlightList(self.cluster.in_flight)
+
+    @property
+    def status(self) -> str:
+        """How the game stands, in one sentence (what the widget shows above the timeline)."""
+        return self.verdict.sentence(self.goal)
+
+    @property
+    def deliveries(self) -> int:
+        """Deliveries made since the game (re)started; a refused one is not counted."""
+        return self.verdict.deliveries
+
+    def deliver(self, which: int | str) -> None:
+        """Deliver the ``which``-th message of :attr:`in_flight` (from 1), or the oldest in
+        flight of the operation ``which`` ("scatter"); print what was delivered or why it was
+        refused (a refusal costs nothing), how the game stands, and what is left in flight."""
+        assert self.cluster is not None and self.timeline is not None
+        if self.verdict.outcome != "playing":
+            print(f"The game is over. {self.status}")
+            return
+        waiting = self.in_flight
+        if isinstance(which, str):
+            msg = next((m for m in waiting if m.op == which), None)
+            if msg is None:
+                print(f"no {which} in flight: pick one of {sorted({m.op for m in waiting})}")
+                return
+        elif isinstance(which, int) and not isinstance(which, bool) and 1 <= which <= len(waiting):
+            msg = waiting[which - 1]
+        else:
+            print(f"pick a message from 1 to {len(waiting)} of game.in_flight, or an operation's "
+                  f"name, not {which!r}")
+            return
+        try:
+            self.cluster.deliver(msg.msg_id)
+        except Exception as exc:  # noqa: BLE001 - shown to the player, the cluster is unchanged
+            print(f"refused (not counted): {exc}")
+        else:
+            print(f"delivered {msg}")
+        self.timeline.update()
+        self.refresh()
+        print(self.status)
+        if self.verdict.outcome == "playing":
+            print(repr(self.in_flight))
+
+    def text(self) -> str:
+        """The game in text: the goal, how it stands, and (while playing) the messages in
+        flight with how to deliver them."""
+        lines = [f"Goal: {self.goal.describe()}", self.status]
+        if self.verdict.outcome == "playing":
+            lines.append(repr(self.in_flight))
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return self.text()
+
     # -- display -----------------------------------------------------------------------------
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
@@ -162,7 +242,7 @@ class Game:
 
         ensure_bokehjs()
         bundle = self.widget._repr_mimebundle_(**kwargs)
-        bundle["text/plain"] = f"Goal: {self.goal.describe()}\n{self.verdict.sentence(self.goal)}"
+        bundle["text/plain"] = self.text()
         return bundle
 
     def close(self) -> None:
