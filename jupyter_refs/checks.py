@@ -877,28 +877,47 @@ def judge(trace: Trace, invariants: Sequence[Invariant]) -> list[Violation]:
 
     An invariant that raises is a violation of its own, with the exception as the
     explanation: the student sees their bug where it happened, and the run goes on.
+
+    An invariant with a true ``at_end`` attribute is asked only once, about every key the
+    trace names, after its last event: for what must hold when a run is over (an explored run
+    ends with every channel drained), not at each moment in between.
     """
     named = [(invariant_name(f), f) for f in invariants]
+    at_end = [(name, f) for name, f in named if getattr(f, "at_end", False)]
+    named = [(name, f) for name, f in named if not getattr(f, "at_end", False)]
     beliefs = Beliefs()
     found: list[Violation] = []
     broken: set[tuple[str, str]] = set()  # (name, key) reported and still answering
     batch = trace.batch(0)
+    keys: dict[str, int] = {}  # every key named, with its last event
     for seq, row in enumerate(batch.rows, batch.start):
         beliefs.apply(Batch(seq, [row], 0))
         key = row[KEY]
         if key is None:
             continue
+        keys[key] = seq
+        if not named:
+            continue
         [refs] = beliefs.snapshot([key])
-        for name, invariant in named:
-            try:
-                said = invariant(refs)
-            except Exception as exc:  # noqa: BLE001 - the student's bug, reported as found
-                said = f"the invariant raised {type(exc).__name__}: {exc}"
-            episode = (name, key)
-            if not said:
-                broken.discard(episode)
-            elif episode not in broken:
-                broken.add(episode)
-                client = next(iter(refs.clients), None)
-                found.append(Violation(name, key, client, seq, seq, str(said)))
+        _ask(named, refs, seq, broken, found)
+    for refs in beliefs.snapshot(keys) if at_end else ():
+        _ask(at_end, refs, keys[refs.key], broken, found)
     return found
+
+
+def _ask(named: list[tuple[str, Invariant]], refs: KeyRefs, seq: int,
+         broken: set[tuple[str, str]], found: list[Violation]) -> None:
+    """Ask each invariant about ``refs`` (after event ``seq``); a new answer is a violation."""
+    key = refs.key
+    for name, invariant in named:
+        try:
+            said = invariant(refs)
+        except Exception as exc:  # noqa: BLE001 - the student's bug, reported as found
+            said = f"the invariant raised {type(exc).__name__}: {exc}"
+        episode = (name, key)
+        if not said:
+            broken.discard(episode)
+        elif episode not in broken:
+            broken.add(episode)
+            client = next(iter(refs.clients), None)
+            found.append(Violation(name, key, client, seq, seq, str(said)))

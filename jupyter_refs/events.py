@@ -256,7 +256,8 @@ WORKER_FREE = _kind(
     doc="A worker deleted its copy (free-keys).")
 WORKER_FREE_STALE = _kind(
     "worker.free_stale", "incarnation", "held_incarnation", source="worker",
-    doc="A free-keys aimed at an older copy was ignored (fixed protocol's incarnations).")
+    doc="A free-keys aimed at another copy was ignored (fixed protocol's incarnations), or "
+        "a protocol's rule dropped it (``ProtocolVariant.rules``).")
 WORKER_TRANSITION = _kind(
     "worker.transition", "start", "finish", "stimulus_id", source="worker",
     doc="A worker-side task state change (dask's worker state machine).")

@@ -51,15 +51,16 @@ from .explore import (
     ScenarioError,
     beliefs,
     explore,
+    replay,
     short_schedule,
 )
 from .protocol import messages as m
 from .protocol.variants import DASK, Arrival, ProtocolVariant, Rule, get_variant, with_rules
 from .zoo import RACES
 
-__all__ = ["ALSO", "LAB_BASE", "Grade", "LabError", "arrivals", "cancel_then_release", "fix_protocol",
-           "grade_cancel_check", "grade_check", "grade_fix", "rescatter_and_use",
-           "uncancelled_cancels", "reproduced"]
+__all__ = ["ALSO", "COPY_OPS", "LAB_BASE", "Grade", "LabError", "arrivals", "cancel_then_release",
+           "copy_left_behind", "fix_protocol", "grade_cancel_check", "grade_check", "grade_fix",
+           "grade_worker_fix", "rescatter_and_use", "uncancelled_cancels", "reproduced"]
 
 #: Today's dask with every worker copy numbered (``incarnations``): the base of the labs' fixes.
 LAB_BASE = dataclasses.replace(
@@ -259,6 +260,142 @@ def grade_fix(rule: Rule, ops: Sequence[str] | None = None, *, race: str = "8576
         runs = " + ".join(str(r.systematic) for r in results)
         grade = Grade(True, f"PASS: {what}: every order within bound {bound} "
                             f"({runs} schedules), no failure", results)
+    if not quiet:
+        print(grade)
+    return grade
+
+
+#: The worker hop's messages about one copy of a key: the free, and the worker's answer to it.
+COPY_OPS = (m.FREE_KEYS, m.RELEASE_WORKER_DATA)
+
+
+def copy_left_behind(key: Any) -> str | None:
+    """The worker-hop grader's own check, judged once, when a run is over (every channel
+    drained): a worker still holds a copy of a key the scheduler has forgotten.  Nothing will
+    free it — the scheduler sends one ``free-keys`` per copy, and knows of none — so the data
+    stays on the worker for the life of the cluster.  No course check watches for this."""
+    if key.scheduler == "forgotten" and key.on_workers:
+        return (f"with every channel drained, {', '.join(key.on_workers)} still holds a copy of "
+                f"{key.key}, which the scheduler has forgotten: nothing will free it")
+    return None
+
+
+copy_left_behind.at_end = True  # type: ignore[attr-defined]
+
+
+def _kept_copies(f: Failure) -> str | None:
+    """When the student's rule dropped a ``free-keys`` naming the copy the worker held (traced
+    as ``worker.free_stale`` with the two numbers equal) and the copy was left behind: the
+    failure, said as it was."""
+    left = {v.key for v in f.violations if v.name == "copy_left_behind"}
+    events = list(f.run.trace)
+    dropped = [e for e in events if e.kind == "worker.free_stale" and e.key in left
+               and e.get("incarnation") == e.get("held_incarnation")]
+    if not dropped:
+        return None
+    e = dropped[0]
+    copy = e.get("incarnation")
+    head = (f"your rule dropped the free-keys for copy {copy} of {e.key} on {e.actor}, the copy "
+            f"{e.actor} holds (gen {copy} = held {copy})")
+    if f.schedule.endswith(":"):
+        order = f"{head}, and nothing was late: schedule {_shown(f.schedule)}."
+    else:
+        order = "\n".join([f"{head}, under schedule {_shown(f.schedule)}:",
+                           *(line for line in f.explain().splitlines() if line.startswith("  - "))])
+    return (f"{order}\n"
+            f"  The scheduler had already stopped counting that copy and sends one free per copy: "
+            f"when the run is over, {e.actor} still holds {e.key}, which the scheduler has "
+            "forgotten — data nobody can reach or free, for the life of the cluster "
+            "(copy_left_behind: the grader's own check, judged when every channel is drained).")
+
+
+def _let_through(f: Failure, scenario: Scenario, rules: dict[str, Rule]) -> str:
+    """What the student's rules let through in ``f``'s order: ``f`` replayed with each rule
+    watched, and the first message they applied that was about another copy (or an older
+    hold) than the receiver's, in words; '' if none was."""
+    seen: list[tuple[Arrival, bool]] = []
+
+    def watch(rule: Rule) -> Rule:
+        def watched(arrival: Arrival) -> bool:
+            said = rule(arrival)
+            seen.append((arrival, said))
+            return said
+        return watched
+
+    variant = f.run.cluster.variant
+    watched = dataclasses.replace(variant, rules=tuple((op, watch(r)) for op, r in rules.items()))
+    replay(scenario, f.schedule, protocol=watched)
+    for a, said in seen:
+        if not said or a.held is None or a.gen == a.held:
+            continue
+        if a.op == m.FREE_KEYS:
+            return (f"\n  Your rule applied a free-keys naming copy {a.gen} of {a.key} on "
+                    f"{a.receiver}, which held copy {a.held} (gen {a.gen}, held {a.held}): "
+                    "dask's worker deletes the key's data, whichever copy it is — the fresh one.")
+        if a.op == m.RELEASE_WORKER_DATA:
+            return (f"\n  Your rule applied {a.client}'s release-worker-data about copy {a.gen} "
+                    f"of {a.key}, on a scheduler that had registered copy {a.held} there (gen "
+                    f"{a.gen}, held {a.held}): it took {a.client} out of who_has, and with no "
+                    "copy left forgot the key — lesson 1's form C.")
+        if a.op == m.CLIENT_RELEASES_KEYS and a.gen < a.held:
+            return (f"\n  Your release rule applied {a.client}'s client-releases-keys for hold "
+                    f"{a.gen} of {a.key} while the scheduler had applied hold {a.held}: form A, "
+                    "section 2's race.")
+    return ""
+
+
+def grade_worker_fix(copy_rule: Rule, release_rule: Rule, *, base: str | ProtocolVariant = "dask",
+                     bound: int = BOUND, scenario: Scenario | None = None,
+                     also: Sequence[Scenario] | None = None, quiet: bool = False) -> Grade:
+    """Lesson 7, part 3: ``copy_rule`` decides the worker hop — a ``free-keys`` reaching a
+    worker and a ``release-worker-data`` reaching the scheduler, each about one copy of a key
+    (:data:`COPY_OPS`) — and ``release_rule`` the client hop (``client-releases-keys``), on
+    ``base`` (dask's own workers: one copy of a key per worker, nothing numbered but the
+    messages).  #8576's scenario (or ``scenario``) and each of ``also`` (:data:`ALSO`) are
+    explored at ``bound`` with the grader's check :func:`copy_left_behind` judged at each run's
+    end: pass when no order of any fails."""
+    guarded, guarded_release = _Guarded(copy_rule), _Guarded(release_rule)
+    rules = {m.CLIENT_RELEASES_KEYS: guarded_release, **dict.fromkeys(COPY_OPS, guarded)}
+    protocol = with_rules(base, "your-fix", rules,
+                          summary=f"{get_variant(base).name} with your rules "
+                                  f"{getattr(release_rule, '__name__', '')} for "
+                                  f"client-releases-keys and {getattr(copy_rule, '__name__', '')} "
+                                  f"for {', '.join(COPY_OPS)}")
+    scenario = RACES["8576"].scenario if scenario is None else scenario
+    scenarios = [scenario, *(ALSO["8576"] if also is None else also)]
+    what = (f"8576's scenarios ({', '.join(s.__name__ for s in scenarios)}) under "
+            f"{get_variant(base).name} with your rules for client-releases-keys and "
+            f"{', '.join(COPY_OPS)}")
+    results = [explore(one, protocol=protocol, bound=bound, max_schedules=MAX_SCHEDULES,
+                       sample=False, processes=1, invariants=[copy_left_behind])
+               for one in scenarios]
+    failed = next((r for r in results if r.failures), None)
+    partial = next((r for r in results if not r.exhaustive), None)
+    mistake = guarded.mistake or guarded_release.mistake
+    if mistake is not None:
+        whose = "rule for the worker hop" if guarded.mistake else "rule for the release"
+        grade = Grade(False, f"FAIL: your {whose} {mistake}. A rule returns True (the message "
+                             "applies) or False (it is about another copy or hold: drop it).",
+                      results)
+    elif failed is not None:
+        first = failed.failures[0]
+        where = "" if failed is results[0] else f" in {scenarios[results.index(failed)].__name__}"
+        count = f"{len(failed.failures)} distinct failure(s){where} within bound {bound}"
+        said = _kept_copies(first) or _dropped_current(first)
+        if said:
+            grade = Grade(False, f"FAIL: {what}: {said}\n({count}; this is the smallest.)",
+                          results, first)
+        else:
+            grade = Grade(False, f"FAIL: {what}: {count}. The smallest:\n{_explained(first)}"
+                                 f"{_let_through(first, scenarios[results.index(failed)], rules)}",
+                          results, first)
+    elif partial is not None:
+        grade = Grade(False, f"FAIL: {what}: the orders within bound {bound} were not all run "
+                             f"({partial.schedules} schedules)", results)
+    else:
+        runs = " + ".join(str(r.systematic) for r in results)
+        grade = Grade(True, f"PASS: {what}: every order within bound {bound} ({runs} schedules), "
+                            "no failure, no copy left behind", results)
     if not quiet:
         print(grade)
     return grade
@@ -466,14 +603,20 @@ def story(source: Any, key: str, until: str = "cancelled") -> None:
         print(f"{line}   [{where}]" if where else line)
 
 
-def arrivals(rule: Rule) -> Callable[[Arrival], bool]:
-    """``rule``, printing each :class:`Arrival` it is asked about and its answer (to watch it)."""
+def arrivals(rule: Rule, show: bool = True) -> Callable[[Arrival], bool]:
+    """``rule``, printing each :class:`Arrival` it is asked about and (unless ``show`` is off)
+    its answer: to watch it."""
 
     def watched(arrival: Arrival) -> bool:
         said = rule(arrival)
         key = arrival.key if len(arrival.key) <= 16 else arrival.key[:13] + "…"
-        print(f"  {arrival.op}[{key}] gen {arrival.gen} from {arrival.client}; the hold now: "
-              f"gen {arrival.held}, {arrival.state} -> {'applies' if said else 'dropped'}")
+        verdict = f" -> {'applies' if said else 'dropped'}" if show else ""
+        if arrival.op in COPY_OPS:
+            print(f"  {arrival.op}[{key}] at {arrival.receiver}: names copy {arrival.gen} of "
+                  f"{arrival.client}'s; the copy there now: {arrival.held}{verdict}")
+        else:
+            print(f"  {arrival.op}[{key}] gen {arrival.gen} from {arrival.client}; the hold now: "
+                  f"gen {arrival.held}, {arrival.state}{verdict}")
         return said
 
     watched.__name__ = getattr(rule, "__name__", "rule")

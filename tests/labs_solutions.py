@@ -47,6 +47,31 @@ def dask_today(arrival: Arrival) -> bool:
     return True
 
 
+# -- lab 07, part 3: the worker hop -------------------------------------------------------------
+
+
+def copy_applies(arrival: Arrival) -> bool:
+    """A free-keys (on a worker) or a release-worker-data (on the scheduler) applies only to
+    the copy the receiver has now: one about another copy is late — dropping it keeps the
+    fresh copy (on the worker) and the worker that holds it (in the scheduler's who_has)."""
+    return arrival.gen == arrival.held
+
+
+# Wrong worker-hop rules the tests show failing.
+
+
+def scheduler_side_only(arrival: Arrival) -> bool:
+    """Half right: the scheduler ignores a release-worker-data about another copy, but every
+    free-keys applies — a late free deletes the fresh copy (form B)."""
+    return arrival.op == "free-keys" or arrival.gen == arrival.held
+
+
+def drop_every_copy_message(arrival: Arrival) -> bool:
+    """Too careful: every free and every release-worker-data is dropped — no fresh copy is
+    ever lost, and no copy is ever freed either."""
+    return False
+
+
 # -- lab 08: write an invariant ---------------------------------------------------------------
 
 
@@ -153,6 +178,7 @@ def _source(fn, name: str | None = None) -> str:
 #: The notebooks' student cells (by tag), filled in: what the tests run.
 CELLS = {
     "student-rule": _source(release_applies),
+    "student-copy-rule": _source(copy_applies),
     "student-check": _source(lost_reference, "my_invariant"),
     "student-check-2": _source(cancelled_behind_its_back, "never_cancelled"),
     "student-scenario": ("%%explore --max 60\n"

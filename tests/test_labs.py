@@ -13,6 +13,7 @@ from jupyter_refs import Cluster, explore, labs, replay
 from jupyter_refs.checks import judge
 from jupyter_refs.course import ANSWERS_ENV
 from jupyter_refs.errors import ArgumentValueError, ProtocolError
+from jupyter_refs.explore import beliefs
 from jupyter_refs.protocol.variants import DASK, with_rules
 from jupyter_refs.zoo import scatter_drop_scatter
 
@@ -42,8 +43,8 @@ def test_a_rule_sees_the_release_and_the_hold_and_can_drop_it():
 
 
 def test_rules_are_refused_for_an_operation_nobody_asks_about():
-    with pytest.raises(ProtocolError, match="no rule is asked for 'free-keys'"):
-        with_rules(DASK, "x", {"free-keys": lambda a: True})
+    with pytest.raises(ProtocolError, match="no rule is asked for 'update-data'"):
+        with_rules(DASK, "x", {"update-data": lambda a: True})
     with pytest.raises(ProtocolError, match="must be a function"):
         with_rules(DASK, "x", {"cancelled-keys": True})
 
@@ -116,6 +117,78 @@ def test_a_release_dropped_after_an_overtake_lists_the_overtakes():
 def test_the_rule_alone_does_not_stop_8576_on_dasks_workers():
     grade = labs.grade_fix(solutions.release_applies, base="dask", quiet=True)
     assert not grade and "release-worker-data" in grade.verdict
+
+
+def test_the_reference_worker_hop_rule_passes_on_dasks_workers():
+    """Review 2 (07): the student writes the worker-hop rule too, graded under base="dask"."""
+    grade = labs.grade_worker_fix(solutions.copy_applies, solutions.release_applies, quiet=True)
+    assert grade, grade.verdict
+    assert grade.verdict.startswith("PASS: 8576's scenarios (scatter_drop_scatter, "
+                                    "cancel_then_release) under dask with your rules")
+    # without it, the release rule alone fails there (section 3's reading)
+    assert not labs.grade_fix(solutions.release_applies, base="dask", quiet=True)
+
+
+def test_a_worker_hop_rule_that_applies_every_free_fails_with_form_b():
+    grade = labs.grade_worker_fix(solutions.scheduler_side_only, solutions.release_applies,
+                                  quiet=True)
+    assert not grade and "dangling_future" in grade.failure.names
+    said = re.search(r"Your rule applied a free-keys naming copy (\d+) of (\S+) on (worker:\d), "
+                     r"which held copy (\d+)", grade.verdict)
+    assert said, grade.verdict
+    named, key, worker, held = int(said[1]), said[2], said[3], int(said[4])
+    assert named < held
+    # what the feedback says is in the failing run's trace: the fresh copy was deleted, and
+    # the form is B (lesson 1's name for it)
+    run = grade.failure.run
+    assert any(e.kind == "worker.free" and e.key == key and e.actor == worker
+               and e.get("incarnation") == held for e in run.trace)
+    from jupyter_refs.course import form_of_8576
+    assert form_of_8576(run.trace, key) == "B"
+    again = replay(scatter_drop_scatter, grade.failure.schedule, protocol=run.cluster.variant)
+    assert "dangling_future" in {v.name for v in again.violations}
+
+
+def test_a_worker_hop_rule_that_drops_every_free_leaves_the_copy_behind():
+    grade = labs.grade_worker_fix(solutions.drop_every_copy_message, solutions.release_applies,
+                                  quiet=True)
+    assert not grade and grade.failure.names == ("copy_left_behind",)
+    first = grade.verdict.splitlines()[0]
+    assert "your rule dropped the free-keys for copy 1 of int-" in first
+    assert "the copy worker:0 holds (gen 1 = held 1)" in first
+    assert "nothing was late: schedule your-fix@a17369: (in order)." in first
+    assert "copy_left_behind" in grade.verdict
+    # true: at the end of the run the worker holds the key the scheduler forgot
+    run = grade.failure.run
+    [refs] = beliefs(run.trace, list(run.trace)[-1].seq, grade.failure.violations[0].key)
+    assert refs.scheduler == "forgotten" and refs.on_workers == ("worker:0",)
+
+
+def test_a_worker_hop_rule_on_the_scheduler_alone_is_form_c_and_the_release_rule_still_counts():
+    def worker_side_only(a):
+        return a.op == "release-worker-data" or a.gen == a.held
+
+    grade = labs.grade_worker_fix(worker_side_only, solutions.release_applies, quiet=True)
+    assert not grade and "release-worker-data about copy 1" in grade.verdict
+    assert "lesson 1's form C" in grade.verdict
+    grade = labs.grade_worker_fix(solutions.copy_applies, solutions.dask_today, quiet=True)
+    assert not grade and "Your release rule applied client:1's client-releases-keys for hold 1" \
+        in grade.verdict
+
+
+def test_an_at_end_invariant_is_judged_once_when_the_trace_ends():
+    run = replay(scatter_drop_scatter, "dask@a17369:")
+    asked = []
+
+    def at_the_end(key):
+        asked.append((key.key, key.scheduler))
+        return None
+
+    at_the_end.at_end = True
+    assert judge(run.trace, [at_the_end]) == []
+    assert len(asked) == len({k for k, _ in asked}) >= 2  # once a key
+    # the in-order run ends clean: nothing is left on a worker
+    assert judge(run.trace, [labs.copy_left_behind]) == []
 
 
 def test_a_rule_must_decide_a_release_that_meets_no_hold():

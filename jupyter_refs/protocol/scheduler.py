@@ -859,6 +859,11 @@ class SchedulerState:
             return
         if self.variant.incarnations and msg.payload["incarnation"] != ts.who_has[worker]:
             return  # the worker dropped another copy of the key; the registered one is intact
+        rule = self.variant.rule(m.RELEASE_WORKER_DATA) if self.variant.rules else None
+        if rule is not None and not rule(Arrival(m.RELEASE_WORKER_DATA, SCHEDULER, worker, ts.key,
+                                                 msg.payload["incarnation"], ts.who_has[worker],
+                                                 ts.state)):
+            return  # a protocol's own rule (``ProtocolVariant.rules``): about another copy
         del ts.who_has[worker]
         self.record(SCHEDULER, "who_has.removed", ts.key, worker, tuple(sorted(ts.who_has)))
         if not ts.who_has and ts.state == MEMORY:

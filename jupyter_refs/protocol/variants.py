@@ -258,6 +258,13 @@ class Arrival:
     and ``key`` (None: the client is not among those who want it); on a client, its future's
     generation (None: it holds no future for the key).  ``state`` is the receiver's state of
     the key: the task's state on the scheduler (None: it has no task), the future's on a client.
+
+    On the worker hop (:data:`COPY_OPS`) the message is about one *copy* of the key on one
+    worker, and the numbers are copies' (the scheduler numbers each copy it puts on a worker):
+    ``client`` is the worker whose copy it is, ``gen`` the copy the message names, ``held`` the
+    copy the receiver has — on a worker (``free-keys``), the copy it holds; on the scheduler
+    (``release-worker-data``), the copy it has registered on that worker (a receiver with no
+    copy of the key there does nothing and asks no rule).
     """
 
     op: str
@@ -271,8 +278,13 @@ class Arrival:
 
 #: A rule: does the message still apply?  True: handled as dask does; False: dropped as stale.
 Rule = Callable[[Arrival], bool]
-#: The operations a rule can be given for: the release on the scheduler, the reports on a client.
-RULED_OPS = ("client-releases-keys", "cancelled-keys", "lost-data", "key-in-memory", "task-erred")
+#: The operations a rule can be given for: the release on the scheduler, the reports on a client
+#: (about a hold), and the worker hop's messages about one *copy* of a key: ``free-keys`` reaching
+#: a worker, ``release-worker-data`` reaching the scheduler (:data:`COPY_OPS`).
+RULED_OPS = ("client-releases-keys", "cancelled-keys", "lost-data", "key-in-memory", "task-erred",
+             "free-keys", "release-worker-data")
+#: The ruled operations about a copy on a worker: their ``Arrival`` is about copies, not holds.
+COPY_OPS = ("free-keys", "release-worker-data")
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,7 +60,7 @@ from .serialize import (
     loads,
     substitute,
 )
-from .variants import ProtocolVariant
+from .variants import Arrival, ProtocolVariant
 
 RELEASED, WAITING, READY, EXECUTING, LONG_RUNNING, CANCELLED, MEMORY, ERROR, FORGOTTEN = (
     "released", "waiting", "ready", "executing", "long-running", "cancelled", "memory", "error",
@@ -257,6 +257,16 @@ class WorkerState:
                 elif ts.state in (READY, WAITING):
                     out += self._release(ts, stimulus)
                 continue
+            rule = self.variant.rule(m.FREE_KEYS) if self.variant.rules else None
+            copies = self.copies.get(key)
+            if rule is not None and copies:
+                # A protocol's own rule (``ProtocolVariant.rules``): is this free about the copy
+                # held here now?
+                held = max(copies)
+                if not rule(Arrival(m.FREE_KEYS, self.name, self.name, key, incarnation, held,
+                                    "memory")):
+                    self.record(self.name, "worker.free_stale", key, incarnation, held)
+                    continue
             # Like dask's worker, every copy released from memory is reported back.
             for inc in self._free(key, incarnation):
                 out.append(self._to_scheduler(m.RELEASE_WORKER_DATA, (key,), worker=self.name,
