@@ -416,7 +416,7 @@ def assert_lab_shape(nb, minutes: int) -> None:
 @pytest.mark.slow
 def test_lab_fix_notebook(tmp_path, monkeypatch):
     nb = run_notebook("07_lab_fix.ipynb", tmp_path, monkeypatch)
-    assert_lab_shape(nb, 30)
+    assert_lab_shape(nb, 40)
     # the base the grader prints is explained before it is printed (review 2026-12-05)
     before = "\n".join(c.source for c in nb.cells[:next(i for i, c in enumerate(nb.cells)
                                                          if "grade-dask" in c.metadata.get("tags", []))])
@@ -427,9 +427,17 @@ def test_lab_fix_notebook(tmp_path, monkeypatch):
     today = output(nb, "grade-dask")
     assert today.startswith("FAIL") and "scatter on rpc:client:1#2 was delivered before #6 " \
         "client-releases-keys" in today
+    # the arrivals, without the rule's verdict (review 2: the verdict gave the answer away)
     watch = output(nb, "watch")
     assert "client-releases-keys[int-0de51ff37…] gen 1 from client:1; the hold now: gen 2, " \
-        "memory -> applies" in watch and "violations: dangling_future" in watch
+        "memory\n" in watch and "violations: dangling_future" in watch
+    assert "applies" not in watch and "dropped" not in watch
+    text = "\n".join(c.source for c in nb.cells)
+    assert "arrival.gen` with `arrival.held" not in text and "gen >= None" not in text
+    # the numbered copies' two effects are said before the grader prints the base, and section
+    # 3's failure is named as lesson 1's form C
+    assert "ignores a\n`release-worker-data` about another copy" in nb.cells[2].source
+    assert "lesson 1's **form C**" in text
     assert output(nb, "grade").startswith("PASS: 8576's scenario")
     workers = output(nb, "workers")  # what the text says of the smallest failure on dask's workers
     assert workers.startswith("FAIL") and re.search(
@@ -443,12 +451,19 @@ def test_lab_fix_notebook(tmp_path, monkeypatch):
     assert "replay(" not in why and "your future still says finished (client:1)" in why
     # the student's scenario, then the release that meets no hold (held None: hint 2)
     assert output(nb, "grade").startswith("PASS: 8576's scenarios (rescatter, cancel_then_release)")
+    # section 4: the worker hop, watched without verdicts, then written and graded on dask
+    hop = output(nb, "watch-workers")
+    assert re.search(r"release-worker-data\[int-0de51ff37…\] at scheduler: names copy 1 of "
+                     r"worker:0's; the copy there now: 2\n", hop) and "applies" not in hop
+    assert output(nb, "grade-workers").startswith(
+        "PASS: 8576's scenarios (rescatter, cancel_then_release) under dask with your rules")
 
 
 @pytest.mark.slow
 def test_lab_fix_notebook_as_shipped_fails_the_grade(tmp_path, monkeypatch):
     nb = run_notebook("07_lab_fix.ipynb", tmp_path, monkeypatch, filled=False)
     assert output(nb, "grade").startswith("FAIL")
+    assert output(nb, "grade-workers").startswith("FAIL")
     assert not any(o.output_type == "error" for c in nb.cells if c.cell_type == "code"
                    for o in c.outputs)
 
