@@ -142,16 +142,15 @@ def _shown(schedule: str) -> str:
 
 def _explained(f: Failure, mine: str | None = None) -> str:
     """``f.explain()`` with its first line as the graders print it: the schedule via
-    :func:`_shown`, and — with ``mine``, the student's check — each name labelled by whose it is."""
+    :func:`_shown`, and — with ``mine``, the student's check — each name labelled by whose it is,
+    the grader's own notes (:data:`_GRADER_NOTES`: its net, and the scenario's exception, which
+    a line below says in words) left out."""
     names = ", ".join(f.names)
     if mine is not None:
-        notes = [n for n in f.names if n in _GRADER_NOTES]
         theirs = [n for n in f.names if n != mine and n not in _GRADER_NOTES]
         parts = [f"{', '.join(theirs)} (the course's checks)"] if theirs else []
         parts += [f"{mine} (yours)"] if mine in f.names else []
-        parts += ["the grader's own notes, not checks: "
-                  + "; ".join(f"{n} = {_GRADER_NOTES[n]}" for n in notes)] if notes else []
-        names = " | ".join(parts)
+        names = " | ".join(parts) or "no check fired"
     lines = f.explain().splitlines()
     return "\n".join([f"schedule {_shown(f.schedule)}: {names}", *lines[1:]])
 
@@ -485,7 +484,8 @@ def grader_saw_a_cancel(key: Any) -> str | None:
     return None
 
 
-#: The names a grader's failure carries that are no check's: its own notes, said in words.
+#: The names a grader's failure carries that are no check's: its own notes, left out of the
+#: names it prints (what they mean, for a reader of ``Failure.names``).
 _GRADER_NOTES = {
     "grader_saw_a_cancel": "a held future was cancelled in this run (the grader's net)",
     SCENARIO_RAISED: "the scenario raised (its line below)",
@@ -530,8 +530,7 @@ def grade_cancel_check(check: Invariant, *, bound: int = BOUND, quiet: bool = Fa
     elif alarms:
         f, said = alarms[0]
         asked = [c for c, k in _asked_cancels(f.run.trace) if k == said.key]
-        why = (f"— but {', '.join(asked)} cancelled that future itself (its own cancel: "
-               "what `key.cancel_requested` names there)" if asked else
+        why = (f"— but the client cancelled this one itself ({', '.join(asked)})" if asked else
                "— but no future of that key was cancelled behind its client's back in that run")
         grade = Grade(False, f"FAIL: {mine} fired on {said.key} under "
                              f"{_shown(f.schedule)} (event {said.first_seq}): "
