@@ -10,6 +10,11 @@ Two labs and the capstone use it:
   the bound, no random runs, so a pass is the same pass every time — and, with it,
   :func:`cancel_then_release`, where a release reaches a scheduler that has already let the
   client go (``held`` None), as dask 2026.8.0 sends it after ``cancel``;
+* **the worker hop** (lesson 07, section 4): a second rule, about *copies* — a ``free-keys``
+  reaching a worker, a ``release-worker-data`` reaching the scheduler (:data:`COPY_OPS`) —
+  graded with the first by :func:`grade_worker_fix` on ``base="dask"``, where nothing reads
+  the copies' numbers but the student's rule; its own check :func:`copy_left_behind`, judged
+  when each run is over, catches a rule that keeps copies by never freeing them;
 * **write an invariant** (lesson 08): the student writes a check — a function of what each
   side believes about one key (a :class:`~jupyter_refs.checks.KeyRefs`) returning None or
   what is wrong — and :func:`grade_check` runs it beside the course's checks: it must flag
@@ -27,7 +32,8 @@ The base protocol of the fixes is today's dask with its worker copies numbered
 (:data:`LAB_BASE`, ``incarnations``): a release the student's rule lets through can then no
 longer free the data of the key's next life, so what is left to decide is the scheduler's
 (or the client's) — whether a message is about the hold it has now.  The lab shows, with
-``base="dask"``, that the rule alone does not stop #8576 on dask's workers.
+``base="dask"``, that the rule alone does not stop #8576 on dask's workers, and has the student
+write the worker hop's rule (:func:`grade_worker_fix`).
 
 Graders print their verdict and return a :class:`Grade` (true when it passed); the
 failing schedule and its ``explain()`` are part of the verdict.  Reference solutions live
