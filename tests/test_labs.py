@@ -555,6 +555,8 @@ def test_no_lesson_before_the_capstone_names_8215():
 def test_the_references_still_pass_one_late_message_deeper():
     """Lesson 07's "going further" asks for bound 3: the references hold there too."""
     assert labs.grade_fix(solutions.release_applies, bound=3, quiet=True)
+    assert labs.grade_worker_fix(solutions.copy_applies, solutions.release_applies, bound=3,
+                                 quiet=True)
     assert labs.grade_fix(solutions.report_applies, solutions.REPORT_OPS, race="8215", bound=3,
                           quiet=True)
 
