@@ -20,8 +20,11 @@ Two labs and the capstone use it:
   and whether their client had sent ``cancel-keys`` for them), not against a course check;
   the scenario cancels one future itself, which a check tells apart by
   ``KeyRefs.cancel_requested``;
-* **the capstone** (lesson 09): the same rule, on the client, against dask#8215
-  (:func:`grade_fix` with ``race="8215"``).
+* **the capstone** (lesson 09): the user's side of dask#8215 — a ``restart(client, old, fn,
+  *args)`` that cancels and resubmits under the same key without the cancel's answer
+  cancelling the new future — graded by :func:`grade_restart` in every order within bound 2
+  and on real dask; dask's side, the same rule as lesson 07's on the client, is
+  :func:`grade_fix` with ``race="8215"`` (its going further).
 
 The base protocol of the fixes is today's dask with its worker copies numbered
 (:data:`LAB_BASE`, ``incarnations``): a release the student's rule lets through can then no
