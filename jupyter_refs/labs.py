@@ -25,8 +25,11 @@ Two labs and the capstone use it:
   and whether their client had sent ``cancel-keys`` for them), not against a course check;
   the scenario cancels one future itself, which a check tells apart by
   ``KeyRefs.cancel_requested``;
-* **the capstone** (lesson 09): the same rule, on the client, against dask#8215
-  (:func:`grade_fix` with ``race="8215"``).
+* **the capstone** (lesson 09): the user's side of dask#8215 — a ``restart(client, old, fn,
+  *args)`` that cancels and resubmits under the same key without the cancel's answer
+  cancelling the new future — graded by :func:`grade_restart` in every order within bound 2
+  and on real dask; dask's side, the same rule as lesson 07's on the client, is
+  :func:`grade_fix` with ``race="8215"`` (its going further).
 
 The base protocol of the fixes is today's dask with its worker copies numbered
 (:data:`LAB_BASE`, ``incarnations``): a release the student's rule lets through can then no
@@ -256,8 +259,8 @@ def grade_fix(rule: Rule, ops: Sequence[str] | None = None, *, race: str = "8576
             grade = Grade(False, f"FAIL: {what}: {dropped}\n({count}; this is the smallest.)",
                           results, first)
         else:
-            grade = Grade(False, f"FAIL: {what}: {count}. The smallest:\n{_explained(first)}",
-                          results, first)
+            told = _explained_at_check(first) if race == "8215" else _explained(first)
+            grade = Grade(False, f"FAIL: {what}: {count}. The smallest:\n{told}", results, first)
     elif partial is not None:
         grade = Grade(False, f"FAIL: {what}: the orders within bound {bound} were not all run "
                              f"({partial.schedules} schedules)", results)
@@ -556,10 +559,6 @@ def grade_cancel_check(check: Invariant, *, bound: int = BOUND, quiet: bool = Fa
 
 def _outcome_of(f: Failure) -> str:
     """What the scenario did under ``f``'s order, in a parenthesis."""
-    if f.run.raised is not None and f.run.raised.name == "LivelockError":
-        return (" (LivelockError: the explorer stopped a run that looped — a task run between two "
-                "messages of one batch, whose stale result sends it again; dask's batched "
-                "handling never does that: the model's, not dask's)")
     if f.run.raised is not None:
         return f" (the scenario raised {f.run.raised.name})"
     if f.run.returned is not None:
@@ -567,25 +566,195 @@ def _outcome_of(f: Failure) -> str:
     return ""
 
 
+def _livelock(f: Failure) -> bool:
+    """A run the explorer stopped as one that goes on for ever: the model's, not dask's (the
+    explorer can run a task between two messages of one batch, whose stale result sends it
+    again; dask's batched handling never does)."""
+    return f.run.raised is not None and f.run.raised.name == "LivelockError"
+
+
 def reproduced(result: ExploreResult, error: str = "FutureCancelledError",
                says: str = "cancelled for reason: unknown") -> Failure:
     """The failure of ``result`` (an ``explore`` or ``%%explore`` result) that shows the
     report's error, printed with the orders that did otherwise; :class:`LabError` if none does.
+
+    A run the explorer stopped as a loop (``LivelockError``) is left out of what is printed,
+    and said to be: it is the model's (see :func:`_livelock`), not the report's.
     """
-    for f in result.failures:
+    shown = [f for f in result.failures if not _livelock(f)]
+    left_out = len(result.failures) - len(shown)
+    note = (f"  ({left_out} group(s) left out: runs the explorer stopped as loops, LivelockError — "
+            "a task run between two messages of one batch, which dask never does; they are in "
+            "`explored.failures`)") if left_out else None
+    for f in shown:
         raised = f.raised
         if raised is not None and raised.name == error and says in raised.message:
             print(f"reproduced: under {short_schedule(f.schedule)} ({f.run.delays} messages "
                   f"late) the scenario raised {raised.name}: {raised.message}")
-            for other in result.failures:
+            for other in shown:
                 if other is not f:
                     print(f"  and under {short_schedule(other.schedule)}: {', '.join(other.names)}"
                           + _outcome_of(other))
+            if note:
+                print(note)
             return f
-    seen = "; ".join(f"{short_schedule(f.schedule)}: {', '.join(f.names)}"
-                     for f in result.failures) or "no failure"
+    seen = "; ".join(f"{short_schedule(f.schedule)}: {', '.join(f.names)}{_outcome_of(f)}"
+                     for f in shown) or "no failure"
+    returned = {f.run.returned for f in shown if f.run.raised is None}
+    if any(r is not None and "Future" in r for r in returned) or not shown:
+        # The report's error comes out of a result(): a cell that ends without one returns
+        # a Future (or nothing) in every order, and nothing raises.
+        why = (" Check the cell against the report: does it stop the computation and start it "
+               "again with the same key, as the user does — and end with the result() of the "
+               "new future? The report's error comes out of a result(), and a cell's last "
+               "expression is what %%explore compares between orders: a cell that ends in a "
+               "submit returns a pending Future in every order, and nothing raises.")
+    else:
+        why = ""
     raise LabError(f"not the report yet: no order raised {error} ({says}); the explorer found "
-                   f"{seen}. Write the report's steps in the %%explore cell, with `client`.")
+                   f"{seen}.{why} Write the report as dask calls in the %%explore cell, with "
+                   "`client`.")
+
+
+def _explained_at_check(f: Failure) -> str:
+    """:func:`_explained`, with each side's beliefs read when the check fired (the check's own
+    event), not at the first event it names: a check that says the scheduler forgot the key
+    then shows it forgotten (at its first event the scheduler had let the client go, and
+    forgot the key one event later)."""
+    lines = _explained(f).splitlines()
+    if "  what each side believed then:" not in lines:
+        return "\n".join(lines)
+    lines = lines[:lines.index("  what each side believed then:")]
+    first = next((v for v in f.violations if v.name != SCENARIO_RAISED), f.violations[0])
+    # the scenario's own outcome is judged when the run is over: its first event is the moment
+    at = first.first_seq if first.name == SCENARIO_RAISED else max(first.first_seq, first.seq - 1)
+    lines.append(f"  what each side believed when {first.name} fired (event {at}):")
+    for refs in beliefs(f.run.trace, at, first.key):
+        clients = ", ".join(f"{c} refcount {n} ({s})" for c, (n, s) in refs.clients.items())
+        workers = ", ".join(refs.on_workers) or "no worker"
+        lines.append(f"    {clients or 'no client holds it'}; scheduler: {refs.scheduler}, "
+                     f"who_wants {{{', '.join(refs.who_wants)}}}, on {workers}")
+    return "\n".join(lines)
+
+
+# -- the capstone's fix: the user's restart, graded in the model and on real dask ---------------
+
+#: Runs of a restart on real dask in :func:`grade_restart`.
+REAL_RUNS = 20
+
+
+def restart_scenario(restart: Callable[..., Any]) -> Scenario:
+    """The report's scenario with the user's ``restart(client, old, fn, *args)`` in place of
+    its cancel and second submit: what :func:`grade_restart` explores."""
+
+    def restart_same_key(client: Any) -> int:
+        old = client.submit(inc, 1, key="k")
+        new = restart(client, old, inc, 1)
+        return new.result()
+
+    return restart_same_key
+
+
+def _restart_refused(restart: Callable[..., Any]) -> str | None:
+    """What the user's requirement refuses in ``restart``, on one in-order run of the model:
+    the new computation must be a new future for the *same* key, the old one cancelled."""
+    from .cluster import Cluster
+
+    with Cluster(protocol="dask", network="immediate") as cluster:
+        client = cluster.client()
+        old = client.submit(inc, 1, key="k")
+        try:
+            new = restart(client, old, inc, 1)
+        except Exception as exc:  # noqa: BLE001 - the student's bug, reported in the grade
+            return f"raised {type(exc).__name__}: {exc}"
+        cluster.run_until_idle()
+        if not (hasattr(new, "key") and hasattr(new, "result")):
+            return (f"returned {new!r}, not a future: return the new future "
+                    "(what the user waits on)")
+        if new is old:
+            return "returned the old future: the user asked to start the computation again"
+        if new.key != old.key:
+            return (f"made the new future with key {new.key!r}: the user restarts with the same "
+                    f"key ({old.key!r}) — their keys name their computations")
+        if old.status != "cancelled":
+            return (f"left the old future {old.status}, not cancelled: the user stops the old "
+                    "computation (cancel it)")
+    return None
+
+
+def _on_real_dask(restart: Callable[..., Any], dask_client: Any, runs: int) -> dict[str, int]:
+    """``restart`` ``runs`` times on real dask, each on a key of its own: outcome -> runs."""
+    import uuid
+
+    outcomes: dict[str, int] = {}
+    for i in range(runs):
+        key = f"restart-{uuid.uuid4().hex[:8]}-{i}"
+        old = dask_client.submit(inc, 1, key=key)
+        try:
+            said = repr(restart(dask_client, old, inc, 1).result(timeout=30))
+        except Exception as exc:  # noqa: BLE001 - what real dask did, counted
+            said = type(exc).__name__
+        outcomes[said] = outcomes.get(said, 0) + 1
+    return outcomes
+
+
+def grade_restart(restart: Callable[..., Any], dask_client: Any = None, *, bound: int = BOUND,
+                  runs: int = REAL_RUNS, quiet: bool = False) -> Grade:
+    """The capstone's fix, on the user's side: ``restart(client, old, fn, *args)`` cancels
+    ``old`` and returns a new future of ``fn(*args)`` under ``old``'s key.  Pass when, under
+    :data:`LAB_BASE` (distributed 2026.8's protocol, no generation; its worker copies numbered
+    only so the explorer does not run a task between two messages of one batch, a loop dask
+    never meets), no order within ``bound`` fails — and, with ``dask_client``, the new future
+    returns in every one of ``runs`` runs on real dask."""
+    refused = _restart_refused(restart)
+    name = getattr(restart, "__name__", "restart")
+    if refused is not None:
+        grade = Grade(False, f"FAIL: your {name} {refused}.")
+        if not quiet:
+            print(grade)
+        return grade
+    scenario = restart_scenario(restart)
+    what = f"the report's scenario with your {name}, under {LAB_BASE.name}"
+    try:
+        result = explore(scenario, protocol=LAB_BASE, bound=bound, max_schedules=MAX_SCHEDULES,
+                         sample=False, processes=1)
+    except ScenarioError as exc:
+        raised = exc.exception
+        text = getattr(raised, "message", raised)
+        grade = Grade(False, f"FAIL: {what}: in every order within bound {bound}, the in-order "
+                             f"one ({_shown(exc.schedule)}) too, it raised "
+                             f"{getattr(raised, 'name', type(raised).__name__)}: {text}")
+        if not quiet:
+            print(grade)
+        return grade
+    if result.failures:
+        first = result.failures[0]
+        grade = Grade(False, f"FAIL: {what}: {len(result.failures)} distinct failure(s) within "
+                             f"bound {bound}. The smallest:\n{_explained_at_check(first)}",
+                      [result], first)
+    elif not result.exhaustive:
+        grade = Grade(False, f"FAIL: {what}: the orders within bound {bound} were not all run "
+                             f"({result.schedules} schedules)", [result])
+    else:
+        model = f"every order within bound {bound} ({result.systematic} schedules), no failure"
+        if dask_client is None:
+            grade = Grade(True, f"PASS: {what}: {model}", [result])
+        else:
+            import distributed
+
+            seen = _on_real_dask(restart, dask_client, runs)
+            real = ", ".join(f"{'returned ' + k if k == '2' else k} in {n} of {runs} runs"
+                             for k, n in sorted(seen.items(), key=lambda kv: -kv[1]))
+            where = f"on real dask (distributed {distributed.__version__}): {real}"
+            if seen.get("2") == runs:
+                grade = Grade(True, f"PASS: {what}: {model}; {where}", [result])
+            else:
+                grade = Grade(False, f"FAIL: {what}: {model} — but {where}. The model passed "
+                                     "an order real dask did not: look for a wait that real "
+                                     "dask does not make as the model does", [result])
+    if not quiet:
+        print(grade)
+    return grade
 
 
 #: What :func:`story` tells of a key: the futures, the messages, the scheduler's transitions.

@@ -352,6 +352,93 @@ def test_the_capstone_rule_needs_both_reports():
     assert f"schedule {none.failure.schedule} (in order): " in none.verdict
 
 
+def test_the_capstone_rule_grader_says_what_its_beliefs_row_shows():
+    """Review 2026-12-05 [20]: judging only cancelled-keys, the grader said "the scheduler forgot
+    k" above a beliefs row that read "scheduler: memory" (read at the check's first event, one
+    before the key was forgotten).  The row is now read when the check fired."""
+    grade = labs.grade_fix(solutions.report_applies, ("cancelled-keys",), race="8215", quiet=True)
+    assert not grade and "dangling_future" in grade.failure.names
+    said = grade.verdict.split("what each side believed when dangling_future fired")[1]
+    assert "the scheduler forgot k" in grade.verdict and "scheduler: forgotten," in said
+    assert "scheduler: memory" not in said
+
+
+def test_the_reference_restart_passes_in_the_model():
+    grade = labs.grade_restart(solutions.restart, quiet=True)
+    assert grade, grade.verdict
+    assert grade.verdict.startswith("PASS: the report's scenario with your restart, under "
+                                    "dask-numbered-copies: every order within bound 2")
+
+
+@pytest.mark.parametrize("wrong, late", [(solutions.restart_at_once, None),
+                                          (solutions.restart_after_an_rpc, "cancelled-keys")])
+def test_a_wrong_restart_fails_with_its_schedule(wrong, late):
+    grade = labs.grade_restart(wrong, quiet=True)
+    assert not grade and grade.failure is not None
+    assert "FutureCancelledError" in grade.verdict and f"schedule {grade.failure.schedule}" in grade.verdict
+    if late is None:
+        assert grade.failure.schedule.endswith(":")  # in order
+    else:  # the RPC's reply passed the cancel's answer: one message late
+        assert grade.failure.run.delays == 1 and f"before #6 {late} on scheduler->client:1" in grade.verdict
+    run = replay(labs.restart_scenario(wrong), grade.failure.schedule,
+                 protocol=grade.failure.run.cluster.variant)
+    assert run.raised is not None and run.raised.name == "FutureCancelledError"
+
+
+def test_a_restart_the_user_did_not_ask_for_is_refused():
+    grade = labs.grade_restart(solutions.restart_with_a_fresh_key, quiet=True)
+    assert not grade and grade.verdict.startswith("FAIL: your restart_with_a_fresh_key made the new "
+                                                  "future with key 'k-again'")
+
+    def keep_running(client, old, fn, *args):
+        return client.submit(fn, *args, key=old.key)
+
+    assert "left the old future" in labs.grade_restart(keep_running, quiet=True).verdict
+
+    def forgets_to_return(client, old, fn, *args):
+        client.cancel([old])
+        client.submit(fn, *args, key=old.key)
+
+    assert "returned None, not a future" in labs.grade_restart(forgets_to_return, quiet=True).verdict
+
+
+@pytest.mark.dask
+def test_the_restarts_on_real_dask():
+    """The grader's second half: the reference restarts twenty times out of twenty on real dask;
+    the report's steps do not."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
+        grade = labs.grade_restart(solutions.restart, client, quiet=True)
+        assert grade and grade.verdict.endswith("returned 2 in 20 of 20 runs"), grade.verdict
+        seen = labs._on_real_dask(solutions.restart_at_once, client, 20)
+        assert seen.get("2", 0) < 20 and seen.get("FutureCancelledError", 0) > 0, seen
+
+
+def test_reproduced_leaves_the_livelock_out_and_says_so(capsys):
+    from jupyter_refs.zoo import cancel_then_same_key
+
+    result = explore(cancel_then_same_key, protocol="dask", max_schedules=60, processes=1)
+    assert any(f.raised is not None and f.raised.name == "LivelockError" for f in result.failures)
+    labs.reproduced(result)
+    printed = capsys.readouterr().out
+    assert "LivelockError" in printed.splitlines()[-1] and "left out" in printed.splitlines()[-1]
+    assert "deviations" not in printed
+
+
+def test_reproduced_says_what_a_cell_without_result_misses():
+    """Review [5]: a cell that forgets the result() got an error about the livelock group only."""
+
+    def no_result(client):
+        f = client.submit(solutions.inc, 1, key="k")
+        client.cancel([f])
+        client.submit(solutions.inc, 1, key="k")
+
+    result = explore(no_result, protocol=labs.LAB_BASE, max_schedules=60, processes=1)
+    with pytest.raises(labs.LabError, match=r"end with the result\(\) of the\s+new future"):
+        labs.reproduced(result)
+
+
 def test_the_capstone_grader_fails_a_rule_whose_every_order_raises(capsys):
     """Review 2026-12-05: judging only key-in-memory, every order raises the report's error —
     the explorer's ScenarioError — and the grader printed a traceback.  Now a one-line FAIL."""
@@ -504,25 +591,25 @@ def test_capstone_notebook(tmp_path, monkeypatch):
     nb = run_notebook("09_capstone.ipynb", tmp_path, monkeypatch)
     assert_lab_shape(nb, 45)
     text = "\n".join(c.source for c in nb.cells)
+    # the report is the symptom only: the error and the user's words, no steps, no code (review
+    # 2026-12-05, second round)
+    report = next(c.source for c in nb.cells if c.source.startswith("## 1. The report"))
+    assert "k cancelled for reason: unknown." in report and "We restart with the same key." in report
+    assert "client.cancel" not in report and "submit(" not in report and "8215" not in report
     explored = output(nb, "student-scenario")  # the explorer found it from the student's cell
-    assert re.search(r"dask@[0-9a-f]{6}:  scenario_raised", explored)
+    assert re.search(r"dask-numbered-copies@[0-9a-f]{6}:  scenario_raised", explored)
     found = output(nb, "reproduced")
-    assert re.search(r"reproduced: under dask@[0-9a-f]{6}: \(0 messages late\) the scenario raised "
-                     r"FutureCancelledError: k cancelled for reason: unknown\.", found)
+    assert re.search(r"reproduced: under dask-numbered-copies@[0-9a-f]{6}: \(0 messages late\) the "
+                     r"scenario raised FutureCancelledError: k cancelled for reason: unknown\.", found)
     assert "outcome_differs (the scenario returned 2)" in found  # the cell's last expression
     assert "(None)" not in found
-    # the livelock's schedule is shortened in print, whole on the object (issue 42)
-    for shown in (explored, found):
-        assert max(len(line) for line in shown.splitlines()) < 400
-    assert re.search(r"…\(\d{1,3}(,\d{3})* deviations\)", found)
+    # no model-only livelock group is shown to the student (review 2026-12-05)
+    assert "Livelock" not in explored + found and "deviations" not in explored + found
     assert "[right] the answer: 0 " in found  # the prediction: no message late in the failing order
-    # section 2 asks which group is the report's "sometimes" and whose the livelock is; the
-    # answer is a hidden %%solution cell, not the text (issue 42)
+    # section 2 asks which group is the report's "once in a while"; the answer is a hidden
+    # %%solution cell, not the text (issue 42)
     section = next(c.source for c in nb.cells if c.source.startswith("## 2. What the explorer found"))
-    assert "Which group is the report's" in section and "stale-result livelock" not in section
-    # the livelock group is explained where it appears, not asked about (review 2026-12-05)
-    assert "**Question 1.**" in section and "something of the\nmodel's" not in section
-    assert "LivelockError: the explorer stopped a run that looped" in found
+    assert "Which group is the report's" in section and "**Question 1.**" in section
     groups = output(nb, "groups-answer")
     assert groups.startswith("`outcome_differs` (the scenario returned 2)") and "Livelock" not in groups
     # the hidden answers, in the order of their questions; the fix's solution is elsewhere
@@ -536,12 +623,22 @@ def test_capstone_notebook(tmp_path, monkeypatch):
     answer = output(nb, "story-answer")  # the question on the story, answered in a %%solution cell
     assert "cancelled by `cancelled-keys` on scheduler->client:1" in answer
     assert re.search(r"confirmed on distributed 2026\.8\.0: scenario_raised on k", output(nb, "confirm"))
-    assert output(nb, "grade").startswith("PASS: 8215's scenario")
-    assert "not dask's fix" in text
-    # the user-side workarounds, on real dask: a fresh key, or a round trip on the stream
+    # the fix is the user's, graded in the model at bound 2 and on real dask; not lesson 7's rule
+    fix = next(c.source for c in nb.cells if c.source.startswith("## 4. The fix the user can ship"))
+    assert "lesson 7" not in fix and "Arrival" not in fix
+    graded = output(nb, "grade")
+    assert re.match(r"PASS: the report's scenario with your restart, under dask-numbered-copies: "
+                    r"every order within bound 2 \(\d+ schedules\), no failure; on real dask "
+                    r"\(distributed 2026\.8\.0\): returned 2 in 20 of 20 runs", graded), graded
+    assert "not dask's fix" in text and "lesson 7, part 3" not in text
+    assert "the late release-worker-data" not in text  # the race table names form C (review)
+    # what people try, on real dask: an RPC round trip and waiting for the scheduler do not do
+    # it; a fresh key does, but is not what the user asked
     work = dict(re.findall(r"^(.+?) +returned 2 in +(\d+) of 20 runs$", output(nb, "workaround"), re.M))
-    assert work["a fresh key"] == "20" and work["a round trip on the stream first"] == "20", work
+    assert work["a fresh key (not what the user asked)"] == "20", work
+    assert int(work["the report's steps"]) < 20, work
     assert int(work["wait until the scheduler forgot the key"]) < 20, work
+    assert int(work["an RPC round trip first (who_has)"]) < 20, work
 
 
 def test_no_lesson_before_the_capstone_names_8215():
@@ -572,3 +669,4 @@ def test_capstone_as_shipped_says_what_is_missing(tmp_path, monkeypatch):
     assert "nothing to replay yet" in output(nb, "replay")
     assert "nothing to confirm yet" in output(nb, "confirm")
     assert "is not a schedule" not in "".join(output(nb, t) for t in ("replay", "confirm"))
+    assert output(nb, "grade").startswith("FAIL: the report's scenario with your restart")
