@@ -409,7 +409,10 @@ def test_real_dask_lesson():
     assert "violations: []" in held
     cost = text_of(nb, "ordered-cost")  # 04-2: the workaround's cost, measured
     plain, ordered = map(float, re.search(r"a scatter: ([\d.]+) ms plain, ([\d.]+) ms under", cost).groups())
-    assert 3 < ordered - plain < 30, cost
+    # graded on dask's own interval (a loaded machine cannot round it to another power of ten);
+    # the measurement beside it: a barrier waits out the interval, so no scatter under it is faster
+    assert "the client's batched stream sends at most once every 10 ms" in cost
+    assert ordered > 5 and re.search(r"this run measured [\d.]+ of them per scatter", cost), cost
     assert "[right] the answer: 10 " in cost
     # %%explore and %confirm moved to lesson 5, which teaches them (issue 42)
     assert not any(tag in c.metadata.get("tags", []) for c in nb.cells
@@ -427,6 +430,7 @@ def test_real_dask_lesson():
     assert "network.drained" not in said_before(nb, "04-1")
     before_cost = said_before(nb, "04-2")
     assert "10 ms here" not in before_cost and "one batching interval" not in before_cost
+    assert "10 ms" not in before_cost  # the prompt does not give the interval (the review)
     assert "Lessons 1–3 ran a model" not in markdown  # lessons 2 and 3 ran real dask too
     assert "a detached tracer keeps its trace" in markdown  # exercise 2 reads b_tracer after detach
     assert "`network.drained`" in markdown  # why only dangling_future fires on real dask
