@@ -444,13 +444,17 @@ def test_explore_lesson():
     distributed = pytest.importorskip("distributed")
     nb = execute("05_explore.ipynb")
     # the failures of #8576's cell, each confirmed on real dask (moved here from lesson 4)
-    found = int(re.search(r"(\d+) distinct failure\(s\)", text_of(nb, "explore"))[1])
+    found = int(re.search(r"(\d+) distinct failure\(s\)", text_of(nb, "legacy-8576"))[1])
     confirmed = text_of(nb, "confirm")
     assert found >= 2 and confirmed.count(
         f"\nconfirmed on distributed {distributed.__version__}: dangling_future") == found
     assert "not confirmed" not in confirmed
     at = {t: i for i, c in enumerate(nb.cells) for t in c.metadata.get("tags", [])}
-    assert at["variants"] < at["explore"]  # 05-3 is checked before the confirmation shows failures
+    assert at["variants"] < at["confirm"]  # 05-3 is checked before the confirmation shows failures
+    # %confirm takes the #8576 cell's exploration by name: the search is not run again (the review)
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    assert code.count("scatter(123)\nclient.submit(inc, x)") == 2  # the dask cell and the fixed one
+    assert "%confirm --explored found_8576 " in code and "explore" not in at
     assert_conventions(nb)
     text = markdown(nb)
     # the worked example: the counts the text derives by hand, as explore() reports them (each
@@ -475,9 +479,10 @@ def test_explore_lesson():
     for form in ("A: the late release", "B: the release inside the scatter",
                  "C: a late release-worker-data"):
         assert form in variants
-    # 05-3 is graded on the full set of forms the output lists, C too (issue 42)
-    assert "[right] the answer: {" in variants
-    assert all(f"'{form}'" in variants.split("the answer: ")[1] for form in "ABC")
+    # 05-3 (the review: not lesson 1's set of forms again): which form needs the most delays
+    assert "fewest delayed messages: A 1, B 2, C 1" in variants, variants
+    assert "[right] the answer: 'B'" in variants
+    assert "the **most** delayed messages" in said_before(nb, "05-3")
     assert "replayed dask@" in text_of(nb, "replay") and "dangling_future" in text_of(nb, "replay")
     grammar = text_of(nb, "grammar")  # the schedule string's grammar, read back from one
     assert re.search(r"^dask@[0-9a-f]{6}:\S+: protocol dask, scenario fingerprint [0-9a-f]{6}, "
@@ -489,6 +494,13 @@ def test_explore_lesson():
     assert re.search(r"^  distributed-2026\.8\.0@[0-9a-f]{6}: → dangling_future$", on_dask, re.M)
     assert re.search(r"→ dangling_future, dask_raised$", on_dask, re.M)  # the text explains it
     assert "**5 orders**" not in said_before(nb, "05-1")  # the hand count is the student's, after
+    # the hand count is the prediction (the review: it came after the counts were printed)
+    assert "count them by hand" in said_before(nb, "05-1")
+    guess_at = next(i for i, c in enumerate(nb.cells) if 'course.predict(..., "05-1")' in c.source)
+    assert at["worked-counts"] == guess_at + 1
+    # Exercise 1's prompt does not give its two solutions
+    prompt = text.split("### Exercise 1")[1].split("### Exercise 2")[0]
+    assert "hash=False" not in prompt and "rebind" not in prompt
     for tag in ("fixed-8576", "fixed-ghost"):
         assert "fixed: every order within bound 2" in text_of(nb, tag)
         assert text_of(nb, tag).rstrip().endswith("no failure")
