@@ -616,8 +616,9 @@ class Checks:
                         f"fire_and_forget's client-desires-keys for {key} reached the scheduler after "
                         f"the task had ended ({b.sched[key]}), overtaken by its result. The "
                         "scheduler lets go of a fire-and-forget key only when the task finishes, "
-                        "which has already happened: the result stays on its worker, wanted by no "
-                        "one, for the life of the cluster.")
+                        "which has already happened: once the clients let go, the result stays on "
+                        "its worker for fire-and-forget alone, which nothing releases, for the life "
+                        "of the cluster.")
                 elif m.FIRE_AND_FORGET not in b.who_wants.get(key, ()):
                     del self._late_ff[key]
         if self._cancelled:

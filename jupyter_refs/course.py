@@ -20,15 +20,16 @@ from __future__ import annotations
 
 import ast
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .trace import Trace
+    from .trace import Event, Trace
     from .views.game import Game
 
-__all__ = ["ANSWERS_ENV", "NoGuessError", "check", "form_of_8576", "goal", "predict"]
+__all__ = ["ANSWERS_ENV", "NoGuessError", "check", "form_of_8576", "goal", "late_fire_and_forget",
+           "predict"]
 
 #: Names a file of answers that the tests use to fill every prediction and run every solution.
 ANSWERS_ENV = "JUPYTER_REFS_COURSE_ANSWERS"
@@ -86,7 +87,8 @@ def check(guess: Any, actual: Any, *, why: str = "") -> None:
 
 
 def goal(scenario: Callable[[Any], Any], *, check: str, within: int, protocol: str = "dask",
-         text: str = "", workers: int = 1) -> Game:
+         text: str = "", workers: int = 1,
+         reached: Callable[[Sequence[Event]], str | None] | None = None) -> Game:
     """A game: ``scenario(client)`` runs on a fresh cluster with a manual network, and the
     student delivers its messages until the checks flag ``check`` — in at most ``within``
     deliveries to win.  'start again' runs the scenario on a new cluster.
@@ -97,11 +99,13 @@ def goal(scenario: Callable[[Any], Any], *, check: str, within: int, protocol: s
     and ``game.deliveries`` read it; ``game.restart()`` starts again.
 
     What ``scenario`` returns (the user's futures) is kept alive while the game is played.
+    ``reached`` (e.g. :func:`late_fire_and_forget`) ends the game at the delivery that makes
+    ``check`` certain, for a check judged only once nothing is left in flight.
     """
     from .cluster import Cluster
     from .views.game import Game, Goal
 
-    target = Goal(check, within, text)
+    target = Goal(check, within, text, reached)
 
     def start() -> tuple[Any, Any]:
         cluster = Cluster(protocol=protocol, workers=workers, network="manual")
@@ -189,3 +193,32 @@ def form_of_8576(trace: Trace, key: str) -> str:
         elif e.kind == "worker.free" and e.fields["incarnation"] == fresh:
             return "B" if sent[receipt] < registered else "A"
     return "C"
+
+
+def late_fire_and_forget(events: Sequence[Event]) -> str | None:
+    """When a game's ``leaked_key`` of ``fire_and_forget`` becomes certain: the scheduler has
+    taken the pseudo-client's desire for a key whose task had already ended, and kept it.
+
+    dask's scheduler lets go of a fire-and-forget key only when its task ends, so from that
+    delivery on nothing will release it (the check ``leaked_key`` says so once nothing is
+    left in flight).  A protocol that lets such a desire go at once (``fixed``) never keeps
+    it.  Read from the events alone: a sentence, or None.
+    """
+    from .protocol.messages import FIRE_AND_FORGET
+
+    state: dict[str, str] = {}
+    late: dict[str, str] = {}  # key -> the state its task had ended in
+    for e in events:
+        if e.kind == "transition" and e.key is not None:
+            state[e.key] = e.get("finish")
+        elif e.kind in ("desire.applied", "release.applied") and e.get("client") == FIRE_AND_FORGET:
+            if e.kind == "desire.applied" and state.get(e.key) in ("memory", "erred"):
+                late[e.key] = state[e.key]
+            elif FIRE_AND_FORGET not in (e.get("who_wants_after") or ()):
+                late.pop(e.key, None)
+    for key, ended in late.items():
+        return (f"the scheduler took fire_and_forget's desire for {key} after its task had ended "
+                f"({ended}). It lets go of a fire-and-forget key only when the task ends, which "
+                "has already happened: nothing will ever release it. The check leaked_key says "
+                "so once nothing is left in flight (the explorer below delivers the rest).")
+    return None

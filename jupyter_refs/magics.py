@@ -21,6 +21,7 @@ import io
 import re
 import shlex
 import sys
+import weakref
 from fnmatch import fnmatchcase
 from typing import Any
 
@@ -173,6 +174,8 @@ class RefsMagics(Magics):
         self._explored: Any = None  # the last %%explore scenario, for %replay
         #: The ProtocolVariant of one's own that the last %%explore ran under, if it did.
         self._explored_protocol: ProtocolVariant | None = None
+        #: Each %%explore's result (weakly, by id) with its scenario: ``%confirm --explored NAME``.
+        self._explorations: dict[int, tuple[weakref.ref, Any]] = {}
         #: The JupyterLab sidebar's feed (``views/lab.py``), started by ``%load_ext``.
         self.lab: Any = None
 
@@ -602,6 +605,8 @@ class RefsMagics(Magics):
         self._explored = scenario
         self._explored_protocol = protocol if isinstance(protocol, ProtocolVariant) else None
         self.shell.user_ns["explored"] = result
+        self._explorations = {i: e for i, e in self._explorations.items() if e[0]() is not None}
+        self._explorations[id(result)] = (weakref.ref(result), scenario)
         print(result.summary())
         for failure in result.failures[:5]:
             print(f"  {short_schedule(failure.schedule)}  {', '.join(failure.names)}  "
@@ -730,6 +735,9 @@ class RefsMagics(Magics):
     @argument("--orders", choices=["auto", "delays", "every"], default="auto",
               help="enforce the schedule's overtakes only (delays), every choice it made "
                    "(every), or the first then the second (auto, the default)")
+    @argument("--explored", "-e", metavar="NAME",
+              help="an exploration kept under NAME (found = explored, after its %%explore "
+                   "cell): confirm a schedule of that cell's (default: the last %%explore)")
     @line_magic
     def confirm(self, line: str) -> None:
         """Run the last %%explore cell on a real in-process dask cluster under SCHEDULE's
@@ -737,9 +745,21 @@ class RefsMagics(Magics):
 
         Each message the schedule delays is held in dask until the messages that overtook
         it have been delivered.  The real trace becomes ``confirmed`` (``.trace``).
+        ``--explored NAME`` confirms a schedule of an earlier ``%%explore`` cell, its result
+        kept under NAME, rather than of the last one.
         """
         args = _parse(self.confirm, line)
-        scenario = getattr(self, "_explored", None)
+        if args.explored:
+            explored = self.shell.user_ns.get(args.explored)
+            kept = self._explorations.get(id(explored))
+            if explored is None or kept is None or kept[0]() is not explored:
+                raise UsageError(f"--explored {args.explored}: not the result of a %%explore cell "
+                                 f"of this kernel; keep one after its cell ({args.explored} = "
+                                 "explored)")
+            scenario = kept[1]
+        else:
+            explored = self.shell.user_ns.get("explored")
+            scenario = getattr(self, "_explored", None)
         if scenario is None:
             raise UsageError("nothing to confirm yet: run a %%explore cell first")
         distributed = _distributed("confirming")
@@ -753,7 +773,6 @@ class RefsMagics(Magics):
             client = self.shell.user_ns.get(self.client_name)
             if not isinstance(client, distributed.Client):
                 raise UsageError("no dask client: attach one (%cluster --attach NAME) or pass --client NAME")
-        explored = self.shell.user_ns.get("explored")
         failure = next((f for f in getattr(explored, "failures", ())
                         if f.schedule == args.schedule.strip()), None)
         try:

@@ -98,26 +98,74 @@ def test_the_ghost_task_game():
         game.close()
 
 
-def test_the_fire_and_forget_game():
-    """Lesson 6: the result overtakes fire_and_forget's desire (8 deliveries at the least: the
-    desire of a key in memory tells the client again, as dask's report_on_key does)."""
+def fire_once(client):
+    """Lesson 6's game: submit a task, fire and forget it, drop the future."""
     from jupyter_refs import fire_and_forget
     from jupyter_refs.zoo import inc
 
-    def fire_once(client):
-        f = client.submit(inc, 1, pure=False)
-        fire_and_forget(f)
-        del f
+    f = client.submit(inc, 1, pure=False)
+    fire_and_forget(f)
+    del f
 
-    game = course.goal(fire_once, check="leaked_key", within=8)
+
+#: The shortest order that makes the leak certain: the task ends, then the desire lands.
+LATE_DESIRE = ["update-graph", "compute-task", "execute", "task-finished", "client-desires-keys"]
+
+
+def test_the_fire_and_forget_game():
+    """Lesson 6: the result overtakes fire_and_forget's desire.  leaked_key is judged only once
+    nothing is left in flight (every order then used all 8 deliveries), so the game is reached
+    at the delivery that makes it certain: 5 at the least, and a detour spends the budget."""
+    game = course.goal(fire_once, check="leaked_key", within=5, reached=course.late_fire_and_forget)
     try:
-        for op in ("update-graph", "compute-task", "execute", "task-finished",
-                   "client-desires-keys", "client-releases-keys", "key-in-memory",
-                   "key-in-memory"):
+        for op in LATE_DESIRE:
             deliver(game, op)
-        assert game.verdict.outcome == "won" and game.verdict.reached_at == 8
+        verdict = game.verdict
+        assert (verdict.outcome, verdict.reached_at) == ("won", 5), verdict
+        assert "after its task had ended (memory)" in verdict.explanation
+        assert "the checks flag" not in game.status  # not flagged yet: certain, and said so
+        game.restart()  # a detour: the first key-in-memory report before the desire
+        for op in LATE_DESIRE[:4] + ["key-in-memory", "client-desires-keys"]:
+            if game.verdict.outcome == "playing":
+                deliver(game, op)
+        assert (game.verdict.outcome, game.verdict.reached_at) == ("spent", None)
+        game.restart()  # the desire first: the scheduler lets go when the task ends
+        for op in ["update-graph", "client-desires-keys", "compute-task", "execute", "task-finished"]:
+            deliver(game, op)
+        assert game.verdict.outcome == "spent"
     finally:
         game.close()
+
+
+def test_the_late_desire_is_never_certain_under_fixed():
+    """The same winning order under ``fixed``: the desire of an ended task is let go at once,
+    so the goal's moment never comes (it is read from the events, not assumed)."""
+    game = course.goal(fire_once, check="leaked_key", within=5, reached=course.late_fire_and_forget,
+                       protocol="fixed")
+    try:
+        for op in LATE_DESIRE:
+            deliver(game, op)
+        assert (game.verdict.outcome, game.verdict.reached_at) == ("spent", None)
+    finally:
+        game.close()
+
+
+def test_the_late_desire_game_judges_like_the_check():
+    """Where the game stops, the check agrees once the rest is delivered: leaked_key."""
+    from jupyter_refs import Cluster
+
+    cluster = Cluster(protocol="dask", network="manual")
+    fire_once(cluster.client())
+    since = cluster.trace.next_seq
+    for op in LATE_DESIRE:
+        [msg] = [m for m in cluster.in_flight if m.op == op][:1]
+        cluster.deliver(msg.msg_id)
+    cluster.trace.flush()
+    assert course.late_fire_and_forget(list(cluster.trace.events(since=since)))
+    while cluster.in_flight:
+        cluster.step(1)
+    assert [v.name for v in cluster.violations] == ["leaked_key"]
+    cluster.close()
 
 
 def test_a_game_needs_a_manual_network():

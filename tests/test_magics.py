@@ -311,6 +311,40 @@ def test_a_replayed_explore_cell_is_explained_from_its_own_lines(ip):
     ip.user_ns.pop("explored")
 
 
+@pytest.mark.slow
+@pytest.mark.dask
+def test_confirm_takes_an_earlier_exploration_by_name(ip, inproc, capsys):
+    """Lesson 05: ``%confirm --explored NAME`` confirms a schedule of the %%explore cell whose
+    result was kept under NAME, though another %%explore ran since (no re-run to make it the
+    last); a name that is no exploration is refused, saying how to keep one."""
+    distributed = pytest.importorskip("distributed")
+    ip.run_cell("def inc(v):\n    return v + 1", store_history=True)
+    ip.run_cell("%%explore --max 300 --processes 1\nx = client.scatter(123)\ndel x\n"
+                "x = client.scatter(123)\nclient.submit(inc, x)", store_history=True)
+    ip.user_ns["found"] = found = ip.user_ns["explored"]
+    ip.run_cell("%%explore --protocol fixed --max 50 --processes 1\ny = client.scatter(1)\ndel y",
+                store_history=True)
+    assert ip.user_ns["explored"] is not found and not ip.user_ns["explored"].failures
+    ip.user_ns["dc"] = inproc
+    schedule = found.failures[0].schedule
+    capsys.readouterr()
+    try:
+        magic(ip, f"confirm --explored found --client dc {schedule}")
+        out = capsys.readouterr().out
+        assert f"confirmed on distributed {distributed.__version__}" in out, out
+        assert ip.user_ns["confirmed"].confirmed
+        # without the name, the last exploration's scenario: the schedule is not its own
+        with pytest.raises(UsageError):
+            magic(ip, f"confirm --client dc {schedule}")
+        ip.user_ns["other"] = object()
+        for name in ("other", "nothing_here"):
+            with pytest.raises(UsageError, match=f"--explored {name}: not the result of a %%explore"):
+                magic(ip, f"confirm --explored {name} --client dc {schedule}")
+    finally:
+        for name in ("found", "explored", "confirmed", "dc", "other"):
+            ip.user_ns.pop(name, None)
+
+
 def test_the_model_switch_in_a_notebook(ip, capsys):
     """``%cluster --model``: the user's own dask lines, unchanged, run on the kernel-side
     cluster, and ``%refs`` follows the cluster their ``Client(...)`` started."""

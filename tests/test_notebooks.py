@@ -409,7 +409,10 @@ def test_real_dask_lesson():
     assert "violations: []" in held
     cost = text_of(nb, "ordered-cost")  # 04-2: the workaround's cost, measured
     plain, ordered = map(float, re.search(r"a scatter: ([\d.]+) ms plain, ([\d.]+) ms under", cost).groups())
-    assert 3 < ordered - plain < 30, cost
+    # graded on dask's own interval (a loaded machine cannot round it to another power of ten);
+    # the measurement beside it: a barrier waits out the interval, so no scatter under it is faster
+    assert "the client's batched stream sends at most once every 10 ms" in cost
+    assert ordered > 5 and re.search(r"this run measured [\d.]+ of them per scatter", cost), cost
     assert "[right] the answer: 10 " in cost
     # %%explore and %confirm moved to lesson 5, which teaches them (issue 42)
     assert not any(tag in c.metadata.get("tags", []) for c in nb.cells
@@ -427,6 +430,7 @@ def test_real_dask_lesson():
     assert "network.drained" not in said_before(nb, "04-1")
     before_cost = said_before(nb, "04-2")
     assert "10 ms here" not in before_cost and "one batching interval" not in before_cost
+    assert "10 ms" not in before_cost  # the prompt does not give the interval (the review)
     assert "Lessons 1–3 ran a model" not in markdown  # lessons 2 and 3 ran real dask too
     assert "a detached tracer keeps its trace" in markdown  # exercise 2 reads b_tracer after detach
     assert "`network.drained`" in markdown  # why only dangling_future fires on real dask
@@ -440,13 +444,17 @@ def test_explore_lesson():
     distributed = pytest.importorskip("distributed")
     nb = execute("05_explore.ipynb")
     # the failures of #8576's cell, each confirmed on real dask (moved here from lesson 4)
-    found = int(re.search(r"(\d+) distinct failure\(s\)", text_of(nb, "explore"))[1])
+    found = int(re.search(r"(\d+) distinct failure\(s\)", text_of(nb, "legacy-8576"))[1])
     confirmed = text_of(nb, "confirm")
     assert found >= 2 and confirmed.count(
         f"\nconfirmed on distributed {distributed.__version__}: dangling_future") == found
     assert "not confirmed" not in confirmed
     at = {t: i for i, c in enumerate(nb.cells) for t in c.metadata.get("tags", [])}
-    assert at["variants"] < at["explore"]  # 05-3 is checked before the confirmation shows failures
+    assert at["variants"] < at["confirm"]  # 05-3 is checked before the confirmation shows failures
+    # %confirm takes the #8576 cell's exploration by name: the search is not run again (the review)
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    assert code.count("scatter(123)\nclient.submit(inc, x)") == 2  # the dask cell and the fixed one
+    assert "%confirm --explored found_8576 " in code and "explore" not in at
     assert_conventions(nb)
     text = markdown(nb)
     # the worked example: the counts the text derives by hand, as explore() reports them (each
@@ -471,9 +479,10 @@ def test_explore_lesson():
     for form in ("A: the late release", "B: the release inside the scatter",
                  "C: a late release-worker-data"):
         assert form in variants
-    # 05-3 is graded on the full set of forms the output lists, C too (issue 42)
-    assert "[right] the answer: {" in variants
-    assert all(f"'{form}'" in variants.split("the answer: ")[1] for form in "ABC")
+    # 05-3 (the review: not lesson 1's set of forms again): which form needs the most delays
+    assert "fewest delayed messages: A 1, B 2, C 1" in variants, variants
+    assert "[right] the answer: 'B'" in variants
+    assert "the **most** delayed messages" in said_before(nb, "05-3")
     assert "replayed dask@" in text_of(nb, "replay") and "dangling_future" in text_of(nb, "replay")
     grammar = text_of(nb, "grammar")  # the schedule string's grammar, read back from one
     assert re.search(r"^dask@[0-9a-f]{6}:\S+: protocol dask, scenario fingerprint [0-9a-f]{6}, "
@@ -485,6 +494,13 @@ def test_explore_lesson():
     assert re.search(r"^  distributed-2026\.8\.0@[0-9a-f]{6}: → dangling_future$", on_dask, re.M)
     assert re.search(r"→ dangling_future, dask_raised$", on_dask, re.M)  # the text explains it
     assert "**5 orders**" not in said_before(nb, "05-1")  # the hand count is the student's, after
+    # the hand count is the prediction (the review: it came after the counts were printed)
+    assert "count them by hand" in said_before(nb, "05-1")
+    guess_at = next(i for i, c in enumerate(nb.cells) if 'course.predict(..., "05-1")' in c.source)
+    assert at["worked-counts"] == guess_at + 1
+    # Exercise 1's prompt does not give its two solutions
+    prompt = text.split("### Exercise 1")[1].split("### Exercise 2")[0]
+    assert "hash=False" not in prompt and "rebind" not in prompt
     for tag in ("fixed-8576", "fixed-ghost"):
         assert "fixed: every order within bound 2" in text_of(nb, tag)
         assert text_of(nb, tag).rstrip().endswith("no failure")
@@ -526,14 +542,18 @@ def test_tasks_that_submit_lesson():
     assert "sum: 2016 | status: finished" in tree
     hashed = text_of(nb, "tree-hash")  # the report's shape: hashed scatters, twice, explored
     assert "dangling_future" in hashed
-    assert "[right] the answer: " in text_of(nb, "tree-hash-forms")
+    # 06-2 (the review: not lesson 5's set of forms again): how many futures dangle at once
+    forms = text_of(nb, "tree-hash-forms")
+    assert "[right] the answer: 2 " in forms and "dangling: int-" in forms and "dangling: add-" not in forms
+    sums = re.search(r"the sums' keys, first run then second: (add-\w+), (add-\w+)", forms)
+    assert sums and sums[1] != sums[2], forms  # the prompt's claim: the second run's sum is its own
     task = text_of(nb, "task-tree")
     assert "sum: 2016" in task and "client:worker:" in task and "violations: 0" in task
     deadlock = text_of(nb, "deadlock")
     assert "ThreadsExhaustedError" in deadlock and "with worker_client(): 2" in deadlock
     assert "the answer:" not in deadlock  # the model's own exception is not the answer
     real = text_of(nb, "real-deadlock")  # real dask waits where the stepped model can tell
-    assert "waits on its thread: TimeoutError — timed out after 3 s." in real
+    assert re.search(r"waits on its thread: TimeoutError — \S", real), real  # a message, not ""
     assert "[right] the answer: 'hang'" in real
     assert "with worker_client(): 2" in real
     assert "get_client() in a task is your client: True" in real  # the box's claim, checked here
@@ -542,15 +562,24 @@ def test_tasks_that_submit_lesson():
     assert "executing -> cancelled" in cancel and "cancelled -> released" in cancel
     assert "on the worker afterwards: False" in cancel and "the answer: False " in cancel
     game = text_of(nb, "game")  # be the scheduler before the explorer: leaked_key
-    assert "Goal: make the scheduler keep a fire_and_forget result" in game and "0 of 8" in game
+    assert "Goal: make the scheduler keep a fire_and_forget result" in game and "0 of 5" in game
+    # bound to a name, and judged when the leak is certain: a budget that a detour exceeds
+    source = next(c.source for c in nb.cells if "game" in c.metadata.get("tags", []))
+    assert "game = course.goal(" in source and source.rstrip().endswith("\ngame")
+    assert "reached=course.late_fire_and_forget" in source and "within=5" in source
+    assert "only then `client-desires-keys`" not in markdown(nb)  # the hint gives no order
+    assert "#8576 family" not in nb.cells[0].source.split("**Goal**")[1].split("**Prerequisites**")[0]
     ff = text_of(nb, "ff-legacy")
     assert "leaked_key" in ff and "1 distinct failure(s)" in ff
+    # the explanation agrees with the beliefs row under it (the client's release still in flight)
+    assert "for fire-and-forget alone" in ff and "wanted by no one" not in ff
+    assert "who_wants {client:1, fire-and-forget}" in ff
     assert "no failure" in text_of(nb, "ff-fixed")
     # real dask: counted, not promised (the text says it depends on timing)
     assert re.search(r"real dask: \d+ of 150 fire_and_forget keys pinned", text_of(nb, "ff-dask"))
     # the failed %confirm is cut (issue 42): the forced order below is the real-dask evidence
     assert not any("ff-confirm" in c.metadata.get("tags", []) for c in nb.cells)
-    assert "8 deliveries" in markdown(nb) and "judged only once nothing is left in flight" in markdown(nb)
+    assert "5 deliveries" in markdown(nb) and "judged only once nothing is left in flight" in markdown(nb)
     forced = text_of(nb, "ff-dask-forced")  # the explorer's order, forced on real dask: pinned
     assert "is memory, wanted by ['fire-and-forget'], on 1 worker(s) — pinned" in forced
     assert "Traceback" not in real and "ERROR" not in real  # dask's own log is silenced

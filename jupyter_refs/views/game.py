@@ -18,8 +18,8 @@ again.
 from __future__ import annotations
 
 import html
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import ipywidgets as w
@@ -43,6 +43,11 @@ class Goal:
     within: int
     #: The goal in the lesson's words, shown above the timeline.
     text: str = ""
+    #: For a check judged only once nothing is left in flight (``leaked_key``): the moment its
+    #: outcome is certain.  Given the events since the start, up to the end of a delivery's
+    #: consequences, it returns a sentence saying what happened, or None; the goal is then
+    #: reached at the first delivery where it answers, not at the check's violation.
+    reached: Callable[[Sequence[Event]], str | None] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.within, int) or self.within < 1:
@@ -67,8 +72,9 @@ class Verdict:
     def sentence(self, goal: Goal) -> str:
         left = goal.within - self.deliveries
         if self.outcome == "won":
+            flagged = "" if goal.reached else f"the checks flag {goal.check}. "
             return (f"Goal reached in {self.reached_at} deliveries (budget {goal.within}): "
-                    f"the checks flag {goal.check}. {self.explanation}")
+                    f"{flagged}{self.explanation}")
         if self.outcome == "spent":
             if self.reached_at is not None:
                 return (f"{goal.check} came at delivery {self.reached_at}, over the budget of "
@@ -86,8 +92,11 @@ def judge(goal: Goal, events: Iterable[Event]) -> Verdict:
 
     Each ``msg.received`` is one delivery (a task's run on a worker is delivered as a message
     too).  The goal is reached when a ``violation`` named ``goal.check`` follows, counted at
-    the delivery it followed; reached within the budget wins, past it loses.
+    the delivery it followed; reached within the budget wins, past it loses.  A goal with
+    ``reached`` is reached at the first delivery after which that function answers.
     """
+    if goal.reached is not None:
+        return _judge_reached(goal, list(events))
     deliveries = 0
     for e in events:
         if e.kind == "msg.received":
@@ -96,6 +105,19 @@ def judge(goal: Goal, events: Iterable[Event]) -> Verdict:
             outcome: Outcome = "won" if deliveries <= goal.within else "spent"
             return Verdict(outcome, deliveries, deliveries, e.get("explanation") or "")
     return Verdict("spent" if deliveries >= goal.within else "playing", deliveries)
+
+
+def _judge_reached(goal: Goal, events: list[Event]) -> Verdict:
+    """:func:`judge` for a goal with ``reached``: asked after each delivery's consequences (the
+    events up to the next delivery)."""
+    assert goal.reached is not None
+    starts = [i for i, e in enumerate(events) if e.kind == "msg.received"]
+    for n in range(1, len(starts) + 1):
+        end = starts[n] if n < len(starts) else len(events)
+        said = goal.reached(events[:end])
+        if said:
+            return Verdict("won" if n <= goal.within else "spent", n, n, said)
+    return Verdict("spent" if len(starts) >= goal.within else "playing", len(starts))
 
 
 class InFlightList(list):  # type: ignore[type-arg]
