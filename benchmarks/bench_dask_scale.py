@@ -107,7 +107,9 @@ def timed(client: Client, n: int) -> dict[str, float]:
             "gc": GC.seconds - collecting}
 
 
-def traced(client: Client, n: int, **options: Any) -> dict[str, float]:
+def traced(client: Client, n: int, on_trace: Any = None, **options: Any) -> dict[str, float]:
+    """:func:`timed` under a fresh tracer, then ``tracer.violations`` timed (``merge``);
+    ``on_trace(tracer)``, if given, runs after that (untimed here) and before the detach."""
     gc.collect()
     before = rss()
     tracer = attach(client, **options)
@@ -116,6 +118,8 @@ def traced(client: Client, n: int, **options: Any) -> dict[str, float]:
         start = time.perf_counter()
         violations = tracer.violations
         merge = time.perf_counter() - start
+        if on_trace is not None:
+            on_trace(tracer)
         trace = tracer.trace
         events = trace.next_seq + trace.lost
         kept = len(trace)

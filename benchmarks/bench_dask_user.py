@@ -15,6 +15,10 @@ run over the untraced (median of the pairs), the whole cost (traced run plus
 ``tracer.violations``) over the untraced run, and the merge and checks per event
 (``tracer.merge_seconds``: the merging thread's CPU time, in the background during the run and
 in ``violations`` after it); last, the per-event merge's growth from the first size to the last.
+Then what the user's next looks cost on that trace, once merged: ``%refs`` (the refs table
+and its display bundle: widget, text, HTML) and ``%timeline`` (the timeline built from the
+whole trace and its display bundle: widget, saved trace, SVG picture), one line each, medians
+over the pairs.  Each untraced run starts after a full collection, as ``traced`` does.
 
 Usage: ``python benchmarks/bench_dask_user.py [--sizes 4000,40000] [--pairs 2]``.
 """
@@ -22,11 +26,30 @@ Usage: ``python benchmarks/bench_dask_user.py [--sizes 4000,40000] [--pairs 2]``
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import sys
+import time
+from typing import Any
 
 from bench_dask_scale import timed, traced
 from distributed import Client, LocalCluster
+
+from jupyter_refs.views.refs import RefsTable
+from jupyter_refs.views.timeline import Timeline
+
+
+def looks(tracer: Any) -> dict[str, float]:
+    """Seconds of ``%refs`` and ``%timeline`` on the merged trace: each view built and its
+    display bundle made, as ``display()`` in a notebook makes it (not live: no pump thread)."""
+    seconds = {}
+    for name, view in (("refs", RefsTable), ("timeline", Timeline)):
+        start = time.perf_counter()
+        shown = view(tracer, live=False)
+        shown._repr_mimebundle_()
+        seconds[name] = time.perf_counter() - start
+        shown.close()
+    return seconds
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -40,13 +63,14 @@ def main(argv: list[str] | None = None) -> None:
             Client(cluster) as client:
         timed(client, 1_000)  # warm up
         for n in sizes:
-            plain, runs = [], []
+            plain, runs, seen = [], [], []
             for i in range(args.pairs):
                 for side in ("plain", "traced") if i % 2 == 0 else ("traced", "plain"):
                     if side == "plain":
+                        gc.collect()
                         plain.append(timed(client, n))
                     else:
-                        runs.append(traced(client, n))
+                        runs.append(traced(client, n, on_trace=lambda t, seen=seen: seen.append(looks(t))))
             run = statistics.median(t["run"] / p["run"] for p, t in zip(plain, runs))
             whole = statistics.median((t["run"] + t["merge"]) / p["run"]
                                       for p, t in zip(plain, runs))
@@ -58,6 +82,11 @@ def main(argv: list[str] | None = None) -> None:
                   f"{merge:.2f} µs/event  violations {wall:.2f} s  "
                   f"{runs[0]['events']:,} events  {runs[0]['violations']} violations",
                   flush=True)
+            for name in ("refs", "timeline"):
+                took = statistics.median(s[name] for s in seen)
+                print(f"{n:>7,} tasks  %{name} on the merged trace {took:.2f} s "
+                      f"({took / statistics.median(p['run'] for p in plain):.1%} of the untraced run)",
+                      flush=True)
     if len(per_event) > 1:
         print(f"merge per event, {sizes[0]:,} → {sizes[-1]:,} tasks: "
               f"×{per_event[-1] / per_event[0]:.2f} (target ≤ ×1.3)")

@@ -143,6 +143,60 @@ def test_a_failing_hook_is_removed_and_reported_once(inproc):
         assert failed[0].fields["hook"] == "broken" and "observer bug" in failed[0].fields["error"]
 
 
+def _boom(*args, **kwargs):
+    raise RuntimeError("boom from a hook")
+
+
+def _break_scheduler_hooks(dask_scheduler):
+    plugin = dask_scheduler.plugins[remote.SCHEDULER_PLUGIN]
+    plugin.rec.record_key = _boom  # its transition hook, called by dask for every task
+    plugin._followed = _boom  # update_graph (a plugin hook), the wrapped releases …
+
+
+def _break_worker_hooks(dask_worker):
+    dask_worker.plugins[remote.WORKER_PLUGIN].rec.record_key = _boom  # its transition hook
+
+
+def _scheduler_failed(dask_scheduler):
+    return dict(dask_scheduler.plugins[remote.SCHEDULER_PLUGIN].rec.failed)
+
+
+def test_every_hook_that_raises_is_caught_counted_and_in_the_trace_never_in_dasks_logs(
+        inproc, caplog, monkeypatch):
+    """Issue 44: the plugins' own hooks (``transition``, ``update_graph``: dask calls them and
+    logs what they raise, task after task), the wrapped scheduler methods, and the client's
+    user-line wrappers all report a failure once, as ``hook.failed``, and dask sees none."""
+    import logging
+
+    from jupyter_refs.dask import tracer as tracer_module
+
+    caplog.set_level(logging.DEBUG, logger="distributed")
+    with attach(inproc) as tracer:
+        inproc.run_on_scheduler(_break_scheduler_hooks)
+        inproc.run(_break_worker_hooks)
+        monkeypatch.setattr(tracer_module, "_caller_line", _boom)  # the user-line wrappers
+        for _ in range(2):  # the second round meets every broken hook removed
+            futures = inproc.map(inc, range(20), pure=False)
+            assert inproc.gather(futures) == list(range(1, 21))  # dask's work is untouched
+            del futures
+        tracer.sync()
+        failed = [e.fields for e in tracer.trace.events(kind="hook.failed")]
+        labels = [f["hook"] for f in failed]
+        assert len(labels) == len(set(labels))  # each reported once
+        assert {"SchedulerRecorder.transition", "SchedulerRecorder.update_graph",
+                "client-releases-keys", "WorkerRecorder.transition", "user line map",
+                "user line add_callback"} <= set(labels), labels
+        assert all("RuntimeError: boom from a hook" == f["error"] for f in failed)
+        # … and counted where they happened: the scheduler's recorder, the client's hooks.
+        on_scheduler = inproc.run_on_scheduler(_scheduler_failed)
+        assert {"SchedulerRecorder.transition", "SchedulerRecorder.update_graph",
+                "client-releases-keys"} <= set(on_scheduler)
+        assert {"user line map", "user line add_callback"} <= set(tracer.hooks.failed)
+    reached = [r for r in caplog.records if "boom" in r.getMessage()
+               or (r.exc_info and "boom" in str(r.exc_info[1]))]
+    assert not reached, [r.getMessage() for r in reached]
+
+
 def test_a_hook_whose_before_says_skip_runs_no_after():
     from jupyter_refs.dask.hooks import SKIP, Hooks
 

@@ -191,6 +191,8 @@ class Recorder:
         self.batches = 0
         self._sent_ns = 0
         self.focus: Focus | None = None
+        #: Hooks that raised (label -> the error): each is reported once, as ``hook.failed``.
+        self.failed: dict[str, str] = {}
         self.set_focus(focus)
 
     def set_focus(self, focus: Focus | None) -> None:
@@ -259,15 +261,40 @@ class Recorder:
         return msg
 
     def hook_failed(self, label: str, exc: BaseException) -> None:
-        self.record("hook.failed", None, extra=(label, f"{type(exc).__name__}: {exc}"))
+        if label in self.failed:
+            return
+        self.failed[label] = error = f"{type(exc).__name__}: {exc}"
+        self.record("hook.failed", None, extra=(label, error))
+
+
+def _removed(*args: Any, **kwargs: Any) -> None:
+    """What a plugin's hook becomes once it has raised: nothing (see ``_Periodic._raised``)."""
 
 
 class _Periodic:
-    """Flush every ``interval`` seconds on the server's event loop."""
+    """Flush every ``interval`` seconds on the server's event loop; and what a plugin does
+    when one of its own hooks raises."""
+
+    rec: Recorder
 
     def _start_flushing(self, interval: float) -> None:
-        self._pc = PeriodicCallback(self.flush, interval * 1000)
+        self._pc = PeriodicCallback(self._flush_now, interval * 1000)
         self._pc.start()
+
+    def _flush_now(self) -> None:
+        """The periodic flush, on dask's event loop (tornado would log what it raised)."""
+        try:
+            self.flush()
+        except Exception as exc:  # noqa: BLE001 - nothing of ours reaches dask's loop
+            self.rec.hook_failed(f"{type(self).__name__}.flush", exc)
+
+    def _raised(self, name: str, exc: BaseException) -> None:
+        """The plugin's hook ``name`` (one dask calls: ``transition``, ``update_graph`` …)
+        raised: dask would log it (and call it again for every task), so, as ``Hooks`` does
+        for what it wraps, it is removed — an instance attribute doing nothing shadows it —
+        and reported once as ``hook.failed``.  The exception never reaches dask's code."""
+        setattr(self, name, _removed)
+        self.rec.hook_failed(f"{type(self).__name__}.{name}", exc)
 
     def _stop_flushing(self) -> None:
         pc = getattr(self, "_pc", None)
@@ -341,10 +368,13 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
                    **kwargs: Any) -> None:
         # A key the focus has already turned down steps aside here, before a tuple is built
         # and a call made: dask calls this for every transition of every task.
-        rec = self.rec
-        if rec.answers.get(key) is False:
-            return
-        rec.record_key("transition", key, (start, finish, stimulus_id))
+        try:
+            rec = self.rec
+            if rec.answers.get(key) is False:
+                return
+            rec.record_key("transition", key, (start, finish, stimulus_id))
+        except Exception as exc:  # noqa: BLE001 - dask would log it, task after task
+            self._raised("transition", exc)
 
     def log_event(self, topic: str, msg: Any) -> None:
         """A batch of ours was published: the subscribed tracer has it, so the scheduler
@@ -356,14 +386,17 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
         most of a trace twice (on a 3,000-task map: 486 batches, 21,000 of its 33,000
         events).  The broker calls plugins after it has sent the event to the subscribers.
         """
-        if topic == TOPIC:
-            broker = getattr(self.scheduler, "_broker", None)
-            if broker is not None:
-                broker.truncate(TOPIC)
-        elif topic == "all" and type(msg) is dict and msg.get("action") == "remove-worker":
-            self._worker_removed(msg["worker"], msg.get("stimulus_id", ""), msg.get("expected"),
-                                 len(msg.get("lost-computed-tasks", ())),
-                                 len(msg.get("lost-scattered-tasks", ())))
+        try:
+            if topic == TOPIC:
+                broker = getattr(self.scheduler, "_broker", None)
+                if broker is not None:
+                    broker.truncate(TOPIC)
+            elif topic == "all" and type(msg) is dict and msg.get("action") == "remove-worker":
+                self._worker_removed(msg["worker"], msg.get("stimulus_id", ""),
+                                     msg.get("expected"), len(msg.get("lost-computed-tasks", ())),
+                                     len(msg.get("lost-scattered-tasks", ())))
+        except Exception as exc:  # noqa: BLE001
+            self._raised("log_event", exc)
 
     def _worker_removed(self, worker: str, stimulus_id: str, expected: bool | None,
                         recompute: int | None = None, lost: int | None = None) -> None:
@@ -386,11 +419,14 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
         return followed(self.rec.focus, keys)
 
     def update_graph(self, scheduler: Any, *, client: str, keys: Any, **kwargs: Any) -> None:
-        tasks = scheduler.tasks
-        for key in self._followed(keys):
-            ts = tasks.get(key)
-            if ts is not None:
-                self.rec.record("desire.applied", key, extra=_desired(client, ts.who_wants))
+        try:
+            tasks = scheduler.tasks
+            for key in self._followed(keys):
+                ts = tasks.get(key)
+                if ts is not None:
+                    self.rec.record("desire.applied", key, extra=_desired(client, ts.who_wants))
+        except Exception as exc:  # noqa: BLE001
+            self._raised("update_graph", exc)
 
     # -- observers ----------------------------------------------------------------------
 
@@ -515,11 +551,14 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
             comm.send({"op": BARRIER_ACK, "token": token})
 
     def remove_worker(self, scheduler: Any, worker: str, **kwargs: Any) -> None:
-        self._worker_removed(worker, kwargs.get("stimulus_id", ""), None)
-        for (client, token), waiting in list(self._barriers.items()):
-            if worker in waiting:
-                waiting.discard(worker)
-                self._barrier_done(client, token)
+        try:
+            self._worker_removed(worker, kwargs.get("stimulus_id", ""), None)
+            for (client, token), waiting in list(self._barriers.items()):
+                if worker in waiting:
+                    waiting.discard(worker)
+                    self._barrier_done(client, token)
+        except Exception as exc:  # noqa: BLE001
+            self._raised("remove_worker", exc)
 
 
 def _who(who_wants: Any) -> tuple[str, ...]:
@@ -591,13 +630,16 @@ class WorkerRecorder(WorkerPlugin, _Periodic):
         return self.rec.batches
 
     def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
-        rec = self.rec
-        if rec.answers.get(key) is False:  # as the scheduler's: turned down, out at once
-            return
-        if finish == "memory":
-            rec.record_key("worker.put", key, (0, ()))
-        elif start == "memory":
-            rec.record_key("worker.free", key, (0,))
+        try:
+            rec = self.rec
+            if rec.answers.get(key) is False:  # as the scheduler's: turned down, out at once
+                return
+            if finish == "memory":
+                rec.record_key("worker.put", key, (0, ()))
+            elif start == "memory":
+                rec.record_key("worker.free", key, (0,))
+        except Exception as exc:  # noqa: BLE001 - dask would log it, task after task
+            self._raised("transition", exc)
 
 
 # -- called with client.run_on_scheduler / client.run ------------------------------------

@@ -66,6 +66,8 @@ _user_line: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "jupyter_refs_user_line", default=None)
 #: Kinds never stamped with the user's line: what happens while the call waits (as the
 #: kernel-side cluster stops stamping once a call blocks).
+#: No line read for a drop (out of focus, or reading it raised): ``_dec_ref`` goes as dask sent it.
+_NO_LINE = object()
 _UNSTAMPED = frozenset({"msg.received", "future.state", "hook.failed"})
 #: The Client methods whose calls are stamped with the user's line.
 USER_CALLS = ("scatter", "submit", "map", "gather", "compute", "persist")
@@ -260,6 +262,7 @@ class DaskTracer:
         self._rpc_calls: dict[str, itertools.count] = {}
         self._holds: Any = None  # holds.Holds, installed by the first hold
         self.hooks = Hooks(self.hook_failed)
+        self._reported: set[str] = set()  # hooks whose failure is in the trace (once each)
         #: Whether remote batches reach us serialized (see ``_unpack_remote``).
         self._serialized = not str(client.scheduler.address).startswith("inproc://")
         if client.run_on_scheduler(remote.installed):
@@ -580,7 +583,14 @@ class DaskTracer:
 
         It is only queued: naming its actors and ordering its events is the merge's job,
         off the event loop that the client, and in-process the scheduler and workers, share.
+        Whatever it raises is reported (``hook.failed``), never passed to dask's handler.
         """
+        try:
+            self._queue_remote(event)
+        except Exception as exc:  # noqa: BLE001 - dask's event loop would log it
+            self.hook_failed("DaskTracer._on_remote", exc)
+
+    def _queue_remote(self, event: tuple) -> None:
         _, msg = event
         events = msg["events"]
         if type(events) is not tuple:  # a batch from an older recorder, or a decoded list
@@ -666,7 +676,14 @@ class DaskTracer:
         return _NAMED[kind](self.actor_name, extra)
 
     def hook_failed(self, label: str, exc: BaseException) -> None:
-        self._local("hook.failed", None, extra=(label, f"{type(exc).__name__}: {exc}"))
+        """One of our hooks raised: reported once per hook, as ``hook.failed`` (the ones
+        ``Hooks`` wraps are removed by it; ``hooks.failed`` lists every one of this client's)."""
+        if label in self._reported:
+            return
+        self._reported.add(label)
+        error = f"{type(exc).__name__}: {exc}"
+        self.hooks.failed.setdefault(label, error)
+        self._local("hook.failed", None, extra=(label, error))
 
     # -- merging into the trace ------------------------------------------------------------
 
@@ -955,9 +972,16 @@ class DaskTracer:
         client, hooks, tracer = self.client, self.hooks, self
 
         def under_the_callers_line(original: Any) -> Any:
+            label = f"user line {original.__name__}"
+
             @functools.wraps(original)
             def call(*args: Any, **kwargs: Any) -> Any:
-                token = _user_line.set(_caller_line())
+                try:
+                    line = _caller_line()
+                except Exception as exc:  # noqa: BLE001 - the user's call goes on, unstamped
+                    line = None
+                    tracer.hook_failed(label, exc)
+                token = _user_line.set(line)
                 try:
                     return original(*args, **kwargs)
                 finally:
@@ -982,9 +1006,17 @@ class DaskTracer:
             @functools.wraps(add_callback)
             def add(callback: Any, *args: Any, **kwargs: Any) -> None:
                 if callback is dec_ref and threading.get_ident() != loop_thread:
-                    focus = tracer._focus
-                    if focus is None or focus.wants(remote.key_text(args[0])):
-                        return add_callback(dec_ref_at, _caller_line(), *args, **kwargs)
+                    # dask's Future.__del__ / release called this: what we add must not
+                    # raise into it (the drop would be lost, and dask would log it).
+                    try:
+                        focus = tracer._focus
+                        line = (_caller_line() if focus is None
+                                or focus.wants(remote.key_text(args[0])) else _NO_LINE)
+                    except Exception as exc:  # noqa: BLE001
+                        tracer.hook_failed("user line add_callback", exc)
+                        line = _NO_LINE
+                    if line is not _NO_LINE:
+                        return add_callback(dec_ref_at, line, *args, **kwargs)
                 return add_callback(callback, *args, **kwargs)
 
             return add
