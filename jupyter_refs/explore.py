@@ -814,6 +814,8 @@ def _canon(obj: Any, family: str | None, ids: list, memo: dict) -> Any:
         return obj
     if kind is dict:
         return _canon_dict(obj, family, ids, memo) if obj else _EMPTY_DICT
+    if kind is bytes:
+        return obj
     if kind is list or kind is tuple or kind is deque or kind is ReadyQueue:
         # Leaves inline (most members are short strings or None): a call per member is
         # most of what a state costs.
@@ -913,7 +915,11 @@ def _canon_fields(fields: dict, order: tuple, ids: list, memo: dict) -> tuple:
                 cell = [v]
                 ids.append((fam, cell))
                 v = ("#", fam, cell)
-        elif v is not None and kind is not bool:
+        elif kind is dict:
+            v = _canon_dict(v, fam, ids, memo) if v else _EMPTY_DICT
+        elif kind is set or kind is frozenset:
+            v = _canon(v, fam, ids, memo) if v else _EMPTY_SET
+        elif v is not None and kind is not bool and kind is not bytes:
             v = _canon(v, fam, ids, memo)
         append((k, v))
     return ("{", *items)
@@ -939,7 +945,11 @@ def _canon_dict(obj: dict, family: str | None, ids: list, memo: dict) -> tuple:
                     cell = [v]
                     ids.append((fam, cell))
                     v = ("#", fam, cell)
-            elif v is not None and kind is not bool:
+            elif kind is dict:
+                v = _canon_dict(v, fam, ids, memo) if v else _EMPTY_DICT
+            elif kind is set or kind is frozenset:
+                v = _canon(v, fam, ids, memo) if v else _EMPTY_SET
+            elif v is not None and kind is not bool and kind is not bytes:
                 v = _canon(v, fam, ids, memo)
             append((_RANDOM.sub(memo[_NAMES_AT], k) if len(k) >= 32 else k, v))
         else:
@@ -1058,9 +1068,23 @@ def _frame(cluster: Cluster, run: Any) -> tuple | None:
     if not spec or spec.get("who_has") or any(
             _FUTURE_MARK in (spec.get(part) or b"") for part in ("func", "args")):
         return None
+    parts = [spec.get(part) for part in ("func", "args", "kwargs")]
+    if all(type(p) is bytes or p is None for p in parts):
+        # Pickled, as nearly always: its form depends on nothing else (no ids, no random
+        # names in bytes), so it is worked out once per search of a scenario (_FRAMES).
+        key = (run.worker, run.key, *parts)
+        frame = _FRAMES.get(key)
+        if frame is None:
+            if len(_FRAMES) >= 1024:
+                _FRAMES.clear()
+            frame = _FRAMES[key] = (run.worker, run.key, repr(("[", *parts)))
+        return frame
     memo: dict = {_NAMES_AT: _random_names(cluster)}
-    return (run.worker, run.key,
-            repr(_canon([spec.get(part) for part in ("func", "args", "kwargs")], None, [], memo)))
+    return (run.worker, run.key, repr(_canon(parts, None, [], memo)))
+
+
+#: Task frames (see :func:`_frame`) by worker, key and pickled spec.
+_FRAMES: dict[tuple, tuple] = {}
 
 
 def _framed(progress: list) -> bool:
@@ -1850,6 +1874,8 @@ def run_size(run: Run) -> tuple[int, int, int]:
 
 def _skipped(d: _Decision, pick: int) -> set[int]:
     """The messages a pick delays: the older deliverable heads it overtakes (awake ones)."""
+    if not pick:
+        return set()
     asleep = {m for m, _ in d.sleep}
     return {h.msg_id for h in d.heads[:pick] if h.msg_id not in asleep}
 
