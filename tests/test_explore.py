@@ -518,6 +518,31 @@ def test_a_state_leaves_out_ids_and_keeps_what_differs():
     assert seen([]) != seen([1])
 
 
+def test_a_state_digest_splits_states_as_their_text_does():
+    """state_digest hashes a state's tuples in marshal's form, not its text (state_of): over a
+    search through task frames, stealing, ready queues and the scheduler's parts (#5379), two
+    states share a digest exactly when they share a text."""
+    from jupyter_refs.explore import state_digest, state_of
+    from jupyter_refs.zoo import RACES
+
+    by_digest: dict = {}
+    by_text: dict = {}
+    orig = explore_module._visit
+
+    def visit(states, cluster, *args, **kwargs):
+        digest, text = state_digest(cluster), state_of(cluster)
+        assert by_digest.setdefault(digest, text) == text
+        assert by_text.setdefault(text, digest) == digest
+        return orig(states, cluster, *args, **kwargs)
+
+    explore_module._visit = visit
+    try:
+        RACES["5379"].find(bound=1, sample=False, max_schedules=1000, processes=1)
+    finally:
+        explore_module._visit = orig
+    assert len(by_digest) > 50
+
+
 explore_module = importlib.import_module("jupyter_refs.explore")
 
 
