@@ -47,6 +47,7 @@ import gc
 import hashlib
 import inspect
 import linecache
+import marshal
 import multiprocessing
 import os
 import random
@@ -55,7 +56,8 @@ import sys
 import time
 import traceback
 import types
-from collections import Counter, deque
+import weakref
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -462,12 +464,16 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
          rng: random.Random | None = None, capacity: int = 100_000, keep_open: bool = False,
          clients: int | None = None, baseline: Outcome | None = None, judge: bool = True,
          invariants: Sequence[Invariant] = (), states: _States | None = None,
-         pct: tuple[int, int] | None = None, path: dict | None = None) -> Run:
+         pct: tuple[int, int] | None = None, path: dict | None = None,
+         sleeps: Sequence[frozenset] = ()) -> Run:
     """One run: follow ``prefix``, then the oldest awake message (or ``rng``) at each decision.
 
     At the prefix's last decision the node is re-entered with ``entry_sleep`` asleep and
     ``explored`` already tried; below it, a message stays asleep until a delivery to the
-    same receiver (one that may not commute with it) happens.  Its outcome is judged
+    same receiver (one that may not commute with it) happens.  ``sleeps`` are the sleep sets
+    the prefix's earlier decisions were entered with (the run the prefix came from): a
+    replay keeps them, so backtracking into those nodes later skips what is asleep there,
+    and counts delays there as the run that first made them did.  Its outcome is judged
     against ``baseline`` (see :func:`judge_outcome`); ``judge=False`` leaves it for the caller
     (the in-order run, which is the baseline).
     """
@@ -476,7 +482,7 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
     # the run's stack, innermost last, each [what it runs (see _frame), the calls it began].
     progress: list = [0, None, []]
     policy = choosing_policy(decisions, prefix, strict, entry_sleep, explored, rng, states, progress, pct,
-                     path)
+                     path, sleeps)
     cluster = Cluster(protocol=protocol, workers=workers, network=policy, trace_capacity=capacity,
                       threads_per_worker=THREADS_PER_WORKER)
     cluster.flush_calls = keep_open  # the checks read the run once, at the end
@@ -527,6 +533,9 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
         policy.choose = policy.cluster = None
         cluster.__dict__.pop("_begin_call", None)
         cluster.__dict__.pop("_call", None)
+        # And the search's own wrappers (with states): closures over the cluster's methods.
+        cluster.__dict__.pop("begin_call", None)
+        cluster.__dict__.pop("run_inline", None)
     run = Run((protocol_name(protocol), fp, workers, n_clients), picks, decisions,
               cluster.trace, violations, cluster, pruned, raised, returned,
               names[0] if len(names) == 1 else None)
@@ -574,7 +583,8 @@ def run_choosing(scenario: Scenario, protocol: str | ProtocolVariant,
 def choosing_policy(decisions: list[_Decision], prefix: Sequence[int], strict: bool,
             entry_sleep: frozenset, explored: frozenset, rng: random.Random | None,
             states: _States | None = None, progress: list | None = None,
-            pct: tuple[int, int] | None = None, path: dict | None = None) -> _Policy:
+            pct: tuple[int, int] | None = None, path: dict | None = None,
+            sleeps: Sequence[frozenset] = ()) -> _Policy:
     """The chooser of one run, appending each decision it makes to ``decisions``.
 
     Closures rather than methods: a run makes a decision per delivery with a choice,
@@ -625,7 +635,7 @@ def choosing_policy(decisions: list[_Decision], prefix: Sequence[int], strict: b
                         f"the schedule does not fit this scenario: decision {i} ({i}>{pick}) "
                         f"has {len(heads)} deliverable messages, not {pick + 1}"))
                 pick = 0
-            entry = entry_sleep if i == last else _EMPTY
+            entry = entry_sleep if i == last else sleeps[i] if i < len(sleeps) else _EMPTY
             if states is not None and not path and current_run.get() is None:
                 # The path so far (the previous run's, when given): a state the run comes
                 # back to is a loop (see _visit).
@@ -791,22 +801,38 @@ _SCALARS = (str, bytes, int, float, bool, type(None))
 
 
 def _canon(obj: Any, family: str | None, ids: list, memo: dict) -> Any:
-    """``obj`` as nested tuples: containers in a canonical order, ids marked for ranking."""
+    """``obj`` as nested tuples: containers in a canonical order, ids marked for ranking: an id
+    is ``("#", family, [value])``, its one-item list the cell :func:`_rank` puts its rank in."""
     kind = type(obj)
     if kind is str:
         return _RANDOM.sub(memo[_NAMES_AT], obj) if len(obj) >= 32 else obj
     if kind is int:
         if family is not None:
-            ids.append((family, obj))
-            return ("#", family, obj)
+            cell = [obj]
+            ids.append((family, cell))
+            return ("#", family, cell)
         return obj
     if kind is dict:
         return _canon_dict(obj, family, ids, memo) if obj else _EMPTY_DICT
+    if kind is bytes:
+        return obj
     if kind is list or kind is tuple or kind is deque or kind is ReadyQueue:
         # Leaves inline (most members are short strings or None): a call per member is
         # most of what a state costs.
         return ("[", *[v if v is None or (type(v) is str and len(v) < 32)
                        else _canon(v, family, ids, memo) for v in obj])
+    if kind in _PLANNED:
+        slots = _SLOTTED.get(kind)
+        fields = obj.__dict__ if slots is None else {s: getattr(obj, s, None) for s in slots}
+        order = _PLANS.get((kind, *fields))
+        if order is not None:
+            # An object of a class met before with these very attributes: their order,
+            # families and what is left out were worked out then (see _plan).
+            seen = memo.get(id(obj))
+            if seen is not None:
+                return ("@", seen)
+            memo[id(obj)] = len(memo)
+            return (kind.__qualname__, _canon_fields(fields, order, ids, memo))
     if kind is set or kind is frozenset:
         if not obj:
             return _EMPTY_SET
@@ -823,6 +849,10 @@ def _canon(obj: Any, family: str | None, ids: list, memo: dict) -> Any:
         return ("f", getattr(obj, "__module__", None), getattr(obj, "__qualname__", None))
     if isinstance(obj, (types.MethodType, functools.partial)):
         return ("m", type(obj).__name__)
+    if kind in _PROXIES:
+        # A back-reference (the scheduler's parts hold it by weakref.proxy): its referent is
+        # an actor of the state already; walked through, it would be read a second time.
+        return ("p",)
     seen = memo.get(id(obj))
     if seen is not None:
         return ("@", seen)  # an object met before in this state (the worker's own client)
@@ -833,7 +863,66 @@ def _canon(obj: Any, family: str | None, ids: list, memo: dict) -> Any:
         if slots is None:
             return ("r", _RANDOM.sub(memo[_NAMES_AT], repr(obj)))
         fields = {s: getattr(obj, s, None) for s in slots}
+        _SLOTTED[kind] = slots
+    if kind not in _UNPLANNED:
+        order = _plan(kind, fields)
+        if order is not None:
+            return (kind.__qualname__, _canon_fields(fields, order, ids, memo))
     return (kind.__qualname__, _canon_dict(fields, None, ids, memo) if fields else _EMPTY_DICT)
+
+
+#: Each object's attributes as :func:`_canon_dict` reads them, by its class and attribute names
+#: in their order: the names kept, sorted, each with its id family (see :func:`_plan`).
+_PLANS: dict[tuple, tuple[tuple[str, str | None], ...]] = {}
+#: Classes read by :func:`_canon_dict` every time (the scheduler's round robin is read modulo
+#: its workers there); :data:`_PLANS` holds no entry for them.
+_UNPLANNED: set[type] = set()
+_PLANNED: set[type] = set()  # the classes with an entry in _PLANS
+_SLOTTED: dict[type, Any] = {}  # the classes read by their __slots__, and those
+
+
+def _plan(kind: type, fields: dict) -> tuple[tuple[str, str | None], ...] | None:
+    """How :func:`_canon_dict` reads an object of ``kind`` with these attributes, worked out
+    once: the names it keeps, sorted, each with its id family — the same tuples it makes,
+    without looking each name up again.  None (and never again for ``kind``) when a name
+    needs more than that (a long one, renamed; ``_next_worker``, read modulo the workers)."""
+    names = tuple(fields)
+    if len(_PLANS) > 4096 or any(type(k) is not str or len(k) >= 32 or k == "_next_worker"
+                                 for k in names):
+        _UNPLANNED.add(kind)
+        return None
+    order = tuple((k, _ID_FAMILIES.get(k)) for k in sorted(names) if k not in _NOT_STATE)
+    _PLANS[(kind, *names)] = order
+    _PLANNED.add(kind)
+    return order
+
+
+def _canon_fields(fields: dict, order: tuple, ids: list, memo: dict) -> tuple:
+    """An object's attributes for :func:`_canon`, by its plan (:func:`_plan`): what
+    :func:`_canon_dict` makes of them."""
+    if not order:
+        return _EMPTY_DICT
+    items = []
+    append = items.append
+    for k, fam in order:
+        v = fields[k]
+        kind = type(v)
+        if kind is str:
+            if len(v) >= 32:
+                v = _RANDOM.sub(memo[_NAMES_AT], v)
+        elif kind is int:
+            if fam is not None:
+                cell = [v]
+                ids.append((fam, cell))
+                v = ("#", fam, cell)
+        elif kind is dict:
+            v = _canon_dict(v, fam, ids, memo) if v else _EMPTY_DICT
+        elif kind is set or kind is frozenset:
+            v = _canon(v, fam, ids, memo) if v else _EMPTY_SET
+        elif v is not None and kind is not bool and kind is not bytes:
+            v = _canon(v, fam, ids, memo)
+        append((k, v))
+    return ("{", *items)
 
 
 def _canon_dict(obj: dict, family: str | None, ids: list, memo: dict) -> tuple:
@@ -853,9 +942,14 @@ def _canon_dict(obj: dict, family: str | None, ids: list, memo: dict) -> tuple:
                     v = _RANDOM.sub(memo[_NAMES_AT], v)
             elif kind is int:
                 if fam is not None:
-                    ids.append((fam, v))
-                    v = ("#", fam, v)
-            elif v is not None and kind is not bool:
+                    cell = [v]
+                    ids.append((fam, cell))
+                    v = ("#", fam, cell)
+            elif kind is dict:
+                v = _canon_dict(v, fam, ids, memo) if v else _EMPTY_DICT
+            elif kind is set or kind is frozenset:
+                v = _canon(v, fam, ids, memo) if v else _EMPTY_SET
+            elif v is not None and kind is not bool and kind is not bytes:
                 v = _canon(v, fam, ids, memo)
             append((_RANDOM.sub(memo[_NAMES_AT], k) if len(k) >= 32 else k, v))
         else:
@@ -868,12 +962,13 @@ def _canon_dict(obj: dict, family: str | None, ids: list, memo: dict) -> tuple:
 
 
 _NAMES_AT = "names"  # where ``_canon``'s memo keeps the renaming of random key parts
+_PROXIES = (weakref.ProxyType, weakref.CallableProxyType)
 _EMPTY_DICT = ("{",)
 _EMPTY_SET = ("(",)
 
 
 def state_of(cluster: Cluster) -> str:
-    """The cluster's state as a canonical text: what :func:`state_digest` hashes.
+    """The cluster's state as a canonical text (what :func:`state_digest` hashes, as text).
 
     Covers every actor (scheduler, workers, every client: every attribute but the run's
     constants, see :data:`_NOT_STATE`), every channel's messages in order (sender,
@@ -882,6 +977,11 @@ def state_of(cluster: Cluster) -> str:
     (:data:`_ID_FAMILIES`) and random key parts (``uuid4``, 32-digit tokens) renamed by
     their futures' creation order (:func:`_random_names`).
     """
+    return repr(_state_parts(cluster))
+
+
+def _state_parts(cluster: Cluster) -> list:
+    """The cluster's state as nested tuples (see :func:`state_of`), its ids ranked."""
     ids: list = []
     memo: dict = {_NAMES_AT: _random_names(cluster)}
     actors = cluster.actor_states
@@ -893,21 +993,32 @@ def state_of(cluster: Cluster) -> str:
             # A channel of its own (an RPC's, a task run's) is numbered: ``run:worker:0#3``.
             base, hash_, number = name.rpartition("#")
             if hash_ and number.isdigit():
-                ids.append(("chan", int(number)))
-                name = (base, ("#", "chan", int(number)))
-            parts.append(("channel", name, *((m.sender, m.receiver, m.op,
-                                              _canon(m.keys, None, ids, memo),
-                                              ("#", "msg", m.msg_id),
-                                              _canon(m.payload, None, ids, memo)) for m in queue)))
-            ids.extend(("msg", m.msg_id) for m in queue)
+                cell = [int(number)]
+                ids.append(("chan", cell))
+                name = (base, ("#", "chan", cell))
+            for m in queue:
+                cell = [m.msg_id]
+                ids.append(("msg", cell))
+                parts.append(("channel", name, m.sender, m.receiver, m.op,
+                              _canon(m.keys, None, ids, memo), ("#", "msg", cell),
+                              _canon(m.payload, None, ids, memo)))
     parts.append(("drops", *((c.name, k) for c, k, _ in cluster.pending_drops)))
-    ranks: dict[tuple, int] = {}
-    counts: Counter = Counter()
-    for family, value in sorted(set(ids)):
-        ranks[family, value] = counts[family]
-        counts[family] += 1
-    text = repr(parts)
-    return _ID_MARK.sub(lambda m: f"#{ranks[m[1], int(m[2])]}", text) if ranks else text
+    _rank(ids)
+    return parts
+
+
+def _rank(ids: list) -> None:
+    """Each id's cell set to its rank among the distinct values of its family."""
+    values: dict[str, set] = {}
+    for family, cell in ids:
+        found = values.get(family)
+        if found is None:
+            values[family] = {cell[0]}
+        else:
+            found.add(cell[0])
+    ranks = {family: {v: i for i, v in enumerate(sorted(found))} for family, found in values.items()}
+    for family, cell in ids:
+        cell[0] = ranks[family][cell[0]]
 
 
 def _random_names(cluster: Cluster) -> Callable[[re.Match], str]:
@@ -926,13 +1037,20 @@ def _random_names(cluster: Cluster) -> Callable[[re.Match], str]:
     return lambda match: names.get(match[0], "…")
 
 
-#: An id as ``_canon`` marks it, in the state's repr: ``('#', 'family', value)``.
-_ID_MARK = re.compile(r"\('#', '(\w+)', (-?\d+)\)")
-
-
 def state_digest(cluster: Cluster) -> bytes:
-    """Eight bytes naming the cluster's state (:func:`state_of`), the same in every process."""
-    return hashlib.blake2b(state_of(cluster).encode(), digest_size=8).digest()
+    """Eight bytes naming the cluster's state (:func:`state_of`), the same in every process.
+
+    What is hashed is the state's nested tuples in ``marshal``'s format 2 — a faithful
+    encoding of tuples, lists, strings, bytes and numbers with no back-references (the
+    same bytes for equal values whatever object holds them), several times cheaper than
+    their repr: two states share the bytes exactly when they share the text.
+    """
+    parts = _state_parts(cluster)
+    try:
+        data = marshal.dumps(parts, 2)
+    except ValueError:  # a value marshal cannot write: the text instead
+        data = repr(parts).encode()
+    return hashlib.blake2b(data, digest_size=8).digest()
 
 
 #: In a pickle, the name of the function a travelling future is rebuilt by (what the worker
@@ -950,9 +1068,23 @@ def _frame(cluster: Cluster, run: Any) -> tuple | None:
     if not spec or spec.get("who_has") or any(
             _FUTURE_MARK in (spec.get(part) or b"") for part in ("func", "args")):
         return None
+    parts = [spec.get(part) for part in ("func", "args", "kwargs")]
+    if all(type(p) is bytes or p is None for p in parts):
+        # Pickled, as nearly always: its form depends on nothing else (no ids, no random
+        # names in bytes), so it is worked out once per search of a scenario (_FRAMES).
+        key = (run.worker, run.key, *parts)
+        frame = _FRAMES.get(key)
+        if frame is None:
+            if len(_FRAMES) >= 1024:
+                _FRAMES.clear()
+            frame = _FRAMES[key] = (run.worker, run.key, repr(("[", *parts)))
+        return frame
     memo: dict = {_NAMES_AT: _random_names(cluster)}
-    return (run.worker, run.key,
-            repr(_canon([spec.get(part) for part in ("func", "args", "kwargs")], None, [], memo)))
+    return (run.worker, run.key, repr(_canon(parts, None, [], memo)))
+
+
+#: Task frames (see :func:`_frame`) by worker, key and pickled spec.
+_FRAMES: dict[tuple, tuple] = {}
 
 
 def _framed(progress: list) -> bool:
@@ -962,12 +1094,12 @@ def _framed(progress: list) -> bool:
 
 class _States:
     """The states a search has been in: every distinct one (``seen``, what the result
-    reports), and this pass's table of search states with the fewest delays each was
-    reached with (``table``)."""
+    reports), and this pass's table (``table``): per state, each visit that explored on
+    from it — its sleep set, its delayed messages in flight (ranks) and the delays spent."""
 
     def __init__(self) -> None:
         self.seen: set = set()
-        self.table: dict[tuple, int] = {}
+        self.table: dict[tuple, list[tuple[frozenset, frozenset, int]]] = {}
         self.revisits = 0  # runs stopped at a state explored already
 
 
@@ -977,8 +1109,9 @@ def _visit(states: _States, cluster: Cluster, progress: list, sleep: frozenset,
     run was in this state before with the same delayed messages in flight and no more delays
     spent — the picks between can be repeated for ever within the bound, as the search
     without states finds by going on to :data:`MAX_DELIVERIES` — else, at a new decision
-    (not ``replayed``), stop the run (:class:`Stop`) if its search state was explored
-    already with no more delays spent, and remember it.  See :func:`explore` on what a state
+    (not ``replayed``), stop the run (:class:`Stop`) if its state was explored already with
+    no more delays spent, a superset of its delayed messages in flight and a subset of its
+    sleep set (see :func:`explore`), and remember it.  See :func:`explore` on what a state
     is.
     """
     trace = cluster.trace
@@ -998,12 +1131,16 @@ def _visit(states: _States, cluster: Cluster, progress: list, sleep: frozenset,
     mine[system, late, spent] = (trace.next_seq, at)
     if replayed:
         return
-    key = (system, frozenset((rank.get(m, -1), a) for m, a in sleep), late)
-    before = states.table.get(key)
-    if before is not None and before <= spent:
-        states.revisits += 1
-        raise Stop
-    states.table[key] = spent
+    asleep = frozenset((rank.get(m, -1), a) for m, a in sleep)
+    visits = states.table.get(system)
+    if visits is None:
+        states.table[system] = [(asleep, late, spent)]
+        return
+    for asleep0, late0, spent0 in visits:
+        if spent0 <= spent and asleep0 <= asleep and late0 >= late:
+            states.revisits += 1
+            raise Stop
+    visits.append((asleep, late, spent))
 
 
 # -- results ----------------------------------------------------------------------------------
@@ -1195,9 +1332,11 @@ def explore(scenario: Scenario, protocol: str | ProtocolVariant = "dask",
     order their futures were created in the run (a bijection, :func:`_random_names`); the
     scheduler's round robin is kept modulo its workers.  Beside the state, a *search* state
     holds the run's sleep set and which messages in flight it delayed already, and is pruned
-    only when reached before with no more delays spent — so the earlier visit explored every
-    continuation this one could within the pass's bound.  (Each pass of the iterative
-    deepening starts a fresh table.)
+    only when reached before with no more delays spent, with every message it had delayed
+    then still in flight delayed now too or more, and nothing asleep then that is awake now
+    (Godefroid's state caching with sleep sets: the stored sleep set a subset of this one's)
+    — so the earlier visit explored every continuation this one could within the pass's
+    bound.  (Each pass of the iterative deepening starts a fresh table.)
 
     Why it is sound: the actors are sans-IO state machines, so what the cluster does from a
     state depends on nothing else; the scenario is at the same call with the same responses
@@ -1429,13 +1568,14 @@ def _pass(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp:
     entry_sleep: frozenset = frozenset()
     tried: frozenset = frozenset()
     path: dict | None = None
+    sleeps: list[frozenset] = []
     pruned = 0
     cut = [False]
     while tally.runs < tally.max_schedules:
         in_order = not tally.runs
         run = _run(scenario, protocol, workers, fp, prefix, strict=False, entry_sleep=entry_sleep,
                    explored=tried, baseline=tally.outcome, judge=not in_order,
-                   invariants=invariants, states=states, path=path)
+                   invariants=invariants, states=states, path=path, sleeps=sleeps)
         path = run.path
         if in_order:
             # The first run is the in-order one (the oldest message first at every decision):
@@ -1460,6 +1600,7 @@ def _pass(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp:
         if nxt is None:
             return True, cut[0], pruned
         prefix, entry_sleep, tried = nxt
+        sleeps = [d.sleep for d in run.decisions[:len(prefix) - 1]]
     return False, cut[0], pruned
 
 
@@ -1733,6 +1874,8 @@ def run_size(run: Run) -> tuple[int, int, int]:
 
 def _skipped(d: _Decision, pick: int) -> set[int]:
     """The messages a pick delays: the older deliverable heads it overtakes (awake ones)."""
+    if not pick:
+        return set()
     asleep = {m for m, _ in d.sleep}
     return {h.msg_id for h in d.heads[:pick] if h.msg_id not in asleep}
 
