@@ -259,14 +259,16 @@ def test_1133_is_a_refcount_mistake_found_in_order():
 
 @pytest.mark.dask
 def test_1132s_order_on_2026_8_counts_both_gets():
-    """2026.8.0 (tokens since 1.17.0): the client's stream held 0.5 s, so the second get and
-    the set reach the scheduler before the first get's confirmation, as in the model's
-    failing order; the variable still waits for two readers, keeps x, and the second get's
-    future returns the value."""
+    """2026.8.0 (tokens since 1.17.0): the client's stream held (the tracer's hold), so the
+    second get and the set reach the scheduler before the first get's confirmation, as in the
+    model's failing order; the variable still waits for two readers, keeps x, and the second
+    get's future returns the value."""
     import logging
 
     import distributed
     from distributed.metrics import time as dask_time
+
+    from jupyter_refs.dask import attach
 
     logging.getLogger("distributed").setLevel(logging.CRITICAL)
     with distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=1,
@@ -282,14 +284,17 @@ def test_1132s_order_on_2026_8_counts_both_gets():
         while scheduler.clients[client.id] in scheduler.tasks["x"].who_wants:
             assert dask_time() < deadline
             time.sleep(0.01)
-        client.scheduler_comm.next_deadline = dask_time() + 0.5
+        tracer = attach(client)
+        tracer.hold("client:1->scheduler")  # the gets' confirmations wait on the stream
         f = v.get()
         del f
         g = v.get()
         v.set(0)
         readers = scheduler.extensions["variables"].waiting[("x", "x")]
         assert len(readers) == 2 and "x" in scheduler.tasks
+        tracer.release_holds()
         assert g.result(timeout=5) == 2
+        tracer.detach()
 
 
 @pytest.mark.dask
