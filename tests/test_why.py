@@ -135,7 +135,7 @@ def test_id_collision_from_threads_to_the_refused_value():
         cluster.close()
     else:
         pytest.skip("no id collision in 10 tries (threads did not interleave)")
-    chains = [cluster.why(v.key) for v in rejected]
+    chains = [cluster.why(v.key) for v in rejected[:3]]  # a why reads the whole trace: a few
     for chain in chains:
         in_order(chain, ["drew id", "`update-graph` sent", "received `update-graph`",
                          "refused a second value"])
