@@ -331,6 +331,10 @@ def test_future_ids_lesson():
     game_at = next(i for i, c in enumerate(nb.cells) if "switch-game" in c.metadata.get("tags", []))
     shown_at = next(i for i, c in enumerate(nb.cells) if "legacy-interleave" in c.metadata.get("tags", []))
     assert game_at < shown_at  # the game opens the lesson; the forced switch explains it after
+    # the game is shown after 03-1 is guessed: the prediction commits first (issue 42's second review)
+    asked = next(i for i, c in enumerate(nb.cells) if 'course.predict(..., "03-1")' in c.source)
+    assert asked < game_at
+    assert not any("SwitchGame(" in c.source for c in nb.cells[:asked] if c.cell_type == "code")
     one = text_of(nb, "legacy-interleave")  # the forced switch: certain, not luck
     assert "thread A got 1, thread B got 1: the same id: True" in one
     shown = text_of(nb, "legacy-collision")  # the same switch on a cluster, with a real thread
