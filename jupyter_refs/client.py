@@ -1096,8 +1096,9 @@ class Client(ClusterCalls, TopicCalls, PluginCalls, TaskStreamCalls, ProfileCall
             key, text = next(iter(gathered.errors.items()))
             raise ResultSerializationError(f"the result of {key} cannot be sent back: {text}")
         # Futures inside the results become this client's (under the lock: they
-        # change its refcounts, and under dask-2024.7 each new hold is announced).
-        with adopting(self._adopt) as adoption:
+        # change its refcounts, and under dask-2024.7 each new hold is announced) — but one
+        # that was unbound in the task stays unbound, as dask's, unless ``fixed`` adopts it.
+        with adopting(self._adopt, self.cluster.variant.returned_announced) as adoption:
             values = {k: loads(v) for k, v in gathered.data.items()}
         user_call.send(adoption.messages)
         return values, gathered.missing

@@ -170,6 +170,32 @@ def test_a_task_sees_its_travelling_future(protocol):
         assert x.status == "finished" and client.refcount[x.key] == 1
 
 
+@pytest.mark.parametrize("protocol", ["dask-2024.7", "dask", "fixed"])
+def test_a_future_returned_by_its_task_comes_back_as_the_task_had_it(protocol):
+    """On distributed 2026.8 a future that arrived unbound in a task comes back in the task's
+    result unbound too (status None, no reference, nothing sent: lesson 2 checks it on real
+    dask); ``fixed`` adopts and announces it; before PR 8827 it was bound in the task already."""
+    with Cluster(protocol=protocol, network="immediate") as cluster:
+        client = cluster.client()
+        x = client.scatter(41)
+        key = x.key
+        g = client.submit(keep, Box([x]))
+        del x
+        [fx] = g.result()
+        cluster.run_until_idle()
+        announced = [e for e in cluster.trace.events(kind="msg.sent")
+                     if e.op == "client-desires-keys" and e.actor == "client:1"]
+        if protocol == "dask":  # as on real dask: unbound, and the key forgotten
+            assert fx.status is None and key not in client.refcount and not announced
+            assert cluster.scheduler_state(key) == "forgotten"
+            with pytest.raises(RuntimeError, match="not properly initialized"):
+                fx.result()
+        elif protocol == "fixed":  # announced, refused: the client learns the key is gone
+            assert len(announced) == 1 and fx.status == "cancelled"
+        else:  # bound in the task already, and so held back at the client (here a ghost's)
+            assert fx.status == "pending" and client.refcount[key] == 1
+
+
 def test_a_pickled_future_outside_a_cluster_is_unbound():
     with Cluster(protocol="fixed", network="immediate") as cluster:
         x = cluster.client().scatter(3)

@@ -155,8 +155,9 @@ class ClientState:
         Otherwise the future is a reference like any other, and a new hold tells
         the scheduler with ``client-desires-keys`` — dask-2024.7's "inform", which
         may create a task for a key the scheduler has forgotten.  (A future in a
-        gathered result is adopted this way under every protocol: in-process dask
-        hands the client the very object the task made, bound and held.)
+        gathered result is adopted this way when the task had it bound: in-process dask
+        hands the client the very object the task made, bound and held.  One unbound in
+        the task stays unbound, as dask's, unless ``returned_announced`` adopts it.)
         """
         if self.borrows:
             self._future_ids += 1

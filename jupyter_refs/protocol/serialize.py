@@ -150,6 +150,9 @@ class Adoption:
     adopt: Adopt
     #: Messages the adopted futures send (legacy: a ``client-desires-keys`` each).
     messages: list[Any] = field(default_factory=list)
+    #: Whether a future that was unbound where it was pickled is adopted too (False: it
+    #: stays unbound, as dask's does; see ``ProtocolVariant.returned_announced``).
+    unbound_too: bool = True
 
 
 _adoption: ContextVar[Adoption | None] = ContextVar("jupyter_refs_adoption", default=None)
@@ -177,9 +180,10 @@ class _Bound:
         self.var.reset(self.token)
 
 
-def adopting(adopt: Adopt) -> AbstractContextManager[Adoption]:
-    """Unpickle inside this block and every future found is handed to ``adopt``."""
-    return _Bound(_adoption, Adoption(adopt))
+def adopting(adopt: Adopt, unbound_too: bool = True) -> AbstractContextManager[Adoption]:
+    """Unpickle inside this block and every future found is handed to ``adopt`` (one pickled
+    unbound only if ``unbound_too``)."""
+    return _Bound(_adoption, Adoption(adopt, unbound_too=unbound_too))
 
 
 def sending() -> AbstractContextManager[list[Any]]:
@@ -192,12 +196,22 @@ def reduce_future(future: Any) -> tuple:
     seen = _sending.get()
     if seen is not None:
         seen.append(future)
+    if getattr(future, "client", None) is None:  # unbound (it arrived so in a task): says so
+        return (rebuild_unbound, (future.key,))
     return (rebuild_future, (future.key,))
 
 
 #: What a future deserialized where nobody adopts it becomes (the client module sets its
 #: unbound ``Future``; without it, a plain :class:`FutureRef`).
 unbound: Callable[[str], Any] = FutureRef
+
+
+def rebuild_unbound(key: str) -> Any:
+    """A future that was unbound where it was pickled: adopted only where that is asked."""
+    adoption = _adoption.get()
+    if adoption is not None and not adoption.unbound_too:
+        return unbound(key)
+    return rebuild_future(key)
 
 
 def rebuild_future(key: str) -> Any:

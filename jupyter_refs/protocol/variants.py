@@ -42,6 +42,13 @@ Both are needed: the property tests find lost futures with either one alone.
     before PR 8827.  Today (``dask``, and ``fixed``) such a future arrives
     *unbound*: it names a key, holds no reference and tells nobody.
 
+``returned_announced`` (fixed only)
+    A future that arrived unbound in a task (``deserialized_claims`` off) and comes back to a
+    client in the task's result is adopted there as a reference of the client's own and
+    announced (``client-desires-keys``), so that a refused key tells the client it is gone.
+    dask (2026.8.0 too) hands the client the same unbound future the task had: ``status``
+    None, no reference, nothing sent.
+
 ``desire_creates`` (``dask-2024.7``)
     ``client-desires-keys`` for a key the scheduler does not know creates a
     task for it — in ``released``, with no run spec: a *ghost*, which the next
@@ -296,6 +303,7 @@ class ProtocolVariant:
     #: Where non-hashed keys come from (see ``jupyter_refs.ids``).
     ids: str = UUID
     deserialized_claims: bool = False
+    returned_announced: bool = False
     desire_creates: bool = False
     fire_and_forget_ended: bool = False
     publish_unordered: bool = False
@@ -370,6 +378,7 @@ FIXED = ProtocolVariant(
     summary="releases carry the hold's generation and frees the key's incarnation; "
     "stale ones are ignored; an unknown key is never created",
     fire_and_forget_ended=True,
+    returned_announced=True,
     get_desires=True,
     cancel_releases_own=True,
 )
