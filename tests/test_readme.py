@@ -201,3 +201,16 @@ def test_the_dask_blocks(tmp_path):
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_the_course_table_gives_each_lesson_its_own_minutes():
+    """The table's minutes are the ones each lesson states in its first cell (**Time.**)."""
+    import json
+
+    rows = dict(re.findall(r"^\| \[`(\d\d_\w+)`\]\(notebooks/\1\.ipynb\) \| (\d+) \|", README, re.M))
+    assert len(rows) == len(list((ROOT / "notebooks").glob("0*.ipynb"))) == 10
+    for name, minutes in rows.items():
+        first = "".join(json.loads((ROOT / "notebooks" / f"{name}.ipynb").read_text())
+                        ["cells"][0]["source"])
+        stated = re.search(r"\*\*Time\.?\*\*:?\s*(\d+) minutes", first)
+        assert stated and stated.group(1) == minutes, (name, minutes, stated and stated.group(1))
