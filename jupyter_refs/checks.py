@@ -786,6 +786,16 @@ class Checks:
     def _why_forgotten(self, b: Beliefs, client: str, key: str, seq: int, told: bool
                        ) -> tuple[int, str]:
         """The first event that broke the invariant and a paragraph saying why."""
+        kept = sorted(b.copies.get(key, ()))
+        by = b.forgotten_by.get(key)
+        if told and kept and by is not None and by[1] == m.RELEASE_WORKER_DATA:
+            return seq, (
+                f"the scheduler forgot {key} while {client} held a finished future for it, "
+                f"though {', '.join(kept)} still holds a copy: a release-worker-data about the "
+                "key's previous copy reached the scheduler after the new copy was registered, "
+                "and the scheduler took it as the new one's. The client will hear lost-data "
+                "then cancelled-keys: its future ends cancelled, with refcount "
+                f"{b.refcount.get((client, key))}.")
         if told:
             return seq, (
                 f"the scheduler forgot {key} while {client} held a finished future for it: the "
