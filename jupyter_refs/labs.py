@@ -128,6 +128,8 @@ class _Guarded:
         self.rule = rule
         self.__name__ = getattr(rule, "__name__", "rule")
         self.mistake: str | None = None
+        #: The scenario the grader is exploring (set by it): a mistake says where it was made.
+        self.scenario: str | None = None
 
     def __call__(self, arrival: Arrival) -> bool:
         try:
@@ -140,6 +142,8 @@ class _Guarded:
             self.mistake = (f"raised {type(said).__name__}: {said}" if isinstance(said, Exception)
                             else f"returned {said!r}, not True or False")
             self.mistake += f", for {arrival}"
+            if self.scenario is not None:
+                self.mistake += f", in the scenario {self.scenario}"
         return True
 
 
@@ -231,6 +235,7 @@ def grade_fix(rule: Rule, ops: Sequence[str] | None = None, *, race: str = "8576
     results: list[ExploreResult] = []
     try:
         for one in scenarios:
+            guarded.scenario = one.__name__
             results.append(explore(one, protocol=protocol, bound=bound, max_schedules=MAX_SCHEDULES,
                                    sample=False, processes=1))
     except ScenarioError as exc:
@@ -374,9 +379,11 @@ def grade_worker_fix(copy_rule: Rule, release_rule: Rule, *, base: str | Protoco
     what = (f"8576's scenarios ({', '.join(s.__name__ for s in scenarios)}) under "
             f"{get_variant(base).name} with your rules for client-releases-keys and "
             f"{', '.join(COPY_OPS)}")
-    results = [explore(one, protocol=protocol, bound=bound, max_schedules=MAX_SCHEDULES,
-                       sample=False, processes=1, invariants=[copy_left_behind])
-               for one in scenarios]
+    results = []
+    for one in scenarios:
+        guarded.scenario = guarded_release.scenario = one.__name__
+        results.append(explore(one, protocol=protocol, bound=bound, max_schedules=MAX_SCHEDULES,
+                               sample=False, processes=1, invariants=[copy_left_behind]))
     failed = next((r for r in results if r.failures), None)
     partial = next((r for r in results if not r.exhaustive), None)
     mistake = guarded.mistake or guarded_release.mistake
@@ -541,9 +548,13 @@ def grade_cancel_check(check: Invariant, *, bound: int = BOUND, quiet: bool = Fa
         asked = [c for c, k in _asked_cancels(f.run.trace) if k == said.key]
         why = (f"— but the client cancelled this one itself ({', '.join(asked)})" if asked else
                "— but no future of that key was cancelled behind its client's back in that run")
+        # what the check was given there, printed whole: the student reads its fields (review 3:
+        # the field that tells a cancel of the client's own is found, not named in the text)
+        given = "\n".join(f"  {refs}" for refs in beliefs(f.run.trace, said.first_seq, said.key))
         grade = Grade(False, f"FAIL: {mine} fired on {said.key} under "
                              f"{_shown(f.schedule)} (event {said.first_seq}): "
-                             f"{said.explanation} {why}", [racy, fixed], f)
+                             f"{said.explanation} {why}\nwhat {mine} was given there:\n{given}",
+                      [racy, fixed], f)
     elif not caught:
         grade = Grade(False, f"FAIL: no order within bound {bound} cancelled a future behind its "
                              "client's back: nothing to flag", [racy, fixed])
@@ -573,14 +584,24 @@ def _livelock(f: Failure) -> bool:
     return f.run.raised is not None and f.run.raised.name == "LivelockError"
 
 
-def reproduced(result: ExploreResult, error: str = "FutureCancelledError",
+def reproduced(result: ExploreResult | ScenarioError, error: str = "FutureCancelledError",
                says: str = "cancelled for reason: unknown") -> Failure:
     """The failure of ``result`` (an ``explore`` or ``%%explore`` result) that shows the
-    report's error, printed with the orders that did otherwise; :class:`LabError` if none does.
+    report's error, printed with the orders that did otherwise; :class:`LabError` if none does
+    — and if ``result`` is the :class:`ScenarioError` a ``%%explore`` cell binds when every
+    order raised the same: the report's "once in a while it works" says some order does not.
 
     A run the explorer stopped as a loop (``LivelockError``) is left out of what is printed,
     and said to be: it is the model's (see :func:`_livelock`), not the report's.
     """
+    if isinstance(result, ScenarioError):
+        raised = result.exception
+        name = getattr(raised, "name", type(raised).__name__)
+        text = getattr(raised, "message", raised)
+        raise LabError(f"not the report yet: every order raises — {name}: {text} — the in-order "
+                       f"one ({_shown(result.schedule)}) too. The report says 'once in a while it "
+                       "works': some order must not raise. Stop the computation while it still "
+                       "runs, as the user does, rather than after its result().")
     shown = [f for f in result.failures if not _livelock(f)]
     left_out = len(result.failures) - len(shown)
     note = (f"  ({left_out} group(s) left out: runs the explorer stopped as loops, LivelockError — "
@@ -682,6 +703,60 @@ def _restart_refused(restart: Callable[..., Any]) -> str | None:
     return None
 
 
+@dataclass
+class _Habits:
+    """How a restart stops the old computation, seen on one in-order run: whether its client
+    sent ``cancel-keys`` for the key, and whether the restart called ``time.sleep``."""
+
+    cancelled: bool
+    slept: bool
+
+
+def _habits(restart: Callable[..., Any]) -> _Habits:
+    """:class:`_Habits` of ``restart`` (one in-order run of the model; ``time.sleep`` counted
+    only when this thread calls it, and still slept)."""
+    import threading
+    import time
+
+    from .cluster import Cluster
+
+    me, sleep, slept = threading.get_ident(), time.sleep, []
+
+    def counted(seconds: float) -> None:
+        if threading.get_ident() == me:
+            slept.append(seconds)
+        sleep(seconds)
+
+    time.sleep = counted
+    try:
+        with Cluster(protocol="dask", network="immediate") as cluster:
+            client = cluster.client()
+            old = client.submit(inc, 1, key="k")
+            try:
+                restart(client, old, inc, 1)
+            except Exception:  # noqa: BLE001, S110 - _restart_refused has reported it already
+                pass
+            cluster.run_until_idle()
+            asked = any(e.kind == "msg.sent" and e.op == m.CANCEL_KEYS for e in cluster.trace)
+    finally:
+        time.sleep = sleep
+    return _Habits(cancelled=asked, slept=bool(slept))
+
+
+#: What the grader adds to a FAIL when the restart sleeps (review 3: the FAIL said only "under
+#: the in-order schedule", as if the wait had been too short).
+_SLEEP_NOTE = ("\n  Your restart waits (time.sleep): waiting moves no message here — the explorer "
+               "delivers each message when it chooses, so the order above is the same with or "
+               "without the sleep; on dask a sleep only bets that the answer arrives in time, "
+               "and nothing makes it.")
+
+#: What the grader adds to a PASS when the restart never sent cancel-keys (review 3: old.release()
+#: passes, and skips the lesson's point unless the student says why).
+_RELEASE_NOTE = (" — now say why: your restart stopped the old future without a cancel-keys (no "
+                 "cancel was sent; a release, or dropping the future, stops it too). Why does it "
+                 "pass where client.cancel fails? (Question 3, below.)")
+
+
 def _on_real_dask(restart: Callable[..., Any], dask_client: Any, runs: int) -> dict[str, int]:
     """``restart`` ``runs`` times on real dask, each on a key of its own: outcome -> runs."""
     import uuid
@@ -713,6 +788,7 @@ def grade_restart(restart: Callable[..., Any], dask_client: Any = None, *, bound
         if not quiet:
             print(grade)
         return grade
+    habits = _habits(restart)
     scenario = restart_scenario(restart)
     what = f"the report's scenario with your {name}, under {LAB_BASE.name}"
     try:
@@ -730,7 +806,8 @@ def grade_restart(restart: Callable[..., Any], dask_client: Any = None, *, bound
     if result.failures:
         first = result.failures[0]
         grade = Grade(False, f"FAIL: {what}: {len(result.failures)} distinct failure(s) within "
-                             f"bound {bound}. The smallest:\n{_explained_at_check(first)}",
+                             f"bound {bound}. The smallest:\n{_explained_at_check(first)}"
+                             + (_SLEEP_NOTE if habits.slept else ""),
                       [result], first)
     elif not result.exhaustive:
         grade = Grade(False, f"FAIL: {what}: the orders within bound {bound} were not all run "
@@ -738,7 +815,8 @@ def grade_restart(restart: Callable[..., Any], dask_client: Any = None, *, bound
     else:
         model = f"every order within bound {bound} ({result.systematic} schedules), no failure"
         if dask_client is None:
-            grade = Grade(True, f"PASS: {what}: {model}", [result])
+            grade = Grade(True, f"PASS: {what}: {model}"
+                                + ("" if habits.cancelled else _RELEASE_NOTE), [result])
         else:
             import distributed
 
@@ -747,11 +825,13 @@ def grade_restart(restart: Callable[..., Any], dask_client: Any = None, *, bound
                              for k, n in sorted(seen.items(), key=lambda kv: -kv[1]))
             where = f"on real dask (distributed {distributed.__version__}): {real}"
             if seen.get("2") == runs:
-                grade = Grade(True, f"PASS: {what}: {model}; {where}", [result])
+                grade = Grade(True, f"PASS: {what}: {model}; {where}"
+                                    + ("" if habits.cancelled else _RELEASE_NOTE), [result])
             else:
                 grade = Grade(False, f"FAIL: {what}: {model} — but {where}. The model passed "
                                      "an order real dask did not: look for a wait that real "
-                                     "dask does not make as the model does", [result])
+                                     "dask does not make as the model does"
+                                     + (_SLEEP_NOTE if habits.slept else ""), [result])
     if not quiet:
         print(grade)
     return grade
@@ -785,12 +865,13 @@ def arrivals(rule: Rule, show: bool = True) -> Callable[[Arrival], bool]:
         said = rule(arrival)
         key = arrival.key if len(arrival.key) <= 16 else arrival.key[:13] + "…"
         verdict = f" -> {'applies' if said else 'dropped'}" if show else ""
+        # the fields bare, as the rule reads them: what they mean is for the student to say
         if arrival.op in COPY_OPS:
-            print(f"  {arrival.op}[{key}] at {arrival.receiver}: names copy {arrival.gen} of "
-                  f"{arrival.client}'s; the copy there now: {arrival.held}{verdict}")
+            print(f"  {arrival.op}[{key}] at {arrival.receiver}: client {arrival.client}, "
+                  f"gen {arrival.gen}, held {arrival.held}{verdict}")
         else:
-            print(f"  {arrival.op}[{key}] gen {arrival.gen} from {arrival.client}; the hold now: "
-                  f"gen {arrival.held}, {arrival.state}{verdict}")
+            print(f"  {arrival.op}[{key}] at {arrival.receiver}: client {arrival.client}, "
+                  f"gen {arrival.gen}, held {arrival.held}, state {arrival.state}{verdict}")
         return said
 
     watched.__name__ = getattr(rule, "__name__", "rule")

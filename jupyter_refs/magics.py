@@ -599,6 +599,10 @@ class RefsMagics(Magics):
             result = explore(scenario, protocol=protocol, max_schedules=args.max, bound=args.bound,
                              seed=args.seed, progress=bar.update, processes=args.processes)
         except (ScenarioError, ValueError) as exc:
+            if isinstance(exc, ScenarioError):
+                # bound all the same, so that a cell reading `explored` says what happened
+                # rather than fail on a NameError (or read the result of an earlier cell)
+                self.shell.user_ns["explored"] = exc
             raise _usage(exc) from None
         finally:
             bar.close()

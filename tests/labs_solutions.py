@@ -223,6 +223,8 @@ CELLS = {
     "student-copy-rule": _source(copy_applies),
     "student-check": _source(lost_reference, "my_invariant"),
     "student-check-2": _source(cancelled_behind_its_back, "never_cancelled"),
+    "student-check-8215": ("from jupyter_refs.checks import KeyRefs  # what lesson 8's cell used"
+                           "\n\n\n" + _source(cancelled_behind_its_back, "never_cancelled")),
     "student-scenario": ("%%explore --protocol numbered --max 60\n"
                          "f = client.submit(inc, 1, key=\"k\")\n"
                          "client.cancel([f])\n"

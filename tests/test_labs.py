@@ -207,6 +207,7 @@ def test_a_rule_must_decide_a_release_that_meets_no_hold():
     assert alone and None not in {held for _, held in asked}  # the gap the scenario closes
     grade = labs.grade_fix(compare_only, quiet=True)
     assert not grade and "raised TypeError" in grade.verdict and "held=None" in grade.verdict
+    assert "in the scenario cancel_then_release." in grade.verdict  # review 3: say which sent it
     assert (1, None) in asked
     for decides_none in (solutions.release_applies,
                          lambda a: a.held is not None and a.gen >= a.held):
@@ -262,9 +263,11 @@ def test_an_invariant_the_course_has_not_written_is_graded_against_the_trace():
     assert grade.verdict.startswith("PASS: cancelled_behind_its_back fired on all 3 future(s)")
     eager = labs.grade_cancel_check(solutions.any_cancelled, quiet=True)
     assert not eager and eager.failure.schedule.endswith(":")  # in order: the user's cancel
-    assert eager.verdict.endswith("is cancelled — but the client cancelled this one itself "
-                                  "(client:1)")
-    assert "cancel_requested" not in eager.verdict  # review 2: it named the solving field
+    said, given = eager.verdict.split("\nwhat any_cancelled was given there:\n")
+    assert said.endswith("is cancelled — but the client cancelled this one itself (client:1)")
+    assert "cancel_requested" not in said  # review 2: it named the solving field
+    # review 3: the student finds the field by reading what the check was given, printed whole
+    assert given.startswith("  KeyRefs(key='inc-") and "cancel_requested=('client:1',)" in given
     assert "(in order)" in eager.verdict
     half = labs.grade_cancel_check(solutions.lost_only, quiet=True)
     assert not half and "stayed quiet" in half.verdict and "inc-" in half.verdict.split("\n")[0]
@@ -415,6 +418,76 @@ def test_the_restarts_on_real_dask():
         assert seen.get("2", 0) < 20 and seen.get("FutureCancelledError", 0) > 0, seen
 
 
+def test_a_restart_that_releases_passes_and_is_asked_why():
+    """Review 3: old.release() in place of cancel passes (no cancelled-keys comes back), which
+    skips the lesson's point: the PASS asks the student to say why (Question 3).  A restart
+    that cancels is not asked."""
+
+    def releases(client, old, fn, *args):
+        old.release()
+        return client.submit(fn, *args, key=old.key)
+
+    grade = labs.grade_restart(releases, quiet=True)
+    assert grade and grade.verdict.endswith("Why does it pass where client.cancel fails? "
+                                            "(Question 3, below.)"), grade.verdict
+    assert "now say why" in grade.verdict
+    assert "now say why" not in labs.grade_restart(solutions.restart, quiet=True).verdict
+
+
+def test_a_restart_that_sleeps_is_told_that_waiting_moves_no_message():
+    """Review 3: a time.sleep fix FAILed "under the in-order schedule", as if the wait had been
+    too short; the grader sees the sleep and says what it does here and on dask."""
+    import time
+
+    def sleeps(client, old, fn, *args):
+        client.cancel([old])
+        time.sleep(0.001)
+        return client.submit(fn, *args, key=old.key)
+
+    grade = labs.grade_restart(sleeps, quiet=True)
+    assert not grade and "waiting moves no message here" in grade.verdict
+    assert "on dask a sleep only bets" in grade.verdict
+    no_sleep = labs.grade_restart(solutions.restart_at_once, quiet=True)
+    assert not no_sleep and "waiting moves no message" not in no_sleep.verdict
+
+
+def test_reproduced_says_when_every_order_raises():
+    """Review 3: a scenario that cancels after the result() raises in every order; the
+    %%explore cell binds `explored` to the ScenarioError, and reproduced says what to change
+    (before: NameError 'explored' in the next cell)."""
+    from jupyter_refs.explore import ScenarioError
+
+    def too_late(client):
+        f = client.submit(solutions.inc, 1, key="k")
+        f.result()
+        client.cancel([f])
+        g = client.submit(solutions.inc, 1, key="k")
+        return g.result()
+
+    with pytest.raises(ScenarioError) as raised:
+        explore(too_late, protocol=labs.LAB_BASE, max_schedules=60, processes=1)
+    with pytest.raises(labs.LabError, match=r"every order raises .* 'once in a while it works'.* "
+                                            r"Stop the computation while it still runs"):
+        labs.reproduced(raised.value)
+
+
+def test_the_explore_magic_binds_explored_when_every_order_raises():
+    from IPython.core.error import UsageError
+    from IPython.testing.globalipapp import get_ipython
+
+    from jupyter_refs.explore import ScenarioError
+
+    shell = get_ipython()
+    shell.run_line_magic("load_ext", "jupyter_refs")
+    shell.user_ns["inc"] = solutions.inc
+    shell.user_ns.pop("explored", None)
+    cell = ('f = client.submit(inc, 1, key="k")\nf.result()\nclient.cancel([f])\n'
+            'g = client.submit(inc, 1, key="k")\ng.result()\n')
+    with pytest.raises(UsageError, match="not a race"):
+        shell.run_cell_magic("explore", "--max 60 --processes 1", cell)
+    assert isinstance(shell.user_ns["explored"], ScenarioError)
+
+
 def test_reproduced_leaves_the_livelock_out_and_says_so(capsys):
     from jupyter_refs.zoo import cancel_then_same_key
 
@@ -519,8 +592,10 @@ def test_lab_fix_notebook(tmp_path, monkeypatch):
         "client-releases-keys" in today
     # the arrivals, without the rule's verdict (review 2: the verdict gave the answer away)
     watch = output(nb, "watch")
-    assert "client-releases-keys[int-0de51ff37…] gen 1 from client:1; the hold now: gen 2, " \
-        "memory\n" in watch and "violations: dangling_future" in watch
+    # the fields bare (review 3: "the hold now: gen 2" beside "gen 1" nearly printed the rule)
+    assert "client-releases-keys[int-0de51ff37…] at scheduler: client client:1, gen 1, held 2, " \
+        "state memory\n" in watch and "violations: dangling_future" in watch
+    assert "now" not in watch
     assert "applies" not in watch and "dropped" not in watch
     text = "\n".join(c.source for c in nb.cells)
     assert "arrival.gen` with `arrival.held" not in text and "gen >= None" not in text
@@ -543,8 +618,10 @@ def test_lab_fix_notebook(tmp_path, monkeypatch):
     assert output(nb, "grade").startswith("PASS: 8576's scenarios (rescatter, cancel_then_release)")
     # section 4: the worker hop, watched without verdicts, then written and graded on dask
     hop = output(nb, "watch-workers")
-    assert re.search(r"release-worker-data\[int-0de51ff37…\] at scheduler: names copy 1 of "
-                     r"worker:0's; the copy there now: 2\n", hop) and "applies" not in hop
+    assert re.search(r"release-worker-data\[int-0de51ff37…\] at scheduler: client worker:0, "
+                     r"gen 1, held 2\n", hop) and "applies" not in hop
+    # hint 2 no longer asks a question the grader cannot tell apart (review 3: >= passed)
+    assert "it passes both" in text
     assert output(nb, "grade-workers").startswith(
         "PASS: 8576's scenarios (rescatter, cancel_then_release) under dask with your rules")
 
@@ -566,7 +643,10 @@ def test_lab_invariant_notebook(tmp_path, monkeypatch):
     assert "def rescatter_and_use(client" in output(nb, "cancel-scenario")
     assert "client.cancel([unwanted])" in output(nb, "cancel-scenario")  # a cancel of its own
     markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
-    assert "| `cancel_requested` |" in markdown
+    # review 3: neither the table, the hints nor the takeaway name the field part 4 needs, nor
+    # does hint 2 say which field shows where the data is
+    assert "cancel_requested" not in markdown and "*really*" not in markdown
+    assert "A `KeyRefs` has a few more fields than these: print one" in markdown
     assert "two roads" not in markdown and "is that wrong?" not in markdown  # review 2026-12-05
     assert output(nb, "grade-2").startswith("PASS: never_cancelled fired on all 3 future(s)")
     beliefs = output(nb, "beliefs")
@@ -582,6 +662,9 @@ def test_lab_invariant_notebook(tmp_path, monkeypatch):
     assert "in form B the scheduler still says `memory`" in text and "forms B and C" not in text
     assert re.search(r"^dask-2024\.7@[0-9a-f]{6}:\S* +ghost_task$", output(nb, "going-further-1"), re.M)
     assert output(nb, "going-further-2").startswith("fixed: every order within bound 2")
+    # going further 2 has its answer, hidden (review 3: it gave no feedback)
+    assert "refcount_mismatch is judged once the network is\ndrained" in output(
+        nb, "going-further-2-answer")
 
 
 @pytest.mark.slow
@@ -614,7 +697,12 @@ def test_capstone_notebook(tmp_path, monkeypatch):
     assert groups.startswith("`outcome_differs` (the scenario returned 2)") and "Livelock" not in groups
     # the hidden answers, in the order of their questions; the fix's solution is elsewhere
     hidden = [c.source.splitlines()[0] for c in nb.cells if c.source.startswith("%%solution")]
-    assert hidden == ["%%solution question 1", "%%solution question 2"]
+    assert hidden == ["%%solution question 1", "%%solution question 2", "%%solution question 3",
+                      "%%solution question 4"]
+    # review 3: release passing is a question (why does it pass where cancel fails?), answered
+    assert "**Question 3.** Put `old.release()`" in text
+    assert "release sends client-releases-keys, which the scheduler handles without answering" \
+        in output(nb, "release-answer")
     assert "**Question 2.**" in text and "The fix's solution is not in this notebook" in nb.cells[0].source
     story = output(nb, "story")
     assert re.search(r"→ sent #2 cancel-keys on client:1->scheduler +\[cell \d+, line 3\]", story)
@@ -632,6 +720,17 @@ def test_capstone_notebook(tmp_path, monkeypatch):
                     r"\(distributed 2026\.8\.0\): returned 2 in 20 of 20 runs", graded), graded
     assert "not dask's fix" in text and "lesson 7, part 3" not in text
     assert "the late release-worker-data" not in text  # the race table names form C (review)
+    # review 3: form B's row was wrong ("the generations alone leave this form, under fixed
+    # too"); rows B and C point at lesson 7's section 4, where those rules are written
+    assert "the generations alone do not stop it: lesson 1, Exercise 3" in text
+    assert "under `fixed` too" not in text and "(lesson 7, section 3)" not in text
+    assert "about another copy (lesson 7, section 4) |" in text
+    # going further: lab 8's never_cancelled on #8215 stays quiet (checked here: no group names
+    # it, the report's in-order error included), and the hidden answer says why
+    found = output(nb, "going-further-8215")
+    assert re.search(r"^dask-numbered-copies@[0-9a-f]{6}: +scenario_raised$", found, re.M), found
+    assert "never_cancelled" not in found and "dangling_future" in found
+    assert "cancel_requested=('client:1',)" in output(nb, "gf-8215-answer")
     # what people try, on real dask: an RPC round trip and waiting for the scheduler do not do
     # it; a fresh key does, but is not what the user asked
     work = dict(re.findall(r"^(.+?) +returned 2 in +(\d+) of 20 runs$", output(nb, "workaround"), re.M))
