@@ -135,7 +135,7 @@ from .protocol import messages as m
 from .protocol.messages import CONNECTION_LOST
 from .trace import ACTOR, EXTRA, KEY, THREAD, Batch, Trace
 
-__all__ = ["NAMES", "Checks", "Invariant", "KeyRefs", "Violation", "judge"]
+__all__ = ["NAMES", "Checks", "Invariant", "KeyRefs", "Violation", "cause_only", "judge"]
 
 #: The checks' names (a violation's ``name``), declared in ``promises.py``: an invariant of
 #: one's own takes another.
@@ -197,6 +197,25 @@ def quiet_limit_for(max_events: int) -> int:
 
 
 _CLOSED_STATES = {"cancelled", "lost", "error"}
+
+#: The sentences of a violation's explanation that tell what comes *next* — the consequence,
+#: not the broken invariant.  The checks' explanations keep them (``%refs --why``, a lesson's
+#: check after the fact); a game's win message ends before them (:func:`cause_only`), since a
+#: lesson's next prediction asks about that consequence (lesson 1's 01-1 and 01-2, lesson 2's
+#: 02-3).
+DANGLING_NEXT = (" The client believes the data exists; the next computation that uses it will "
+                 "be cancelled as lost data.")
+TOLD_NEXT = " The client will hear lost-data then cancelled-keys:"
+GHOST_NEXT = (" The next transition that reaches it fails an assertion, and the scheduler drops "
+              "the connection of the client that caused it.")
+CONSEQUENCES = (DANGLING_NEXT, TOLD_NEXT, GHOST_NEXT)
+
+
+def cause_only(explanation: str) -> str:
+    """``explanation`` ended at the broken invariant: cut before its first consequence
+    sentence (:data:`CONSEQUENCES`), if it has one."""
+    cuts = [i for i in (explanation.find(c) for c in CONSEQUENCES) if i >= 0]
+    return explanation[:min(cuts)] if cuts else explanation
 
 
 class Checks:
@@ -331,8 +350,7 @@ class Checks:
                     "dangling_future", key, client, seq,
                     (overtaken + " " if overtaken else "")
                     + f"{client}'s future for {key} has just been marked finished, but the "
-                    f"scheduler had already forgotten {key}. The client believes the data exists; "
-                    "the next computation that uses it will be cancelled as lost data.")
+                    f"scheduler had already forgotten {key}." + DANGLING_NEXT)
             elif key in self._vanished:
                 self._report("dangling_future", key, client, seq,
                              f"{client}'s future for {key} has just been marked finished, but "
@@ -417,9 +435,7 @@ class Checks:
             "ghost_task", key, client, seq,
             f"{client}'s {op}{msg} created a task for {key}: state released, no "
             f"run_spec, who_wants={{{', '.join(extra[WANTS_AFTER])}}}. It came from {where}. "
-            + before + "Nothing can compute this task: the next transition that reaches it "
-            "fails an assertion, and the scheduler drops the connection of the client that "
-            "caused it.", once=False)
+            + before + "Nothing can compute this task." + GHOST_NEXT, once=False)
 
     def _release_applied(self, b: Beliefs, seq: int, row: tuple) -> None:
         b.release_applied(seq, row)
@@ -800,9 +816,8 @@ class Checks:
             return seq, (
                 f"the scheduler forgot {key} while {client} held a finished future for it: the "
                 "last worker copy of the data was freed (a free-keys meant for the key's "
-                "previous life deleted the data a scatter had just put there). The client will "
-                "hear lost-data then cancelled-keys: its future ends cancelled, with refcount "
-                f"{b.refcount.get((client, key))}.")
+                "previous life deleted the data a scatter had just put there)." + TOLD_NEXT
+                + f" its future ends cancelled, with refcount {b.refcount.get((client, key))}.")
         released = b.released_at.get((client, key))
         first = released if released is not None else seq
         overtaken = self._overtaken(b, client, key, b.receiving)

@@ -88,14 +88,56 @@ def test_the_ghost_task_game():
         del x
         return g
 
-    game = course.goal(travel, check="ghost_task", within=6, protocol="dask-2024.7")
+    # Lesson 2's budget (the third review): 5, so a detour through free-keys loses
+    game = course.goal(travel, check="ghost_task", within=5, protocol="dask-2024.7")
     try:
-        for op in ("update-graph", "client-releases-keys", "compute-task", "execute",
-                   "client-desires-keys"):
+        for op in GHOST:
             deliver(game, op)
         assert game.verdict.outcome == "won" and game.verdict.reached_at == 5
+        # the win ends at the broken invariant; 02-3 asks the consequence (the dropped
+        # connection), which the check's own explanation still says
+        said = game.status
+        assert said.rstrip().endswith("Nothing can compute this task."), said
+        assert "drops the connection" not in said and "assertion" not in said
+        [flagged] = [v for v in game.cluster.violations if v.name == "ghost_task"]
+        assert "the scheduler drops the connection of the client that caused it" in flagged.explanation
+        game.restart()  # a detour: the free-keys delivered on the way
+        for op in (*GHOST[:3], "free-keys", *GHOST[3:]):
+            if game.verdict.outcome == "playing":
+                game.deliver(op)
+        assert (game.verdict.outcome, game.verdict.reached_at, game.deliveries) == ("spent", None, 5)
     finally:
         game.close()
+
+
+#: Lesson 2's shortest order: the owner's release first, then the task, then its desire.
+GHOST = ("update-graph", "client-releases-keys", "compute-task", "execute", "client-desires-keys")
+
+
+@pytest.mark.parametrize("order", [
+    FORM_A,  # the release last: the scheduler forgets a key the client holds finished
+    ["scatter", "update-data", "update-data-reply", "client-releases-keys", "scatter-reply"],
+], ids=["forgotten-while-finished", "finished-after-forgotten"])
+def test_the_win_does_not_answer_the_next_prediction(game, order):
+    """Lesson 1's win message says the scheduler forgot the key and stops there: 01-1 asks
+    what the next computation on x does (cancelled as lost data), 01-2 how x ends."""
+    for op in order:
+        deliver(game, op)
+    said = game.status
+    assert game.verdict.outcome == "won" and "forgot" in said, said
+    assert "lost data" not in said and "next computation" not in said and "cancelled" not in said
+    assert said.rstrip().endswith((".", "still says finished.")), said
+    flagged = [v.explanation for v in game.cluster.violations if v.name == "dangling_future"]
+    if order != FORM_A:  # the check itself still says what comes next
+        assert any("cancelled as lost data" in e for e in flagged), flagged
+
+
+def test_cause_only_cuts_at_the_first_consequence():
+    from jupyter_refs.checks import CONSEQUENCES, cause_only
+
+    for tail in CONSEQUENCES:
+        assert cause_only("It broke." + tail + " More.") == "It broke."
+    assert cause_only("It broke.") == "It broke."
 
 
 def fire_once(client):

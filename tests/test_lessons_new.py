@@ -135,7 +135,16 @@ def test_lesson_00_references(tmp_path, monkeypatch, caplog):
     # a status changes by the scheduler's messages, and by the client's own cancel() (00-1)
     md = " ".join(c.source.replace("\n", " ") for c in nb.cells if c.cell_type == "markdown")
     assert "updated only by messages" not in md and "changed only by" not in md
-    assert "or, at once, by the client's own `cancel()`" in md
+    assert "or, at once, by the client's own `cancel()`" not in md  # not before 00-1's check
+    told = next(i for i, c in enumerate(nb.cells) if "at once, by the client's own `cancel()`" in c.source)
+    checked = next(i for i, c in enumerate(nb.cells) if "check-status" in c.metadata.get("tags", []))
+    assert told > checked
+    # 00-1's question says when the look is taken (the review: `processing` holds only then)
+    assert "before its cancel-keys reaches the scheduler" in cell(nb, "guess-status").source
+    assert "in its last two sections" in head.replace("\n", " ")
+    # lesson 0's box does not say what today's dask does with a travelling future (02-4's answer)
+    box = next(c.source for c in nb.cells if "> **Model vs dask.**" in c.source)
+    assert "differed in one respect" not in box and "on a manual network `scatter` returns" in box
     assert "changed by the scheduler's messages or by the   client's own `cancel()`" in md
     assert "the answer: 'released'" in text_of(nb, "check-states")
     assert "model and dask agree: True" in text_of(nb, "check-states")

@@ -176,6 +176,14 @@ def test_scatter_race_lesson():
     assert "fixed: 0 of 12 seeds failed in 2000 iterations" in fixed_loop
     assert "stale messages ignored, by kind: ['release.stale', 'report.stale']" in fixed_loop
     assert "[right] the answer: " in fixed_loop
+    # 01-5's likeliest wrong guess, scatter.stale, is explained (the third review)
+    assert "no scatter.stale" in fixed_loop
+    assert "And `scatter.stale` never appears, in any seed" in text
+    # scatter returns at once on a manual network only (the third review: random/live block)
+    assert "on a manual network only" in nb.cells[0].source and "used from here on" not in nb.cells[0].source
+    # "cell N" in --why's chain is the execution count, said where it first shows
+    assert re.search(r"cell \d+, line \d+", text_of(nb, "legacy-b-why"))
+    assert "the N of `In [N]`" in said_before(nb, "01-4")
     # each prediction before the text that answers it (issue 42)
     assert "in form A always" not in said_before(nb, "01-4")
     assert "always ends in `refcount_mismatch`" not in said_before(nb, "01-4")
@@ -215,6 +223,35 @@ def test_scatter_race_lesson():
     assert "depends on what each side believes" not in said_before(nb, "01-4")
     widgets = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
     assert any(m["model_name"] == "BokehModel" for m in widgets.values())  # %timeline drew
+
+
+def test_scatter_stale_needs_a_release_while_the_scatter_travels():
+    """Lesson 1, cell 45's claim: the loop never logs scatter.stale, since its scatter returns only
+    once registered (on the random network, as in dask); a manual network, where scatter returns
+    at once, lets the release overtake the put, and fixed says scatter.stale."""
+    from jupyter_refs.cluster import Cluster
+
+    with Cluster(protocol="fixed", workers=1, network="random", seed=0) as cluster:
+        client = cluster.client()
+        x = client.scatter(123)
+        assert x.status == "finished"  # scatter blocked until the RPC returned
+        del x
+        for _ in range(300):
+            x = client.scatter(123)
+            del x
+        cluster.run_until_idle()
+        assert {e.kind for e in cluster.trace if e.kind.endswith("stale")} == {"release.stale",
+                                                                               "report.stale"}
+    with Cluster(protocol="fixed", workers=1, network="manual") as cluster:
+        client = cluster.client()
+        x = client.scatter(123)
+        assert x.status == "pending"  # the model's liberty, on a manual network only
+        del x
+        for op in ("scatter", "client-releases-keys"):
+            [msg] = [m for m in cluster.in_flight if m.op == op][:1]
+            cluster.deliver(msg.msg_id)
+        cluster.run_until_idle()
+        assert "scatter.stale" in {e.kind for e in cluster.trace}
 
 
 def widget_models(nb) -> list[str]:
@@ -290,7 +327,7 @@ def test_ghost_task_lesson():
     assert "unbound" not in said_before(nb, "02-5") and "`status` is `None`" not in said_before(nb, "02-5")
     assert "closes the stream" in said_before(nb, "02-4")  # the explanation follows the check
     game = text_of(nb, "game")  # be the scheduler: race 7498 of the zoo
-    assert "Goal: make the scheduler create a ghost task" in game and "0 of 6 deliveries" in game
+    assert "Goal: make the scheduler create a ghost task" in game and "0 of 5 deliveries" in game
     assert "in flight (game.deliver(N) delivers the N-th):" in game
     # the game comes before the ghost forced by hand: a discovery, not a replay (issue 42's review)
     at = {tag: next(i for i, c in enumerate(nb.cells) if tag in c.metadata.get("tags", []))
@@ -311,6 +348,11 @@ def test_ghost_task_lesson():
     # the model's dask and real dask agree on the returned future, and 02-5 is named where checked
     assert "`pending` and bound to the client" not in text  # the model no longer differs there
     assert "Prediction 02-5, checked on real dask" in text
+    # the third review: 02-4's 0 not given by the Variable's paragraph; no stale model clause
+    assert "since then `set` waits" not in said_before(nb, "02-4")
+    assert "since then `set` waits" in said_before(nb, "02-5")
+    assert "the model's dask differs here" not in "\n".join(c.source for c in nb.cells)
+    assert "in at most 5 deliveries" in text
 
 
 @pytest.mark.slow
@@ -379,6 +421,8 @@ def test_future_ids_lesson():
     # the optional storm states no count that its own run may contradict (issue 42's review)
     assert "rounds in ten collided" not in markdown(nb)
     assert "advanced" not in said_before(nb, "03-3")
+    julia = next(c.source for c in nb.cells if c.source.startswith("## Julia's fix on a cluster"))
+    assert "inc-1" not in julia  # the third review: 03-3's keys are not shown just above it
     assert "BokehModel" in widget_models(nb)
 
 

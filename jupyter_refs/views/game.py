@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import ipywidgets as w
 
+from ..checks import cause_only
 from ..trace import Event
 from .timeline import Timeline
 
@@ -66,7 +67,8 @@ class Verdict:
     deliveries: int
     #: The delivery that made the checks flag the goal's name (None: not yet).
     reached_at: int | None = None
-    #: The checks' explanation of that violation.
+    #: The checks' explanation of that violation, ended at the broken invariant (a lesson asks
+    #: its consequence next: ``checks.cause_only``).
     explanation: str = ""
 
     def sentence(self, goal: Goal) -> str:
@@ -103,7 +105,7 @@ def judge(goal: Goal, events: Iterable[Event]) -> Verdict:
             deliveries += 1
         elif e.kind == "violation" and e.get("name") == goal.check:
             outcome: Outcome = "won" if deliveries <= goal.within else "spent"
-            return Verdict(outcome, deliveries, deliveries, e.get("explanation") or "")
+            return Verdict(outcome, deliveries, deliveries, cause_only(e.get("explanation") or ""))
     return Verdict("spent" if deliveries >= goal.within else "playing", deliveries)
 
 
