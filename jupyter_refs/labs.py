@@ -201,6 +201,53 @@ def _dropped_current(f: Failure) -> str | None:
     return "\n".join(lines)
 
 
+def _given(grade: Grade, quiet: bool) -> Grade:
+    """``grade``, printed first unless ``quiet``: every grader's last step."""
+    if not quiet:
+        print(grade)
+    return grade
+
+
+def _raised_everywhere(what: str, bound: int, exc: ScenarioError, who: str) -> str:
+    """The FAIL of a search where every order raised the same (no failure to show)."""
+    raised = exc.exception
+    return (f"FAIL: {what}: in every order within bound {bound}, the in-order one "
+            f"({_shown(exc.schedule)}) too, {who} raised "
+            f"{getattr(raised, 'name', type(raised).__name__)}: "
+            f"{getattr(raised, 'message', raised)}")
+
+
+def _verdict(what: str, bound: int, scenarios: Sequence[Scenario],
+             results: list[ExploreResult], mistake: str | None,
+             said: Callable[[Failure], str | None], told: Callable[[Failure, Scenario], str],
+             passed: str) -> Grade:
+    """A rule grader's verdict on its explored ``results`` (one per scenario): the rule's own
+    ``mistake`` (a FAIL already worded), else the first failing scenario's smallest failure —
+    in one sentence when ``said`` has one, else ``told`` in full — else a search cut short;
+    else PASS, saying what held (``passed``)."""
+    failed = next((r for r in results if r.failures), None)
+    if mistake is not None:
+        return Grade(False, mistake, results)
+    if failed is not None:
+        first = failed.failures[0]
+        one = scenarios[results.index(failed)]
+        where = "" if failed is results[0] else f" in {one.__name__}"
+        count = f"{len(failed.failures)} distinct failure(s){where} within bound {bound}"
+        sentence = said(first)
+        if sentence:
+            return Grade(False, f"FAIL: {what}: {sentence}\n({count}; this is the smallest.)",
+                         results, first)
+        return Grade(False, f"FAIL: {what}: {count}. The smallest:\n{told(first, one)}",
+                     results, first)
+    partial = next((r for r in results if not r.exhaustive), None)
+    if partial is not None:
+        return Grade(False, f"FAIL: {what}: the orders within bound {bound} were not all run "
+                            f"({partial.schedules} schedules)", results)
+    runs = " + ".join(str(r.systematic) for r in results)
+    return Grade(True, f"PASS: {what}: every order within bound {bound} ({runs} schedules), "
+                       f"{passed}", results)
+
+
 def fix_protocol(rule: Rule, ops: Sequence[str] | None = None, *,
                  base: str | ProtocolVariant = LAB_BASE, name: str = "your-fix",
                  race: str = "8576") -> ProtocolVariant:
@@ -240,42 +287,14 @@ def grade_fix(rule: Rule, ops: Sequence[str] | None = None, *, race: str = "8576
                                    sample=False, processes=1))
     except ScenarioError as exc:
         # Every order raised the same: no failure to show, but the grade is a FAIL all the same.
-        raised = exc.exception
-        name = getattr(raised, "name", type(raised).__name__)
-        text = getattr(raised, "message", raised)
-        grade = Grade(False, f"FAIL: {what}: in every order within bound {bound}, the in-order "
-                             f"one ({_shown(exc.schedule)}) too, {one.__name__} raised {name}: "
-                             f"{text}", results)
-        if not quiet:
-            print(grade)
-        return grade
-    failed = next((r for r in results if r.failures), None)
-    partial = next((r for r in results if not r.exhaustive), None)
-    if guarded.mistake is not None:
-        grade = Grade(False, f"FAIL: your rule {guarded.mistake}. A rule returns True (the "
-                             "message applies) or False (it is about an older hold: drop it).",
-                      results)
-    elif failed is not None:
-        first = failed.failures[0]
-        where = "" if failed is results[0] else f" in {scenarios[results.index(failed)].__name__}"
-        count = f"{len(failed.failures)} distinct failure(s){where} within bound {bound}"
-        dropped = _dropped_current(first)
-        if dropped:
-            grade = Grade(False, f"FAIL: {what}: {dropped}\n({count}; this is the smallest.)",
-                          results, first)
-        else:
-            told = _explained_at_check(first) if race == "8215" else _explained(first)
-            grade = Grade(False, f"FAIL: {what}: {count}. The smallest:\n{told}", results, first)
-    elif partial is not None:
-        grade = Grade(False, f"FAIL: {what}: the orders within bound {bound} were not all run "
-                             f"({partial.schedules} schedules)", results)
-    else:
-        runs = " + ".join(str(r.systematic) for r in results)
-        grade = Grade(True, f"PASS: {what}: every order within bound {bound} "
-                            f"({runs} schedules), no failure", results)
-    if not quiet:
-        print(grade)
-    return grade
+        return _given(Grade(False, _raised_everywhere(what, bound, exc, one.__name__), results),
+                      quiet)
+    mistake = None if guarded.mistake is None else (
+        f"FAIL: your rule {guarded.mistake}. A rule returns True (the message applies) or False "
+        "(it is about an older hold: drop it).")
+    told = _explained_at_check if race == "8215" else _explained
+    return _given(_verdict(what, bound, scenarios, results, mistake, _dropped_current,
+                           lambda first, _: told(first), "no failure"), quiet)
 
 
 #: The worker hop's messages about one copy of a key: the free, and the worker's answer to it.
@@ -384,36 +403,15 @@ def grade_worker_fix(copy_rule: Rule, release_rule: Rule, *, base: str | Protoco
         guarded.scenario = guarded_release.scenario = one.__name__
         results.append(explore(one, protocol=protocol, bound=bound, max_schedules=MAX_SCHEDULES,
                                sample=False, processes=1, invariants=[copy_left_behind]))
-    failed = next((r for r in results if r.failures), None)
-    partial = next((r for r in results if not r.exhaustive), None)
     mistake = guarded.mistake or guarded_release.mistake
     if mistake is not None:
         whose = "rule for the worker hop" if guarded.mistake else "rule for the release"
-        grade = Grade(False, f"FAIL: your {whose} {mistake}. A rule returns True (the message "
-                             "applies) or False (it is about another copy or hold: drop it).",
-                      results)
-    elif failed is not None:
-        first = failed.failures[0]
-        where = "" if failed is results[0] else f" in {scenarios[results.index(failed)].__name__}"
-        count = f"{len(failed.failures)} distinct failure(s){where} within bound {bound}"
-        said = _kept_copies(first) or _dropped_current(first)
-        if said:
-            grade = Grade(False, f"FAIL: {what}: {said}\n({count}; this is the smallest.)",
-                          results, first)
-        else:
-            grade = Grade(False, f"FAIL: {what}: {count}. The smallest:\n{_explained(first)}"
-                                 f"{_let_through(first, scenarios[results.index(failed)], rules)}",
-                          results, first)
-    elif partial is not None:
-        grade = Grade(False, f"FAIL: {what}: the orders within bound {bound} were not all run "
-                             f"({partial.schedules} schedules)", results)
-    else:
-        runs = " + ".join(str(r.systematic) for r in results)
-        grade = Grade(True, f"PASS: {what}: every order within bound {bound} ({runs} schedules), "
-                            "no failure, no copy left behind", results)
-    if not quiet:
-        print(grade)
-    return grade
+        mistake = (f"FAIL: your {whose} {mistake}. A rule returns True (the message applies) or "
+                   "False (it is about another copy or hold: drop it).")
+    return _given(_verdict(what, bound, scenarios, results, mistake,
+                           lambda first: _kept_copies(first) or _dropped_current(first),
+                           lambda first, one: _explained(first) + _let_through(first, one, rules),
+                           "no failure, no copy left behind"), quiet)
 
 
 def grade_check(check: Invariant, *, race: str = "8576", name: str = "dangling_future",
@@ -450,9 +448,7 @@ def grade_check(check: Invariant, *, race: str = "8576", name: str = "dangling_f
         grade = Grade(True, f"PASS: {mine} flagged all {len(flagged)} distinct failure(s) where "
                             f"{name} fired under dask ({racy.systematic} schedules), and stayed "
                             f"quiet under fixed ({fixed.systematic} schedules)", [racy, fixed])
-    if not quiet:
-        print(grade)
-    return grade
+    return _given(grade, quiet)
 
 
 def inc(v: int) -> int:
@@ -563,9 +559,7 @@ def grade_cancel_check(check: Invariant, *, bound: int = BOUND, quiet: bool = Fa
                             f"their client's back ({racy.systematic} schedules under dask), on "
                             f"no other key, and stayed quiet under fixed ({fixed.systematic} "
                             "schedules)", [racy, fixed])
-    if not quiet:
-        print(grade)
-    return grade
+    return _given(grade, quiet)
 
 
 def _outcome_of(f: Failure) -> str:
@@ -785,9 +779,7 @@ def grade_restart(restart: Callable[..., Any], dask_client: Any = None, *, bound
     name = getattr(restart, "__name__", "restart")
     if refused is not None:
         grade = Grade(False, f"FAIL: your {name} {refused}.")
-        if not quiet:
-            print(grade)
-        return grade
+        return _given(grade, quiet)
     habits = _habits(restart)
     scenario = restart_scenario(restart)
     what = f"the report's scenario with your {name}, under {LAB_BASE.name}"
@@ -795,14 +787,7 @@ def grade_restart(restart: Callable[..., Any], dask_client: Any = None, *, bound
         result = explore(scenario, protocol=LAB_BASE, bound=bound, max_schedules=MAX_SCHEDULES,
                          sample=False, processes=1)
     except ScenarioError as exc:
-        raised = exc.exception
-        text = getattr(raised, "message", raised)
-        grade = Grade(False, f"FAIL: {what}: in every order within bound {bound}, the in-order "
-                             f"one ({_shown(exc.schedule)}) too, it raised "
-                             f"{getattr(raised, 'name', type(raised).__name__)}: {text}")
-        if not quiet:
-            print(grade)
-        return grade
+        return _given(Grade(False, _raised_everywhere(what, bound, exc, "it")), quiet)
     if result.failures:
         first = result.failures[0]
         grade = Grade(False, f"FAIL: {what}: {len(result.failures)} distinct failure(s) within "
@@ -832,9 +817,7 @@ def grade_restart(restart: Callable[..., Any], dask_client: Any = None, *, bound
                                      "an order real dask did not: look for a wait that real "
                                      "dask does not make as the model does"
                                      + (_SLEEP_NOTE if habits.slept else ""), [result])
-    if not quiet:
-        print(grade)
-    return grade
+    return _given(grade, quiet)
 
 
 #: What :func:`story` tells of a key: the futures, the messages, the scheduler's transitions.
