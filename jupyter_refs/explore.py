@@ -897,6 +897,28 @@ def _plan(kind: type, fields: dict) -> tuple[tuple[str, str | None], ...] | None
     return order
 
 
+def _canon_value(v: Any, fam: str | None, ids: list, memo: dict) -> Any:
+    """One attribute's or dict item's value for :func:`_canon`, its common leaves inline: a
+    long string with its random names numbered, an id put in ``ids`` to be ranked, an empty
+    container as its constant, ``None``, bools and bytes as they are."""
+    kind = type(v)
+    if kind is str:
+        return _RANDOM.sub(memo[_NAMES_AT], v) if len(v) >= 32 else v
+    if kind is int:
+        if fam is None:
+            return v
+        cell = [v]
+        ids.append((fam, cell))
+        return ("#", fam, cell)
+    if kind is dict:
+        return _canon_dict(v, fam, ids, memo) if v else _EMPTY_DICT
+    if kind is set or kind is frozenset:
+        return _canon(v, fam, ids, memo) if v else _EMPTY_SET
+    if v is None or kind is bool or kind is bytes:
+        return v
+    return _canon(v, fam, ids, memo)
+
+
 def _canon_fields(fields: dict, order: tuple, ids: list, memo: dict) -> tuple:
     """An object's attributes for :func:`_canon`, by its plan (:func:`_plan`): what
     :func:`_canon_dict` makes of them."""
@@ -905,23 +927,7 @@ def _canon_fields(fields: dict, order: tuple, ids: list, memo: dict) -> tuple:
     items = []
     append = items.append
     for k, fam in order:
-        v = fields[k]
-        kind = type(v)
-        if kind is str:
-            if len(v) >= 32:
-                v = _RANDOM.sub(memo[_NAMES_AT], v)
-        elif kind is int:
-            if fam is not None:
-                cell = [v]
-                ids.append((fam, cell))
-                v = ("#", fam, cell)
-        elif kind is dict:
-            v = _canon_dict(v, fam, ids, memo) if v else _EMPTY_DICT
-        elif kind is set or kind is frozenset:
-            v = _canon(v, fam, ids, memo) if v else _EMPTY_SET
-        elif v is not None and kind is not bool and kind is not bytes:
-            v = _canon(v, fam, ids, memo)
-        append((k, v))
+        append((k, _canon_value(fields[k], fam, ids, memo)))
     return ("{", *items)
 
 
@@ -936,22 +942,8 @@ def _canon_dict(obj: dict, family: str | None, ids: list, memo: dict) -> tuple:
             fam = family or _ID_FAMILIES.get(k)
             if k == "_next_worker":  # the scheduler's round robin: read modulo its workers
                 v %= max(1, len(obj.get("workers", ())))
-            kind = type(v)
-            if kind is str:
-                if len(v) >= 32:
-                    v = _RANDOM.sub(memo[_NAMES_AT], v)
-            elif kind is int:
-                if fam is not None:
-                    cell = [v]
-                    ids.append((fam, cell))
-                    v = ("#", fam, cell)
-            elif kind is dict:
-                v = _canon_dict(v, fam, ids, memo) if v else _EMPTY_DICT
-            elif kind is set or kind is frozenset:
-                v = _canon(v, fam, ids, memo) if v else _EMPTY_SET
-            elif v is not None and kind is not bool and kind is not bytes:
-                v = _canon(v, fam, ids, memo)
-            append((_RANDOM.sub(memo[_NAMES_AT], k) if len(k) >= 32 else k, v))
+            append((_RANDOM.sub(memo[_NAMES_AT], k) if len(k) >= 32 else k,
+                    _canon_value(v, fam, ids, memo)))
         else:
             append((_canon(k, None, ids, memo), _canon(v, family, ids, memo)))
     try:
