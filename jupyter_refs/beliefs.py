@@ -328,7 +328,8 @@ class Beliefs:
                 tuple(sorted(self.who_wants.get(key, ()))),
                 tuple(sorted(self.copies.get(key, {}))),
                 tuple(dict.fromkeys(verdicts.get(key, ()))),
-                tuple(c for c in sorted(self.holders.get(key, ())) if (c, key) in self.asked_cancel),
+                tuple(c for c in sorted(self.holders.get(key, ())) if (c, key) in self.asked_cancel)
+                if self.asked_cancel else (),
             )
             for key in keys
         ]

@@ -64,7 +64,15 @@ from .explore import (
     short_schedule,
 )
 from .protocol import messages as m
-from .protocol.variants import DASK, Arrival, ProtocolVariant, Rule, get_variant, with_rules
+from .protocol.variants import (
+    COPY_OPS,
+    DASK,
+    Arrival,
+    ProtocolVariant,
+    Rule,
+    get_variant,
+    with_rules,
+)
 from .zoo import RACES
 
 __all__ = ["ALSO", "COPY_OPS", "LAB_BASE", "Grade", "LabError", "arrivals", "cancel_then_release",
@@ -295,10 +303,6 @@ def grade_fix(rule: Rule, ops: Sequence[str] | None = None, *, race: str = "8576
     told = _explained_at_check if race == "8215" else _explained
     return _given(_verdict(what, bound, scenarios, results, mistake, _dropped_current,
                            lambda first, _: told(first), "no failure"), quiet)
-
-
-#: The worker hop's messages about one copy of a key: the free, and the worker's answer to it.
-COPY_OPS = (m.FREE_KEYS, m.RELEASE_WORKER_DATA)
 
 
 def copy_left_behind(key: Any) -> str | None:

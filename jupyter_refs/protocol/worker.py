@@ -258,8 +258,7 @@ class WorkerState:
                     out += self._release(ts, stimulus)
                 continue
             rule = self.variant.rule(m.FREE_KEYS) if self.variant.rules else None
-            copies = self.copies.get(key)
-            if rule is not None and copies:
+            if rule is not None and (copies := self.copies.get(key)):
                 # A protocol's own rule (``ProtocolVariant.rules``): is this free about the copy
                 # held here now?
                 held = max(copies)
