@@ -80,6 +80,10 @@ def open_box(box):
     return (type(box.future).__name__, box.future.key)
 
 
+def unbox(box):
+    return box.future
+
+
 ATTEMPTS: dict[str, int] = {}
 _attempts_lock = threading.Lock()
 
@@ -317,6 +321,15 @@ def args_user_class(b):
     x = b.client.submit(inc, 1)
     kind, key = b.client.submit(open_box, Box(x)).result()
     return kind, key == x.key
+
+
+@program
+def args_user_class_returned(b):
+    """The future a task found in a user's object, returned: it reaches the client as the
+    task had it, unbound (no status, not held), with the key of the future inside."""
+    x = b.client.submit(inc, 1)
+    back = b.client.submit(unbox, Box(x)).result()
+    return type(back).__name__, back.status, back.key == x.key, x.result()
 
 
 @program
