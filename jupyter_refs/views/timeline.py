@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 import numpy as np
+from bokeh.core.serialization import Serializer
 from bokeh.models import ColumnDataSource, FixedTicker, HoverTool, Range1d
 from bokeh.plotting import figure
 from bokeh.transform import linear_cmap
@@ -50,6 +51,34 @@ _TOOLS = "xpan,xwheel_zoom,xbox_zoom,reset,save"
 _SLICE_S = 0.001  # how long the pump works before letting other threads run
 
 
+class _Text(list):
+    """A column of strings (or None), sent to the page as the list it is.
+
+    Bokeh's serializer encodes a plain list row by row through a chain of type tests; a
+    trace of 40,000 tasks has half a million rows, and that took longer than building
+    the rest of the figure.  Strings and None need no encoding: JSON takes them as they are
+    (anything else, as bokeh would send it).
+    """
+
+
+Serializer.register(_Text, lambda column, serializer: [
+    v if v is None or type(v) is str else serializer.encode(v) for v in column])
+
+
+class _Box(w.VBox):
+    """The timeline's widget.  Its text form (``text/plain`` beside the widget) is the
+    timeline's one line, not ipywidgets' repr of every trait: that repr holds the figure's
+    whole document, and on a 40,000-task trace it took seconds, only to be cut at 110
+    characters."""
+
+    #: The timeline's own text, held weakly: the timeline holds its widget.
+    text: weakref.WeakMethod | None = None
+
+    def __repr__(self) -> str:
+        text = self.text() if self.text is not None else None
+        return text() if text is not None else "<jupyter_refs timeline>"
+
+
 def _with_y(cols: dict[str, list[Any]], y: np.ndarray, lanes: dict[str, str]) -> dict[str, Any]:
     """Column data for bokeh: numbers as arrays (sent as binary), lane ids replaced by y.
 
@@ -67,7 +96,7 @@ def _with_y(cols: dict[str, list[Any]], y: np.ndarray, lanes: dict[str, str]) ->
             ids = np.asarray(values, dtype=np.int64)
             data[lanes[name]] = y[ids] if len(ids) else np.zeros(0)
         elif name in _TEXT:
-            data[name] = list(values)  # a copy: bokeh's stream() extends list columns in place
+            data[name] = _Text(values)  # a copy: bokeh's stream() extends list columns in place
         else:
             data[name] = np.asarray(values, dtype=float)
     return data
@@ -435,7 +464,14 @@ class Timeline(LiveView):
         if self.cluster is not None and self.cluster.steppable:
             self._step = self._step_controls()
             rows.insert(2, self._step)
-        return w.VBox(rows)
+        box = _Box(rows)
+        box.text = weakref.WeakMethod(self._text)
+        return box
+
+    def _text(self) -> str:
+        m = self.model
+        return (f"<jupyter_refs timeline of {self._title}: {len(m.events)} events, "
+                f"{len(m.messages)} messages, {len(m.violations)} violations>")
 
     def _refresh_keys(self) -> None:
         keys = list(self.model.seen_keys)
