@@ -127,3 +127,14 @@ def test_every_failure_of_the_race_has_a_form():
     result = explore(_scatter_race, protocol="dask", bound=2, sample=False, max_schedules=2000)
     forms = {form_of_8576(f.run.trace, f.violations[0].key) for f in result.failures}
     assert forms == {"A", "B", "C"}
+
+
+def test_a_message_names_its_channel_once():
+    """Review 4: ``cluster.in_flight`` printed as a list showed an RPC's channel twice."""
+    from jupyter_refs.protocol.messages import Message
+
+    rpc = Message("client:1", "scheduler", "scatter", "rpc:client:1#1", False, ("k",), msg_id=1)
+    assert repr(rpc) == "<Message #1 scatter[k] client:1->scheduler on rpc:client:1#1>"
+    stream = Message("client:1", "scheduler", "cancel-keys", "client:1->scheduler", True, ("k",),
+                     msg_id=2)
+    assert repr(stream) == "<Message #2 cancel-keys[k] client:1->scheduler on client:1->scheduler>"

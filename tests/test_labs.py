@@ -769,3 +769,10 @@ def test_capstone_as_shipped_says_what_is_missing(tmp_path, monkeypatch):
     assert "nothing to confirm yet" in output(nb, "confirm")
     assert "is not a schedule" not in "".join(output(nb, t) for t in ("replay", "confirm"))
     assert output(nb, "grade").startswith("FAIL: the report's scenario with your restart")
+
+
+def test_a_grade_echoes_short():
+    """Review 4: a cell ending in a grader's call printed the verdict, then echoed it again as
+    ``<Grade PASS: …>``; the echo now says only PASS or FAIL."""
+    assert repr(labs.Grade(True, "PASS: all of it\nmore")) == "<Grade PASS>"
+    assert repr(labs.Grade(False, "FAIL: the smallest schedule")) == "<Grade FAIL>"
