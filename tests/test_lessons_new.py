@@ -102,7 +102,7 @@ def test_lesson_00_references(tmp_path, monkeypatch, caplog):
     stderr = [o.text for c in nb.cells for o in c.get("outputs", [])
               if o.output_type == "stream" and o.name == "stderr"]
     assert not stderr, stderr
-    check_conventions(nb, 40)
+    check_conventions(nb, 45)
     for side in ("dask", "model"):
         life = text_of(nb, "lifecycle")
         assert re.search(rf"{side}\s+right after submit: pending\s+scheduler: processing", life)

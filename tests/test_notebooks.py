@@ -45,8 +45,8 @@ def text_of_cell(cell) -> str:
 LESSONS = {
     "01_scatter_race.ipynb": 60,
     "02_ghost_task.ipynb": 40,
-    "03_future_ids.ipynb": 30,
-    "05_explore.ipynb": 40,
+    "03_future_ids.ipynb": 40,
+    "05_explore.ipynb": 50,
     "06_tasks_that_submit.ipynb": 45,
 }
 
