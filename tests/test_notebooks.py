@@ -219,7 +219,10 @@ def test_scatter_race_lesson():
     assert "they matter in form B's hand-made order" not in text
     assert "have nothing to refuse here" not in text
     fixed_at = text.index("## The fixed protocol")
-    assert "That stops form C" in text[fixed_at:] and "That stops form A" in text[fixed_at:]
+    assert "that stops form C" in text[fixed_at:] and "that stops form A" in text[fixed_at:]
+    # review 4: the fixed protocol says what its messages carry, not lab 7's receiver rules
+    assert "newest desire" not in text and "any copy but the one it registered" not in text
+    assert "the rule you write in lab 7" in text[fixed_at:]
     assert "depends on what each side believes" not in said_before(nb, "01-4")
     widgets = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
     assert any(m["model_name"] == "BokehModel" for m in widgets.values())  # %timeline drew
