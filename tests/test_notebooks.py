@@ -325,6 +325,11 @@ def test_ghost_task_lesson():
     assert "creates nothing" not in said_before(nb, "02-4") and "unbound" not in said_before(nb, "02-4")
     assert "ghost tasks in 50" not in said_before(nb, "02-4")  # issue 42's review: 0 was given away
     assert "On the model, back at `client:1`" not in said_before(nb, "02-4")
+    # review 4: the PR that changed both halves is named after 02-4 is checked, not before
+    assert "changed how dask handles both halves" not in said_before(nb, "02-4")
+    assert "changed how dask handles both halves" in markdown(nb)
+    # ... and 02-3 says when each result is asked: g's first gather succeeds (review 4)
+    assert "*After* `y` is submitted" in said_before(nb, "02-3")
     assert "status None" not in said_before(nb, "02-5")
     # 02-5 is asked before the text on PR 8827 that says "unbound" (issue 42), checked on real dask
     assert "unbound" not in said_before(nb, "02-5") and "`status` is `None`" not in said_before(nb, "02-5")
