@@ -561,9 +561,18 @@ def test_explore_lesson():
     assert "not confirmed" not in confirmed
     at = {t: i for i, c in enumerate(nb.cells) for t in c.metadata.get("tags", [])}
     assert at["variants"] < at["confirm"]  # 05-3 is checked before the confirmation shows failures
+    # review 4: scenario_raised and outcome_differs are said and shown here, before the capstone
+    outcome = text_of(nb, "explore-outcome")
+    assert re.search(r"scenario_raised \(event \d+\): the scenario raised FutureCancelledError: inc-\w+ "
+                     r"cancelled for reason: lost dependencies\..*under the in-order schedule it returned "
+                     r"124", outcome), outcome
+    said = markdown(nb)
+    assert "**`scenario_raised`**" in said and "**`outcome_differs`**" in said
+    assert "lesson 1 forced all three forms of #8576 by hand" in said
     # %confirm takes the #8576 cell's exploration by name: the search is not run again (the review)
     code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
-    assert code.count("scatter(123)\nclient.submit(inc, x)") == 2  # the dask cell and the fixed one
+    # the dask cell and the fixed one (and the cell asking for the result, which is another scenario)
+    assert len(re.findall(r"scatter\(123\)\nclient\.submit\(inc, x\)(?!\.result)", code)) == 2
     assert "%confirm --explored found_8576 " in code and "explore" not in at
     assert_conventions(nb)
     text = markdown(nb)
