@@ -486,12 +486,15 @@ def test_real_dask_lesson():
     assert "violations: []" in held
     cost = text_of(nb, "ordered-cost")  # 04-2: the workaround's cost, measured
     plain, ordered = map(float, re.search(r"a scatter: ([\d.]+) ms plain, ([\d.]+) ms under", cost).groups())
-    # the question asks for dask's interval, and that is graded (a loaded machine cannot round it
-    # to another power of ten); the measured cost beside it: a barrier waits out the interval
-    assert "What is that interval" in said_before(nb, "04-2")
+    # review 4: the question asks for the measured cost in the client stream's intervals (lesson 0
+    # gave the interval itself), graded against the measurement it prints, rounded
+    assert "Count the cost in the client stream's intervals" in said_before(nb, "04-2")
     assert "the client's batched stream sends at most once every 10 ms" in cost
-    assert ordered > 5 and re.search(r"this run measured [\d.]+ of them per scatter", cost), cost
-    assert "[right] the answer: 10 " in cost
+    measured = float(re.search(r"this run measured ([\d.]+) of them per scatter", cost)[1])
+    assert ordered > 5, cost  # a barrier waits for the client stream's next batch
+    answer = min((0, 1, 2, 3), key=lambda n: abs(n - measured))
+    assert re.search(rf"^\[(right|not quite: you guessed 1)\] the answer: {answer} \(this run's ",
+                     cost, re.M), cost
     # %%explore and %confirm moved to lesson 5, which teaches them (issue 42)
     assert not any(tag in c.metadata.get("tags", []) for c in nb.cells
                    for tag in ("explore", "confirm", "exercise-3"))
@@ -518,7 +521,7 @@ def test_real_dask_lesson():
     assert "network.drained" not in said_before(nb, "04-1")
     before_cost = said_before(nb, "04-2")
     assert "10 ms here" not in before_cost and "one batching interval" not in before_cost
-    assert "10 ms" not in before_cost  # the prompt does not give the interval (the review)
+    assert "about one interval" not in before_cost  # the prompt does not give the cost
     assert "Lessons 1–3 ran a model" not in markdown  # lessons 2 and 3 ran real dask too
     assert "form C" in markdown.split("### Exercise 2")[1].split("## Takeaway")[0]
     assert "`network.drained`" in markdown  # why only dangling_future fires on real dask
