@@ -712,6 +712,7 @@ def test_tasks_that_submit_lesson():
     # each prediction before the text that answers it (issue 42)
     assert "`pending`" not in said_before(nb, "06-1").split("## The tree reduction")[1]
     assert "63" not in said_before(nb, "06-1") and "only the root is wanted" not in said_before(nb, "06-1")
+    assert "only the root, or none" not in said_before(nb, "06-1")  # review 4: a count, not words
     assert "hangs here" not in said_before(nb, "06-3")
     assert "nothing can move" not in said_before(nb, "06-3")  # the model's verdict comes after it
     assert "its result is dropped" not in said_before(nb, "06-4")
