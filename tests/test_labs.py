@@ -601,7 +601,14 @@ def test_lab_fix_notebook(tmp_path, monkeypatch):
     assert "arrival.gen` with `arrival.held" not in text and "gen >= None" not in text
     # the numbered copies' two effects are said before the grader prints the base, and section
     # 3's failure is named as lesson 1's form C
-    assert "ignores a\n`release-worker-data` about another copy" in nb.cells[2].source
+    # review 4: the numbered copies are said, not their receivers' rule (section 4 asks for it)
+    assert "a rule on that hop decides which of them apply" in nb.cells[2].source
+    before_section_4 = "\n".join(c.source for c in nb.cells[:next(
+        i for i, c in enumerate(nb.cells) if c.source.startswith("## 4. Your turn again"))])
+    assert "ignores a" not in before_section_4.replace("\n", " ")
+    assert "deletes only the copy" not in before_section_4
+    # the going-further grades are kept, not echoed a second time, and on section 2's scenario
+    assert "g3 = labs.grade_fix(release_applies, scenario=rescatter, bound=3)" in text
     assert "lesson 1's **form C**" in text
     assert output(nb, "grade").startswith("PASS: 8576's scenario")
     workers = output(nb, "workers")  # what the text says of the smallest failure on dask's workers
