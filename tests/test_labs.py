@@ -672,6 +672,9 @@ def test_lab_invariant_notebook(tmp_path, monkeypatch):
     # going further 2 has its answer, hidden (review 3: it gave no feedback)
     assert "refcount_mismatch is judged once the network is\ndrained" in output(
         nb, "going-further-2-answer")
+    # review 4: the lab has no Exercise 2; the answer is question 2's, as the capstone's are
+    assert next(c for c in nb.cells if "going-further-2-answer" in c.metadata.get("tags", [])
+                ).source.startswith("%%solution question 2\n")
 
 
 @pytest.mark.slow
