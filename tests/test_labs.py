@@ -709,8 +709,12 @@ def test_capstone_notebook(tmp_path, monkeypatch):
     hidden = [c.source.splitlines()[0] for c in nb.cells if c.source.startswith("%%solution")]
     assert hidden == ["%%solution question 1", "%%solution question 2", "%%solution question 3",
                       "%%solution question 4"]
-    # review 3: release passing is a question (why does it pass where cancel fails?), answered
-    assert "**Question 3.** Put `old.release()`" in text
+    # review 3: release passing is a question (why does it pass where cancel fails?), answered;
+    # review 4: hidden until the student's PASS, and asked as a prediction, not given as a fix
+    question = next(c.source for c in nb.cells if c.source.startswith("**Question 3**"))
+    assert "Predict first, then grade" in question
+    assert question.index("<details>") < question.index("old.release()")
+    assert "this one passes" not in text
     assert "release sends client-releases-keys, which the scheduler handles without answering" \
         in output(nb, "release-answer")
     assert "**Question 2.**" in text and "The fix's solution is not in this notebook" in nb.cells[0].source
@@ -741,8 +745,14 @@ def test_capstone_notebook(tmp_path, monkeypatch):
     assert re.search(r"^dask-numbered-copies@[0-9a-f]{6}: +scenario_raised$", found, re.M), found
     assert "never_cancelled" not in found and "dangling_future" in found
     assert "cancel_requested=('client:1',)" in output(nb, "gf-8215-answer")
+    # review 4: the going-further groups' spurious_cancel is said, and why it fires, answered
+    assert "**`spurious_cancel`**, a course check you have not met" in text
+    assert "The spurious_cancel groups are the course's own check" in output(nb, "gf-8215-answer")
     # what people try, on real dask: an RPC round trip and waiting for the scheduler do not do
     # it; a fresh key does, but is not what the user asked
+    # review 4: dask's "Couldn't gather" warnings no longer leak into the lesson (silence_logs)
+    assert not [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
+                if o.output_type == "stream" and o.name == "stderr" and "WARNING" in o.text]
     work = dict(re.findall(r"^(.+?) +returned 2 in +(\d+) of 20 runs$", output(nb, "workaround"), re.M))
     assert work["a fresh key (not what the user asked)"] == "20", work
     assert int(work["the report's steps"]) < 20, work
