@@ -72,7 +72,8 @@ def check(guess: Any, actual: Any, *, why: str = "") -> None:
     ``guess`` left as ``...`` means the student did not answer: the answer is shown.  Strings
     compare without case or surrounding blanks, since "Forgotten" and "forgotten " are the same
     guess; obvious aliases count as right too (:func:`_same`): a value typed as text
-    (``"[41]"`` for ``[41]``, ``"0"`` for ``0``), a set of names in another case, and an
+    (``"[41]"`` for ``[41]``, ``"0"`` for ``0``), a list for a tuple (its order compared), a
+    list or tuple for a set, strings inside a list, tuple or set in another case, and an
     exception's shorter name (``"CancelledError"`` for ``"FutureCancelledError"``).
     Returns nothing: a check is read, not computed with.
     """
@@ -142,10 +143,14 @@ def load_magics(shell: Any) -> None:
 
 
 def _norm(value: Any) -> Any:
+    """Strings without case or blanks, also inside a list, tuple or set; a list reads as the
+    tuple it spells (order compared), so ``["a", "b"]`` and ``("A", "b")`` are one guess."""
     if isinstance(value, str):
         return value.strip().lower()
-    if isinstance(value, (set, frozenset)) and all(isinstance(v, str) for v in value):
-        return {v.strip().lower() for v in value}
+    if isinstance(value, (list, tuple)):
+        return tuple(_norm(v) for v in value)
+    if isinstance(value, (set, frozenset)):
+        return frozenset(_norm(v) for v in value)
     return value
 
 
@@ -153,6 +158,11 @@ def _same(guess: Any, actual: Any) -> bool:
     """Whether ``guess`` is ``actual`` up to case, blanks and the obvious aliases."""
     if _norm(guess) == _norm(actual):
         return True
+    if isinstance(guess, (list, tuple)) and isinstance(actual, (set, frozenset)):
+        # a set typed as a list: ["dangling_future"] for {"dangling_future"} (order ignored,
+        # and no name twice: a list that repeats one is not the set)
+        normed = _norm(guess)
+        return len(set(normed)) == len(normed) and frozenset(normed) == _norm(actual)
     if isinstance(guess, str) and not isinstance(actual, str):
         try:  # "[41]" for [41], "True" for True, "{'A', 'B'}" for {"A", "B"}
             return bool(_norm(ast.literal_eval(guess.strip())) == _norm(actual))

@@ -125,7 +125,8 @@ class Grade:
         return self.verdict
 
     def __repr__(self) -> str:
-        return f"<Grade {self.verdict.splitlines()[0]}>"
+        # short: a cell ending in a grader's call has printed the verdict already (review 4)
+        return f"<Grade {'PASS' if self.passed else 'FAIL'}>"
 
 
 class _Guarded:

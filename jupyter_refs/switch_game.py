@@ -42,6 +42,16 @@ def inc(v: int) -> int:
 QUIET = 1.0
 
 
+class Listing(str):
+    """A table as text: a cell ending in it shows its lines, not a quoted string with ``\\n``
+    escapes (review 4, lesson 3's ``game.tried()``)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
 @dataclass(frozen=True)
 class SwitchResult:
     """One try: where A was switched out, the two keys, and whether the checks flagged it."""
@@ -143,13 +153,14 @@ class SwitchGame:
         """One try: A switched out after its line ``n``, B submits its whole task."""
         self.switch(n)
 
-    def tried(self) -> str:
-        """The switch points tried so far, winners marked: what the student has mapped."""
+    def tried(self) -> Listing:
+        """The switch points tried so far, winners marked: what the student has mapped (a
+        string that a cell's last line shows as the table, not as a quoted one-liner)."""
         rows = [f"  A after {t.after_line}, B " + ("whole" if t.b_after is None else
                                                    f"after {t.b_after}")
                 + (": id_collision" if t.collision else ": -") for t in self.tries]
-        return "\n".join([f"{len(self.tries)} tries, {sum(t.collision for t in self.tries)} "
-                          "with id_collision", *rows])
+        return Listing("\n".join([f"{len(self.tries)} tries, "
+                                  f"{sum(t.collision for t in self.tries)} with id_collision", *rows]))
 
     def goals(self) -> str:
         """The game's three goals, each ticked once some tries show it (printed by ``switch``):

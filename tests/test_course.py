@@ -25,6 +25,14 @@ def test_a_right_guess_ignores_case_and_blanks(capsys):
 @pytest.mark.parametrize("guess, actual", [
     ("CancelledError", "FutureCancelledError"), ("cancellederror", "FutureCancelledError"),
     ("[41]", [41]), (" 0 ", 0), ("True", True), ("{'A', 'B'}", {"A", "B"}), ({"a", "b"}, {"A", "B"}),
+    # review 4: a list for a tuple (order compared), a list for a set, case inside sequences
+    (["cancelled", "processing"], ("cancelled", "processing")),
+    (("Cancelled", "processing "), ("cancelled", "processing")),
+    (["Cancelled", "PROCESSING"], ("cancelled", "processing")),
+    ("['Cancelled', 'processing']", ("cancelled", "processing")),
+    (["dangling_future"], {"dangling_future"}), (["B", "a"], {"A", "B"}),
+    (("b", "A"), {"A", "B"}),
+    (("inc-1", "Inc-2"), ["inc-1", "inc-2"]),
 ])
 def test_obvious_aliases_are_right(capsys, guess, actual):
     check(guess, actual)
@@ -34,6 +42,9 @@ def test_obvious_aliases_are_right(capsys, guess, actual):
 @pytest.mark.parametrize("guess, actual", [
     ("Error", "FutureCancelledError"), ("ledError", "FutureCancelledError"), ("[42]", [41]),
     ("not python", [41]), ("1", "10"), ({"A"}, {"A", "B"}),
+    # a tuple's order is still compared; a list for a set holds each name once, all of them
+    (["processing", "cancelled"], ("cancelled", "processing")), (["A"], {"A", "B"}),
+    (["A", "A", "B"], {"A", "B"}), (["A", "B", "C"], {"A", "B"}),
 ])
 def test_aliases_stay_narrow(capsys, guess, actual):
     check(guess, actual)
@@ -116,3 +127,14 @@ def test_every_failure_of_the_race_has_a_form():
     result = explore(_scatter_race, protocol="dask", bound=2, sample=False, max_schedules=2000)
     forms = {form_of_8576(f.run.trace, f.violations[0].key) for f in result.failures}
     assert forms == {"A", "B", "C"}
+
+
+def test_a_message_names_its_channel_once():
+    """Review 4: ``cluster.in_flight`` printed as a list showed an RPC's channel twice."""
+    from jupyter_refs.protocol.messages import Message
+
+    rpc = Message("client:1", "scheduler", "scatter", "rpc:client:1#1", False, ("k",), msg_id=1)
+    assert repr(rpc) == "<Message #1 scatter[k] client:1->scheduler on rpc:client:1#1>"
+    stream = Message("client:1", "scheduler", "cancel-keys", "client:1->scheduler", True, ("k",),
+                     msg_id=2)
+    assert repr(stream) == "<Message #2 cancel-keys[k] client:1->scheduler on client:1->scheduler>"

@@ -293,6 +293,8 @@ def test_be_the_thread_scheduler_two_switches_a_collision_needs_both_reads_befor
              for b in (None, *range(len(atomic.lines) + 1))]
     assert all(t.allocated and not t.collision for t in tries)
     assert "A after 1, B after 0: -" in game.tried()
+    # review 4: a cell ending in game.tried() shows the table, not a string with \n escapes
+    assert repr(game.tried()) == str(game.tried()) and "\\n" not in repr(game.tried())
     with pytest.raises(ValueError, match="for B"):
         game.play(1, n + 1)
 
@@ -403,3 +405,16 @@ def test_the_thread_game_keys_are_inc():
 
     result = SwitchGame("racy-ids").play(len(SwitchGame("racy-ids").lines))
     assert sorted(result.keys) == ["inc-1", "inc-2"] and not result.collision
+
+
+def test_a_task_run_in_flight_is_labelled_as_one():
+    """Review 4: lesson 6's game listed ``execute`` as "· stream", though lesson 0 calls it a
+    worker's own thread, not a message."""
+    from jupyter_refs.protocol.messages import Message
+    from jupyter_refs.views.game import InFlightList
+
+    run = Message("worker:0", "worker:0", "execute", "execute:worker:0", False, ("k",), msg_id=4)
+    stream = Message("client:1", "scheduler", "update-graph", "client:1->scheduler", True, ("k",),
+                     msg_id=5)
+    rows = repr(InFlightList([run, stream])).splitlines()[1:]
+    assert rows[0].endswith("· task run") and rows[1].endswith("· stream"), rows

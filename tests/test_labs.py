@@ -601,7 +601,14 @@ def test_lab_fix_notebook(tmp_path, monkeypatch):
     assert "arrival.gen` with `arrival.held" not in text and "gen >= None" not in text
     # the numbered copies' two effects are said before the grader prints the base, and section
     # 3's failure is named as lesson 1's form C
-    assert "ignores a\n`release-worker-data` about another copy" in nb.cells[2].source
+    # review 4: the numbered copies are said, not their receivers' rule (section 4 asks for it)
+    assert "a rule on that hop decides which of them apply" in nb.cells[2].source
+    before_section_4 = "\n".join(c.source for c in nb.cells[:next(
+        i for i, c in enumerate(nb.cells) if c.source.startswith("## 4. Your turn again"))])
+    assert "ignores a" not in before_section_4.replace("\n", " ")
+    assert "deletes only the copy" not in before_section_4
+    # the going-further grades are kept, not echoed a second time, and on section 2's scenario
+    assert "g3 = labs.grade_fix(release_applies, scenario=rescatter, bound=3)" in text
     assert "lesson 1's **form C**" in text
     assert output(nb, "grade").startswith("PASS: 8576's scenario")
     workers = output(nb, "workers")  # what the text says of the smallest failure on dask's workers
@@ -665,6 +672,9 @@ def test_lab_invariant_notebook(tmp_path, monkeypatch):
     # going further 2 has its answer, hidden (review 3: it gave no feedback)
     assert "refcount_mismatch is judged once the network is\ndrained" in output(
         nb, "going-further-2-answer")
+    # review 4: the lab has no Exercise 2; the answer is question 2's, as the capstone's are
+    assert next(c for c in nb.cells if "going-further-2-answer" in c.metadata.get("tags", [])
+                ).source.startswith("%%solution question 2\n")
 
 
 @pytest.mark.slow
@@ -699,8 +709,12 @@ def test_capstone_notebook(tmp_path, monkeypatch):
     hidden = [c.source.splitlines()[0] for c in nb.cells if c.source.startswith("%%solution")]
     assert hidden == ["%%solution question 1", "%%solution question 2", "%%solution question 3",
                       "%%solution question 4"]
-    # review 3: release passing is a question (why does it pass where cancel fails?), answered
-    assert "**Question 3.** Put `old.release()`" in text
+    # review 3: release passing is a question (why does it pass where cancel fails?), answered;
+    # review 4: hidden until the student's PASS, and asked as a prediction, not given as a fix
+    question = next(c.source for c in nb.cells if c.source.startswith("**Question 3**"))
+    assert "Predict first, then grade" in question
+    assert question.index("<details>") < question.index("old.release()")
+    assert "this one passes" not in text
     assert "release sends client-releases-keys, which the scheduler handles without answering" \
         in output(nb, "release-answer")
     assert "**Question 2.**" in text and "The fix's solution is not in this notebook" in nb.cells[0].source
@@ -731,8 +745,14 @@ def test_capstone_notebook(tmp_path, monkeypatch):
     assert re.search(r"^dask-numbered-copies@[0-9a-f]{6}: +scenario_raised$", found, re.M), found
     assert "never_cancelled" not in found and "dangling_future" in found
     assert "cancel_requested=('client:1',)" in output(nb, "gf-8215-answer")
+    # review 4: the going-further groups' spurious_cancel is said, and why it fires, answered
+    assert "**`spurious_cancel`**, a course check you have not met" in text
+    assert "The spurious_cancel groups are the course's own check" in output(nb, "gf-8215-answer")
     # what people try, on real dask: an RPC round trip and waiting for the scheduler do not do
     # it; a fresh key does, but is not what the user asked
+    # review 4: dask's "Couldn't gather" warnings no longer leak into the lesson (silence_logs)
+    assert not [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
+                if o.output_type == "stream" and o.name == "stderr" and "WARNING" in o.text]
     work = dict(re.findall(r"^(.+?) +returned 2 in +(\d+) of 20 runs$", output(nb, "workaround"), re.M))
     assert work["a fresh key (not what the user asked)"] == "20", work
     assert int(work["the report's steps"]) < 20, work
@@ -769,3 +789,10 @@ def test_capstone_as_shipped_says_what_is_missing(tmp_path, monkeypatch):
     assert "nothing to confirm yet" in output(nb, "confirm")
     assert "is not a schedule" not in "".join(output(nb, t) for t in ("replay", "confirm"))
     assert output(nb, "grade").startswith("FAIL: the report's scenario with your restart")
+
+
+def test_a_grade_echoes_short():
+    """Review 4: a cell ending in a grader's call printed the verdict, then echoed it again as
+    ``<Grade PASS: …>``; the echo now says only PASS or FAIL."""
+    assert repr(labs.Grade(True, "PASS: all of it\nmore")) == "<Grade PASS>"
+    assert repr(labs.Grade(False, "FAIL: the smallest schedule")) == "<Grade FAIL>"

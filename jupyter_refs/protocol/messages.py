@@ -204,4 +204,5 @@ class Message:
         return line if self.batched else f"{line} on {self.channel}"
 
     def __repr__(self) -> str:
-        return f"<Message {self} on {self.channel}>"
+        # str() already names a channel that is not the stream's own: name it once (review 4)
+        return f"<Message {self} on {self.channel}>" if self.batched else f"<Message {self}>"

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import ipywidgets as w
 
 from ..checks import cause_only
+from ..protocol.messages import EXECUTE
 from ..trace import Event
 from .timeline import Timeline
 
@@ -122,14 +123,21 @@ def _judge_reached(goal: Goal, events: list[Event]) -> Verdict:
     return Verdict("spent" if len(starts) >= goal.within else "playing", len(starts))
 
 
+def _kind(message: Any) -> str:
+    """What carries a message in flight: an RPC, a batched stream, or (``execute``) a task's run
+    on the worker's own thread, which is no message on the wire (lesson 0, section 5)."""
+    if message.op == EXECUTE:
+        return "task run"
+    return "RPC" if message.channel.startswith("rpc:") else "stream"
+
+
 class InFlightList(list):  # type: ignore[type-arg]
     """The messages in flight, shown numbered from 1: ``game.deliver(N)`` takes the N-th."""
 
     def __repr__(self) -> str:
         if not self:
             return "in flight: nothing"
-        rows = [f"  {i:>2}  {m}  · {'RPC' if m.channel.startswith('rpc:') else 'stream'}"
-                for i, m in enumerate(self, 1)]
+        rows = [f"  {i:>2}  {m}  · {_kind(m)}" for i, m in enumerate(self, 1)]
         return "\n".join(["in flight (game.deliver(N) delivers the N-th):", *rows])
 
 
