@@ -465,7 +465,8 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
          clients: int | None = None, baseline: Outcome | None = None, judge: bool = True,
          invariants: Sequence[Invariant] = (), states: _States | None = None,
          pct: tuple[int, int] | None = None, path: dict | None = None,
-         sleeps: Sequence[frozenset] = ()) -> Run:
+         sleeps: Sequence[frozenset] = (),
+         chooser: tuple[_Policy, list[_Decision]] | None = None) -> Run:
     """One run: follow ``prefix``, then the oldest awake message (or ``rng``) at each decision.
 
     At the prefix's last decision the node is re-entered with ``entry_sleep`` asleep and
@@ -475,14 +476,18 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
     replay keeps them, so backtracking into those nodes later skips what is asleep there,
     and counts delays there as the run that first made them did.  Its outcome is judged
     against ``baseline`` (see :func:`judge_outcome`); ``judge=False`` leaves it for the caller
-    (the in-order run, which is the baseline).
+    (the in-order run, which is the baseline).  ``chooser``: a sampled run's policy made
+    already, with the list its decisions go to (see :meth:`_Memo.run`).
     """
-    decisions: list[_Decision] = []
     # User calls begun; the scenario's outcome once it is over; the task runs in progress on
     # the run's stack, innermost last, each [what it runs (see _frame), the calls it began].
     progress: list = [0, None, []]
-    policy = choosing_policy(decisions, prefix, strict, entry_sleep, explored, rng, states, progress, pct,
-                     path, sleeps)
+    if chooser is not None:
+        policy, decisions = chooser
+    else:
+        decisions = []
+        policy = choosing_policy(decisions, prefix, strict, entry_sleep, explored, rng, states, progress,
+                                 pct, path, sleeps)
     cluster = Cluster(protocol=protocol, workers=workers, network=policy, trace_capacity=capacity,
                       threads_per_worker=THREADS_PER_WORKER)
     cluster.flush_calls = keep_open  # the checks read the run once, at the end
@@ -1791,30 +1796,28 @@ class _Memo:
             pct: tuple[int, int] | None) -> Run | _Seen:
         """The next sampled run: made for real (a :class:`Run`), or the verdict of the same
         order run before (a :class:`_Seen`), with ``rng`` drawn on exactly as the run would."""
+        chooser = None
         if self.on and self.root is not None:
-            state = rng.getstate()
-            seen = self._follow(rng, pct)
-            if seen is not None:
-                return seen
-            rng.setstate(state)
+            decisions: list[_Decision] = []
+            choose = choosing_policy(decisions, (), False, _EMPTY, _EMPTY, rng, pct=pct).choose
+            node = self.root
+            while True:
+                heads = node[0]
+                if heads is None:
+                    return node[2]
+                choose(heads)
+                node = node[1].get(decisions[-1].pick)
+                if node is None:
+                    break
+            # Off the tree: the run is made with the chooser that drew so far, the picks it
+            # drew followed on the real heads, then drawing on (the generator is where the
+            # run's own chooser would have it).
+            chooser = (_Policy(_resumed(choose, decisions), set()), decisions)
         run = _run(scenario, protocol, workers, fp, [], strict=False, rng=rng, baseline=baseline,
-                   invariants=invariants, pct=pct)
+                   invariants=invariants, pct=pct, chooser=chooser)
         if self.on:
             self._add(run)
         return run
-
-    def _follow(self, rng: random.Random, pct: tuple[int, int] | None) -> _Seen | None:
-        decisions: list[_Decision] = []
-        choose = choosing_policy(decisions, (), False, _EMPTY, _EMPTY, rng, pct=pct).choose
-        node = self.root
-        while True:
-            heads = node[0]
-            if heads is None:
-                return node[2]
-            choose(heads)
-            node = node[1].get(decisions[-1].pick)
-            if node is None:
-                return None
 
     def _add(self, run: Run) -> None:
         if self.nodes >= MEMO_NODES or run.pruned:
@@ -1847,6 +1850,25 @@ class _Memo:
             self.on = False
             return
         node[2] = seen
+
+
+def _resumed(choose: Callable[[Sequence[Message]], Message], decisions: list[_Decision]
+             ) -> Callable[[Sequence[Message]], Message]:
+    """``choose``, which made ``decisions`` on a memo's remembered heads: those picks again on
+    a run's real heads (each decision made again in its place), then ``choose`` itself."""
+    picks = [d.pick for d in decisions]
+    made = [0]
+
+    def resume(heads: Sequence[Message]) -> Message:
+        i = made[0]
+        if i >= len(picks):
+            return choose(heads)
+        made[0] = i + 1
+        pick = picks[i] if picks[i] < len(heads) else 0  # (a run unlike its tree: _add says so)
+        decisions[i] = _Decision(heads, pick)
+        return heads[pick]
+
+    return resume
 
 
 def _depth(pct: tuple[int, int] | None, i: int) -> tuple[int, int] | None:
