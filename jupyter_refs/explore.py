@@ -1760,9 +1760,9 @@ class _Seen:
     same: int
 
 
-#: Nodes a sampler's memo keeps at most (a node is a decision of some sampled run): past
-#: it, orders not met yet are run and not remembered.
-MEMO_NODES = 200_000
+#: Nodes a sampler's memo keeps at most (a node is a decision of some sampled run, about
+#: 250 bytes): past it, orders not met yet are run and not remembered.
+MEMO_NODES = 50_000
 
 
 class _Memo:
@@ -1783,13 +1783,16 @@ class _Memo:
     disagree with the tree, and the memo stops.)
     """
 
-    __slots__ = ("root", "nodes", "on")
+    __slots__ = ("root", "nodes", "on", "_heads", "_seen")
 
     def __init__(self) -> None:
         #: [heads at the first decision (None: a leaf), {pick: node}, the leaf's _Seen]
         self.root: list | None = None
         self.nodes = 0
         self.on = True
+        #: The heads and the verdicts met, each kept once: most nodes share a few of each.
+        self._heads: dict[tuple[str, ...], list[_Head]] = {}
+        self._seen: dict[_Seen, _Seen] = {}
 
     def run(self, scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str,
             rng: random.Random, baseline: Outcome | None, invariants: tuple,
@@ -1831,7 +1834,11 @@ class _Memo:
                 if node[1] or node[2] is not None:
                     self.on = False  # a leaf here before: the scenario is not deterministic
                     return
-                node[0] = [_Head(c) for c in channels]
+                shared = tuple(channels)
+                heads = self._heads.get(shared)
+                if heads is None:
+                    heads = self._heads[shared] = [_Head(c) for c in channels]
+                node[0] = heads
             elif [h.channel for h in node[0]] != channels:
                 self.on = False
                 return
@@ -1849,7 +1856,7 @@ class _Memo:
         if node[2] is not None and node[2] != seen:
             self.on = False
             return
-        node[2] = seen
+        node[2] = self._seen.setdefault(seen, seen)
 
 
 def _resumed(choose: Callable[[Sequence[Message]], Message], decisions: list[_Decision]
