@@ -541,6 +541,7 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
         # And the search's own wrappers (with states): closures over the cluster's methods.
         cluster.__dict__.pop("begin_call", None)
         cluster.__dict__.pop("run_inline", None)
+        cluster.__dict__.pop("_next", None)
     run = Run((protocol_name(protocol), fp, workers, n_clients), picks, decisions,
               cluster.trace, violations, cluster, pruned, raised, returned,
               names[0] if len(names) == 1 else None)
@@ -762,9 +763,30 @@ class _Policy(Chooser):
             return None
         return self.choose(heads.copy()), now_ns
 
+    def next_of(self, network: Any) -> Callable[[bool], Message | None]:
+        """``Cluster._next`` for a run on ``network`` with this policy, in one call: what
+        :meth:`next` chooses (a chooser keeps the cluster's clock where it is), or with
+        nothing deliverable the oldest held message when ``force`` (``Cluster.step``)."""
+        sleeping = self.sleeping  # changed in place only, never replaced
+
+        def next_message(force: bool) -> Message | None:
+            self.left -= 1
+            if self.left < 0:
+                raise _Livelock
+            heads = network.ordered_heads if not network.held else network.heads()
+            if len(heads) == 1 and not sleeping:
+                return heads[0]
+            if not heads:
+                return network.oldest(held_too=True) if force else None
+            return self.choose(heads.copy())
+
+        return next_message
+
 
 class _Following(_Policy):
     """A chooser shown every delivery (:func:`run_choosing`), a lone deliverable message too."""
+
+    next_of = None  # its own next, through the driver's
 
     def next(self, network: Any, now_ns: int) -> tuple[Message, int] | None:
         self.left -= 1
@@ -1361,7 +1383,10 @@ def explore(scenario: Scenario, protocol: str | ProtocolVariant = "dask",
     change points in turn (depth d = d-1 change points, d from 1 to ``depth``): a bug of
     depth d <= ``depth`` is found by each run of depth d with probability at least
     1/(n·k^(d-1)) (n channels, k decisions of the in-order run), so by one run in ``depth``;
-    ``"uniform"`` picks uniformly at every decision, as before.
+    ``"uniform"`` picks uniformly at every decision, as before.  An order a random run
+    draws again (PCT draws the likeliest orders many times) is counted as its first run was,
+    not run again (:class:`_Memo`): the same counts, groups and smallest runs, for the cost
+    of following the chooser down a tree of the orders run so far.
 
     **On a dask cluster** (``client``): the random runs are shared among ``client``'s worker
     threads (each share seeded ``"{seed}/{i}"``, run in the workers' processes); the
