@@ -1802,10 +1802,11 @@ class _Memo:
     on the remembered heads, drawing exactly what the run would draw: reaching a leaf, it is
     that run again, counted as such (its failure group's count grows; the smallest run of
     each group is kept from the first time, and a repeat is no smaller).  Leaving the tree,
-    the generator is set back and the run made for real, then added.  On the #8576 scenario
-    a fifth to a third of 5,000 sampled orders are distinct.  (A scenario whose calls do
-    not answer the same way under the same order would break replay already; its runs then
-    disagree with the tree, and the memo stops.)
+    the run is made for real by the chooser that drew so far (:func:`_resumed`), then added.
+    On the #8576 scenario a fifth to a third of 5,000 PCT orders are distinct.  A scenario
+    whose calls do not answer the same way under the same order would break replay already;
+    a run of it that disagrees with the tree turns the memo off.  A scenario with side
+    effects of its own (a print, a counter) has them once per order here, not once per draw.
     """
 
     __slots__ = ("root", "nodes", "on", "_heads", "_seen")
