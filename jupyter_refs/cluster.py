@@ -257,6 +257,8 @@ class Cluster:
         self.trace = Trace(trace_capacity,
                            clock=self._live_clock if self.live else partial(_NOW, self))
         self._network = Network()
+        if self.policy.next_of is not None:  # the explorer's: one call a delivery, not two
+            self._next = self.policy.next_of(self._network)
         # Only policies that time messages need to hear of each send, and only those that
         # simulate the user's own time need asking at each call (the explorer makes a
         # cluster per run: what a policy does not need is not called).

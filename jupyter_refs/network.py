@@ -230,6 +230,11 @@ class Policy:
     drains = False
     #: Actor name -> kind (``client``, ``scheduler``, ``worker``), filled by the cluster.
     kinds: dict[str, str] | None = None
+    #: A policy that never moves the clock may give the driver its next message in one
+    #: call: ``next_of(network)`` returns ``next_message(force)``, the message to deliver
+    #: (with nothing deliverable: the oldest held one when ``force``, else None).  The
+    #: explorer's chooser does: a run asks once per delivery.
+    next_of: Callable[[Network], Callable[[bool], Message | None]] | None = None
 
     def on_send(self, msg: Message, now_ns: int) -> None:
         """Called as the network accepts ``msg``: stamp whatever timing it needs."""
