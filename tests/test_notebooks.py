@@ -492,9 +492,15 @@ def test_real_dask_lesson():
     assert "the client's batched stream sends at most once every 10 ms" in cost
     measured = float(re.search(r"this run measured ([\d.]+) of them per scatter", cost)[1])
     assert ordered > 5, cost  # a barrier waits for the client stream's next batch
-    answer = min((0, 1, 2, 3), key=lambda n: abs(n - measured))
-    assert re.search(rf"^\[(right|not quite: you guessed 1)\] the answer: {answer} \(this run's ",
-                     cost, re.M), cost
+    # review 5: the measurement rounded either way is right, so a loaded machine does not fail a
+    # correct answer; the test's answer, 1, is right whenever the measurement is within (0, 2)
+    graded = re.search(r"^\[(.*)\] the answer: (\d) \(this run measured [\d.]+ intervals: (\d)(?: or (\d))?, "
+                       r"the measurement rounded down or up, counts as right", cost, re.M)
+    assert graded, cost
+    either = [int(n) for n in graded.group(3, 4) if n is not None]
+    assert all(abs(n - measured) < 1.1 for n in either), cost  # its floor and ceiling (of 0..3)
+    assert graded[1] == ("right" if 1 in either else "not quite: you guessed 1"), cost
+    assert int(graded[2]) == (1 if 1 in either else min(either, key=lambda n: abs(n - measured))), cost
     # %%explore and %confirm moved to lesson 5, which teaches them (issue 42)
     assert not any(tag in c.metadata.get("tags", []) for c in nb.cells
                    for tag in ("explore", "confirm", "exercise-3"))
