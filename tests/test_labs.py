@@ -597,6 +597,10 @@ def test_lab_fix_notebook(tmp_path, monkeypatch):
         "state memory\n" in watch and "violations: dangling_future" in watch
     assert "now" not in watch
     assert "applies" not in watch and "dropped" not in watch
+    # review 5: the text counts the releases the cell prints
+    assert watch.count("client-releases-keys[") == 3, watch
+    assert "Three releases reach the scheduler" in next(c.source for c in nb.cells
+                                                        if "labs.arrivals(rule, show=False)" in c.source)
     text = "\n".join(c.source for c in nb.cells)
     assert "arrival.gen` with `arrival.held" not in text and "gen >= None" not in text
     # the numbered copies' two effects are said before the grader prints the base, and section
