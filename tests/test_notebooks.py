@@ -283,6 +283,7 @@ def test_ghost_task_lesson():
     assert "before the task runs, the scheduler has the key as: forgotten" in variable
     assert "the task: published" in variable and "now: released" in variable
     assert "ghost_task for variable-shared" in variable and "variable_set" in variable
+    assert "…" not in variable  # review 5: the explanation whole, wrapped
     unbound = "in the task: status None; .result() -> RuntimeError:"
     today = text_of(nb, "dask-refs")  # today's dask: the future arrives unbound, no ghost
     assert unbound in today and "not properly initialized" in today
@@ -294,6 +295,10 @@ def test_ghost_task_lesson():
     # model's own "pending" for the future that comes back, which real dask leaves unbound)
     loop = text_of(nb, "dask-loop")
     assert "dask: 0 ghost tasks in 50 iterations" in loop and "[right] the answer: 0 " in loop
+    # review 5: 02-4 asks what the text has not settled, how many of the sent keys stay held
+    assert "the scheduler still holds 0 of the 50 keys" in loop
+    assert "how many of the 50 keys does the scheduler still hold?" in said_before(nb, "02-4")
+    assert "how many ghost tasks does it make" not in said_before(nb, "02-4")
     variable = text_of(nb, "dask-variable")
     assert "the task: TimeoutError" in variable and "now: forgotten | violations: []" in variable
     real = text_of(nb, "real-dask")  # what the notebook says of distributed 2026.8.0
@@ -306,6 +311,12 @@ def test_ghost_task_lesson():
     assert "unknown to scheduler." in real and "the answer: None " in real
     fixed = text_of(nb, "fixed-refs")
     assert "VIOLATION" not in fixed and unbound in fixed and "holds no reference" in fixed
+    # review 5: %refs runs once the live network is quiet (the same state every run)
+    for tag in ("dask-refs", "fixed-refs"):
+        source = next(c.source for c in nb.cells if tag in c.metadata.get("tags", []))
+        assert "cluster.run_until_idle()" in source.split("%refs")[0]
+    assert "/pending" not in today and "/pending" not in fixed
+    assert "the scheduler still holds 50 of the 50 keys" in text_of(nb, "legacy-loop")  # cell 28 says so
     meet = text_of(nb, "fixed-meet")
     assert "unknown to the scheduler" in meet and "lost dependencies" in meet and "other -> 7" in meet
     assert "fixed: 0 ghost tasks in 50 iterations" in text_of(nb, "fixed-loop")
