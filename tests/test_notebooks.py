@@ -692,6 +692,7 @@ def test_tasks_that_submit_lesson():
     assert "sum: 2016" in task and "client:worker:" in task and "violations: 0" in task
     deadlock = text_of(nb, "deadlock")
     assert "ThreadsExhaustedError" in deadlock and "with worker_client(): 2" in deadlock
+    assert "…" not in deadlock  # review 5: the model's message whole, wrapped
     assert "the answer:" not in deadlock  # the model's own exception is not the answer
     real = text_of(nb, "real-deadlock")  # real dask waits where the stepped model can tell
     assert re.search(r"waits on its thread: TimeoutError — \S", real), real  # a message, not ""
@@ -732,9 +733,17 @@ def test_tasks_that_submit_lesson():
     assert "only the root, or none" not in said_before(nb, "06-1")  # review 4: a count, not words
     assert "hangs here" not in said_before(nb, "06-3")
     assert "nothing can move" not in said_before(nb, "06-3")  # the model's verdict comes after it
+    # review 5: the deadlock is explained after the guess, not in the heading or text before it
+    assert "only slot" not in said_before(nb, "06-3") and "its own worker's only thread" not in said_before(
+        nb, "06-3")
+    assert "the second run's own" not in said_before(nb, "06-2")  # review 5: the key insight, not given
     assert "its result is dropped" not in said_before(nb, "06-4")
     assert "**Success**" not in markdown(nb)
-    assert "with secede() and rejoin(): 2" in text_of(nb, "solution-1")
+    # review 5: Exercise 1 is not cell 17 again: a chain of waiting tasks, each seceding by hand
+    one = text_of(nb, "solution-1")
+    assert "countdown(3), every task seceding: 3" in one
+    assert "only the first task seceding: ThreadsExhaustedError" in one
+    assert "countdown(n)" in markdown(nb).split("### Exercise 1")[1].split("### Exercise 2")[0]
     resume = text_of(nb, "resume")  # the running thread's result serves the resubmission
     assert "second future: 1" in resume and "worker: executing -> cancelled, cancelled -> executing" in resume
     two = text_of(nb, "solution-2")  # written: fire_and_forget from a task leaks the same way
