@@ -119,6 +119,9 @@ def test_scatter_race_lesson():
     assert "not dask's fix" in text
     assert "VIOLATION dangling_future,refcount_mismatch" in text_of(nb, "legacy-refs")
     assert "forgotten" in text_of(nb, "legacy-refs")
+    # review 5: refcount_mismatch, printed by %step and %refs, is named where it first shows
+    refs_at = next(i for i, c in enumerate(nb.cells) if "legacy-refs" in c.metadata.get("tags", []))
+    assert "`refcount_mismatch`" in nb.cells[refs_at - 1].source
     game = text_of(nb, "game")  # the lesson opens with the game: nothing delivered yet
     assert "Goal: make the client hold a finished future" in game
     assert "0 of 6 deliveries used, 6 left; no dangling_future yet." in game
