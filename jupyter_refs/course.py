@@ -97,7 +97,7 @@ def goal(scenario: Callable[[Any], Any], *, check: str, within: int, protocol: s
     Shown, it is the timeline with its deliver buttons; with no widget it plays in text:
     ``game.in_flight`` lists the messages waiting, numbered; ``game.deliver(N)`` (or
     ``game.deliver("scatter")``) delivers one and prints how the game stands; ``game.status``
-    and ``game.deliveries`` read it; ``game.restart()`` starts again.
+    and ``game.deliveries`` read it; ``game.restart()`` starts again and prints the fresh game.
 
     What ``scenario`` returns (the user's futures) is kept alive while the game is played.
     ``reached`` (e.g. :func:`late_fire_and_forget`) ends the game at the delivery that makes

@@ -329,8 +329,14 @@ def test_the_game_plays_in_text_without_the_widget(game, capsys):
     assert "Goal reached in 5 deliveries" in game._status.value  # the widget says the same
     game.deliver(1)  # the game is over: nothing more is delivered
     assert "The game is over." in capsys.readouterr().out and game.deliveries == 5
+    capsys.readouterr()
     game.restart()
     assert game.deliveries == 0 and "0 of 6 deliveries used" in game.status
+    # review 5: in text, a restart says so and shows the fresh game; the status echoes as text
+    out = capsys.readouterr().out
+    assert out.startswith("started again (round 2).\nGoal: make the checks flag dangling_future")
+    assert "0 of 6 deliveries used" in out and "in flight (game.deliver(N) delivers the N-th):" in out
+    assert repr(game.status) == str(game.status) and not repr(game.status).startswith("'")
 
 
 def test_a_refused_delivery_in_text_is_not_counted(capsys):

@@ -597,6 +597,10 @@ def test_lab_fix_notebook(tmp_path, monkeypatch):
         "state memory\n" in watch and "violations: dangling_future" in watch
     assert "now" not in watch
     assert "applies" not in watch and "dropped" not in watch
+    # review 5: the text counts the releases the cell prints
+    assert watch.count("client-releases-keys[") == 3, watch
+    assert "Three releases reach the scheduler" in next(c.source for c in nb.cells
+                                                        if "labs.arrivals(rule, show=False)" in c.source)
     text = "\n".join(c.source for c in nb.cells)
     assert "arrival.gen` with `arrival.held" not in text and "gen >= None" not in text
     # the numbered copies' two effects are said before the grader prints the base, and section
@@ -682,7 +686,7 @@ def test_lab_invariant_notebook(tmp_path, monkeypatch):
 def test_capstone_notebook(tmp_path, monkeypatch):
     pytest.importorskip("distributed")
     nb = run_notebook("09_capstone.ipynb", tmp_path, monkeypatch)
-    assert_lab_shape(nb, 45)
+    assert_lab_shape(nb, 60)
     text = "\n".join(c.source for c in nb.cells)
     # the report is the symptom only: the error and the user's words, no steps, no code (review
     # 2026-12-05, second round)
@@ -718,6 +722,11 @@ def test_capstone_notebook(tmp_path, monkeypatch):
     assert "release sends client-releases-keys, which the scheduler handles without answering" \
         in output(nb, "release-answer")
     assert "**Question 2.**" in text and "The fix's solution is not in this notebook" in nb.cells[0].source
+    # review 5: the fix's pattern is in no visible markdown (the section 5 table names section 4's
+    # `restart`); it is in Question 3's hidden answer, opened after the PASS
+    shown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert "round trip on that stream" not in shown and "section 4's `restart`" in shown
+    assert "a round trip on that same stream" in output(nb, "release-answer")
     story = output(nb, "story")
     assert re.search(r"→ sent #2 cancel-keys on client:1->scheduler +\[cell \d+, line 3\]", story)
     assert re.search(r"future #2 created by submit +\[cell \d+, line 4\]", story)

@@ -119,6 +119,9 @@ def test_scatter_race_lesson():
     assert "not dask's fix" in text
     assert "VIOLATION dangling_future,refcount_mismatch" in text_of(nb, "legacy-refs")
     assert "forgotten" in text_of(nb, "legacy-refs")
+    # review 5: refcount_mismatch, printed by %step and %refs, is named where it first shows
+    refs_at = next(i for i, c in enumerate(nb.cells) if "legacy-refs" in c.metadata.get("tags", []))
+    assert "`refcount_mismatch`" in nb.cells[refs_at - 1].source
     game = text_of(nb, "game")  # the lesson opens with the game: nothing delivered yet
     assert "Goal: make the client hold a finished future" in game
     assert "0 of 6 deliveries used, 6 left; no dangling_future yet." in game
@@ -283,6 +286,7 @@ def test_ghost_task_lesson():
     assert "before the task runs, the scheduler has the key as: forgotten" in variable
     assert "the task: published" in variable and "now: released" in variable
     assert "ghost_task for variable-shared" in variable and "variable_set" in variable
+    assert "…" not in variable  # review 5: the explanation whole, wrapped
     unbound = "in the task: status None; .result() -> RuntimeError:"
     today = text_of(nb, "dask-refs")  # today's dask: the future arrives unbound, no ghost
     assert unbound in today and "not properly initialized" in today
@@ -294,6 +298,10 @@ def test_ghost_task_lesson():
     # model's own "pending" for the future that comes back, which real dask leaves unbound)
     loop = text_of(nb, "dask-loop")
     assert "dask: 0 ghost tasks in 50 iterations" in loop and "[right] the answer: 0 " in loop
+    # review 5: 02-4 asks what the text has not settled, how many of the sent keys stay held
+    assert "the scheduler still holds 0 of the 50 keys" in loop
+    assert "how many of the 50 keys does the scheduler still hold?" in said_before(nb, "02-4")
+    assert "how many ghost tasks does it make" not in said_before(nb, "02-4")
     variable = text_of(nb, "dask-variable")
     assert "the task: TimeoutError" in variable and "now: forgotten | violations: []" in variable
     real = text_of(nb, "real-dask")  # what the notebook says of distributed 2026.8.0
@@ -306,6 +314,12 @@ def test_ghost_task_lesson():
     assert "unknown to scheduler." in real and "the answer: None " in real
     fixed = text_of(nb, "fixed-refs")
     assert "VIOLATION" not in fixed and unbound in fixed and "holds no reference" in fixed
+    # review 5: %refs runs once the live network is quiet (the same state every run)
+    for tag in ("dask-refs", "fixed-refs"):
+        source = next(c.source for c in nb.cells if tag in c.metadata.get("tags", []))
+        assert "cluster.run_until_idle()" in source.split("%refs")[0]
+    assert "/pending" not in today and "/pending" not in fixed
+    assert "the scheduler still holds 50 of the 50 keys" in text_of(nb, "legacy-loop")  # cell 28 says so
     meet = text_of(nb, "fixed-meet")
     assert "unknown to the scheduler" in meet and "lost dependencies" in meet and "other -> 7" in meet
     assert "fixed: 0 ghost tasks in 50 iterations" in text_of(nb, "fixed-loop")
@@ -492,9 +506,15 @@ def test_real_dask_lesson():
     assert "the client's batched stream sends at most once every 10 ms" in cost
     measured = float(re.search(r"this run measured ([\d.]+) of them per scatter", cost)[1])
     assert ordered > 5, cost  # a barrier waits for the client stream's next batch
-    answer = min((0, 1, 2, 3), key=lambda n: abs(n - measured))
-    assert re.search(rf"^\[(right|not quite: you guessed 1)\] the answer: {answer} \(this run's ",
-                     cost, re.M), cost
+    # review 5: the measurement rounded either way is right, so a loaded machine does not fail a
+    # correct answer; the test's answer, 1, is right whenever the measurement is within (0, 2)
+    graded = re.search(r"^\[(.*)\] the answer: (\d) \(this run measured [\d.]+ intervals: (\d)(?: or (\d))?, "
+                       r"the measurement rounded down or up, counts as right", cost, re.M)
+    assert graded, cost
+    either = [int(n) for n in graded.group(3, 4) if n is not None]
+    assert all(abs(n - measured) < 1.1 for n in either), cost  # its floor and ceiling (of 0..3)
+    assert graded[1] == ("right" if 1 in either else "not quite: you guessed 1"), cost
+    assert int(graded[2]) == (1 if 1 in either else min(either, key=lambda n: abs(n - measured))), cost
     # %%explore and %confirm moved to lesson 5, which teaches them (issue 42)
     assert not any(tag in c.metadata.get("tags", []) for c in nb.cells
                    for tag in ("explore", "confirm", "exercise-3"))
@@ -675,6 +695,7 @@ def test_tasks_that_submit_lesson():
     assert "sum: 2016" in task and "client:worker:" in task and "violations: 0" in task
     deadlock = text_of(nb, "deadlock")
     assert "ThreadsExhaustedError" in deadlock and "with worker_client(): 2" in deadlock
+    assert "…" not in deadlock  # review 5: the model's message whole, wrapped
     assert "the answer:" not in deadlock  # the model's own exception is not the answer
     real = text_of(nb, "real-deadlock")  # real dask waits where the stepped model can tell
     assert re.search(r"waits on its thread: TimeoutError — \S", real), real  # a message, not ""
@@ -715,9 +736,17 @@ def test_tasks_that_submit_lesson():
     assert "only the root, or none" not in said_before(nb, "06-1")  # review 4: a count, not words
     assert "hangs here" not in said_before(nb, "06-3")
     assert "nothing can move" not in said_before(nb, "06-3")  # the model's verdict comes after it
+    # review 5: the deadlock is explained after the guess, not in the heading or text before it
+    assert "only slot" not in said_before(nb, "06-3") and "its own worker's only thread" not in said_before(
+        nb, "06-3")
+    assert "the second run's own" not in said_before(nb, "06-2")  # review 5: the key insight, not given
     assert "its result is dropped" not in said_before(nb, "06-4")
     assert "**Success**" not in markdown(nb)
-    assert "with secede() and rejoin(): 2" in text_of(nb, "solution-1")
+    # review 5: Exercise 1 is not cell 17 again: a chain of waiting tasks, each seceding by hand
+    one = text_of(nb, "solution-1")
+    assert "countdown(3), every task seceding: 3" in one
+    assert "only the first task seceding: ThreadsExhaustedError" in one
+    assert "countdown(n)" in markdown(nb).split("### Exercise 1")[1].split("### Exercise 2")[0]
     resume = text_of(nb, "resume")  # the running thread's result serves the resubmission
     assert "second future: 1" in resume and "worker: executing -> cancelled, cancelled -> executing" in resume
     two = text_of(nb, "solution-2")  # written: fire_and_forget from a task leaks the same way

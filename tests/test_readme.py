@@ -105,6 +105,38 @@ def test_the_dask_program_example(tmp_path):
     assert out[1] == "{'a': 1, 'b': (2, 7)}"
 
 
+def test_the_shown_race_is_true():
+    """"What it shows": the printed order happens on the model (a manual network, delivered as
+    shown), event for event; it is not the order that wins lesson 1's game within its 6
+    deliveries (review 5: the README gave the game's answer)."""
+    from jupyter_refs import Cluster
+    from jupyter_refs.views.text import format_events
+
+    shown = next(code for lang, code in BLOCKS if lang == "" and "VIOLATION dangling_future" in code)
+    order = re.findall(r"← recv #\d+ ([\w-]+)", shown)
+    assert len(order) == 7  # one more than the game's budget
+    with Cluster(protocol="dask", network="manual") as cluster:
+        client = cluster.client()
+        x = client.scatter(123)
+        cluster.run_until_idle()
+        since = cluster.trace.next_seq
+        del x
+        x = client.scatter(123)
+        for op in order:
+            cluster.deliver(next(m for m in cluster.in_flight if m.op == op).msg_id)
+        cluster.trace.flush()
+        trace = format_events(cluster.trace.events(since=since))
+        assert [v.name for v in cluster.violations] == ["dangling_future"] and x.status == "finished"
+        assert x.key in cluster.workers["worker:0"].data  # the worker holds the new copy
+    for line in shown.strip().splitlines():
+        actor, rest = line.split(None, 1)
+        rest = re.sub(r"\s+\(.*\)$", "", rest)  # a comment
+        parts = re.split(r" … |, ", rest.replace("memory → released → forgotten",
+                                                 "memory → released, released → forgotten"))
+        for part in parts:
+            assert re.search(rf"{re.escape(actor)}\s+\S+\s+.*{re.escape(part)}", trace), (part, trace)
+
+
 def test_the_explore_example(tmp_path):
     code = block("explore(race")
     out = run_script(code + "\nprint('---')\nprint(run.violations[0].name)\n", tmp_path)

@@ -26,6 +26,7 @@ import ipywidgets as w
 
 from ..checks import cause_only
 from ..protocol.messages import EXECUTE
+from ..switch_game import Listing
 from ..trace import Event
 from .timeline import Timeline
 
@@ -162,14 +163,22 @@ class Game:
         self._goal_text = w.HTML(f"<b>Goal:</b> {html.escape(goal.describe())}")
         self._status = w.HTML()
         self._restart = w.Button(description="start again", icon="refresh")
-        self._restart.on_click(lambda _b: self.restart())
+        self._restart.on_click(lambda _b: self._new_round())
         self._board = w.VBox()
         self.widget = w.VBox([self._goal_text, self._status, self._board, self._restart])
-        self.restart()
+        self._new_round()
 
     # -- playing -----------------------------------------------------------------------------
 
     def restart(self) -> None:
+        """A fresh cluster, the scenario run again, the count back to 0; prints the fresh game
+        (how it stands, the messages in flight), as :meth:`deliver` does (review 5: in text
+        mode a restart said nothing).  The widget's 'start again' shows it on the board."""
+        self._new_round()
+        print(f"started again (round {self.rounds}).")
+        print(self.text())
+
+    def _new_round(self) -> None:
         """A fresh cluster, the scenario run again, the count back to 0."""
         old, old_cluster = self.timeline, self.cluster
         cluster, held = self._start()
@@ -216,8 +225,9 @@ class Game:
 
     @property
     def status(self) -> str:
-        """How the game stands, in one sentence (what the widget shows above the timeline)."""
-        return self.verdict.sentence(self.goal)
+        """How the game stands, in one sentence (what the widget shows above the timeline); a
+        cell ending in it shows the sentence, not a quoted string (review 5)."""
+        return Listing(self.verdict.sentence(self.goal))
 
     @property
     def deliveries(self) -> int:
