@@ -137,6 +137,10 @@ VIOLATION_COLS = ("x", "lane", "name", "key", "explanation", "first_seq", "seq")
 CLIENT_COLORS = ["#08519c", "#a63603", "#006d2c", "#54278f", "#7f2704"]
 
 
+#: Descriptions kept for reuse by a timeline (``TimelineModel._describe``).
+_DESCRIBED = 200_000
+
+
 class TimelineModel:
     """Incremental timeline data from trace rows."""
 
@@ -168,6 +172,8 @@ class TimelineModel:
         self._lane_by_seq = array("l")
         self.seen_keys: dict[str, None] = {}  # every key, in order of appearance
         self._cells: dict[str, str] = {}
+        #: (kind, id of an event's extra) -> (the extra, its description): see ``_describe``.
+        self._described: dict[tuple[str, int], tuple[tuple, str]] = {}
         self.last_x = 0.0
         self.next_seq = since  # one past the last row consumed
 
@@ -243,7 +249,7 @@ class TimelineModel:
         logical = self.view == "logical"
         put_x, put_lane = self._x.append, self._lane_by_seq.append
         seen, lane_ids, lane, keys = self.seen_keys, self._lane_ids, self.lane, self.keys
-        add_event, describe, cells = self.events.add, ev.describe, self._cells
+        add_event, describe, cells = self.events.add, self._describe, self._cells
         x = self.last_x
         for seq, row in enumerate(rows, start):
             x = float(seq) if logical else row[T] / 1e6
@@ -358,6 +364,23 @@ class TimelineModel:
             self.refcounts.add(prev[0], x, lane, before_off, before_off, client, color)
         self.refcounts.add(x, x, lane, before_off, _offset(after), client, color)
         self._open_refcount[(key, client)] = (x, after)
+
+    def _describe(self, kind: str, extra: tuple) -> str:
+        """``events.describe``, once per event extra: most events share theirs with many
+        others (a dask trace's extras are shared tuples: a graph's tasks' transitions hold
+        one), and describing each of a 40,000-task map's 560,000 markers was a quarter of
+        building its timeline.  Known by kind (``()`` is every bare kind's) and identity (an
+        equal extra of other types, ``1`` for ``True``, could read otherwise); the table holds
+        the extra, so its id stays its own, and is emptied past :data:`_DESCRIBED` entries."""
+        described = self._described
+        known = described.get((kind, id(extra)))
+        if known is not None and known[0] is extra:
+            return known[1]
+        if len(described) >= _DESCRIBED:
+            described.clear()
+        text = ev.describe(kind, extra)
+        described[(kind, id(extra))] = (extra, text)
+        return text
 
     def _cell_text(self, cell: str) -> str:
         """``file:line  source`` — where the user's call was, and what it said."""
