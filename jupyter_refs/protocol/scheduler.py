@@ -15,6 +15,11 @@ the client whose message triggered it is removed and told ``stream-closed``.
 Sans-IO: :meth:`SchedulerState.handle` takes one message and returns the
 messages to send.  State changes go through :meth:`_transitions`, a
 recommendations loop like dask's, whose steps are declared in ``_TRANSITIONS``.
+
+A set of keys is walked sorted wherever the walk decides what is sent or in what order
+(a task's dependencies and dependents): a string's hash differs from process to process,
+and a schedule string, which names deliveries by their order, must replay the same run in
+every process.  (dask walks these sets in hash order; nothing a user sees depends on it.)
 """
 
 from __future__ import annotations
@@ -1307,7 +1312,7 @@ class SchedulerState:
             raise InvariantError(ts.key, f"released -> waiting for {ts.key}, which has no run_spec: "
                                  "nothing can compute it")
         ts.waiting_on = NO_KEYS
-        for dep in ts.dependencies:
+        for dep in sorted(ts.dependencies):  # sorted: see the module docstring on set order
             dts = self.tasks[dep]
             if dts.state == ERRED:
                 ts.exception, ts.exception_text = dts.exception, dts.exception_text
@@ -1362,7 +1367,7 @@ class SchedulerState:
             self._fire_and_forgotten(ts, recs)
         if ts.dependents:
             tasks = self.tasks
-            for key in ts.dependents:
+            for key in sorted(ts.dependents):
                 dts = tasks.get(key)
                 if dts is not None and dts.state == WAITING:
                     if dts.waiting_on:
@@ -1464,7 +1469,7 @@ class SchedulerState:
                                                      "text": ts.exception_text,
                                                      "traceback": ts.traceback})
         self._fire_and_forgotten(ts, recs)
-        for key in ts.dependents:
+        for key in sorted(ts.dependents):
             dts = self.tasks.get(key)
             if dts is not None and dts.state in (WAITING, RELEASED):
                 dts.exception, dts.exception_text = ts.exception, ts.exception_text
@@ -1534,7 +1539,7 @@ class SchedulerState:
             self._forget_unneeded_dependencies(ts, recs)
 
     def _forget_unneeded_dependencies(self, ts: TaskState, recs: dict[str, str]) -> None:
-        for dep in ts.dependencies:
+        for dep in sorted(ts.dependencies):
             dts = self.tasks.get(dep)
             if dts is None:
                 continue
