@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tempfile
@@ -506,15 +507,21 @@ def test_real_dask_lesson():
     assert "the client's batched stream sends at most once every 10 ms" in cost
     measured = float(re.search(r"this run measured ([\d.]+) of them per scatter", cost)[1])
     assert ordered > 5, cost  # a barrier waits for the client stream's next batch
-    # review 5: the measurement rounded either way is right, so a loaded machine does not fail a
-    # correct answer; the test's answer, 1, is right whenever the measurement is within (0, 2)
-    graded = re.search(r"^\[(.*)\] the answer: (\d) \(this run measured [\d.]+ intervals: (\d)(?: or (\d))?, "
-                       r"the measurement rounded down or up, counts as right", cost, re.M)
+    # review 6: the nearest whole number is right; the other neighbour too only when the measurement
+    # lies more than 0.25 from the nearest (review 5 accepted 2 for 1.03); the printed verdict is
+    # checked against the printed measurement, so a loaded machine does not fail the test
+    graded = re.search(r"^\[(.*)\] the answer: (\d) \(this run measured ([\d.]+) intervals: "
+                       r"(\d)(?: or (\d))? counts as right, "
+                       r"(the nearest whole number|the measurement lying well between the two)", cost, re.M)
     assert graded, cost
-    either = [int(n) for n in graded.group(3, 4) if n is not None]
-    assert all(abs(n - measured) < 1.1 for n in either), cost  # its floor and ceiling (of 0..3)
+    assert float(graded[3]) == round(measured, 2), cost
+    either = [int(n) for n in graded.group(4, 5) if n is not None]
+    near = abs(measured - round(measured)) <= 0.25
+    clamp = [min(3, max(0, n)) for n in (round(measured), math.floor(measured), math.ceil(measured))]
+    assert either == ([clamp[0]] if near else sorted(set(clamp[1:]))), cost
+    assert (graded[6] == "the nearest whole number") == near, cost
     assert graded[1] == ("right" if 1 in either else "not quite: you guessed 1"), cost
-    assert int(graded[2]) == (1 if 1 in either else min(either, key=lambda n: abs(n - measured))), cost
+    assert int(graded[2]) == (1 if 1 in either else clamp[0]), cost
     # %%explore and %confirm moved to lesson 5, which teaches them (issue 42)
     assert not any(tag in c.metadata.get("tags", []) for c in nb.cells
                    for tag in ("explore", "confirm", "exercise-3"))
