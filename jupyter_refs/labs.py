@@ -750,10 +750,10 @@ _SLEEP_NOTE = ("\n  Your restart waits (time.sleep): waiting moves no message he
                "and nothing makes it.")
 
 #: What the grader adds to a PASS when the restart never sent cancel-keys (review 3: old.release()
-#: passes, and skips the lesson's point unless the student says why).
-_RELEASE_NOTE = (" — now say why: your restart stopped the old future without a cancel-keys (no "
-                 "cancel was sent; a release, or dropping the future, stops it too). Why does it "
-                 "pass where client.cancel fails? (Question 3, below.)")
+#: passes, and skips the lesson's point unless the student says why; review 6: the note says what
+#: passed, not why — that is Question 3's answer).
+_RELEASE_NOTE = (" — your restart stopped the old future without client.cancel: now say why. Why "
+                 "does it pass where client.cancel fails? (Question 3, below.)")
 
 
 def _on_real_dask(restart: Callable[..., Any], dask_client: Any, runs: int) -> dict[str, int]:

@@ -431,6 +431,9 @@ def test_a_restart_that_releases_passes_and_is_asked_why():
     assert grade and grade.verdict.endswith("Why does it pass where client.cancel fails? "
                                             "(Question 3, below.)"), grade.verdict
     assert "now say why" in grade.verdict
+    # review 6: the note says what passed, not why (that is Question 3's answer)
+    assert "without client.cancel" in grade.verdict
+    assert "cancel-keys" not in grade.verdict and "a release" not in grade.verdict
     assert "now say why" not in labs.grade_restart(solutions.restart, quiet=True).verdict
 
 
