@@ -75,9 +75,10 @@ from .protocol.variants import (
 )
 from .zoo import RACES
 
-__all__ = ["ALSO", "COPY_OPS", "LAB_BASE", "Grade", "LabError", "arrivals", "cancel_then_release",
+__all__ = ["ALSO", "COPY_OPS", "LAB_BASE", "TRIED", "Grade", "LabError", "arrivals", "cancel_then_release",
            "copy_left_behind", "fix_protocol", "grade_cancel_check", "grade_check", "grade_fix",
-           "grade_worker_fix", "rescatter_and_use", "uncancelled_cancels", "reproduced"]
+           "grade_worker_fix", "rescatter_and_use", "the_report", "tried", "uncancelled_cancels",
+           "reproduced"]
 
 #: Today's dask with every worker copy numbered (``incarnations``): the base of the labs' fixes.
 LAB_BASE = dataclasses.replace(
@@ -675,6 +676,48 @@ def restart_scenario(restart: Callable[..., Any]) -> Scenario:
     return restart_same_key
 
 
+def the_report(client: Any) -> int:
+    """The capstone's report as a scenario (section 1's answer, kept out of the notebook's
+    visible cells): what the going-further section explores."""
+    old = client.submit(inc, 1, key="k")
+    client.cancel([old])
+    new = client.submit(inc, 1, key="k")
+    return new.result()
+
+
+#: What people try first against the report (the capstone's section 4), as :func:`tried` names them.
+TRIED = ("the report's steps", "an RPC round trip first (who_has)",
+         "wait until the scheduler forgot the key", "a fresh key (not what the user asked)")
+
+
+def _known(dask_scheduler: Any, key: str) -> bool:
+    return key in dask_scheduler.tasks
+
+
+def tried(dask_client: Any, i: int, how: str) -> Any:
+    """The report's steps on real dask, run ``i`` of one thing tried (or none, ``TRIED[0]``):
+    the new future's result, or ``"FutureCancelledError"``."""
+    import time
+
+    import distributed
+
+    if how not in TRIED:
+        raise ValueError(f"{how!r} is not one of {TRIED}")
+    key = f"tried-{TRIED.index(how)}-{i}"
+    old = dask_client.submit(inc, 1, key=key)
+    dask_client.cancel(old)
+    if how == TRIED[1]:
+        dask_client.who_has()
+    elif how == TRIED[2]:
+        while dask_client.run_on_scheduler(_known, key=key):
+            time.sleep(0.01)  # a poll of the scheduler's state: the order stays dask's own
+    new = dask_client.submit(inc, 1, key=key + "-again" if how == TRIED[3] else key)
+    try:
+        return new.result(timeout=10)
+    except distributed.client.FutureCancelledError:
+        return "FutureCancelledError"
+
+
 def _restart_refused(restart: Callable[..., Any]) -> str | None:
     """What the user's requirement refuses in ``restart``, on one in-order run of the model:
     the new computation must be a new future for the *same* key, the old one cancelled."""
@@ -750,10 +793,10 @@ _SLEEP_NOTE = ("\n  Your restart waits (time.sleep): waiting moves no message he
                "and nothing makes it.")
 
 #: What the grader adds to a PASS when the restart never sent cancel-keys (review 3: old.release()
-#: passes, and skips the lesson's point unless the student says why).
-_RELEASE_NOTE = (" — now say why: your restart stopped the old future without a cancel-keys (no "
-                 "cancel was sent; a release, or dropping the future, stops it too). Why does it "
-                 "pass where client.cancel fails? (Question 3, below.)")
+#: passes, and skips the lesson's point unless the student says why; review 6: the note says what
+#: passed, not why — that is Question 3's answer).
+_RELEASE_NOTE = (" — your restart stopped the old future without client.cancel: now say why. Why "
+                 "does it pass where client.cancel fails? (Question 3, below.)")
 
 
 def _on_real_dask(restart: Callable[..., Any], dask_client: Any, runs: int) -> dict[str, int]:

@@ -92,7 +92,8 @@ class SwitchGame:
     ``switch(0)`` switches to B before A's first line; ``switch(n)`` after A's line ``n`` has
     run (the last line is the ``return``: after it, B simply comes second), and B then submits
     its whole task.  ``switch(n, m)`` switches B out in turn after *its* line ``m``: A finishes
-    its submit, then B finishes.  ``switch_after(n)`` is ``switch(n)``.
+    its submit, then B finishes.  ``switch_after(n)`` is ``switch(n)``.  ``status`` reads how
+    the game stands, ``tried()`` lists the tries, ``restart()`` starts again.
     """
 
     def __init__(self, protocol: str = "racy-ids", allocator: Any = None) -> None:
@@ -184,6 +185,19 @@ class SwitchGame:
     def all_goals(self) -> bool:
         """Whether the tries so far meet the three goals of :meth:`goals`."""
         return self.goals().startswith("goals: 3 of 3")
+
+    @property
+    def status(self) -> Listing:
+        """How the game stands, as the other games' ``status``: the tries so far and the goals
+        (shown as text, not as a quoted string)."""
+        won = sum(t.collision for t in self.tries)
+        return Listing(f"{len(self.tries)} tries, {won} with id_collision\n{self.goals()}")
+
+    def restart(self) -> None:
+        """Start again: forget the tries (each already ran on a fresh cluster) and the goals
+        they ticked, and print the fresh game."""
+        self.tries.clear()
+        print(self.listing())
 
     def _line(self, n: Any, who: str) -> None:
         if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n <= len(self.lines):

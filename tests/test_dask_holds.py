@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import threading
+import time
 
 import pytest
 
@@ -18,7 +19,7 @@ from distributed import Client, LocalCluster  # noqa: E402
 from helpers import inc  # noqa: E402
 
 from jupyter_refs import ScheduleError, explore, replay  # noqa: E402
-from jupyter_refs.dask import ConfirmError, attach, confirm, remote  # noqa: E402
+from jupyter_refs.dask import ConfirmError, attach, confirm, holds, remote  # noqa: E402
 from jupyter_refs.dask.holds import HoldsUnavailableError  # noqa: E402
 from jupyter_refs.errors import NotDeliverableError, UnknownMessageError  # noqa: E402
 from jupyter_refs.explore import fingerprint  # noqa: E402
@@ -35,52 +36,48 @@ VARIANTS = {
 }
 
 
-def force_8576(client, tracer, variant: str, value: int):
-    """Scatter ``value``, drop it, scatter it again, delivering in the variant's order.
+def force_8576(client, tracer, variant, value: int, timeout: float = holds.STEP_TIMEOUT_S):
+    """Scatter ``value``, drop it, scatter it again, delivering in the variant's order (a name
+    of ``VARIANTS`` or its pair of lists), as lesson 4's ``force`` does.
 
     Returns the second future, its key and whether the steps could all be taken: under
     ordered scatter the second scatter waits behind the held release (its barrier is held
     there), so the forced order cannot happen; then everything is released in order.
     """
-    channels, order = VARIANTS[variant]
+    channels, order = VARIANTS[variant] if isinstance(variant, str) else variant
     x = client.scatter(value)
     key = x.key
-    for channel in channels:
-        tracer.hold(channel)
-    del x
-    tracer.wait_held("client-releases-keys")
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    try:
+        for channel in channels:
+            tracer.hold(channel)
+        del x
+        holds.wait_step(tracer, "client-releases-keys", key, timeout=timeout)
         second = pool.submit(client.scatter, value)
-        try:
-            forced = _deliver_in_order(tracer, order, second, key)
-        finally:
-            tracer.release_holds()
-        y = second.result(timeout=10)
-    return y, key, forced
+        forced = holds.deliver_in_order(tracer, order, key, second, timeout)
+    finally:
+        tracer.release_holds()
+        pool.shutdown(wait=False)
+    return second.result(timeout=10), key, forced
 
 
-def _deliver_in_order(tracer, order, second, key: str) -> bool:
-    for step in order:
-        def ready(held, step=step):
-            if any(m.op == remote.BARRIER for m in held):
-                return True
-            return second.done() if step == "scattered" else any(m.op == step and key in m.keys
-                                                                  for m in held)
-
-        try:
-            held = tracer.wait_held(until=ready)
-        except TimeoutError:
-            raise AssertionError(f"waiting for {step}; held: {tracer.in_flight}") from None
-        if any(m.op == remote.BARRIER for m in held):
-            return False
-        if step != "scattered":
-            target = next(m for m in held if m.op == step and key in m.keys)
-            # Ahead of it on its channel may wait what an earlier round dropped: it goes first.
-            # In the listing's order, not by id (a send the trace did not see is numbered late).
-            for msg in [m for m in held[:held.index(target)] if m.channel == target.channel]:
-                tracer.deliver(msg.msg_id)
-            tracer.deliver(target.msg_id)
-    return True
+def test_a_step_that_never_comes_fails_fast_and_the_next_recipe_works(inproc):
+    """Lesson 4's Exercise 2, written wrong: ``free-keys`` named, its channel not held.  The
+    step fails within its timeout, in one line naming itself and the channels held; the holds
+    are gone, and a right recipe works at once (it used to hang the kernel for good)."""
+    with attach(inproc) as tracer:
+        wrong = (["client:1->scheduler", "rpc:client:1#*"], ["client-releases-keys", "free-keys"])
+        start = time.monotonic()
+        with pytest.raises(holds.StepNeverCameError) as failed:
+            force_8576(inproc, tracer, wrong, 3000, timeout=1.0)
+        assert time.monotonic() - start < 8
+        said = str(failed.value)
+        assert "\n" not in said and said.startswith("step 'free-keys' never came within 1 s"), said
+        assert said.endswith("channels held: client:1->scheduler, rpc:client:1#*"), said
+        assert tracer.held == set() and tracer.in_flight == []
+        y, key, forced = force_8576(inproc, tracer, "A", 3001)
+        assert forced and lost(inproc, tracer, y, key)
+        del y
 
 
 def lost(client, tracer, y, key: str) -> bool:

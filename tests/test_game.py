@@ -293,6 +293,11 @@ def test_be_the_thread_scheduler_two_switches_a_collision_needs_both_reads_befor
              for b in (None, *range(len(atomic.lines) + 1))]
     assert all(t.allocated and not t.collision for t in tries)
     assert "A after 1, B after 0: -" in game.tried()
+    # review 6: status and restart(), as the other games have them
+    assert fresh.status.startswith("1 tries, 1 with id_collision\ngoals: 1 of 3")
+    assert repr(fresh.status).startswith("1 tries")  # shown as text
+    fresh.restart()
+    assert fresh.tries == [] and fresh.status.startswith("0 tries, 0 with id_collision\ngoals: 0 of 3")
     # review 4: a cell ending in game.tried() shows the table, not a string with \n escapes
     assert repr(game.tried()) == str(game.tried()) and "\\n" not in repr(game.tried())
     with pytest.raises(ValueError, match="for B"):

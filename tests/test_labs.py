@@ -431,6 +431,9 @@ def test_a_restart_that_releases_passes_and_is_asked_why():
     assert grade and grade.verdict.endswith("Why does it pass where client.cancel fails? "
                                             "(Question 3, below.)"), grade.verdict
     assert "now say why" in grade.verdict
+    # review 6: the note says what passed, not why (that is Question 3's answer)
+    assert "without client.cancel" in grade.verdict
+    assert "cancel-keys" not in grade.verdict and "a release" not in grade.verdict
     assert "now say why" not in labs.grade_restart(solutions.restart, quiet=True).verdict
 
 
@@ -764,6 +767,11 @@ def test_capstone_notebook(tmp_path, monkeypatch):
                 if o.output_type == "stream" and o.name == "stderr" and "WARNING" in o.text]
     work = dict(re.findall(r"^(.+?) +returned 2 in +(\d+) of 20 runs$", output(nb, "workaround"), re.M))
     assert work["a fresh key (not what the user asked)"] == "20", work
+    # review 6: no visible code cell of the lesson's spells out section 1's scenario (the report's
+    # steps); the student's own cells are theirs
+    visible = [c.source for c in nb.cells if c.cell_type == "code" and not c.source.startswith("%%solution")
+               and "your-code" not in c.metadata.get("tags", [])]
+    assert not any("client.cancel([old])" in source or 'key="k"' in source for source in visible)
     assert int(work["the report's steps"]) < 20, work
     assert int(work["wait until the scheduler forgot the key"]) < 20, work
     assert int(work["an RPC round trip first (who_has)"]) < 20, work

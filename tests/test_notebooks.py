@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tempfile
@@ -314,10 +315,14 @@ def test_ghost_task_lesson():
     assert "unknown to scheduler." in real and "the answer: None " in real
     fixed = text_of(nb, "fixed-refs")
     assert "VIOLATION" not in fixed and unbound in fixed and "holds no reference" in fixed
-    # review 5: %refs runs once the live network is quiet (the same state every run)
+    # review 5: %refs runs once the network is quiet (the same state every run); review 6: on a
+    # seeded random network, the look task released before the hold, so %step's lines are x's
     for tag in ("dask-refs", "fixed-refs"):
         source = next(c.source for c in nb.cells if tag in c.metadata.get("tags", []))
-        assert "cluster.run_until_idle()" in source.split("%refs")[0]
+        assert "cluster.run_until_idle()" in source.split("%refs")[0] and "--network random --seed" in source
+        shown = text_of(nb, tag)
+        assert "look-" not in shown.split("holding client:worker:0")[1], shown
+        assert "in flight: nothing" in shown, shown
     assert "/pending" not in today and "/pending" not in fixed
     assert "the scheduler still holds 50 of the 50 keys" in text_of(nb, "legacy-loop")  # cell 28 says so
     meet = text_of(nb, "fixed-meet")
@@ -506,15 +511,21 @@ def test_real_dask_lesson():
     assert "the client's batched stream sends at most once every 10 ms" in cost
     measured = float(re.search(r"this run measured ([\d.]+) of them per scatter", cost)[1])
     assert ordered > 5, cost  # a barrier waits for the client stream's next batch
-    # review 5: the measurement rounded either way is right, so a loaded machine does not fail a
-    # correct answer; the test's answer, 1, is right whenever the measurement is within (0, 2)
-    graded = re.search(r"^\[(.*)\] the answer: (\d) \(this run measured [\d.]+ intervals: (\d)(?: or (\d))?, "
-                       r"the measurement rounded down or up, counts as right", cost, re.M)
+    # review 6: the nearest whole number is right; the other neighbour too only when the measurement
+    # lies more than 0.25 from the nearest (review 5 accepted 2 for 1.03); the printed verdict is
+    # checked against the printed measurement, so a loaded machine does not fail the test
+    graded = re.search(r"^\[(.*)\] the answer: (\d) \(this run measured ([\d.]+) intervals: "
+                       r"(\d)(?: or (\d))? counts as right, "
+                       r"(the nearest whole number|the measurement lying well between the two)", cost, re.M)
     assert graded, cost
-    either = [int(n) for n in graded.group(3, 4) if n is not None]
-    assert all(abs(n - measured) < 1.1 for n in either), cost  # its floor and ceiling (of 0..3)
+    assert float(graded[3]) == round(measured, 2), cost
+    either = [int(n) for n in graded.group(4, 5) if n is not None]
+    near = abs(measured - round(measured)) <= 0.25
+    clamp = [min(3, max(0, n)) for n in (round(measured), math.floor(measured), math.ceil(measured))]
+    assert either == ([clamp[0]] if near else sorted(set(clamp[1:]))), cost
+    assert (graded[6] == "the nearest whole number") == near, cost
     assert graded[1] == ("right" if 1 in either else "not quite: you guessed 1"), cost
-    assert int(graded[2]) == (1 if 1 in either else min(either, key=lambda n: abs(n - measured))), cost
+    assert int(graded[2]) == (1 if 1 in either else clamp[0]), cost
     # %%explore and %confirm moved to lesson 5, which teaches them (issue 42)
     assert not any(tag in c.metadata.get("tags", []) for c in nb.cells
                    for tag in ("explore", "confirm", "exercise-3"))

@@ -101,6 +101,10 @@ class HoldsUnavailableError(JupyterRefsError, RuntimeError):
     """The channel's receiving end runs in another process: it cannot be held from here."""
 
 
+class StepNeverCameError(JupyterRefsError, RuntimeError):
+    """A step of an order to deliver in never came: its message was never held."""
+
+
 @dataclass(eq=False)
 class HeldMessage:
     """A message held in dask, as ``Cluster.in_flight`` lists the kernel-side cluster's."""
@@ -646,6 +650,62 @@ class Holds:
                              msg.t_ns)
             tracer.merge_upto(None)
             self._resolve(again=False)
+
+
+#: How long :func:`wait_step` waits for a step before it gives up.
+STEP_TIMEOUT_S = 5.0
+
+
+def wait_step(tracer: Any, step: str, key: str, second: Any = None,
+              timeout: float = STEP_TIMEOUT_S) -> list[HeldMessage]:
+    """Wait until the message of operation ``step`` about ``key`` is held, or, for the step
+    ``"scattered"``, until the future ``second`` (a second scatter, run in a thread) is done;
+    also stop at a held ordered-scatter barrier.  Returns what is held.
+
+    A step that does not come within ``timeout`` seconds raises :class:`StepNeverCameError`,
+    in one line naming the step and the channels held: its message travels on a channel not
+    held (dask delivered it on its own), or it waits for a step ordered after it.
+    """
+    def ready(held: list[HeldMessage]) -> bool:
+        if second is not None and any(msg.op == remote.BARRIER for msg in held):
+            return True
+        if step == "scattered":
+            return second.done()
+        return any(msg.op == step and key in msg.keys for msg in held)
+
+    try:
+        return tracer.wait_held(until=ready, timeout=timeout)
+    except TimeoutError:
+        held = ", ".join(sorted(tracer.held)) or "none"
+        why = ("the second scatter did not return: a message it needs is still held" if step == "scattered"
+               else f"no {step} about {key} reached a held channel (dask delivered it, or it comes later)")
+        raise StepNeverCameError(f"step {step!r} never came within {timeout:g} s: {why}; "
+                                 f"channels held: {held}") from None
+
+
+def deliver_in_order(tracer: Any, order: Iterable[str], key: str, second: Any,
+                     timeout: float = STEP_TIMEOUT_S) -> bool:
+    """Deliver, step by step, the held messages about ``key`` in ``order`` (#8576 by hand).
+
+    Each step is a message's operation — delivered once held, after whatever waits ahead
+    of it on its channel — or ``"scattered"``: wait until the future ``second`` is done.
+    Returns whether every step was taken: under ordered scatter the second scatter waits
+    behind the held release (its barrier held there), so the order cannot happen.  A step
+    that never comes raises :class:`StepNeverCameError` (see :func:`wait_step`); the caller
+    releases its holds either way (``try/finally: tracer.release_holds()``).
+    """
+    for step in order:
+        held = wait_step(tracer, step, key, second, timeout)
+        if any(msg.op == remote.BARRIER for msg in held):
+            return False  # ordered scatter: the scatter waits behind the held release
+        if step != "scattered":
+            target = next(msg for msg in held if msg.op == step and key in msg.keys)
+            # Ahead of it on its channel may wait what an earlier round dropped: it goes first,
+            # in the listing's order, not by id (a send the trace did not see is numbered late).
+            for msg in [m for m in held[:held.index(target)] if m.channel == target.channel]:
+                tracer.deliver(msg.msg_id)
+            tracer.deliver(target.msg_id)
+    return True
 
 
 def _arrival(msg: HeldMessage) -> int:
