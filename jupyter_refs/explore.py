@@ -1378,10 +1378,7 @@ def explore(scenario: Scenario, protocol: str | ProtocolVariant = "dask",
     change points in turn (depth d = d-1 change points, d from 1 to ``depth``): a bug of
     depth d <= ``depth`` is found by each run of depth d with probability at least
     1/(n·k^(d-1)) (n channels, k decisions of the in-order run), so by one run in ``depth``;
-    ``"uniform"`` picks uniformly at every decision, as before.  An order a random run
-    draws again (PCT draws the likeliest orders many times) is counted as its first run was,
-    not run again (:class:`_Memo`): the same counts, groups and smallest runs, for the cost
-    of following the chooser down a tree of the orders run so far.
+    ``"uniform"`` picks uniformly at every decision, as before.
 
     **On a dask cluster** (``client``): the random runs are shared among ``client``'s worker
     threads (each share seeded ``"{seed}/{i}"``, run in the workers' processes); the
