@@ -1381,7 +1381,8 @@ def explore(scenario: Scenario, protocol: str | ProtocolVariant = "dask",
     ``"uniform"`` picks uniformly at every decision, as before.
 
     **On a dask cluster** (``client``): the random runs are shared among ``client``'s worker
-    threads (each share seeded ``"{seed}/{i}"``, run in the workers' processes); the
+    threads (each share seeded ``"{seed}/{i}"``, run in the workers' processes; a cluster of
+    this process's own threads gets one share, run in this thread); the
     systematic search stays here, so its failures and groups are the local search's.  The
     scenario travels by cloudpickle: one that cannot is refused before anything runs, with
     what cloudpickle said.
@@ -1678,8 +1679,16 @@ def _sample_on(client: Any, scenario: Scenario, protocol: str | ProtocolVariant,
     if all(str(address).startswith("inproc://") for address in nthreads):
         # Workers in this process: their threads share this interpreter (its GIL, and the
         # state every run's clients set, such as dask's default scheduler), so two shares
-        # side by side would neither run faster nor stay replayable.  One share, in order.
-        threads = 1
+        # side by side would neither run faster nor stay replayable.  One share, run here:
+        # inside a dask task on this process's worker thread, a run did not always make the
+        # decisions its replay here makes (3 searches in 10 raised ScheduleError replaying a
+        # share's failure), and the thread buys nothing.
+        same, found = _sample_away(scenario, protocol, workers, fp, f"{seed}/1", left,
+                                   tally.outcome, invariants, pct)
+        done = _merge(scenario, protocol, workers, fp, tally, left, same, found, invariants)
+        if tally.progress is not None:
+            tally.progress(tally.runs, tally.max_schedules, len(tally.groups))
+        return done
     shares = [left // threads + (i < left % threads) for i in range(threads)]
     baseline = tally.outcome
     futures = [client.submit(_sample_away, scenario, protocol, workers, fp, f"{seed}/{i + 1}", n,

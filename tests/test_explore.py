@@ -596,8 +596,9 @@ def test_explore_on_a_dask_cluster_finds_what_one_process_finds(inproc):
                               if f.run.delays <= 1}
     again = explore(scatter_race, client=inproc, **kwargs)
     # The same failures, each with the same smallest schedule.  (On this in-process cluster
-    # the random runs go as one share, in order: threads of one interpreter share the state
-    # each run's clients set; benchmarks/bench_explore_dask.py splits them among processes.)
+    # the random runs go as one share, run in this thread: inside a dask task on its worker
+    # thread, 3 searches in 10 made a run its replay here did not (ScheduleError);
+    # benchmarks/bench_explore_dask.py splits them among processes.)
     assert [(f.names, f.schedule) for f in again.failures] == \
         [(f.names, f.schedule) for f in there.failures]
     for failure in there.failures:
