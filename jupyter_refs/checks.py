@@ -803,22 +803,19 @@ class Checks:
     def _why_forgotten(self, b: Beliefs, client: str, key: str, seq: int, told: bool
                        ) -> tuple[int, str]:
         """The first event that broke the invariant and a paragraph saying why."""
-        kept = sorted(b.holding(key))
-        by = b.forgotten_by.get(key)
-        if told and kept and by is not None and by[1] == m.RELEASE_WORKER_DATA:
-            return seq, (
-                f"the scheduler forgot {key} while {client} held a finished future for it, "
-                f"though {', '.join(kept)} still holds a copy: a release-worker-data about the "
-                "key's previous copy reached the scheduler after the new copy was registered, "
-                "and the scheduler took it as the new one's. The client will hear lost-data "
-                "then cancelled-keys: its future ends cancelled, with refcount "
-                f"{b.refcount.get((client, key))}.")
         if told:
-            return seq, (
-                f"the scheduler forgot {key} while {client} held a finished future for it: the "
-                "last worker copy of the data was freed (a free-keys meant for the key's "
-                "previous life deleted the data a scatter had just put there)." + TOLD_NEXT
-                + f" its future ends cancelled, with refcount {b.refcount.get((client, key))}.")
+            kept = sorted(b.holding(key))
+            by = b.forgotten_by.get(key)
+            if kept and by is not None and by[1] == m.RELEASE_WORKER_DATA:
+                cause = (f", though {', '.join(kept)} still holds a copy: a release-worker-data "
+                         "about the key's previous copy reached the scheduler after the new copy "
+                         "was registered, and the scheduler took it as the new one's.")
+            else:
+                cause = (": the last worker copy of the data was freed (a free-keys meant for the "
+                         "key's previous life deleted the data a scatter had just put there).")
+            return seq, (f"the scheduler forgot {key} while {client} held a finished future for "
+                         f"it{cause}" + TOLD_NEXT + " its future ends cancelled, with refcount "
+                         f"{b.refcount.get((client, key))}.")
         released = b.released_at.get((client, key))
         first = released if released is not None else seq
         overtaken = self._overtaken(b, client, key, b.receiving)

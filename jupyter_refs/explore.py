@@ -1676,6 +1676,7 @@ def _sample_on(client: Any, scenario: Scenario, protocol: str | ProtocolVariant,
     threads = sum(nthreads.values())
     if not threads:
         raise ArgumentValueError("explore(client=…): the client's cluster has no worker")
+    baseline = tally.outcome
     if all(str(address).startswith("inproc://") for address in nthreads):
         # Workers in this process: their threads share this interpreter (its GIL, and the
         # state every run's clients set, such as dask's default scheduler), so two shares
@@ -1683,22 +1684,20 @@ def _sample_on(client: Any, scenario: Scenario, protocol: str | ProtocolVariant,
         # inside a dask task on this process's worker thread, a run did not always make the
         # decisions its replay here makes (3 searches in 10 raised ScheduleError replaying a
         # share's failure), and the thread buys nothing.
-        same, found = _sample_away(scenario, protocol, workers, fp, f"{seed}/1", left,
-                                   tally.outcome, invariants, pct)
-        done = _merge(scenario, protocol, workers, fp, tally, left, same, found, invariants)
-        if tally.progress is not None:
-            tally.progress(tally.runs, tally.max_schedules, len(tally.groups))
-        return done
-    shares = [left // threads + (i < left % threads) for i in range(threads)]
-    baseline = tally.outcome
-    futures = [client.submit(_sample_away, scenario, protocol, workers, fp, f"{seed}/{i + 1}", n,
-                             baseline, invariants, pct, pure=False, key=f"explore-{fp}-{seed}-{i}")
-               for i, n in enumerate(shares) if n]
-    try:
-        results = client.gather(futures)
-    finally:
-        for future in futures:
-            future.release()
+        shares = [left]
+        results = [_sample_away(scenario, protocol, workers, fp, f"{seed}/1", left, baseline,
+                                invariants, pct)]
+    else:
+        shares = [left // threads + (i < left % threads) for i in range(threads)]
+        futures = [client.submit(_sample_away, scenario, protocol, workers, fp, f"{seed}/{i + 1}",
+                                 n, baseline, invariants, pct, pure=False,
+                                 key=f"explore-{fp}-{seed}-{i}")
+                   for i, n in enumerate(shares) if n]
+        try:
+            results = client.gather(futures)
+        finally:
+            for future in futures:
+                future.release()
     sampled = 0
     for n, (same, found) in zip([n for n in shares if n], results, strict=True):
         sampled += _merge(scenario, protocol, workers, fp, tally, n, same, found, invariants)

@@ -160,8 +160,7 @@ class SwitchGame:
         rows = [f"  A after {t.after_line}, B " + ("whole" if t.b_after is None else
                                                    f"after {t.b_after}")
                 + (": id_collision" if t.collision else ": -") for t in self.tries]
-        return Listing("\n".join([f"{len(self.tries)} tries, "
-                                  f"{sum(t.collision for t in self.tries)} with id_collision", *rows]))
+        return Listing("\n".join([self._count(), *rows]))
 
     def goals(self) -> str:
         """The game's three goals, each ticked once some tries show it (printed by ``switch``):
@@ -190,8 +189,11 @@ class SwitchGame:
     def status(self) -> Listing:
         """How the game stands, as the other games' ``status``: the tries so far and the goals
         (shown as text, not as a quoted string)."""
-        won = sum(t.collision for t in self.tries)
-        return Listing(f"{len(self.tries)} tries, {won} with id_collision\n{self.goals()}")
+        return Listing(f"{self._count()}\n{self.goals()}")
+
+    def _count(self) -> str:
+        return (f"{len(self.tries)} tries, {sum(t.collision for t in self.tries)} "
+                "with id_collision")
 
     def restart(self) -> None:
         """Start again: forget the tries (each already ran on a fresh cluster) and the goals

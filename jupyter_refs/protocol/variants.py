@@ -285,11 +285,11 @@ class Arrival:
 
 #: A rule: does the message still apply?  True: handled as dask does; False: dropped as stale.
 Rule = Callable[[Arrival], bool]
+#: The ruled operations about a copy on a worker: their ``Arrival`` is about copies, not holds.
+COPY_OPS = ("free-keys", "release-worker-data")
 #: The operations a rule can be given for: the release on the scheduler, the reports on a client
 #: (about a hold), and the worker hop's messages about one *copy* of a key: ``free-keys`` reaching
 #: a worker, ``release-worker-data`` reaching the scheduler (:data:`COPY_OPS`).
-#: The ruled operations about a copy on a worker: their ``Arrival`` is about copies, not holds.
-COPY_OPS = ("free-keys", "release-worker-data")
 RULED_OPS = ("client-releases-keys", "cancelled-keys", "lost-data", "key-in-memory", "task-erred",
              *COPY_OPS)
 

@@ -227,8 +227,17 @@ class TimelineModel:
     # -- consuming rows ----------------------------------------------------------------------
 
     def add_events(self, events: Iterable[Event]) -> None:
+        # Runs of consecutive events go in as one add_rows call each (its set-up is per call).
+        start, rows = 0, []
         for e in events:
-            self.add_row(e.seq, (*e[1:10], e.data))
+            if rows and e.seq != start + len(rows):
+                self.add_rows(start, rows)
+                rows = []
+            if not rows:
+                start = e.seq
+            rows.append((*e[1:10], e.data))
+        if rows:
+            self.add_rows(start, rows)
 
     def add_rows(self, start: int, rows: Sequence[tuple]) -> None:
         """Take in trace rows, the first of them event ``start``: every row gets its x; its
@@ -249,7 +258,7 @@ class TimelineModel:
         logical = self.view == "logical"
         put_x, put_lane = self._x.append, self._lane_by_seq.append
         seen, lane_ids, lane, keys = self.seen_keys, self._lane_ids, self.lane, self.keys
-        add_event, describe, cells = self.events.add, self._describe, self._cells
+        add_event, describe, cell_text = self.events.add, self._describe, self._cell_text
         x = self.last_x
         for seq, row in enumerate(rows, start):
             x = float(seq) if logical else row[T] / 1e6
@@ -279,7 +288,7 @@ class TimelineModel:
                 continue
             cell = row[CELL]
             add_event(x, at, kind, seq, key, describe(kind, row[EXTRA]),
-                      (cells.get(cell) or self._cell_text(cell)) if cell else "")
+                      cell_text(cell) if cell else "")
             if key is not None:
                 on_key = _KEY_LANE.get(kind)
                 if on_key is not None:
