@@ -1681,9 +1681,9 @@ def _sample_on(client: Any, scenario: Scenario, protocol: str | ProtocolVariant,
         # Workers in this process: their threads share this interpreter (its GIL, and the
         # state every run's clients set, such as dask's default scheduler), so two shares
         # side by side would neither run faster nor stay replayable.  One share, run here:
-        # inside a dask task on this process's worker thread, a run did not always make the
-        # decisions its replay here makes (3 searches in 10 raised ScheduleError replaying a
-        # share's failure), and the thread buys nothing.
+        # the thread buys nothing.  (Inside a dask task, 3 searches in 10 once raised
+        # ScheduleError replaying a share's failure: the worker's profiler held the runs'
+        # frames; ``_sample_away`` now leaves it.)
         shares = [left]
         results = [_sample_away(scenario, protocol, workers, fp, f"{seed}/1", left, baseline,
                                 invariants, pct)]
@@ -1708,11 +1708,16 @@ def _sample_on(client: Any, scenario: Scenario, protocol: str | ProtocolVariant,
 
 def _sample_away(*args: Any) -> tuple[int, dict]:
     """:func:`_sample` in a dask worker: with the garbage collector paused, as :func:`explore`
-    pauses it here (each run leaves young cycles; collected every 100 runs)."""
+    pauses it here (each run leaves young cycles; collected every 100 runs), and out of the
+    worker's profiler, whose samples would hold a run's frames and so decide when a dropped
+    future is released (``jupyter_refs/dask/unprofiled.py``)."""
+    from .dask.unprofiled import unprofiled
+
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _sample(*args)
+        with unprofiled():
+            return _sample(*args)
     finally:
         if collecting:
             gc.enable()
