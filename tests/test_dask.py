@@ -197,6 +197,41 @@ def test_every_hook_that_raises_is_caught_counted_and_in_the_trace_never_in_dask
     assert not reached, [r.getMessage() for r in reached]
 
 
+def _break_worker_teardown(dask_worker):
+    dask_worker.plugins[remote.WORKER_PLUGIN].hooks.undo = _boom
+
+
+def test_a_plugin_whose_start_or_end_raises_reports_it_and_dask_carries_on(
+        inproc, caplog, monkeypatch):
+    """The plugins' own start (the scheduler's ``start``, a worker's ``setup``) and end (a
+    worker's ``teardown``) are dask's calls too: raised on, ``register_plugin`` fails, and a
+    worker joining later would not start.  Each is caught, what it hooked comes off, and the
+    failure is in the trace as ``hook.failed``; dask's work and logs are untouched."""
+    import logging
+
+    caplog.set_level(logging.DEBUG, logger="distributed")
+    monkeypatch.setattr(remote.SchedulerRecorder, "follow", _boom)  # its start calls it
+    monkeypatch.setattr(remote, "WORKER_SETUP", [_boom])  # a worker's setup, at its end
+    with attach(inproc) as tracer:
+        futures = inproc.map(inc, range(10), pure=False)
+        assert inproc.gather(futures) == list(range(1, 11))
+        del futures
+        tracer.sync()
+        labels = [e.fields["hook"] for e in tracer.trace.events(kind="hook.failed")]
+        assert sorted(labels) == ["SchedulerRecorder.start", "WorkerRecorder.setup"], labels
+        # Half a recorder tells nothing: no transition reached the trace from either side.
+        assert not tracer.trace.events(kind="transition")
+    monkeypatch.undo()
+    with attach(inproc) as tracer:  # a clean attach after: the failed one left nothing behind
+        assert inproc.submit(inc, 1).result() == 2
+        inproc.run(_break_worker_teardown)
+        tracer.sync()
+        assert tracer.trace.events(kind="transition")
+    reached = [r for r in caplog.records if "boom" in r.getMessage()
+               or (r.exc_info and "boom" in str(r.exc_info[1]))]
+    assert not reached, [r.getMessage() for r in reached]
+
+
 def test_a_hook_whose_before_says_skip_runs_no_after():
     from jupyter_refs.dask.hooks import SKIP, Hooks
 

@@ -29,6 +29,7 @@ only ``distributed``, the standard library and the project's stdlib-only modules
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import socket
 import threading
@@ -276,6 +277,10 @@ class _Periodic:
     when one of its own hooks raises."""
 
     rec: Recorder
+    interval: float
+    #: The plugin's methods dask calls for what happens (not its start and end): switched
+    #: off when the start fails (:meth:`_start_failed`).
+    PLUGIN_HOOKS: tuple[str, ...] = ()
 
     def _start_flushing(self, interval: float) -> None:
         self._pc = PeriodicCallback(self._flush_now, interval * 1000)
@@ -296,6 +301,29 @@ class _Periodic:
         setattr(self, name, _removed)
         self.rec.hook_failed(f"{type(self).__name__}.{name}", exc)
 
+    def _start_failed(self, name: str, exc: BaseException) -> None:
+        """The plugin's start (``setup``, ``start``) raised part-way.  Raised on, it would reach
+        dask: ``register_plugin`` fails, and a worker that joins later does not start at all.
+        So what it hooked comes off, its own hooks go too (half a recorder would tell half
+        of each story, which the checks would read as a race), the failure is reported once as
+        ``hook.failed``, and the plugin still flushes, so the tracer hears of it."""
+        hooks = getattr(self, "hooks", None)
+        if hooks is not None:
+            with contextlib.suppress(Exception):
+                hooks.undo()
+        for hook in self.PLUGIN_HOOKS:
+            setattr(self, hook, _removed)
+        self.rec.hook_failed(f"{type(self).__name__}.{name}", exc)
+        if getattr(self, "_pc", None) is None:
+            with contextlib.suppress(Exception):  # it was the flush that failed: nothing more
+                self._start_flushing(self.interval)
+
+    def _end_failed(self, name: str, exc: BaseException) -> None:
+        """The plugin's end (``teardown``) raised: counted in the recorder (the tracer is
+        leaving; its last flush may carry it), never passed to dask's unregister."""
+        self.rec.hook_failed(f"{type(self).__name__}.{name}", exc)
+        self._stop_flushing()
+
     def _stop_flushing(self) -> None:
         pc = getattr(self, "_pc", None)
         if pc is not None:
@@ -310,6 +338,7 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
     """Installed with ``client.register_plugin``; ``uninstall()`` removes every hook."""
 
     name = SCHEDULER_PLUGIN
+    PLUGIN_HOOKS = ("transition", "update_graph", "remove_worker")
 
     def __init__(self, capacity: int = 100_000, interval: float = 0.05,
                  focus: Focus | None = None):
@@ -320,10 +349,21 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
 
     async def start(self, scheduler: Any) -> None:
         self.scheduler = scheduler
-        self.rec = rec = Recorder("scheduler", self.capacity)
+        self.rec = Recorder("scheduler", self.capacity)
+        self._barriers: dict[tuple[str, int], set[str]] = {}
+        #: Workers removed since the last batch, ``(address, t_ns)``: the batch says so
+        #: apart from its events, so the tracer stops waiting for them without reading those.
+        self._gone: list[tuple[str, int]] = []
+        self._removed: set[tuple[str, str]] = set()  # (address, stimulus id) recorded
+        self.hooks = Hooks(self.rec.hook_failed)
+        try:
+            self._install(scheduler)
+        except Exception as exc:  # noqa: BLE001 - register_plugin would fail with it
+            self._start_failed("start", exc)
+
+    def _install(self, s: Any) -> None:
+        rec, hooks = self.rec, self.hooks
         self.follow(self.focus)
-        hooks = self.hooks = Hooks(rec.hook_failed)
-        s = scheduler
         hooks.item(s.stream_handlers, m.CLIENT_RELEASES_KEYS, before=self._releases,
                    skip=turned_down_message(rec))
         hooks.item(s.stream_handlers, m.CLIENT_DESIRES_KEYS, before=self._desires_received,
@@ -335,11 +375,6 @@ class SchedulerRecorder(SchedulerPlugin, _Periodic):
         hooks.attr(s, "send_all", before=self._send_all, skip=_to_no_worker)
         hooks.item(s.stream_handlers, BARRIER, before=self._barrier)
         hooks.item(s.stream_handlers, WORKER_BARRIER_ACK, before=self._worker_barrier_ack)
-        self._barriers: dict[tuple[str, int], set[str]] = {}
-        #: Workers removed since the last batch, ``(address, t_ns)``: the batch says so
-        #: apart from its events, so the tracer stops waiting for them without reading those.
-        self._gone: list[tuple[str, int]] = []
-        self._removed: set[tuple[str, str]] = set()  # (address, stimulus id) recorded
         self._start_flushing(self.interval)
 
     def uninstall(self) -> int:
@@ -574,6 +609,8 @@ def _desired(client: str, who_wants: Any, created: bool = False) -> tuple:
 class WorkerRecorder(WorkerPlugin, _Periodic):
     """Data put and freed on each worker."""
 
+    PLUGIN_HOOKS = ("transition",)
+
     def __init__(self, capacity: int = 100_000, interval: float = 0.05,
                  focus: Focus | None = None):
         self.capacity = capacity
@@ -583,12 +620,18 @@ class WorkerRecorder(WorkerPlugin, _Periodic):
     def setup(self, worker: Any) -> None:
         self.worker = worker
         self.rec = Recorder(worker.address, self.capacity, self.focus)
+        self.hooks = Hooks(self.rec.hook_failed)
+        try:
+            self._install(worker)
+        except Exception as exc:  # noqa: BLE001 - dask would not start the worker with it
+            self._start_failed("setup", exc)
+
+    def _install(self, worker: Any) -> None:
         # What the worker already holds: the checks know its copies from the start, so a
         # scatter of a key it still has (dask puts no new copy: no transition) is not taken
         # for data that vanished.
         for key in list(worker.data):
             self.rec.record_key("worker.put", key, (0, ()))
-        self.hooks = Hooks(self.rec.hook_failed)
         self.hooks.item(worker.stream_handlers, BARRIER, before=self._barrier)
         for op in WORKER_OPS:
             if op in worker.stream_handlers:
@@ -600,7 +643,10 @@ class WorkerRecorder(WorkerPlugin, _Periodic):
             joined(worker)
 
     def teardown(self, worker: Any) -> None:
-        self.uninstall()
+        try:
+            self.uninstall()
+        except Exception as exc:  # noqa: BLE001 - unregister_worker_plugin would raise it
+            self._end_failed("teardown", exc)
 
     def uninstall(self) -> int:
         self._stop_flushing()
