@@ -12,7 +12,10 @@ from scratch), with a *bound* on how many messages may be *delayed* — delivere
 after a younger message that overtook them while they could have gone.  Sleep sets prune
 orders that cannot differ: two deliveries to different actors commute — each
 touches only its receiver, and what they send goes on different channels — so
-after exploring "A then B", "B then A" is not run again.
+after exploring "A then B", "B then A" is not run again.  The bound is deepened one
+message at a time; each pass follows the runs of the pass before (its own runs that
+delay fewer messages) from what it kept of them — their decisions and the states they
+met — instead of running them again (see :func:`_remade`).
 **Sampling.** Past the bounded space (when it is exhausted and budget remains),
 seeded random runs: each pick uniform among the deliverable heads.  Random runs
 are independent, so with ``processes > 1`` they are shared with forked copies of
@@ -250,6 +253,9 @@ class Run:
     owner: str | None = None
     #: The states of its path (a search that fingerprints them): the next run's prefix's.
     path: dict | None = None
+    #: What it did at each state it fingerprinted, in order (see :func:`_visit`), for a pass
+    #: that makes it again to follow without running it (see :func:`_remade`).
+    visits: list | None = None
 
     @property
     def outcome(self) -> Outcome:
@@ -542,6 +548,7 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
               names[0] if len(names) == 1 else None)
     if states is not None:
         run.path = policy.path
+        run.visits = policy.visits
     if judge:
         judge_outcome(run, baseline)
     return run
@@ -597,6 +604,7 @@ def choosing_policy(decisions: list[_Decision], prefix: Sequence[int], strict: b
     # The states of this run's path, and the trace's next event and the decision then: the
     # prefix's from the run it came from (the same states: a replay is exact).
     mine: dict = {k: v for k, v in path.items() if v[1] <= last} if path else {}
+    visits: list = []  # what _visit did at each state (see Run.visits)
 
     if rng is not None and not prefix and pct is not None:
         return _Policy(_pct(decisions, rng, *pct), sleeping)
@@ -640,7 +648,8 @@ def choosing_policy(decisions: list[_Decision], prefix: Sequence[int], strict: b
             if states is not None and not path and current_run.get() is None:
                 # The path so far (the previous run's, when given): a state the run comes
                 # back to is a loop (see _visit).
-                _visit(states, policy.cluster, progress, entry, delayed, mine, i, replayed=True)
+                _visit(states, policy.cluster, progress, entry, delayed, mine, i, replayed=True,
+                       log=visits)
             base = set(entry_sleep) | set(explored) if i == last else set()
         elif rng is not None:
             pick, entry, base = rng.randrange(len(heads)), _EMPTY, set()
@@ -652,7 +661,8 @@ def choosing_policy(decisions: list[_Decision], prefix: Sequence[int], strict: b
                 # branched, and most runs end there on a state explored already; deeper in the
                 # task nearly every state is new, and fingerprinting each cost more than the
                 # runs it saved (#5379, whose steal race happens while its tasks wait).
-                _visit(states, policy.cluster, progress, entry, delayed, mine, len(decisions))
+                _visit(states, policy.cluster, progress, entry, delayed, mine, len(decisions),
+                       log=visits)
             asleep = {m for m, _ in sleeping}
             pick = next((j for j, h in enumerate(heads) if h.msg_id not in asleep), -1)
             if pick < 0:
@@ -671,6 +681,7 @@ def choosing_policy(decisions: list[_Decision], prefix: Sequence[int], strict: b
 
     policy = _Policy(choose, sleeping)
     policy.path = mine
+    policy.visits = visits
     return policy
 
 
@@ -994,10 +1005,14 @@ def state_of(cluster: Cluster) -> str:
     return repr(_state_parts(cluster))
 
 
-def _state_parts(cluster: Cluster) -> list:
-    """The cluster's state as nested tuples (see :func:`state_of`), its ids ranked."""
+def _state_parts(cluster: Cluster, memo: dict | None = None) -> list:
+    """The cluster's state as nested tuples (see :func:`state_of`), its ids ranked; ``memo``
+    gets every object read (by id), the cluster too if the state reached it (see
+    :func:`_digest`)."""
     ids: list = []
-    memo: dict = {_NAMES_AT: _random_names(cluster)}
+    if memo is None:
+        memo = {}
+    memo[_NAMES_AT] = _random_names(cluster)
     actors = cluster.actor_states
     parts: list = [("actor", name, _canon(actors[name], None, ids, memo)) for name in sorted(actors)]
     queues = cluster.network.queues
@@ -1059,12 +1074,21 @@ def state_digest(cluster: Cluster) -> bytes:
     same bytes for equal values whatever object holds them), several times cheaper than
     their repr: two states share the bytes exactly when they share the text.
     """
-    parts = _state_parts(cluster)
+    return _digest(cluster)[0]
+
+
+def _digest(cluster: Cluster) -> tuple[bytes, bool]:
+    """:func:`state_digest`, and whether it is the run's own: whether the state reached the
+    cluster itself — a live future in a worker's data (#7498's, deserialized from a task's
+    arguments) holds its client, and through it the cluster, whose clock, address and locks
+    no other run shares — so that the same state in another run has another digest."""
+    memo: dict = {}
+    parts = _state_parts(cluster, memo)
     try:
         data = marshal.dumps(parts, 2)
     except ValueError:  # a value marshal cannot write: the text instead
         data = repr(parts).encode()
-    return hashlib.blake2b(data, digest_size=8).digest()
+    return hashlib.blake2b(data, digest_size=8).digest(), id(cluster) in memo
 
 
 #: In a pickle, the name of the function a travelling future is rebuilt by (what the worker
@@ -1115,10 +1139,12 @@ class _States:
         self.seen: set = set()
         self.table: dict[tuple, list[tuple[frozenset, frozenset, int]]] = {}
         self.revisits = 0  # runs stopped at a state explored already
+        self.own = 0  # states whose digest was their run's own, met again (see _remade)
 
 
 def _visit(states: _States, cluster: Cluster, progress: list, sleep: frozenset,
-           delayed: set[int], mine: dict, at: int, replayed: bool = False) -> None:
+           delayed: set[int], mine: dict, at: int, replayed: bool = False,
+           log: list | None = None) -> None:
     """At a decision of the depth-first search: report a loop (:class:`_Livelock`) if this very
     run was in this state before with the same delayed messages in flight and no more delays
     spent — the picks between can be repeated for ever within the bound, as the search
@@ -1127,25 +1153,35 @@ def _visit(states: _States, cluster: Cluster, progress: list, sleep: frozenset,
     no more delays spent, a superset of its delayed messages in flight and a subset of its
     sleep set (see :func:`explore`), and remember it.  See :func:`explore` on what a state
     is.
+
+    ``log`` gets what the visit read — its state, delays, the trace's next event, the decision,
+    its sleep set (None when ``replayed``) and whether its digest is the run's own (see
+    :func:`_digest`) — and, after it, :data:`_STOPPED` if the table stopped the run here: all
+    :func:`_remade` needs to do it again without the cluster.
     """
     trace = cluster.trace
     trace.flush()  # the checks' verdict so far is part of the state
     checks = cluster.checks
     verdict = tuple((v.name, _shape(v.explanation)) for v in checks.violations) if checks else ()
-    system = (state_digest(cluster), progress[0], progress[1], verdict,
+    digest, own = _digest(cluster)
+    system = (digest, progress[0], progress[1], verdict,
               tuple((what, calls) for what, calls in progress[2]))
     states.seen.add(system)
     in_flight = cluster.network.in_flight
     rank = {m: i for i, m in enumerate(sorted(in_flight))}
     late = frozenset(rank[m] for m in delayed if m in in_flight)
     spent = len(delayed)
+    seq = trace.next_seq
     loop = mine.get((system, late, spent))
+    asleep = None if replayed or loop is not None else frozenset(
+        (rank.get(m, -1), a) for m, a in sleep)
+    if log is not None:
+        log.append((system, late, spent, seq, at, asleep, own))
     if loop is not None:
         raise _Livelock(*loop)
-    mine[system, late, spent] = (trace.next_seq, at)
-    if replayed:
+    mine[system, late, spent] = (seq, at)
+    if asleep is None:
         return
-    asleep = frozenset((rank.get(m, -1), a) for m, a in sleep)
     visits = states.table.get(system)
     if visits is None:
         states.table[system] = [(asleep, late, spent)]
@@ -1153,8 +1189,14 @@ def _visit(states: _States, cluster: Cluster, progress: list, sleep: frozenset,
     for asleep0, late0, spent0 in visits:
         if spent0 <= spent and asleep0 <= asleep and late0 >= late:
             states.revisits += 1
+            if log is not None:
+                log.append(_STOPPED)
             raise Stop
     visits.append((asleep, late, spent))
+
+
+#: In a run's visits (see :func:`_visit`): the table stopped it at the visit before.
+_STOPPED = None
 
 
 # -- results ----------------------------------------------------------------------------------
@@ -1558,13 +1600,20 @@ def _search(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, f
     two-message space (dask#8215's is found in 20 runs; depth-first at bound 2 alone walked
     thousands of two-message orders, many of them livelocks, first).  A pass whose bound
     never cut an order covered every order: deeper passes are not run.
+
+    Each pass makes again every run of the pass before (they delay fewer messages than its
+    bound: counted then, made again only to backtrack from); those it follows from what the
+    pass before kept of them instead of running them (see :func:`_remade`).
     """
     pruned = 0
+    previous: dict | None = None
     for b in range(bound + 1):
         if states is not None:
             states.table.clear()  # a state's budget is this pass's bound less its delays
+        made: dict = {}
         exhaustive, cut, p = _pass(scenario, protocol, workers, fp, b, reduce, first, tally,
-                                   invariants, states)
+                                   invariants, states, previous, made)
+        previous = made if _REMAKE else None
         pruned += p
         if not exhaustive or (first and tally.found()):
             return False, pruned
@@ -1575,10 +1624,13 @@ def _search(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, f
 
 def _pass(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str, bound: int,
           reduce: bool, first: bool, tally: Tally, invariants: tuple = (),
-          states: _States | None = None) -> tuple[bool, bool, int]:
+          states: _States | None = None, previous: dict | None = None,
+          made: dict | None = None) -> tuple[bool, bool, int]:
     """One depth-first pass at ``bound``: whether it was exhausted, whether the bound cut an
     order, and how many runs the sleep sets pruned.  A run delaying fewer than ``bound``
-    messages was counted by an earlier pass; it is made again only to backtrack from."""
+    messages was counted by an earlier pass; it is made again only to backtrack from —
+    followed from ``previous`` (the pass before's ``made``) when it is there.  ``made`` gets
+    what the next pass needs of each run, by the run's start (see :func:`_remade`)."""
     prefix: list[int] = []
     entry_sleep: frozenset = frozenset()
     tried: frozenset = frozenset()
@@ -1586,11 +1638,21 @@ def _pass(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp:
     sleeps: list[frozenset] = []
     pruned = 0
     cut = [False]
+    room = _MADE_DECISIONS
     while tally.runs < tally.max_schedules:
         in_order = not tally.runs
-        run = _run(scenario, protocol, workers, fp, prefix, strict=False, entry_sleep=entry_sleep,
-                   explored=tried, baseline=tally.outcome, judge=not in_order,
-                   invariants=invariants, states=states, path=path, sleeps=sleeps)
+        start = (tuple(prefix), entry_sleep, tried, tuple(sleeps))
+        kept = previous.get(start) if previous else None
+        run = _remade(kept, states, prefix, path, bound) if kept is not None else None
+        if run is None:
+            run = _run(scenario, protocol, workers, fp, prefix, strict=False,
+                       entry_sleep=entry_sleep, explored=tried, baseline=tally.outcome,
+                       judge=not in_order, invariants=invariants, states=states, path=path,
+                       sleeps=sleeps)
+        if made is not None and room > 0:
+            room -= len(run.decisions)
+            made[start] = (run.shape, tuple(run.decisions), tuple(run.visits or ()), run.pruned,
+                           run.raised)
         path = run.path
         if in_order:
             # The first run is the in-order one (the oldest message first at every decision):
@@ -1602,7 +1664,8 @@ def _pass(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp:
         if in_order and run.raised is not None:
             tally.runs += 1  # kept aside: a failure only if another order does not raise it
         elif run.delays < bound:
-            run.cluster.dispose()  # an earlier pass counted it
+            if run.cluster is not None:  # (a run followed, not made, has none)
+                run.cluster.dispose()  # an earlier pass counted it
         else:
             pruned += run.pruned
             tally.count(run)
@@ -1617,6 +1680,96 @@ def _pass(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp:
         prefix, entry_sleep, tried = nxt
         sleeps = [d.sleep for d in run.decisions[:len(prefix) - 1]]
     return False, cut[0], pruned
+
+
+#: Whether a pass follows the runs of the pass before from what it kept of them (see
+#: :func:`_remade`) rather than running them again: the same search either way (a test
+#: turns it off to compare).
+_REMAKE = True
+#: How many decisions a pass keeps of its runs for the next pass (see :func:`_remade`): past
+#: that, the next pass runs the rest again (a search of millions of runs would keep gigabytes).
+_MADE_DECISIONS = 500_000
+
+
+def _remade(kept: tuple, states: _States | None, prefix: Sequence[int], path: dict | None,
+            bound: int) -> Run | None:
+    """A run of the pass before made again without running it: what the pass before ``kept``
+    of it — its decisions, what it did at each state it fingerprinted (:func:`_visit`'s log),
+    whether it was pruned, what it raised — followed against this pass's table.  None when
+    it must run: the table stopped it at its last state then and does not now.
+
+    A run is its picks: the same prefix (with the same sleep and explored sets at its last
+    decision) replays to the same decisions and the same states, and so to the same visits
+    — only the table they are looked up in differs from pass to pass.  Each visit is done
+    again as :func:`_visit` does it (the states of the path, the table, the revisits): a
+    visit the table now stops ends the run there, pruned, as the run would have ended.
+    The run is one the pass counts no more (it delays fewer messages than ``bound``): it is
+    only backtracked from, so its trace, checks and outcome are not needed.
+    """
+    shape, decisions, visits, pruned, raised = kept
+    stopped = bool(visits) and visits[-1] is _STOPPED
+    last = len(prefix) - 1
+    mine: dict = {k: v for k, v in path.items() if v[1] <= last} if path else {}
+    n = len(visits) - stopped
+    if states is None:  # a search without states: its runs are their decisions alone
+        states = _States()
+    table, seen = states.table, states.seen
+    added: list = []
+    fresh: list = []  # the states that run would have met as new (see below)
+    end = None  # the visit the table stops it at now, before where it stopped then
+    revisits = 0
+    for i in range(n):
+        system, late, spent, seq, at, asleep, own = visits[i]
+        if own:
+            # A digest that was the run's own (_digest): made again, the run would have met
+            # it as a state never seen, with a digest of its own again — counted so.
+            token = ("own", states.own)
+            states.own += 1
+            seen.add(token)
+            fresh.append(token)
+        if (system, late, spent) in mine:
+            if i + 1 != n:  # a loop the run did not stop at: not the run kept
+                break
+            end = n  # the loop it stopped at then
+            break
+        mine[system, late, spent] = (seq, at)
+        if asleep is None:
+            continue
+        known = table.get(system)
+        if known is not None and any(spent0 <= spent and asleep0 <= asleep and late0 >= late
+                                     for asleep0, late0, spent0 in known):
+            revisits += 1
+            end = i
+            break
+        if stopped and i + 1 == n:
+            break  # stopped here then, not now: it goes on past what was kept
+        entry = (asleep, late, spent)
+        if known is None:
+            table[system] = [entry]
+        else:
+            known.append(entry)
+        added.append((system, known))
+    else:
+        end = n
+    if end is not None and end < n:  # stopped earlier than then
+        at = visits[end][4]
+        run = Run(shape, [d.pick for d in decisions[:at]], list(decisions[:at]), None, [],
+                  None, True, None, path=mine, visits=[*visits[:end + 1], _STOPPED])
+    elif end == n and not stopped:
+        run = Run(shape, [d.pick for d in decisions], list(decisions), None, [], None, pruned,
+                  raised, path=mine, visits=list(visits))
+    else:
+        run = None
+    if run is None or run.delays >= bound:  # not what the run would do: run it
+        seen.difference_update(fresh)
+        for system, known in reversed(added):
+            if known is None:
+                del table[system]
+            else:
+                known.pop()
+        return None
+    states.revisits += revisits
+    return run
 
 
 def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str,
