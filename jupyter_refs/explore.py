@@ -77,6 +77,7 @@ from .protocol.ready import ReadyQueue
 from .protocol.variants import ALIASES, VARIANTS, ProtocolVariant, is_registered, release_variant
 from .task_runs import current_run
 from .trace import Trace
+from .userline import Unshortened
 
 Scenario = Callable[..., Any]
 
@@ -419,15 +420,17 @@ def _judge_baseline(run: Run, other: Run) -> None:
         f"{other.outcome}: the outcome depends on the order of messages."))
 
 
-class Stop(BaseException):
+class Stop(Unshortened):
     """Raised inside the network to abandon a redundant run.
 
     A ``BaseException``: it may be raised while a task runs (a task that waits
-    delivers messages, and so makes decisions), and must not become that task's error.
+    delivers messages, and so makes decisions), and must not become that task's error;
+    an :class:`~jupyter_refs.userline.Unshortened` one: most runs of a search end so, and
+    nobody reads its traceback.
     """
 
 
-class _Livelock(BaseException):
+class _Livelock(Unshortened):
     """Raised inside the network when a run passes :data:`MAX_DELIVERIES`, or comes back to a
     state it was in (``since``: the trace's next event then), past its prefix: its picks are
     the default ones there, so it would go round that loop for ever (a ``BaseException`` for
@@ -443,7 +446,7 @@ class _Livelock(BaseException):
 MAX_DELIVERIES = 10_000
 
 
-class Abort(BaseException):
+class Abort(Unshortened):
     """Carries a :class:`ScheduleError` out of a task run, for the same reason."""
 
     def __init__(self, error: ScheduleError):
