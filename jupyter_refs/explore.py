@@ -868,7 +868,7 @@ def _canon(obj: Any, family: str | None, ids: list, memo: dict) -> Any:
             if seen is not None:
                 return ("@", seen)
             memo[id(obj)] = len(memo)
-            return (kind.__qualname__, _canon_fields(fields, order, ids, memo))
+            return _canon_fields(fields, order, ids, memo)
     if kind is set or kind is frozenset:
         if not obj:
             return _EMPTY_SET
@@ -903,7 +903,7 @@ def _canon(obj: Any, family: str | None, ids: list, memo: dict) -> Any:
     if kind not in _UNPLANNED:
         order = _plan(kind, fields)
         if order is not None:
-            return (kind.__qualname__, _canon_fields(fields, order, ids, memo))
+            return _canon_fields(fields, order, ids, memo)
     return (kind.__qualname__, _canon_dict(fields, None, ids, memo) if fields else _EMPTY_DICT)
 
 
@@ -917,20 +917,31 @@ _PLANNED: set[type] = set()  # the classes with an entry in _PLANS
 _SLOTTED: dict[type, Any] = {}  # the classes read by their __slots__, and those
 
 
-def _plan(kind: type, fields: dict) -> tuple[tuple[str, str | None], ...] | None:
-    """How :func:`_canon_dict` reads an object of ``kind`` with these attributes, worked out
-    once: the names it keeps, sorted, each with its id family — the same tuples it makes,
-    without looking each name up again.  None (and never again for ``kind``) when a name
-    needs more than that (a long one, renamed; ``_next_worker``, read modulo the workers)."""
+def _plan(kind: type, fields: dict) -> tuple | None:
+    """How :func:`_canon_fields` reads an object of ``kind`` with these attributes, worked out
+    once: its head — the class's name, ``"="`` and the number of the names it keeps — then the
+    names it keeps, sorted, each with its id family, and where among them ``_next_worker`` is
+    (the scheduler's round robin, read modulo its workers), if it is.  None (and never again
+    for ``kind``) when a name needs more than that (a long one, renamed): such objects are
+    read by :func:`_canon_dict`, as ``(name, ("{", items…))``."""
     names = tuple(fields)
-    if len(_PLANS) > 4096 or any(type(k) is not str or len(k) >= 32 or k == "_next_worker"
-                                 for k in names):
+    if len(_PLANS) > 4096 or any(type(k) is not str or len(k) >= 32 for k in names):
         _UNPLANNED.add(kind)
         return None
-    order = tuple((k, _ID_FAMILIES.get(k)) for k in sorted(names) if k not in _NOT_STATE)
+    kept = tuple(k for k in sorted(names) if k not in _NOT_STATE)
+    # The kept names by number, not written out in every state: an object's class and kept
+    # names say which attribute each value is, as its items did (the same names, the same
+    # number, in this process: the states of one search are compared in one process).
+    number = _KEPT.setdefault(kept, len(_KEPT))
+    order = ((kind.__qualname__, "=", number), tuple((k, _ID_FAMILIES.get(k)) for k in kept),
+             kept.index("_next_worker") if "_next_worker" in kept else None)
     _PLANS[(kind, *names)] = order
     _PLANNED.add(kind)
     return order
+
+
+#: Each tuple of kept attribute names a plan reads, numbered (see :func:`_plan`).
+_KEPT: dict[tuple[str, ...], int] = {}
 
 
 def _canon_value(v: Any, fam: str | None, ids: list, memo: dict) -> Any:
@@ -955,16 +966,14 @@ def _canon_value(v: Any, fam: str | None, ids: list, memo: dict) -> Any:
     return _canon(v, fam, ids, memo)
 
 
-def _canon_fields(fields: dict, order: tuple, ids: list, memo: dict) -> tuple:
-    """An object's attributes for :func:`_canon`, by its plan (:func:`_plan`): what
-    :func:`_canon_dict` makes of them."""
-    if not order:
-        return _EMPTY_DICT
-    items = []
-    append = items.append
-    for k, fam in order:
-        append((k, _canon_value(fields[k], fam, ids, memo)))
-    return ("{", *items)
+def _canon_fields(fields: dict, plan: tuple, ids: list, memo: dict) -> tuple:
+    """An object's attributes for :func:`_canon`, by its plan (:func:`_plan`): its head, then
+    each kept attribute's value as :func:`_canon_dict` makes it (the names are in the head)."""
+    head, order, robin = plan
+    values = [_canon_value(fields[k], fam, ids, memo) for k, fam in order]
+    if robin is not None:  # the scheduler's round robin: read modulo its workers
+        values[robin] %= max(1, len(fields.get("workers", ())))
+    return (*head, *values)
 
 
 def _canon_dict(obj: dict, family: str | None, ids: list, memo: dict) -> tuple:
@@ -996,7 +1005,9 @@ _EMPTY_SET = ("(",)
 
 
 def state_of(cluster: Cluster) -> str:
-    """The cluster's state as a canonical text (what :func:`state_digest` hashes, as text).
+    """The cluster's state as a canonical text (what :func:`state_digest` hashes, as text): an
+    object of a class read by a plan (:func:`_plan`) is its class's name, ``"="``, the number
+    of the plan's attribute names (``_KEPT``) and their values in that order.
 
     Covers every actor (scheduler, workers, every client: every attribute but the run's
     constants, see :data:`_NOT_STATE`), every channel's messages in order (sender,
