@@ -653,7 +653,15 @@ def choosing_policy(decisions: list[_Decision], prefix: Sequence[int], strict: b
                 # back to is a loop (see _visit).
                 _visit(states, policy.cluster, progress, entry, delayed, mine, i, replayed=True,
                        log=visits)
-            base = set(entry_sleep) | set(explored) if i == last else set()
+            if i < last:
+                # Inside the prefix: nothing is asleep below (what follows only as quickly).
+                decision = _Decision(heads, pick, entry)
+                decisions.append(decision)
+                if states is not None and pick:
+                    delayed.update(_skipped(decision, pick))
+                sleeping.clear()
+                return heads[pick]
+            base = set(entry_sleep) | set(explored)
         elif rng is not None:
             pick, entry, base = rng.randrange(len(heads)), _EMPTY, set()
         else:
@@ -2078,16 +2086,22 @@ def backtrack(run: Run, bound: int, reduce: bool = True, cut: list[bool] | None 
     ``cut[0]`` is set when the bound kept an order out.
     """
     decisions = run.decisions
-    delayed: list[set[int]] = [set()]  # messages delayed before decision i
+    delayed: list[frozenset[int]] = [_EMPTY]  # messages delayed before decision i
+    so_far = _EMPTY
     for d in decisions:
-        delayed.append(delayed[-1] | _skipped(d, d.pick))
+        if d.pick:  # (most picks delay nothing: the set is shared, not copied, till one does)
+            skipped = _skipped(d, d.pick)
+            if skipped:
+                so_far = so_far | skipped
+        delayed.append(so_far)
     for i in range(len(decisions) - 1, -1, -1):
         d = decisions[i]
+        heads = d.heads
+        if d.pick + 1 >= len(heads):
+            continue  # no later sibling
         asleep = {m for m, _ in d.sleep}
-        tried = frozenset((h.msg_id, _actor(h)) for h in d.heads[:d.pick + 1]
-                          if h.msg_id not in asleep)
-        for j in range(d.pick + 1, len(d.heads)):
-            if d.heads[j].msg_id in asleep:
+        for j in range(d.pick + 1, len(heads)):
+            if heads[j].msg_id in asleep:
                 continue
             if len(delayed[i] | _skipped(d, j)) > bound:
                 if cut is not None:
@@ -2095,6 +2109,8 @@ def backtrack(run: Run, bound: int, reduce: bool = True, cut: list[bool] | None 
                 break  # later picks delay even more
             if not reduce:
                 return [x.pick for x in decisions[:i]] + [j], frozenset(), frozenset()
+            tried = frozenset((h.msg_id, _actor(h)) for h in heads[:d.pick + 1]
+                              if h.msg_id not in asleep)
             return [x.pick for x in decisions[:i]] + [j], d.sleep, tried
     return None
 
