@@ -1632,10 +1632,10 @@ def _search(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, f
     for b in range(bound + 1):
         if states is not None:
             states.table.clear()  # a state's budget is this pass's bound less its delays
-        made: dict = {}
+        made: dict | None = {} if b < bound and _REMAKE else None  # (the last pass's: no use)
         exhaustive, cut, p = _pass(scenario, protocol, workers, fp, b, reduce, first, tally,
                                    invariants, states, previous, made)
-        previous = made if _REMAKE else None
+        previous = made
         pruned += p
         if not exhaustive or (first and tally.found()):
             return False, pruned
@@ -1673,7 +1673,8 @@ def _pass(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp:
                        sleeps=sleeps)
         if made is not None and room > 0:
             room -= len(run.decisions)
-            made[start] = (run.shape, tuple(run.decisions), tuple(run.visits or ()), run.pruned,
+            made[start] = (run.shape, _kept(run.decisions) if run.cluster is not None
+                           else tuple(run.decisions), tuple(run.visits or ()), run.pruned,
                            run.raised)
         path = run.path
         if in_order:
@@ -1708,9 +1709,36 @@ def _pass(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp:
 #: :func:`_remade`) rather than running them again: the same search either way (a test
 #: turns it off to compare).
 _REMAKE = True
-#: How many decisions a pass keeps of its runs for the next pass (see :func:`_remade`): past
-#: that, the next pass runs the rest again (a search of millions of runs would keep gigabytes).
-_MADE_DECISIONS = 500_000
+#: How many decisions a pass keeps of its runs for the next pass (see :func:`_remade`), about
+#: 300 bytes each: past that, the next pass runs the rest again.
+_MADE_DECISIONS = 200_000
+
+
+class _Head:
+    """A deliverable message as a kept decision holds it: what the search reads of it (its id,
+    and its op and receiver, whose delivery it is: :func:`_actor`) — not the message itself,
+    whose payload a pass would otherwise keep alive for every decision of every run."""
+
+    __slots__ = ("msg_id", "op", "receiver")
+
+    def __init__(self, msg: Message):
+        self.msg_id, self.op, self.receiver = msg.msg_id, msg.op, msg.receiver
+
+
+def _kept(decisions: list[_Decision]) -> tuple[_Decision, ...]:
+    """A run's decisions as a pass keeps them for the next (see :data:`_MADE_DECISIONS`):
+    each message a :class:`_Head`, made once per run (a message is a head of many)."""
+    heads: dict[int, _Head] = {}
+    kept = []
+    for d in decisions:
+        light = []
+        for h in d.heads:
+            head = heads.get(h.msg_id)
+            if head is None:
+                head = heads[h.msg_id] = _Head(h)
+            light.append(head)
+        kept.append(_Decision(light, d.pick, d.sleep))
+    return tuple(kept)
 
 
 def _remade(kept: tuple, states: _States | None, prefix: Sequence[int], path: dict | None,
