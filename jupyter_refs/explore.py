@@ -12,7 +12,10 @@ from scratch), with a *bound* on how many messages may be *delayed* — delivere
 after a younger message that overtook them while they could have gone.  Sleep sets prune
 orders that cannot differ: two deliveries to different actors commute — each
 touches only its receiver, and what they send goes on different channels — so
-after exploring "A then B", "B then A" is not run again.
+after exploring "A then B", "B then A" is not run again.  The bound is deepened one
+message at a time; each pass follows the runs of the pass before (its own runs that
+delay fewer messages) from what it kept of them — their decisions and the states they
+met — instead of running them again (see :func:`_remade`).
 **Sampling.** Past the bounded space (when it is exhausted and budget remains),
 seeded random runs: each pick uniform among the deliverable heads.  Random runs
 are independent, so with ``processes > 1`` they are shared with forked copies of
@@ -74,6 +77,7 @@ from .protocol.ready import ReadyQueue
 from .protocol.variants import ALIASES, VARIANTS, ProtocolVariant, is_registered, release_variant
 from .task_runs import current_run
 from .trace import Trace
+from .userline import Unshortened
 
 Scenario = Callable[..., Any]
 
@@ -250,6 +254,9 @@ class Run:
     owner: str | None = None
     #: The states of its path (a search that fingerprints them): the next run's prefix's.
     path: dict | None = None
+    #: What it did at each state it fingerprinted, in order (see :func:`_visit`), for a pass
+    #: that makes it again to follow without running it (see :func:`_remade`).
+    visits: list | None = None
 
     @property
     def outcome(self) -> Outcome:
@@ -413,15 +420,17 @@ def _judge_baseline(run: Run, other: Run) -> None:
         f"{other.outcome}: the outcome depends on the order of messages."))
 
 
-class Stop(BaseException):
+class Stop(Unshortened):
     """Raised inside the network to abandon a redundant run.
 
     A ``BaseException``: it may be raised while a task runs (a task that waits
-    delivers messages, and so makes decisions), and must not become that task's error.
+    delivers messages, and so makes decisions), and must not become that task's error;
+    an :class:`~jupyter_refs.userline.Unshortened` one: most runs of a search end so, and
+    nobody reads its traceback.
     """
 
 
-class _Livelock(BaseException):
+class _Livelock(Unshortened):
     """Raised inside the network when a run passes :data:`MAX_DELIVERIES`, or comes back to a
     state it was in (``since``: the trace's next event then), past its prefix: its picks are
     the default ones there, so it would go round that loop for ever (a ``BaseException`` for
@@ -437,7 +446,7 @@ class _Livelock(BaseException):
 MAX_DELIVERIES = 10_000
 
 
-class Abort(BaseException):
+class Abort(Unshortened):
     """Carries a :class:`ScheduleError` out of a task run, for the same reason."""
 
     def __init__(self, error: ScheduleError):
@@ -542,6 +551,7 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
               names[0] if len(names) == 1 else None)
     if states is not None:
         run.path = policy.path
+        run.visits = policy.visits
     if judge:
         judge_outcome(run, baseline)
     return run
@@ -597,6 +607,7 @@ def choosing_policy(decisions: list[_Decision], prefix: Sequence[int], strict: b
     # The states of this run's path, and the trace's next event and the decision then: the
     # prefix's from the run it came from (the same states: a replay is exact).
     mine: dict = {k: v for k, v in path.items() if v[1] <= last} if path else {}
+    visits: list = []  # what _visit did at each state (see Run.visits)
 
     if rng is not None and not prefix and pct is not None:
         return _Policy(_pct(decisions, rng, *pct), sleeping)
@@ -640,8 +651,17 @@ def choosing_policy(decisions: list[_Decision], prefix: Sequence[int], strict: b
             if states is not None and not path and current_run.get() is None:
                 # The path so far (the previous run's, when given): a state the run comes
                 # back to is a loop (see _visit).
-                _visit(states, policy.cluster, progress, entry, delayed, mine, i, replayed=True)
-            base = set(entry_sleep) | set(explored) if i == last else set()
+                _visit(states, policy.cluster, progress, entry, delayed, mine, i, replayed=True,
+                       log=visits)
+            if i < last:
+                # Inside the prefix: nothing is asleep below (what follows only as quickly).
+                decision = _Decision(heads, pick, entry)
+                decisions.append(decision)
+                if states is not None and pick:
+                    delayed.update(_skipped(decision, pick))
+                sleeping.clear()
+                return heads[pick]
+            base = set(entry_sleep) | set(explored)
         elif rng is not None:
             pick, entry, base = rng.randrange(len(heads)), _EMPTY, set()
         else:
@@ -652,7 +672,8 @@ def choosing_policy(decisions: list[_Decision], prefix: Sequence[int], strict: b
                 # branched, and most runs end there on a state explored already; deeper in the
                 # task nearly every state is new, and fingerprinting each cost more than the
                 # runs it saved (#5379, whose steal race happens while its tasks wait).
-                _visit(states, policy.cluster, progress, entry, delayed, mine, len(decisions))
+                _visit(states, policy.cluster, progress, entry, delayed, mine, len(decisions),
+                       log=visits)
             asleep = {m for m, _ in sleeping}
             pick = next((j for j, h in enumerate(heads) if h.msg_id not in asleep), -1)
             if pick < 0:
@@ -671,6 +692,7 @@ def choosing_policy(decisions: list[_Decision], prefix: Sequence[int], strict: b
 
     policy = _Policy(choose, sleeping)
     policy.path = mine
+    policy.visits = visits
     return policy
 
 
@@ -854,7 +876,7 @@ def _canon(obj: Any, family: str | None, ids: list, memo: dict) -> Any:
             if seen is not None:
                 return ("@", seen)
             memo[id(obj)] = len(memo)
-            return (kind.__qualname__, _canon_fields(fields, order, ids, memo))
+            return _canon_fields(fields, order, ids, memo)
     if kind is set or kind is frozenset:
         if not obj:
             return _EMPTY_SET
@@ -889,7 +911,7 @@ def _canon(obj: Any, family: str | None, ids: list, memo: dict) -> Any:
     if kind not in _UNPLANNED:
         order = _plan(kind, fields)
         if order is not None:
-            return (kind.__qualname__, _canon_fields(fields, order, ids, memo))
+            return _canon_fields(fields, order, ids, memo)
     return (kind.__qualname__, _canon_dict(fields, None, ids, memo) if fields else _EMPTY_DICT)
 
 
@@ -903,20 +925,31 @@ _PLANNED: set[type] = set()  # the classes with an entry in _PLANS
 _SLOTTED: dict[type, Any] = {}  # the classes read by their __slots__, and those
 
 
-def _plan(kind: type, fields: dict) -> tuple[tuple[str, str | None], ...] | None:
-    """How :func:`_canon_dict` reads an object of ``kind`` with these attributes, worked out
-    once: the names it keeps, sorted, each with its id family — the same tuples it makes,
-    without looking each name up again.  None (and never again for ``kind``) when a name
-    needs more than that (a long one, renamed; ``_next_worker``, read modulo the workers)."""
+def _plan(kind: type, fields: dict) -> tuple | None:
+    """How :func:`_canon_fields` reads an object of ``kind`` with these attributes, worked out
+    once: its head — the class's name, ``"="`` and the number of the names it keeps — then the
+    names it keeps, sorted, each with its id family, and where among them ``_next_worker`` is
+    (the scheduler's round robin, read modulo its workers), if it is.  None (and never again
+    for ``kind``) when a name needs more than that (a long one, renamed): such objects are
+    read by :func:`_canon_dict`, as ``(name, ("{", items…))``."""
     names = tuple(fields)
-    if len(_PLANS) > 4096 or any(type(k) is not str or len(k) >= 32 or k == "_next_worker"
-                                 for k in names):
+    if len(_PLANS) > 4096 or any(type(k) is not str or len(k) >= 32 for k in names):
         _UNPLANNED.add(kind)
         return None
-    order = tuple((k, _ID_FAMILIES.get(k)) for k in sorted(names) if k not in _NOT_STATE)
+    kept = tuple(k for k in sorted(names) if k not in _NOT_STATE)
+    # The kept names by number, not written out in every state: an object's class and kept
+    # names say which attribute each value is, as its items did (the same names, the same
+    # number, in this process: the states of one search are compared in one process).
+    number = _KEPT.setdefault(kept, len(_KEPT))
+    order = ((kind.__qualname__, "=", number), tuple((k, _ID_FAMILIES.get(k)) for k in kept),
+             kept.index("_next_worker") if "_next_worker" in kept else None)
     _PLANS[(kind, *names)] = order
     _PLANNED.add(kind)
     return order
+
+
+#: Each tuple of kept attribute names a plan reads, numbered (see :func:`_plan`).
+_KEPT: dict[tuple[str, ...], int] = {}
 
 
 def _canon_value(v: Any, fam: str | None, ids: list, memo: dict) -> Any:
@@ -941,16 +974,14 @@ def _canon_value(v: Any, fam: str | None, ids: list, memo: dict) -> Any:
     return _canon(v, fam, ids, memo)
 
 
-def _canon_fields(fields: dict, order: tuple, ids: list, memo: dict) -> tuple:
-    """An object's attributes for :func:`_canon`, by its plan (:func:`_plan`): what
-    :func:`_canon_dict` makes of them."""
-    if not order:
-        return _EMPTY_DICT
-    items = []
-    append = items.append
-    for k, fam in order:
-        append((k, _canon_value(fields[k], fam, ids, memo)))
-    return ("{", *items)
+def _canon_fields(fields: dict, plan: tuple, ids: list, memo: dict) -> tuple:
+    """An object's attributes for :func:`_canon`, by its plan (:func:`_plan`): its head, then
+    each kept attribute's value as :func:`_canon_dict` makes it (the names are in the head)."""
+    head, order, robin = plan
+    values = [_canon_value(fields[k], fam, ids, memo) for k, fam in order]
+    if robin is not None:  # the scheduler's round robin: read modulo its workers
+        values[robin] %= max(1, len(fields.get("workers", ())))
+    return (*head, *values)
 
 
 def _canon_dict(obj: dict, family: str | None, ids: list, memo: dict) -> tuple:
@@ -982,7 +1013,9 @@ _EMPTY_SET = ("(",)
 
 
 def state_of(cluster: Cluster) -> str:
-    """The cluster's state as a canonical text (what :func:`state_digest` hashes, as text).
+    """The cluster's state as a canonical text (what :func:`state_digest` hashes, as text): an
+    object of a class read by a plan (:func:`_plan`) is its class's name, ``"="``, the number
+    of the plan's attribute names (``_KEPT``) and their values in that order.
 
     Covers every actor (scheduler, workers, every client: every attribute but the run's
     constants, see :data:`_NOT_STATE`), every channel's messages in order (sender,
@@ -994,10 +1027,14 @@ def state_of(cluster: Cluster) -> str:
     return repr(_state_parts(cluster))
 
 
-def _state_parts(cluster: Cluster) -> list:
-    """The cluster's state as nested tuples (see :func:`state_of`), its ids ranked."""
+def _state_parts(cluster: Cluster, memo: dict | None = None) -> list:
+    """The cluster's state as nested tuples (see :func:`state_of`), its ids ranked; ``memo``
+    gets every object read (by id), the cluster too if the state reached it (see
+    :func:`_digest`)."""
     ids: list = []
-    memo: dict = {_NAMES_AT: _random_names(cluster)}
+    if memo is None:
+        memo = {}
+    memo[_NAMES_AT] = _random_names(cluster)
     actors = cluster.actor_states
     parts: list = [("actor", name, _canon(actors[name], None, ids, memo)) for name in sorted(actors)]
     queues = cluster.network.queues
@@ -1059,12 +1096,21 @@ def state_digest(cluster: Cluster) -> bytes:
     same bytes for equal values whatever object holds them), several times cheaper than
     their repr: two states share the bytes exactly when they share the text.
     """
-    parts = _state_parts(cluster)
+    return _digest(cluster)[0]
+
+
+def _digest(cluster: Cluster) -> tuple[bytes, bool]:
+    """:func:`state_digest`, and whether it is the run's own: whether the state reached the
+    cluster itself — a live future in a worker's data (#7498's, deserialized from a task's
+    arguments) holds its client, and through it the cluster, whose clock, address and locks
+    no other run shares — so that the same state in another run has another digest."""
+    memo: dict = {}
+    parts = _state_parts(cluster, memo)
     try:
         data = marshal.dumps(parts, 2)
     except ValueError:  # a value marshal cannot write: the text instead
         data = repr(parts).encode()
-    return hashlib.blake2b(data, digest_size=8).digest()
+    return hashlib.blake2b(data, digest_size=8).digest(), id(cluster) in memo
 
 
 #: In a pickle, the name of the function a travelling future is rebuilt by (what the worker
@@ -1115,10 +1161,12 @@ class _States:
         self.seen: set = set()
         self.table: dict[tuple, list[tuple[frozenset, frozenset, int]]] = {}
         self.revisits = 0  # runs stopped at a state explored already
+        self.own = 0  # states whose digest was their run's own, met again (see _remade)
 
 
 def _visit(states: _States, cluster: Cluster, progress: list, sleep: frozenset,
-           delayed: set[int], mine: dict, at: int, replayed: bool = False) -> None:
+           delayed: set[int], mine: dict, at: int, replayed: bool = False,
+           log: list | None = None) -> None:
     """At a decision of the depth-first search: report a loop (:class:`_Livelock`) if this very
     run was in this state before with the same delayed messages in flight and no more delays
     spent — the picks between can be repeated for ever within the bound, as the search
@@ -1127,25 +1175,35 @@ def _visit(states: _States, cluster: Cluster, progress: list, sleep: frozenset,
     no more delays spent, a superset of its delayed messages in flight and a subset of its
     sleep set (see :func:`explore`), and remember it.  See :func:`explore` on what a state
     is.
+
+    ``log`` gets what the visit read — its state, delays, the trace's next event, the decision,
+    its sleep set (None when ``replayed``) and whether its digest is the run's own (see
+    :func:`_digest`) — and, after it, :data:`_STOPPED` if the table stopped the run here: all
+    :func:`_remade` needs to do it again without the cluster.
     """
     trace = cluster.trace
     trace.flush()  # the checks' verdict so far is part of the state
     checks = cluster.checks
     verdict = tuple((v.name, _shape(v.explanation)) for v in checks.violations) if checks else ()
-    system = (state_digest(cluster), progress[0], progress[1], verdict,
+    digest, own = _digest(cluster)
+    system = (digest, progress[0], progress[1], verdict,
               tuple((what, calls) for what, calls in progress[2]))
     states.seen.add(system)
     in_flight = cluster.network.in_flight
     rank = {m: i for i, m in enumerate(sorted(in_flight))}
     late = frozenset(rank[m] for m in delayed if m in in_flight)
     spent = len(delayed)
+    seq = trace.next_seq
     loop = mine.get((system, late, spent))
+    asleep = None if replayed or loop is not None else frozenset(
+        (rank.get(m, -1), a) for m, a in sleep)
+    if log is not None:
+        log.append((system, late, spent, seq, at, asleep, own))
     if loop is not None:
         raise _Livelock(*loop)
-    mine[system, late, spent] = (trace.next_seq, at)
-    if replayed:
+    mine[system, late, spent] = (seq, at)
+    if asleep is None:
         return
-    asleep = frozenset((rank.get(m, -1), a) for m, a in sleep)
     visits = states.table.get(system)
     if visits is None:
         states.table[system] = [(asleep, late, spent)]
@@ -1153,8 +1211,14 @@ def _visit(states: _States, cluster: Cluster, progress: list, sleep: frozenset,
     for asleep0, late0, spent0 in visits:
         if spent0 <= spent and asleep0 <= asleep and late0 >= late:
             states.revisits += 1
+            if log is not None:
+                log.append(_STOPPED)
             raise Stop
     visits.append((asleep, late, spent))
+
+
+#: In a run's visits (see :func:`_visit`): the table stopped it at the visit before.
+_STOPPED = None
 
 
 # -- results ----------------------------------------------------------------------------------
@@ -1558,13 +1622,20 @@ def _search(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, f
     two-message space (dask#8215's is found in 20 runs; depth-first at bound 2 alone walked
     thousands of two-message orders, many of them livelocks, first).  A pass whose bound
     never cut an order covered every order: deeper passes are not run.
+
+    Each pass makes again every run of the pass before (they delay fewer messages than its
+    bound: counted then, made again only to backtrack from); those it follows from what the
+    pass before kept of them instead of running them (see :func:`_remade`).
     """
     pruned = 0
+    previous: dict | None = None
     for b in range(bound + 1):
         if states is not None:
             states.table.clear()  # a state's budget is this pass's bound less its delays
+        made: dict | None = {} if b < bound and _REMAKE else None  # (the last pass's: no use)
         exhaustive, cut, p = _pass(scenario, protocol, workers, fp, b, reduce, first, tally,
-                                   invariants, states)
+                                   invariants, states, previous, made)
+        previous = made
         pruned += p
         if not exhaustive or (first and tally.found()):
             return False, pruned
@@ -1575,10 +1646,13 @@ def _search(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, f
 
 def _pass(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str, bound: int,
           reduce: bool, first: bool, tally: Tally, invariants: tuple = (),
-          states: _States | None = None) -> tuple[bool, bool, int]:
+          states: _States | None = None, previous: dict | None = None,
+          made: dict | None = None) -> tuple[bool, bool, int]:
     """One depth-first pass at ``bound``: whether it was exhausted, whether the bound cut an
     order, and how many runs the sleep sets pruned.  A run delaying fewer than ``bound``
-    messages was counted by an earlier pass; it is made again only to backtrack from."""
+    messages was counted by an earlier pass; it is made again only to backtrack from —
+    followed from ``previous`` (the pass before's ``made``) when it is there.  ``made`` gets
+    what the next pass needs of each run, by the run's start (see :func:`_remade`)."""
     prefix: list[int] = []
     entry_sleep: frozenset = frozenset()
     tried: frozenset = frozenset()
@@ -1586,11 +1660,22 @@ def _pass(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp:
     sleeps: list[frozenset] = []
     pruned = 0
     cut = [False]
+    room = _MADE_DECISIONS
     while tally.runs < tally.max_schedules:
         in_order = not tally.runs
-        run = _run(scenario, protocol, workers, fp, prefix, strict=False, entry_sleep=entry_sleep,
-                   explored=tried, baseline=tally.outcome, judge=not in_order,
-                   invariants=invariants, states=states, path=path, sleeps=sleeps)
+        start = (tuple(prefix), entry_sleep, tried, tuple(sleeps))
+        kept = previous.get(start) if previous else None
+        run = _remade(kept, states, prefix, path, bound) if kept is not None else None
+        if run is None:
+            run = _run(scenario, protocol, workers, fp, prefix, strict=False,
+                       entry_sleep=entry_sleep, explored=tried, baseline=tally.outcome,
+                       judge=not in_order, invariants=invariants, states=states, path=path,
+                       sleeps=sleeps)
+        if made is not None and room > 0:
+            room -= len(run.decisions)
+            made[start] = (run.shape, _kept(run.decisions) if run.cluster is not None
+                           else tuple(run.decisions), tuple(run.visits or ()), run.pruned,
+                           run.raised)
         path = run.path
         if in_order:
             # The first run is the in-order one (the oldest message first at every decision):
@@ -1602,7 +1687,8 @@ def _pass(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp:
         if in_order and run.raised is not None:
             tally.runs += 1  # kept aside: a failure only if another order does not raise it
         elif run.delays < bound:
-            run.cluster.dispose()  # an earlier pass counted it
+            if run.cluster is not None:  # (a run followed, not made, has none)
+                run.cluster.dispose()  # an earlier pass counted it
         else:
             pruned += run.pruned
             tally.count(run)
@@ -1617,6 +1703,123 @@ def _pass(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp:
         prefix, entry_sleep, tried = nxt
         sleeps = [d.sleep for d in run.decisions[:len(prefix) - 1]]
     return False, cut[0], pruned
+
+
+#: Whether a pass follows the runs of the pass before from what it kept of them (see
+#: :func:`_remade`) rather than running them again: the same search either way (a test
+#: turns it off to compare).
+_REMAKE = True
+#: How many decisions a pass keeps of its runs for the next pass (see :func:`_remade`), about
+#: 300 bytes each: past that, the next pass runs the rest again.
+_MADE_DECISIONS = 200_000
+
+
+class _Head:
+    """A deliverable message as a kept decision holds it: what the search reads of it (its id,
+    and its op and receiver, whose delivery it is: :func:`_actor`) — not the message itself,
+    whose payload a pass would otherwise keep alive for every decision of every run."""
+
+    __slots__ = ("msg_id", "op", "receiver")
+
+    def __init__(self, msg: Message):
+        self.msg_id, self.op, self.receiver = msg.msg_id, msg.op, msg.receiver
+
+
+def _kept(decisions: list[_Decision]) -> tuple[_Decision, ...]:
+    """A run's decisions as a pass keeps them for the next (see :data:`_MADE_DECISIONS`):
+    each message a :class:`_Head`, made once per run (a message is a head of many)."""
+    heads: dict[int, _Head] = {}
+    kept = []
+    for d in decisions:
+        light = []
+        for h in d.heads:
+            head = heads.get(h.msg_id)
+            if head is None:
+                head = heads[h.msg_id] = _Head(h)
+            light.append(head)
+        kept.append(_Decision(light, d.pick, d.sleep))
+    return tuple(kept)
+
+
+def _remade(kept: tuple, states: _States | None, prefix: Sequence[int], path: dict | None,
+            bound: int) -> Run | None:
+    """A run of the pass before made again without running it: what the pass before ``kept``
+    of it — its decisions, what it did at each state it fingerprinted (:func:`_visit`'s log),
+    whether it was pruned, what it raised — followed against this pass's table.  None when
+    it must run: the table stopped it at its last state then and does not now.
+
+    A run is its picks: the same prefix (with the same sleep and explored sets at its last
+    decision) replays to the same decisions and the same states, and so to the same visits
+    — only the table they are looked up in differs from pass to pass.  Each visit is done
+    again as :func:`_visit` does it (the states of the path, the table, the revisits): a
+    visit the table now stops ends the run there, pruned, as the run would have ended.
+    The run is one the pass counts no more (it delays fewer messages than ``bound``): it is
+    only backtracked from, so its trace, checks and outcome are not needed.
+    """
+    shape, decisions, visits, pruned, raised = kept
+    stopped = bool(visits) and visits[-1] is _STOPPED
+    last = len(prefix) - 1
+    mine: dict = {k: v for k, v in path.items() if v[1] <= last} if path else {}
+    n = len(visits) - stopped
+    if states is None:  # a search without states: its runs are their decisions alone
+        states = _States()
+    table, seen = states.table, states.seen
+    added: list = []
+    fresh: list = []  # the states that run would have met as new (see below)
+    end = None  # the visit the table stops it at now, before where it stopped then
+    revisits = 0
+    for i in range(n):
+        system, late, spent, seq, at, asleep, own = visits[i]
+        if own:
+            # A digest that was the run's own (_digest): made again, the run would have met
+            # it as a state never seen, with a digest of its own again — counted so.
+            token = ("own", states.own)
+            states.own += 1
+            seen.add(token)
+            fresh.append(token)
+        if (system, late, spent) in mine:
+            if i + 1 != n:  # a loop the run did not stop at: not the run kept
+                break
+            end = n  # the loop it stopped at then
+            break
+        mine[system, late, spent] = (seq, at)
+        if asleep is None:
+            continue
+        known = table.get(system)
+        if known is not None and any(spent0 <= spent and asleep0 <= asleep and late0 >= late
+                                     for asleep0, late0, spent0 in known):
+            revisits += 1
+            end = i
+            break
+        if stopped and i + 1 == n:
+            break  # stopped here then, not now: it goes on past what was kept
+        entry = (asleep, late, spent)
+        if known is None:
+            table[system] = [entry]
+        else:
+            known.append(entry)
+        added.append((system, known))
+    else:
+        end = n
+    if end is not None and end < n:  # stopped earlier than then
+        at = visits[end][4]
+        run = Run(shape, [d.pick for d in decisions[:at]], list(decisions[:at]), None, [],
+                  None, True, None, path=mine, visits=[*visits[:end + 1], _STOPPED])
+    elif end == n and not stopped:
+        run = Run(shape, [d.pick for d in decisions], list(decisions), None, [], None, pruned,
+                  raised, path=mine, visits=list(visits))
+    else:
+        run = None
+    if run is None or run.delays >= bound:  # not what the run would do: run it
+        seen.difference_update(fresh)
+        for system, known in reversed(added):
+            if known is None:
+                del table[system]
+            else:
+                known.pop()
+        return None
+    states.revisits += revisits
+    return run
 
 
 def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str,
@@ -1916,16 +2119,22 @@ def backtrack(run: Run, bound: int, reduce: bool = True, cut: list[bool] | None 
     ``cut[0]`` is set when the bound kept an order out.
     """
     decisions = run.decisions
-    delayed: list[set[int]] = [set()]  # messages delayed before decision i
+    delayed: list[frozenset[int]] = [_EMPTY]  # messages delayed before decision i
+    so_far = _EMPTY
     for d in decisions:
-        delayed.append(delayed[-1] | _skipped(d, d.pick))
+        if d.pick:  # (most picks delay nothing: the set is shared, not copied, till one does)
+            skipped = _skipped(d, d.pick)
+            if skipped:
+                so_far = so_far | skipped
+        delayed.append(so_far)
     for i in range(len(decisions) - 1, -1, -1):
         d = decisions[i]
+        heads = d.heads
+        if d.pick + 1 >= len(heads):
+            continue  # no later sibling
         asleep = {m for m, _ in d.sleep}
-        tried = frozenset((h.msg_id, _actor(h)) for h in d.heads[:d.pick + 1]
-                          if h.msg_id not in asleep)
-        for j in range(d.pick + 1, len(d.heads)):
-            if d.heads[j].msg_id in asleep:
+        for j in range(d.pick + 1, len(heads)):
+            if heads[j].msg_id in asleep:
                 continue
             if len(delayed[i] | _skipped(d, j)) > bound:
                 if cut is not None:
@@ -1933,6 +2142,8 @@ def backtrack(run: Run, bound: int, reduce: bool = True, cut: list[bool] | None 
                 break  # later picks delay even more
             if not reduce:
                 return [x.pick for x in decisions[:i]] + [j], frozenset(), frozenset()
+            tried = frozenset((h.msg_id, _actor(h)) for h in heads[:d.pick + 1]
+                              if h.msg_id not in asleep)
             return [x.pick for x in decisions[:i]] + [j], d.sleep, tried
     return None
 

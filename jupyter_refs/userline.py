@@ -101,6 +101,13 @@ _OUR_CALL_PATH = (r"jupyter_refs[\\/](client|client_admin|client_parts|cluster|c
                   r"|interrupts|publish|task_runs|userline|worker_context)\.py")
 
 
+class Unshortened(BaseException):  # noqa: N818 - a base, not an error of its own
+    """A ``BaseException`` that only carries control out of the calls it passes (the explorer
+    stopping a run, ``explore.Stop``): its traceback is never shown, so it is not shortened —
+    most explored runs end so, from inside a ``result()``, and shortening cost each a few
+    dask config look-ups."""
+
+
 class short_traceback:  # noqa: N801 - a context manager, named as dask's
     """Leave this package's call path out of a failed call's traceback, as dask's
     ``Future.result`` and ``Client.gather`` leave theirs (``dask.utils.shorten_traceback``):
@@ -113,7 +120,7 @@ class short_traceback:  # noqa: N801 - a context manager, named as dask's
         return None
 
     def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
-        if exc is not None and exc.__traceback__ is not None:
+        if exc is not None and exc.__traceback__ is not None and not isinstance(exc, Unshortened):
             import dask
             from dask.utils import shorten_traceback
 

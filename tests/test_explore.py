@@ -478,6 +478,36 @@ def test_pruning_on_states_finds_the_failures_the_plain_search_finds(name, bound
     assert pruned.systematic <= plain.systematic
 
 
+def _search_of(result):
+    """All a search reports: its counts and each failure group's count and smallest schedule."""
+    return (result.systematic, result.pruned, result.states, result.revisited, result.exhaustive,
+            sorted((f.names, f.count, f.schedule) for f in result.failures))
+
+
+@pytest.mark.parametrize("name, bound, prune", [("7498", 2, True), ("scatter_race", 3, True),
+                                                ("resubmit", 2, True), ("scatter_race", 2, False)])
+def test_a_pass_follows_the_runs_of_the_pass_before_as_running_them_would(name, bound, prune,
+                                                                          monkeypatch):
+    """Each pass of the iterative deepening makes again every run of the pass before; it
+    follows them from what that pass kept (their decisions, their visits to states) instead
+    of running them, and the search is the same: the same runs, pruned ones, states (#7498's
+    states whose digest is their run's own — a live future holds its cluster — counted as
+    new each time, as running them again did), revisits and failure groups, with the same
+    smallest schedules; loops (resubmit) and a search without states too."""
+    from jupyter_refs.zoo import RACES
+    scenario = {"scatter_race": scatter_race, "resubmit": resubmit_while_its_result_travels
+                }.get(name) or RACES[name].scenario
+    protocol = RACES[name].found_under if name in RACES else {"scatter_race": "legacy"
+                                                               }.get(name, "dask")
+    kwargs = dict(protocol=protocol, bound=bound, max_schedules=100_000, processes=1,
+                  sample=False, prune=prune)
+    followed = explore(scenario, **kwargs)
+    monkeypatch.setattr(explore_module, "_REMAKE", False)
+    made = explore(scenario, **kwargs)
+    assert _search_of(followed) == _search_of(made)
+    assert followed.failures
+
+
 def test_a_loop_is_a_livelock_as_soon_as_the_run_comes_back_to_a_state():
     """With states fingerprinted, a run past its prefix that comes back to a state it was in
     goes round for ever: it stops there, as the same LivelockError the 10,000-delivery stop
