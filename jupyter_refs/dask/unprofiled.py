@@ -44,7 +44,10 @@ def unprofiled() -> Iterator[None]:
         # samples run on the worker's event loop, so one callback there after the pop runs
         # after any sample already begun.
         passed = threading.Event()
-        worker.loop.add_callback(passed.set)
+        try:
+            worker.loop.add_callback(passed.set)
+        except RuntimeError:  # the worker's loop has closed: no sample can be running
+            passed.set()
         passed.wait(SETTLE_SECONDS)
     try:
         yield
