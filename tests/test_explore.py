@@ -668,6 +668,47 @@ def test_a_share_on_a_dask_worker_runs_as_here_whatever_its_profiler_samples():
     assert there == [here] * 4
 
 
+@pytest.mark.dask
+def test_explore_on_worker_processes_replays_every_share_under_a_busy_profiler():
+    """``explore(client=)`` where its shares really go to dask (the in-process cluster's one
+    share runs in the caller's thread): worker processes, each share on a thread dask's
+    profiler samples every millisecond.  Every share's failures replay here by their picks,
+    the groups are the one-process search's, and two searches with one seed count each group
+    alike.  (The profiler's sway itself is caught by the in-process share test above: here
+    it did not show in 3 runs without ``unprofiled``.)"""
+    distributed = pytest.importorskip("distributed")
+    import dask
+
+    def plus(v):
+        return v + 1
+
+    def race(client):  # made here, so cloudpickle sends it whole to the worker processes
+        x = client.scatter(123)
+        del x
+        x = client.scatter(123)
+        client.submit(plus, x)
+
+    kwargs = dict(protocol="dask", bound=1, max_schedules=4000, seed=5)
+    here = explore(race, processes=1, **kwargs)
+    with dask.config.set({"distributed.worker.profile.interval": "1ms"}), \
+            distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                     dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as client:
+        there = explore(race, client=client, **kwargs)
+        again = explore(race, client=client, **kwargs)
+    assert there.schedules == here.schedules == 4000
+    assert _groups(there) == _groups(here)
+    # Seeded shares: the same runs twice, so the same count in every group.
+    assert _counts(there) == _counts(again)
+    for failure in there.failures:
+        assert replay(race, failure.schedule).failed
+
+
+def _counts(result):
+    from jupyter_refs.explore import _group
+    return sorted((_group(f.run), f.count) for f in result.failures)
+
+
 def _group_of(failure):
     from jupyter_refs.explore import _group
     return _group(failure.run)
