@@ -169,6 +169,10 @@ def measure(n: int, pairs: int, workers: int, **options: Any) -> dict[str, Any]:
         for i in range(pairs):
             for side in ("plain", "traced") if i % 2 == 0 else ("traced", "plain"):
                 done = plain if side == "plain" else runs
+                if done is plain:
+                    # After a full collection, as ``traced`` starts: else the garbage of the
+                    # traced run before (its detached tracer) is collected inside this one.
+                    gc.collect()
                 done.append(timed(client, n) if done is plain else traced(client, n, **options))
                 # A million-task pair takes over half an hour: say how far it got.
                 print(f"  … {n:,} tasks, pair {i + 1}/{pairs}, {side}: {done[-1]['run']:.1f} s",
