@@ -115,7 +115,9 @@ def timed(client: Client, n: int) -> dict[str, float]:
     """:func:`run`'s wall time (``run``); the CPU time this process (every thread of the
     in-process cluster) spent in it (``cpu``), a figure the machine's neighbours barely move,
     where the wall time swings by several percent from one pair to the next; and the
-    collector's share of it (``gc``)."""
+    collector's share of it (``gc``).  It starts after a full collection: else the garbage of
+    the run before (a detached tracer) is collected inside this one, traced or not."""
+    gc.collect()
     start, cpu, collecting = time.perf_counter(), time.process_time(), GC.seconds
     futures = client.map(inc, range(n), pure=False)
     client.gather(futures)
@@ -169,10 +171,6 @@ def measure(n: int, pairs: int, workers: int, **options: Any) -> dict[str, Any]:
         for i in range(pairs):
             for side in ("plain", "traced") if i % 2 == 0 else ("traced", "plain"):
                 done = plain if side == "plain" else runs
-                if done is plain:
-                    # After a full collection, as ``traced`` starts: else the garbage of the
-                    # traced run before (its detached tracer) is collected inside this one.
-                    gc.collect()
                 done.append(timed(client, n) if done is plain else traced(client, n, **options))
                 # A million-task pair takes over half an hour: say how far it got.
                 print(f"  … {n:,} tasks, pair {i + 1}/{pairs}, {side}: {done[-1]['run']:.1f} s",

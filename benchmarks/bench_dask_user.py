@@ -28,7 +28,6 @@ Usage: ``python benchmarks/bench_dask_user.py [--sizes 4000,40000] [--pairs 2]``
 from __future__ import annotations
 
 import argparse
-import gc
 import statistics
 import sys
 import time
@@ -70,8 +69,7 @@ def main(argv: list[str] | None = None) -> None:
             for i in range(args.pairs):
                 for side in ("plain", "traced") if i % 2 == 0 else ("traced", "plain"):
                     if side == "plain":
-                        gc.collect()
-                        plain.append(timed(client, n))
+                        plain.append(timed(client, n))  # after a full collection, as traced
                     else:
                         runs.append(traced(client, n, on_trace=lambda t, seen=seen: seen.append(looks(t))))
             run = statistics.median(t["run"] / p["run"] for p, t in zip(plain, runs))

@@ -318,12 +318,6 @@ class _Periodic:
             with contextlib.suppress(Exception):  # it was the flush that failed: nothing more
                 self._start_flushing(self.interval)
 
-    def _end_failed(self, name: str, exc: BaseException) -> None:
-        """The plugin's end (``teardown``) raised: counted in the recorder (the tracer is
-        leaving; its last flush may carry it), never passed to dask's unregister."""
-        self.rec.hook_failed(f"{type(self).__name__}.{name}", exc)
-        self._stop_flushing()
-
     def _stop_flushing(self) -> None:
         pc = getattr(self, "_pc", None)
         if pc is not None:
@@ -646,7 +640,8 @@ class WorkerRecorder(WorkerPlugin, _Periodic):
         try:
             self.uninstall()
         except Exception as exc:  # noqa: BLE001 - unregister_worker_plugin would raise it
-            self._end_failed("teardown", exc)
+            # Counted in the recorder only: the tracer took its last flush before unregistering.
+            self.rec.hook_failed("WorkerRecorder.teardown", exc)
 
     def uninstall(self) -> int:
         self._stop_flushing()
