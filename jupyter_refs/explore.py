@@ -866,17 +866,21 @@ def _canon(obj: Any, family: str | None, ids: list, memo: dict) -> Any:
         return ("[", *[v if v is None or (type(v) is str and len(v) < 32)
                        else _canon(v, family, ids, memo) for v in obj])
     if kind in _PLANNED:
-        slots = _SLOTTED.get(kind)
-        fields = obj.__dict__ if slots is None else {s: getattr(obj, s, None) for s in slots}
-        order = _PLANS.get((kind, *fields))
-        if order is not None:
+        read = _SLOT_READERS.get(kind)
+        if read is None:
+            slots = _SLOTTED.get(kind)
+            fields = obj.__dict__ if slots is None else {s: getattr(obj, s, None) for s in slots}
+            read = _PLANS.get((kind, *fields))
+        else:
+            fields = obj  # a slotted class's reader reads the object itself (_reader)
+        if read is not None:
             # An object of a class met before with these very attributes: their order,
             # families and what is left out were worked out then (see _plan).
             seen = memo.get(id(obj))
             if seen is not None:
                 return ("@", seen)
             memo[id(obj)] = len(memo)
-            return _canon_fields(fields, order, ids, memo)
+            return read(fields, ids, memo)
     if kind is set or kind is frozenset:
         if not obj:
             return _EMPTY_SET
@@ -887,16 +891,17 @@ def _canon(obj: Any, family: str | None, ids: list, memo: dict) -> Any:
         except TypeError:
             members.sort(key=repr)
         return ("(", *members)
-    if isinstance(obj, _SCALARS):
-        return obj
-    if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType, type)):
-        return ("f", getattr(obj, "__module__", None), getattr(obj, "__qualname__", None))
-    if isinstance(obj, (types.MethodType, functools.partial)):
-        return ("m", type(obj).__name__)
-    if kind in _PROXIES:
-        # A back-reference (the scheduler's parts hold it by weakref.proxy): its referent is
-        # an actor of the state already; walked through, it would be read a second time.
-        return ("p",)
+    if kind not in _REPRED:
+        if isinstance(obj, _SCALARS):
+            return obj
+        if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType, type)):
+            return ("f", getattr(obj, "__module__", None), getattr(obj, "__qualname__", None))
+        if isinstance(obj, (types.MethodType, functools.partial)):
+            return ("m", type(obj).__name__)
+        if kind in _PROXIES:
+            # A back-reference (the scheduler's parts hold it by weakref.proxy): its referent
+            # is an actor of the state already; walked through, it would be read a second time.
+            return ("p",)
     seen = memo.get(id(obj))
     if seen is not None:
         return ("@", seen)  # an object met before in this state (the worker's own client)
@@ -905,33 +910,41 @@ def _canon(obj: Any, family: str | None, ids: list, memo: dict) -> Any:
     if fields is None:
         slots = getattr(kind, "__slots__", None)
         if slots is None:
-            return ("r", _RANDOM.sub(memo[_NAMES_AT], repr(obj)))
+            _REPRED.add(kind)
+            text = repr(obj)  # (shorter than any random part: nothing to rename)
+            return ("r", text if len(text) < 32 else _RANDOM.sub(memo[_NAMES_AT], text))
         fields = {s: getattr(obj, s, None) for s in slots}
         _SLOTTED[kind] = slots
     if kind not in _UNPLANNED:
-        order = _plan(kind, fields)
-        if order is not None:
-            return _canon_fields(fields, order, ids, memo)
+        read = _plan(kind, fields)
+        if read is not None:
+            return read(fields, ids, memo)
     return (kind.__qualname__, _canon_dict(fields, None, ids, memo) if fields else _EMPTY_DICT)
 
 
-#: Each object's attributes as :func:`_canon_dict` reads them, by its class and attribute names
-#: in their order: the names kept, sorted, each with its id family (see :func:`_plan`).
-_PLANS: dict[tuple, tuple[tuple[str, str | None], ...]] = {}
+#: Each object's reader (see :func:`_reader`), by its class and attribute names in their order.
+_PLANS: dict[tuple, Callable[[Any, list, dict], tuple]] = {}
 #: Classes read by :func:`_canon_dict` every time (the scheduler's round robin is read modulo
 #: its workers there); :data:`_PLANS` holds no entry for them.
 _UNPLANNED: set[type] = set()
 _PLANNED: set[type] = set()  # the classes with an entry in _PLANS
 _SLOTTED: dict[type, Any] = {}  # the classes read by their __slots__, and those
+#: A slotted class's reader, which reads the object itself: its names, read from its own
+#: ``__slots__``, are the same for every object, so its plan is looked up once.
+_SLOT_READERS: dict[type, Callable[[Any, list, dict], tuple]] = {}
+#: Classes whose objects have neither ``__dict__`` nor ``__slots__`` (a ``defaultdict``, an
+#: ``itertools.count``), read by their repr: known, they skip the type tests before it —
+#: tests that depend on the class alone, and that each of them failed the first time.
+_REPRED: set[type] = set()
 
 
-def _plan(kind: type, fields: dict) -> tuple | None:
-    """How :func:`_canon_fields` reads an object of ``kind`` with these attributes, worked out
-    once: its head — the class's name, ``"="`` and the number of the names it keeps — then the
-    names it keeps, sorted, each with its id family, and where among them ``_next_worker`` is
-    (the scheduler's round robin, read modulo its workers), if it is.  None (and never again
-    for ``kind``) when a name needs more than that (a long one, renamed): such objects are
-    read by :func:`_canon_dict`, as ``(name, ("{", items…))``."""
+def _plan(kind: type, fields: dict) -> Callable[[Any, list, dict], tuple] | None:
+    """How :func:`_canon` reads an object of ``kind`` with these attributes, worked out once: a
+    reader (:func:`_reader`) that makes its head — the class's name, ``"="`` and the number
+    of the names it keeps — then the values of the names it keeps, sorted, each with its id
+    family, and reads ``_next_worker`` (the scheduler's round robin) modulo its workers.
+    None (and never again for ``kind``) when a name needs more than that (a long one,
+    renamed): such objects are read by :func:`_canon_dict`, as ``(name, ("{", items…))``."""
     names = tuple(fields)
     if len(_PLANS) > 4096 or any(type(k) is not str or len(k) >= 32 for k in names):
         _UNPLANNED.add(kind)
@@ -941,47 +954,58 @@ def _plan(kind: type, fields: dict) -> tuple | None:
     # names say which attribute each value is, as its items did (the same names, the same
     # number, in this process: the states of one search are compared in one process).
     number = _KEPT.setdefault(kept, len(_KEPT))
-    order = ((kind.__qualname__, "=", number), tuple((k, _ID_FAMILIES.get(k)) for k in kept),
-             kept.index("_next_worker") if "_next_worker" in kept else None)
-    _PLANS[(kind, *names)] = order
+    head = (kind.__qualname__, "=", number)
+    order = tuple((k, _ID_FAMILIES.get(k)) for k in kept)
+    robin = kept.index("_next_worker") if "_next_worker" in kept else None
+    read = _PLANS[(kind, *names)] = _reader(head, order, robin, slotted=False)
     _PLANNED.add(kind)
-    return order
+    if kind in _SLOTTED and robin is None:
+        _SLOT_READERS[kind] = _reader(head, order, robin, slotted=True)
+    return read
 
 
 #: Each tuple of kept attribute names a plan reads, numbered (see :func:`_plan`).
 _KEPT: dict[tuple[str, ...], int] = {}
 
 
-def _canon_value(v: Any, fam: str | None, ids: list, memo: dict) -> Any:
-    """One attribute's or dict item's value for :func:`_canon`, its common leaves inline: a
-    long string with its random names numbered, an id put in ``ids`` to be ranked, an empty
-    container as its constant, ``None``, bools and bytes as they are."""
-    kind = type(v)
-    if kind is str:
-        return _RANDOM.sub(memo[_NAMES_AT], v) if len(v) >= 32 else v
-    if kind is int:
+def _reader(head: tuple, order: tuple, robin: int | None, slotted: bool
+            ) -> Callable[[Any, list, dict], tuple]:
+    """A plan's reader, compiled: ``read(fields, ids, memo)`` is ``head`` then, for each kept
+    name in ``order``, its value as :func:`_canon` makes it (``_next_worker``, at ``robin``,
+    modulo the workers); ``slotted``, it reads the attributes of the object itself (what a
+    slotted object's dict of fields would hold: each slot, None if unset).
+
+    Written out as Python, one block per name with its common leaves inline — a string, an
+    int (an id if its family says so), None, a bool, bytes, an empty container — because a
+    state is mostly objects of a few classes whose attributes are such leaves, and a call per
+    attribute (the loop over the plan this replaces) was a third of what a state cost.
+    """
+    lines = ["def read(src, ids, memo):"]
+    for i, (name, fam) in enumerate(order):
+        x = f"x{i}"
+        lines += [f"    v = getattr(src, {name!r}, None)" if slotted else f"    v = src[{name!r}]",
+                  "    t = type(v)",
+                  "    if t is str:",
+                  f"        {x} = v if len(v) < 32 else sub(memo[NAMES], v)"]
         if fam is None:
-            return v
-        cell = [v]
-        ids.append((fam, cell))
-        return ("#", fam, cell)
-    if kind is dict:
-        return _canon_dict(v, fam, ids, memo) if v else _EMPTY_DICT
-    if kind is set or kind is frozenset:
-        return _canon(v, fam, ids, memo) if v else _EMPTY_SET
-    if v is None or kind is bool or kind is bytes:
-        return v
-    return _canon(v, fam, ids, memo)
-
-
-def _canon_fields(fields: dict, plan: tuple, ids: list, memo: dict) -> tuple:
-    """An object's attributes for :func:`_canon`, by its plan (:func:`_plan`): its head, then
-    each kept attribute's value as :func:`_canon_dict` makes it (the names are in the head)."""
-    head, order, robin = plan
-    values = [_canon_value(fields[k], fam, ids, memo) for k, fam in order]
+            lines += ["    elif t is int or v is None or t is bool or t is bytes:", f"        {x} = v"]
+        else:
+            lines += ["    elif t is int:", "        c = [v]", f"        ids.append(({fam!r}, c))",
+                      f"        {x} = ('#', {fam!r}, c)",
+                      "    elif v is None or t is bool or t is bytes:", f"        {x} = v"]
+        lines += ["    elif t is dict:",
+                  f"        {x} = canon_dict(v, {fam!r}, ids, memo) if v else EMPTY_DICT",
+                  "    elif t is set or t is frozenset:",
+                  f"        {x} = canon(v, {fam!r}, ids, memo) if v else EMPTY_SET",
+                  "    else:", f"        {x} = canon(v, {fam!r}, ids, memo)"]
     if robin is not None:  # the scheduler's round robin: read modulo its workers
-        values[robin] %= max(1, len(fields.get("workers", ())))
-    return (*head, *values)
+        lines.append(f"    x{robin} %= max(1, len(src.get('workers', ())))")  # (not slotted)
+    lines.append(f"    return ({''.join(f'{h!r}, ' for h in head)}"
+                 f"{''.join(f'x{i}, ' for i in range(len(order)))})")
+    scope = {"sub": _RANDOM.sub, "NAMES": _NAMES_AT, "canon": _canon, "canon_dict": _canon_dict,
+             "EMPTY_DICT": _EMPTY_DICT, "EMPTY_SET": _EMPTY_SET}
+    exec(compile("\n".join(lines), f"<reader of {head[0]}>", "exec"), scope)  # noqa: S102 - our own source
+    return scope["read"]
 
 
 def _canon_dict(obj: dict, family: str | None, ids: list, memo: dict) -> tuple:
@@ -995,8 +1019,25 @@ def _canon_dict(obj: dict, family: str | None, ids: list, memo: dict) -> tuple:
             fam = family or _ID_FAMILIES.get(k)
             if k == "_next_worker":  # the scheduler's round robin: read modulo its workers
                 v %= max(1, len(obj.get("workers", ())))
-            append((_RANDOM.sub(memo[_NAMES_AT], k) if len(k) >= 32 else k,
-                    _canon_value(v, fam, ids, memo)))
+            if len(k) >= 32:
+                k = _RANDOM.sub(memo[_NAMES_AT], k)
+            # The value's common leaves inline, as a reader does them (see _reader).
+            t = type(v)
+            if t is str:
+                if len(v) >= 32:
+                    v = _RANDOM.sub(memo[_NAMES_AT], v)
+            elif t is int:
+                if fam is not None:
+                    cell = [v]
+                    ids.append((fam, cell))
+                    v = ("#", fam, cell)
+            elif t is dict:
+                v = _canon_dict(v, fam, ids, memo) if v else _EMPTY_DICT
+            elif t is set or t is frozenset:
+                v = _canon(v, fam, ids, memo) if v else _EMPTY_SET
+            elif not (v is None or t is bool or t is bytes):
+                v = _canon(v, fam, ids, memo)
+            append((k, v))
         else:
             append((_canon(k, None, ids, memo), _canon(v, family, ids, memo)))
     try:

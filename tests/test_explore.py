@@ -548,6 +548,64 @@ def test_a_state_leaves_out_ids_and_keeps_what_differs():
     assert seen([]) != seen([1])
 
 
+class _Planned:
+    """Attributes of every kind a reader inlines, or hands on (see test below)."""
+
+
+class _Slotted:
+    __slots__ = ("gen", "keys", "name", "unset")
+
+
+def test_a_compiled_reader_reads_an_object_as_its_plan_says():
+    """A plan's reader (explore._reader, compiled from the plan) gives what reading the plan
+    by hand gives: the head, then each kept attribute, sorted, as _canon makes it with the
+    attribute's id family — leaves of every kind, long strings renamed, ids put in cells,
+    empty and full containers, nested objects, the round robin modulo the workers; and a
+    slotted object, read through its slots, an unset one as None."""
+    canon = explore_module._canon
+    uuid = "0123456789abcdef0123456789abcdef"
+    obj = _Planned()
+    obj.__dict__.update({
+        "name": "x", "long": f"key-{uuid}", "_incarnation": 7, "gen": True, "count": 3,
+        "blob": b"\x00", "none": None, "empty": {}, "full": {"a": 1, "_call": 2},
+        "nothing": set(), "some": frozenset({"b", "a"}), "priority": (3, 1), "ratio": 0.5,
+        "workers": ["w0", "w1", "w2"], "_next_worker": 7, "log": "left out",
+        "inner": _Slotted(), "who_has": {"k": {4, 2}},
+    })
+    obj.inner.gen, obj.inner.keys, obj.inner.name = 5, ["k"], "inner"
+    names = {"~0": uuid}
+
+    def memo() -> dict:
+        return {explore_module._NAMES_AT: lambda match: next(k for k, v in names.items()
+                                                              if v == match[0])}
+
+    ids: list = []
+    got = canon(obj, None, ids, memo())
+    # By hand: a fresh memo numbers the object 1 (the renaming is entry 0), the inner one 2.
+    want_ids: list = []
+    hand_memo = memo()
+    hand_memo[id(obj)] = 1
+    kept = sorted(k for k in obj.__dict__ if k not in explore_module._NOT_STATE)
+    values = []
+    for k in kept:
+        if k == "inner":
+            hand_memo[id(obj.inner)] = len(hand_memo)
+            slots = sorted(_Slotted.__slots__)
+            number = explore_module._KEPT[tuple(slots)]
+            values.append(("_Slotted", "=", number, *[
+                canon(getattr(obj.inner, s, None), explore_module._ID_FAMILIES.get(s), want_ids,
+                      hand_memo) for s in slots]))
+            continue
+        value = canon(obj.__dict__[k], explore_module._ID_FAMILIES.get(k), want_ids, hand_memo)
+        values.append(value % 3 if k == "_next_worker" else value)
+    assert got == ("_Planned", "=", explore_module._KEPT[tuple(kept)], *values)
+    assert got[kept.index("long") + 3] == "key-~0"
+    assert [family for family, _ in ids] == [family for family, _ in want_ids]
+    assert [cell for _, cell in ids] == [cell for _, cell in want_ids]
+    again: list = []
+    assert canon(obj, None, again, memo()) == got  # the plan's reader, made the first time
+
+
 def test_a_state_digest_splits_states_as_their_text_does():
     """state_digest hashes a state's tuples in marshal's form, not its text (state_of): over a
     search through task frames, stealing, ready queues and the scheduler's parts (#5379), two
