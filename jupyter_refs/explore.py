@@ -474,7 +474,8 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
          clients: int | None = None, baseline: Outcome | None = None, judge: bool = True,
          invariants: Sequence[Invariant] = (), states: _States | None = None,
          pct: tuple[int, int] | None = None, path: dict | None = None,
-         sleeps: Sequence[frozenset] = ()) -> Run:
+         sleeps: Sequence[frozenset] = (),
+         chooser: tuple[_Policy, list[_Decision]] | None = None) -> Run:
     """One run: follow ``prefix``, then the oldest awake message (or ``rng``) at each decision.
 
     At the prefix's last decision the node is re-entered with ``entry_sleep`` asleep and
@@ -484,14 +485,18 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
     replay keeps them, so backtracking into those nodes later skips what is asleep there,
     and counts delays there as the run that first made them did.  Its outcome is judged
     against ``baseline`` (see :func:`judge_outcome`); ``judge=False`` leaves it for the caller
-    (the in-order run, which is the baseline).
+    (the in-order run, which is the baseline).  ``chooser``: a sampled run's policy made
+    already, with the list its decisions go to (see :meth:`_Memo.run`).
     """
-    decisions: list[_Decision] = []
     # User calls begun; the scenario's outcome once it is over; the task runs in progress on
     # the run's stack, innermost last, each [what it runs (see _frame), the calls it began].
     progress: list = [0, None, []]
-    policy = choosing_policy(decisions, prefix, strict, entry_sleep, explored, rng, states, progress, pct,
-                     path, sleeps)
+    if chooser is not None:
+        policy, decisions = chooser
+    else:
+        decisions = []
+        policy = choosing_policy(decisions, prefix, strict, entry_sleep, explored, rng, states, progress,
+                                 pct, path, sleeps)
     cluster = Cluster(protocol=protocol, workers=workers, network=policy, trace_capacity=capacity,
                       threads_per_worker=THREADS_PER_WORKER)
     cluster.flush_calls = keep_open  # the checks read the run once, at the end
@@ -1542,6 +1547,19 @@ class Tally:
             if self.progress is not None:
                 self.progress(self.runs, self.max_schedules, len(self.groups))
 
+    def count_again(self, seen: _Seen) -> None:
+        """Count a sampled run whose order was run already (see :class:`_Memo`): as
+        :meth:`count` would count the same run again — its group's count grows, and its
+        group keeps its smallest run (this one is no smaller: it was counted before)."""
+        self.runs += 1
+        self.same += seen.same
+        if seen.group is not None:
+            self.groups[seen.group].count += 1
+        if self.runs % 100 == 0:
+            gc.collect(0)
+            if self.progress is not None:
+                self.progress(self.runs, self.max_schedules, len(self.groups))
+
     def found(self) -> bool:
         """Whether the search has its finding (``first=True`` stops there): a failure, or — when
         the in-order run raised — a failure whose outcome is another."""
@@ -1851,12 +1869,16 @@ def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: i
         rng = random.Random(seed)
         mine = left - share * helpers
         sampled = 0
+        memo = _Memo()
         while mine > 0 and not (first and tally.found()):
-            run = _run(scenario, protocol, workers, fp, [], strict=False, rng=rng,
-                       baseline=baseline, invariants=invariants, pct=_depth(pct, sampled))
+            run = memo.run(scenario, protocol, workers, fp, rng, baseline, invariants,
+                           _depth(pct, sampled))
             sampled += 1
             mine -= 1
-            tally.count(run)
+            if type(run) is _Seen:
+                tally.count_again(run)
+            else:
+                tally.count(run)
         while forked:
             done, same, found = _join(scenario, *forked[0])
             del forked[0]
@@ -1956,6 +1978,145 @@ def _merge(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp
     return done
 
 
+class _Head:
+    """A deliverable head as a sampled run's chooser reads it: its channel (the PCT
+    priorities'), nothing else (the uniform picks read only how many heads there are)."""
+
+    __slots__ = ("channel",)
+
+    def __init__(self, channel: str):
+        self.channel = channel
+
+
+@dataclass(frozen=True, slots=True)
+class _Seen:
+    """A sampled run whose order was run before: what counting it needs of its verdict."""
+
+    #: Its failure group (None: it passed).
+    group: tuple | None
+    #: 1 if it passed while raising as the in-order run did (``Tally.same``), else 0.
+    same: int
+
+
+#: Nodes a sampler's memo keeps at most (a node is a decision of some sampled run, about
+#: 250 bytes): past it, orders not met yet are run and not remembered.
+MEMO_NODES = 50_000
+
+
+class _Memo:
+    """The orders a sampler has run, as a tree of their decisions, so that an order drawn
+    again is counted without running it again.
+
+    A run is determined by its picks (what :func:`replay` rests on), and a sampled run's
+    chooser draws each pick from its seeded generator and what it is shown — how many heads
+    are deliverable and their channels — and nothing else.  So each node keeps the heads'
+    channels at that decision and, per pick made there, the next node; a leaf keeps the
+    run's verdict (:class:`_Seen`).  A new run first follows the tree with its own chooser
+    on the remembered heads, drawing exactly what the run would draw: reaching a leaf, it is
+    that run again, counted as such (its failure group's count grows; the smallest run of
+    each group is kept from the first time, and a repeat is no smaller).  Leaving the tree,
+    the run is made for real by the chooser that drew so far (:func:`_resumed`), then added.
+    On the #8576 scenario a fifth to a third of 5,000 PCT orders are distinct.  A scenario
+    whose calls do not answer the same way under the same order would break replay already;
+    a run of it that disagrees with the tree turns the memo off.  A scenario with side
+    effects of its own (a print, a counter) has them once per order here, not once per draw.
+    """
+
+    __slots__ = ("root", "nodes", "on", "_heads", "_seen")
+
+    def __init__(self) -> None:
+        #: [heads at the first decision (None: a leaf), {pick: node}, the leaf's _Seen]
+        self.root: list | None = None
+        self.nodes = 0
+        self.on = True
+        #: The heads and the verdicts met, each kept once: most nodes share a few of each.
+        self._heads: dict[tuple[str, ...], list[_Head]] = {}
+        self._seen: dict[_Seen, _Seen] = {}
+
+    def run(self, scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str,
+            rng: random.Random, baseline: Outcome | None, invariants: tuple,
+            pct: tuple[int, int] | None) -> Run | _Seen:
+        """The next sampled run: made for real (a :class:`Run`), or the verdict of the same
+        order run before (a :class:`_Seen`), with ``rng`` drawn on exactly as the run would."""
+        chooser = None
+        if self.on and self.root is not None:
+            decisions: list[_Decision] = []
+            choose = choosing_policy(decisions, (), False, _EMPTY, _EMPTY, rng, pct=pct).choose
+            node = self.root
+            while True:
+                heads = node[0]
+                if heads is None:
+                    return node[2]
+                choose(heads)
+                node = node[1].get(decisions[-1].pick)
+                if node is None:
+                    break
+            # Off the tree: the run is made with the chooser that drew so far, the picks it
+            # drew followed on the real heads, then drawing on (the generator is where the
+            # run's own chooser would have it).
+            chooser = (_Policy(_resumed(choose, decisions), set()), decisions)
+        run = _run(scenario, protocol, workers, fp, [], strict=False, rng=rng, baseline=baseline,
+                   invariants=invariants, pct=pct, chooser=chooser)
+        if self.on:
+            self._add(run)
+        return run
+
+    def _add(self, run: Run) -> None:
+        if self.nodes >= MEMO_NODES or run.pruned:
+            return
+        if self.root is None:
+            self.root = [None, {}, None]
+        node = self.root
+        for d in run.decisions:
+            channels = [h.channel for h in d.heads]
+            if node[0] is None:
+                if node[1] or node[2] is not None:
+                    self.on = False  # a leaf here before: the scenario is not deterministic
+                    return
+                shared = tuple(channels)
+                heads = self._heads.get(shared)
+                if heads is None:
+                    heads = self._heads[shared] = [_Head(c) for c in channels]
+                node[0] = heads
+            elif [h.channel for h in node[0]] != channels:
+                self.on = False
+                return
+            child = node[1].get(d.pick)
+            if child is None:
+                child = node[1][d.pick] = [None, {}, None]
+                self.nodes += 1
+            node = child
+        if node[0] is not None or node[1]:
+            self.on = False  # a run went on past here before
+            return
+        failed = run.failed
+        seen = _Seen(_group(run) if failed else None,
+                     int(not failed and run.raised is not None))
+        if node[2] is not None and node[2] != seen:
+            self.on = False
+            return
+        node[2] = self._seen.setdefault(seen, seen)
+
+
+def _resumed(choose: Callable[[Sequence[Message]], Message], decisions: list[_Decision]
+             ) -> Callable[[Sequence[Message]], Message]:
+    """``choose``, which made ``decisions`` on a memo's remembered heads: those picks again on
+    a run's real heads (each decision made again in its place), then ``choose`` itself."""
+    picks = [d.pick for d in decisions]
+    made = [0]
+
+    def resume(heads: Sequence[Message]) -> Message:
+        i = made[0]
+        if i >= len(picks):
+            return choose(heads)
+        made[0] = i + 1
+        pick = picks[i] if picks[i] < len(heads) else 0  # (a run unlike its tree: _add says so)
+        decisions[i] = _Decision(heads, pick)
+        return heads[pick]
+
+    return resume
+
+
 def _depth(pct: tuple[int, int] | None, i: int) -> tuple[int, int] | None:
     """The PCT depth of a sampler's ``i``-th run: 1, 2, … ``depth`` in turn (see :func:`_pct`)."""
     return None if pct is None else (1 + i % pct[0], pct[1])
@@ -2023,9 +2184,18 @@ def _sample(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, f
     rng = random.Random(seed)
     found: dict[tuple, tuple[int, tuple, list[int]]] = {}
     same = 0
+    memo = _Memo()
     for i in range(n):
-        run = _run(scenario, protocol, workers, fp, [], strict=False, rng=rng, baseline=baseline,
-                   invariants=invariants, pct=_depth(pct, i))
+        run = memo.run(scenario, protocol, workers, fp, rng, baseline, invariants, _depth(pct, i))
+        if type(run) is _Seen:
+            # An order this share ran already: its group's count grows, its smallest stays.
+            same += run.same
+            if run.group is not None:
+                count, best, picks = found[run.group]
+                found[run.group] = (count + 1, best, picks)
+            if i % 100 == 99:
+                gc.collect(0)
+            continue
         same += not run.failed and run.raised is not None
         if run.failed:
             group, size = _group(run), run_size(run)

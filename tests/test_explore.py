@@ -753,6 +753,28 @@ def test_a_cells_last_expression_is_its_outcome_unless_a_future():
         assert cell_scenario("y = 3", {})(client) is None
 
 
+@pytest.mark.parametrize("protocol, sampler", [("legacy", "pct"), ("fixed", "pct"),
+                                               ("dask-2024.7", "uniform")])
+def test_a_sampled_order_drawn_again_counts_as_when_it_was_run(monkeypatch, protocol, sampler):
+    """The random runs remember the orders they ran (``_Memo``): an order drawn again is
+    counted as its first run was, not run again — the same counts, groups and smallest runs,
+    the generator drawn on as a run would."""
+    def summary(result):
+        return (result.schedules, result.sampled, [(f.names, f.count, f.schedule, f.overtakes)
+                                                   for f in result.failures])
+
+    kwargs = dict(protocol=protocol, max_schedules=1200, processes=1, sampler=sampler, seed=5)
+    made = []
+    real = explore_module._run
+    monkeypatch.setattr(explore_module, "_run", lambda *a, **k: made.append(1) or real(*a, **k))
+    remembered = explore(scatter_race, **kwargs)
+    runs = len(made)
+    monkeypatch.setattr(explore_module, "MEMO_NODES", 0)
+    plain = explore(scatter_race, **kwargs)
+    assert summary(remembered) == summary(plain)
+    assert runs < len(made) - (100 if sampler == "pct" else 0)  # PCT draws most orders again
+
+
 _TREE_SEARCH = """
 from jupyter_refs import explore
 
