@@ -1294,6 +1294,13 @@ class ExploreResult:
     #: Runs of the systematic search stopped at a state it had explored already (counted
     #: in ``pruned`` too).
     revisited: int = 0
+    #: Random runs whose order had been drawn before: counted, not run again (``_Memo``).
+    repeats: int = 0
+
+    @property
+    def distinct(self) -> int:
+        """Orders run: the schedules less the random orders drawn again."""
+        return self.schedules - self.repeats
 
     @property
     def systematic(self) -> int:
@@ -1310,7 +1317,8 @@ class ExploreResult:
                  f"schedules, {self.pruned} pruned{states})" if self.exhaustive
                  else f"{self.schedules - self.sampled} schedules within bound {self.bound} "
                  f"(not exhausted{states})")
-        sampled = f", then {self.sampled} random" if self.sampled else ""
+        again = f" ({self.repeats} of them orders drawn again)" if self.repeats else ""
+        sampled = f", then {self.sampled} random{again}" if self.sampled else ""
         found = (f"{len(self.failures)} distinct failure(s); smallest: "
                  f"{short_schedule(self.failures[0].schedule)}"
                  if self.failures else "no failure")
@@ -1533,6 +1541,8 @@ class Tally:
         self.baseline: Run | None = None
         #: Runs that raised as the in-order run did.
         self.same = 0
+        #: Random runs whose order was drawn before (see ``_Memo``): counted, not run again.
+        self.repeats = 0
 
     @property
     def outcome(self) -> Outcome | None:
@@ -1552,6 +1562,7 @@ class Tally:
         :meth:`count` would count the same run again — its group's count grows, and its
         group keeps its smallest run (this one is no smaller: it was counted before)."""
         self.runs += 1
+        self.repeats += 1
         self.same += seen.same
         if seen.group is not None:
             self.groups[seen.group].count += 1
@@ -1626,7 +1637,7 @@ def _explore(scenario: Scenario, protocol: str | ProtocolVariant, max_schedules:
     return ExploreResult(getattr(scenario, "__name__", "scenario"), protocol_name(protocol), bound,
                          tally.runs, pruned, exhaustive, sampled, time.perf_counter() - start,
                          failures, len(states.seen) if states is not None else 0,
-                         states.revisits if states is not None else 0)
+                         states.revisits if states is not None else 0, tally.repeats)
 
 
 def _search(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str, bound: int,
@@ -1880,10 +1891,10 @@ def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: i
             else:
                 tally.count(run)
         while forked:
-            done, same, found = _join(scenario, *forked[0])
+            done, same, found, repeats = _join(scenario, *forked[0])
             del forked[0]
             sampled += _merge(scenario, protocol, workers, fp, tally, done, same, found,
-                              invariants)
+                              repeats, invariants)
     finally:
         _reap(forked)  # interrupted, or a run raised: no helper outlives the search
     if helpers and tally.progress is not None:
@@ -1924,14 +1935,15 @@ def _sample_on(client: Any, scenario: Scenario, protocol: str | ProtocolVariant,
             for future in futures:
                 future.release()
     sampled = 0
-    for n, (same, found) in zip([n for n in shares if n], results, strict=True):
-        sampled += _merge(scenario, protocol, workers, fp, tally, n, same, found, invariants)
+    for n, (same, found, repeats) in zip([n for n in shares if n], results, strict=True):
+        sampled += _merge(scenario, protocol, workers, fp, tally, n, same, found, repeats,
+                          invariants)
     if tally.progress is not None:
         tally.progress(tally.runs, tally.max_schedules, len(tally.groups))
     return sampled
 
 
-def _sample_away(*args: Any) -> tuple[int, dict]:
+def _sample_away(*args: Any) -> tuple[int, dict, int]:
     """:func:`_sample` in a dask worker: with the garbage collector paused, as :func:`explore`
     pauses it here (each run leaves young cycles; collected every 100 runs), and out of the
     worker's profiler, whose samples would hold a run's frames and so decide when a dropped
@@ -1968,9 +1980,10 @@ def picklable(scenario: Scenario) -> None:
 
 
 def _merge(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str,
-           tally: Tally, done: int, same: int, found: dict, invariants: tuple) -> int:
+           tally: Tally, done: int, same: int, found: dict, repeats: int, invariants: tuple) -> int:
     """A helper's share counted in: its failures replayed here (exact), each with its count."""
     tally.runs += done
+    tally.repeats += repeats
     tally.same += same
     for count, _, picks in found.values():
         tally.record(_run(scenario, protocol, workers, fp, picks, strict=True,
@@ -2178,18 +2191,19 @@ def _pct(decisions: list[_Decision], rng: random.Random, depth: int, length: int
 def _sample(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str, seed: str,
             n: int, baseline: Outcome | None, invariants: tuple = (),
             pct: tuple[int, int] | None = None
-            ) -> tuple[int, dict[tuple, tuple[int, tuple, list[int]]]]:
-    """``n`` random runs: how many raised as the in-order run did, and per failure group how
-    many, and the size and picks of the smallest."""
+            ) -> tuple[int, dict[tuple, tuple[int, tuple, list[int]]], int]:
+    """``n`` random runs: how many raised as the in-order run did, per failure group how
+    many, and the size and picks of the smallest, and how many were orders drawn again."""
     rng = random.Random(seed)
     found: dict[tuple, tuple[int, tuple, list[int]]] = {}
-    same = 0
+    same = repeats = 0
     memo = _Memo()
     for i in range(n):
         run = memo.run(scenario, protocol, workers, fp, rng, baseline, invariants, _depth(pct, i))
         if type(run) is _Seen:
             # An order this share ran already: its group's count grows, its smallest stays.
             same += run.same
+            repeats += 1
             if run.group is not None:
                 count, best, picks = found[run.group]
                 found[run.group] = (count + 1, best, picks)
@@ -2205,7 +2219,7 @@ def _sample(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, f
         run.cluster.dispose()
         if i % 100 == 99:
             gc.collect(0)
-    return same, found
+    return same, found, repeats
 
 
 def _fork(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str, seed: str, n: int,
@@ -2254,17 +2268,18 @@ def _reap(helpers: list[tuple[Any, Any]]) -> None:
         interrupts.leave(shield)
 
 
-def _join(scenario: Scenario, process: Any, receive: Any) -> tuple[int, int, dict]:
-    """A helper's runs, how many raised as the in-order run did, and its failure groups."""
+def _join(scenario: Scenario, process: Any, receive: Any) -> tuple[int, int, dict, int]:
+    """A helper's runs, how many raised as the in-order run did, its failure groups, and
+    how many of its runs were orders drawn again."""
     try:
-        _what, done, same, found = receive.recv()
+        _what, done, same, found, repeats = receive.recv()
     except EOFError:
         process.join()
         raise RuntimeError(f"an explorer process died (exit code {process.exitcode})") from None
     finally:
         receive.close()
     process.join()
-    return done, same, found
+    return done, same, found, repeats
 
 
 def run_size(run: Run) -> tuple[int, int, int]:

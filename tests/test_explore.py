@@ -773,6 +773,10 @@ def test_a_sampled_order_drawn_again_counts_as_when_it_was_run(monkeypatch, prot
     plain = explore(scatter_race, **kwargs)
     assert summary(remembered) == summary(plain)
     assert runs < len(made) - (100 if sampler == "pct" else 0)  # PCT draws most orders again
+    # The result says how many were drawn again: exactly the runs the memo did not make.
+    assert plain.repeats == 0 and remembered.repeats == (len(made) - runs) - runs
+    assert remembered.distinct == remembered.schedules - remembered.repeats
+    assert ("orders drawn again" in remembered.summary()) == (remembered.repeats > 0)
 
 
 _TREE_SEARCH = """
