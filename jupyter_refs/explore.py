@@ -49,6 +49,7 @@ import functools
 import gc
 import hashlib
 import inspect
+import itertools
 import linecache
 import marshal
 import multiprocessing
@@ -257,6 +258,9 @@ class Run:
     #: What it did at each state it fingerprinted, in order (see :func:`_visit`), for a pass
     #: that makes it again to follow without running it (see :func:`_remade`).
     visits: list | None = None
+    #: Which random order it is, when it is one (see :class:`_Share`); -1 for the search's
+    #: runs.  Of two failures as small, the earlier draw is kept, whoever counted it.
+    draw: int = -1
 
     @property
     def outcome(self) -> Outcome:
@@ -474,7 +478,8 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
          clients: int | None = None, baseline: Outcome | None = None, judge: bool = True,
          invariants: Sequence[Invariant] = (), states: _States | None = None,
          pct: tuple[int, int] | None = None, path: dict | None = None,
-         sleeps: Sequence[frozenset] = ()) -> Run:
+         sleeps: Sequence[frozenset] = (),
+         chooser: tuple[_Policy, list[_Decision]] | None = None) -> Run:
     """One run: follow ``prefix``, then the oldest awake message (or ``rng``) at each decision.
 
     At the prefix's last decision the node is re-entered with ``entry_sleep`` asleep and
@@ -484,14 +489,18 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
     replay keeps them, so backtracking into those nodes later skips what is asleep there,
     and counts delays there as the run that first made them did.  Its outcome is judged
     against ``baseline`` (see :func:`judge_outcome`); ``judge=False`` leaves it for the caller
-    (the in-order run, which is the baseline).
+    (the in-order run, which is the baseline).  ``chooser``: a sampled run's policy made
+    already, with the list its decisions go to (see :meth:`_Memo.run`).
     """
-    decisions: list[_Decision] = []
     # User calls begun; the scenario's outcome once it is over; the task runs in progress on
     # the run's stack, innermost last, each [what it runs (see _frame), the calls it began].
     progress: list = [0, None, []]
-    policy = choosing_policy(decisions, prefix, strict, entry_sleep, explored, rng, states, progress, pct,
-                     path, sleeps)
+    if chooser is not None:
+        policy, decisions = chooser
+    else:
+        decisions = []
+        policy = choosing_policy(decisions, prefix, strict, entry_sleep, explored, rng, states, progress,
+                                 pct, path, sleeps)
     cluster = Cluster(protocol=protocol, workers=workers, network=policy, trace_capacity=capacity,
                       threads_per_worker=THREADS_PER_WORKER)
     cluster.flush_calls = keep_open  # the checks read the run once, at the end
@@ -1330,6 +1339,13 @@ class ExploreResult:
     #: Runs of the systematic search stopped at a state it had explored already (counted
     #: in ``pruned`` too).
     revisited: int = 0
+    #: Random runs whose order had been drawn before: counted, not run again (``_Memo``).
+    repeats: int = 0
+
+    @property
+    def distinct(self) -> int:
+        """Orders run: the schedules less the random orders drawn again."""
+        return self.schedules - self.repeats
 
     @property
     def systematic(self) -> int:
@@ -1346,7 +1362,8 @@ class ExploreResult:
                  f"schedules, {self.pruned} pruned{states})" if self.exhaustive
                  else f"{self.schedules - self.sampled} schedules within bound {self.bound} "
                  f"(not exhausted{states})")
-        sampled = f", then {self.sampled} random" if self.sampled else ""
+        again = f" ({self.repeats} of them orders drawn again)" if self.repeats else ""
+        sampled = f", then {self.sampled} random{again}" if self.sampled else ""
         found = (f"{len(self.failures)} distinct failure(s); smallest: "
                  f"{short_schedule(self.failures[0].schedule)}"
                  if self.failures else "no failure")
@@ -1483,12 +1500,19 @@ def explore(scenario: Scenario, protocol: str | ProtocolVariant = "dask",
     change points in turn (depth d = d-1 change points, d from 1 to ``depth``): a bug of
     depth d <= ``depth`` is found by each run of depth d with probability at least
     1/(n·k^(d-1)) (n channels, k decisions of the in-order run), so by one run in ``depth``;
-    ``"uniform"`` picks uniformly at every decision, as before.
+    ``"uniform"`` picks uniformly at every decision, as before.  Each random run draws from
+    a generator of its own (seeded ``"{seed}:{i}"`` for the i-th), and an order drawn again
+    (PCT draws the likeliest orders many times) is counted as its first run was, not run
+    again (:class:`_Memo`): the same counts, groups and smallest runs, for the cost of
+    following the chooser down a tree of the orders run so far; ``ExploreResult.repeats``
+    says how many.
 
-    **On a dask cluster** (``client``): the random runs are shared among ``client``'s worker
-    threads (each share seeded ``"{seed}/{i}"``, run in the workers' processes; a cluster of
-    this process's own threads gets one share, run in this thread); the
-    systematic search stays here, so its failures and groups are the local search's.  The
+    **Shared** (``processes``, or ``client``): the random runs are split by order, not only
+    by draw (:class:`_Share`): each order is run by one process, so the result — schedules,
+    failures, counts, smallest schedules — is this process's alone, exactly, whatever the
+    number of shares.  **On a dask cluster** (``client``): a share per worker thread, in two
+    rounds of tasks pinned to its worker (a cluster of this process's own threads gets one
+    share, run in this thread); the systematic search stays here.  The
     scenario travels by cloudpickle: one that cannot is refused before anything runs, with
     what cloudpickle said.
 
@@ -1569,6 +1593,8 @@ class Tally:
         self.baseline: Run | None = None
         #: Runs that raised as the in-order run did.
         self.same = 0
+        #: Random runs whose order was drawn before (see ``_Memo``): counted, not run again.
+        self.repeats = 0
 
     @property
     def outcome(self) -> Outcome | None:
@@ -1578,6 +1604,20 @@ class Tally:
         """Count a run made here, judge it, and every 100 runs collect and report progress."""
         self.runs += 1
         self.record(run)
+        if self.runs % 100 == 0:
+            gc.collect(0)
+            if self.progress is not None:
+                self.progress(self.runs, self.max_schedules, len(self.groups))
+
+    def count_again(self, seen: _Seen) -> None:
+        """Count a sampled run whose order was run already (see :class:`_Memo`): as
+        :meth:`count` would count the same run again — its group's count grows, and its
+        group keeps its smallest run (this one is no smaller: it was counted before)."""
+        self.runs += 1
+        self.repeats += 1
+        self.same += seen.same
+        if seen.group is not None:
+            self.groups[seen.group].count += 1
         if self.runs % 100 == 0:
             gc.collect(0)
             if self.progress is not None:
@@ -1622,7 +1662,7 @@ class Tally:
             self.groups[group] = Failure(_names(run), tuple(_overtakes(run)), run, count)
             return
         known.count += count
-        if run_size(run) < run_size(known.run):
+        if (run_size(run), run.draw) < (run_size(known.run), known.run.draw):
             run, known.run = known.run, run
             known.overtakes = tuple(_overtakes(known.run))
             known.names = _names(known.run)
@@ -1645,11 +1685,11 @@ def _explore(scenario: Scenario, protocol: str | ProtocolVariant, max_schedules:
     sampled = _sample_runs(scenario, protocol, workers, fp, seed, left, first, processes, tally,
                            invariants, (depth, max(1, length)) if depth else None, client)
     tally.settle()
-    failures = sorted(tally.groups.values(), key=lambda f: run_size(f.run))
+    failures = sorted(tally.groups.values(), key=lambda f: (run_size(f.run), f.run.draw))
     return ExploreResult(getattr(scenario, "__name__", "scenario"), protocol_name(protocol), bound,
                          tally.runs, pruned, exhaustive, sampled, time.perf_counter() - start,
                          failures, len(states.seen) if states is not None else 0,
-                         states.revisits if states is not None else 0)
+                         states.revisits if states is not None else 0, tally.repeats)
 
 
 def _search(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str, bound: int,
@@ -1867,45 +1907,44 @@ def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: i
                  seed: int, left: int, first: bool, processes: int, tally: Tally,
                  invariants: tuple = (), pct: tuple[int, int] | None = None,
                  client: Any = None) -> int:
-    """``left`` random runs: a share in each forked helper (or each thread of ``client``'s
-    dask cluster), the rest here; how many were run.
-
-    A helper's failures come back as picks, replayed here so that each has its trace.
-    """
+    """``left`` random runs, the draws ``0 … left - 1`` of :class:`_Share`: here alone, or
+    shared with a forked helper per process (or with ``client``'s dask cluster); how many
+    were counted.  Whatever the shares, each draw is counted once and the result is the one
+    this process alone gives (the failures that come back as picks are replayed here)."""
     baseline = tally.outcome
     if client is not None and left and not first:
         return _sample_on(client, scenario, protocol, workers, fp, seed, left, tally, invariants,
                           pct)
-    helpers = min(processes - 1, left // _FORK_MIN_RUNS) if not first else 0
-    share = left // (helpers + 1)
+    shares = 1 + (min(processes - 1, left // _FORK_MIN_RUNS) if not first else 0)
+    args = (scenario, protocol, workers, fp, seed, baseline, invariants, pct)
+    own = _Share(*args, 0, shares)
     forked: list[tuple[Any, Any]] = []
     try:
-        for i in range(1, helpers + 1):
+        for i in range(1, shares):
             # Started and kept in one shielded step: an interrupt between the two would leave
             # a helper nobody reaps.
             shield = interrupts.enter()
             try:
-                forked.append(_fork(scenario, protocol, workers, fp, f"{seed}/{i}", share,
-                                    baseline, invariants, pct))
+                forked.append(_fork(_Share(*args, i, shares), range(i, left, shares)))
             finally:
                 interrupts.leave(shield)
-        rng = random.Random(seed)
-        mine = left - share * helpers
-        sampled = 0
-        while mine > 0 and not (first and tally.found()):
-            run = _run(scenario, protocol, workers, fp, [], strict=False, rng=rng,
-                       baseline=baseline, invariants=invariants, pct=_depth(pct, sampled))
-            sampled += 1
-            mine -= 1
-            tally.count(run)
-        while forked:
-            done, same, found = _join(scenario, *forked[0])
-            del forked[0]
-            sampled += _merge(scenario, protocol, workers, fp, tally, done, same, found,
-                              invariants)
+        sampled = own.count(tally, range(0, left, shares), first)
+        if forked:
+            results = [_receive(*helper) for helper in forked]
+            wanted = _routed(own, results)
+            for (_process, pipe), draws in zip(forked, wanted[1:], strict=True):
+                pipe.send(draws)
+            sampled += own.count(tally, wanted[0], claimed=True)
+            results += [_receive(*helper) for helper in forked]
+            for process, pipe in forked:
+                pipe.close()
+                process.join()
+            forked.clear()
+            sampled += sum(_merge(scenario, protocol, workers, fp, tally, r, invariants)
+                           for r in results)
     finally:
         _reap(forked)  # interrupted, or a run raised: no helper outlives the search
-    if helpers and tally.progress is not None:
+    if shares > 1 and tally.progress is not None:
         tally.progress(tally.runs, tally.max_schedules, len(tally.groups))
     return sampled
 
@@ -1913,58 +1952,86 @@ def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: i
 def _sample_on(client: Any, scenario: Scenario, protocol: str | ProtocolVariant, workers: int,
                fp: str, seed: int, left: int, tally: Tally, invariants: tuple,
                pct: tuple[int, int] | None) -> int:
-    """``left`` random runs on ``client``'s dask cluster: one share per worker thread, seeded
-    ``"{seed}/{i}"`` as forked helpers are, run by :func:`_sample` there; the shares'
-    failures come back as picks and are replayed here, in share order."""
+    """``left`` random runs on ``client``'s dask cluster: one share per worker thread, in two
+    rounds of tasks pinned to its worker (see :class:`_Share`); the shares' failures come
+    back as picks and are replayed here."""
     nthreads = client.nthreads()
-    threads = sum(nthreads.values())
-    if not threads:
+    addresses = [address for address, n in sorted(nthreads.items()) for _ in range(n)]
+    if not addresses:
         raise ArgumentValueError("explore(client=…): the client's cluster has no worker")
-    baseline = tally.outcome
+    args = (scenario, protocol, workers, fp, seed, tally.outcome, invariants, pct)
     if all(str(address).startswith("inproc://") for address in nthreads):
         # Workers in this process: their threads share this interpreter (its GIL, and the
         # state every run's clients set, such as dask's default scheduler), so two shares
         # side by side would neither run faster nor stay replayable.  One share, run here:
-        # the thread buys nothing.  (Inside a dask task, 3 searches in 10 once raised
-        # ScheduleError replaying a share's failure: the worker's profiler held the runs'
-        # frames; ``_sample_away`` now leaves it.)
-        shares = [left]
-        results = [_sample_away(scenario, protocol, workers, fp, f"{seed}/1", left, baseline,
-                                invariants, pct)]
-    else:
-        shares = [left // threads + (i < left % threads) for i in range(threads)]
-        futures = [client.submit(_sample_away, scenario, protocol, workers, fp, f"{seed}/{i + 1}",
-                                 n, baseline, invariants, pct, pure=False,
-                                 key=f"explore-{fp}-{seed}-{i}")
-                   for i, n in enumerate(shares) if n]
+        # the thread buys nothing.
+        return _Share(*args, 0, 1).count(tally, range(left))
+    shares = len(addresses)
+    token = f"explore-{fp}-{seed}-{os.getpid()}-{next(_SEARCHES)}"
+
+    def round_(draws: Sequence[Sequence[int]], second: bool) -> list[tuple]:
+        futures = [client.submit(_share_away, token, args, s, shares, drawn, second,
+                                 key=f"{token}-{s}-{int(second)}", workers=[addresses[s]],
+                                 allow_other_workers=True, pure=False)
+                   for s, drawn in enumerate(draws)]
         try:
-            results = client.gather(futures)
+            return client.gather(futures)
         finally:
             for future in futures:
                 future.release()
-    sampled = 0
-    for n, (same, found) in zip([n for n in shares if n], results, strict=True):
-        sampled += _merge(scenario, protocol, workers, fp, tally, n, same, found, invariants)
+
+    results = round_([range(s, left, shares) for s in range(shares)], False)
+    results += round_(_routed(None, results), True)
+    sampled = sum(_merge(scenario, protocol, workers, fp, tally, r, invariants) for r in results)
     if tally.progress is not None:
         tally.progress(tally.runs, tally.max_schedules, len(tally.groups))
     return sampled
 
 
-def _sample_away(*args: Any) -> tuple[int, dict]:
-    """:func:`_sample` in a dask worker: with the garbage collector paused, as :func:`explore`
-    pauses it here (each run leaves young cycles; collected every 100 runs), and out of the
-    worker's profiler, whose samples would hold a run's frames and so decide when a dropped
-    future is released (``jupyter_refs/dask/unprofiled.py``)."""
+#: Numbers the searches sent to a dask cluster, for their shares' names there.
+_SEARCHES = itertools.count()
+
+#: The shares a dask worker process keeps between their two rounds (see :func:`_share_away`),
+#: by search and share; a few at most, the oldest dropped (a search interrupted between its
+#: rounds never comes back for its own).
+_KEPT_SHARES: dict[tuple[str, int], _Share] = {}
+_KEPT_AT_MOST = 8
+
+
+def _share_away(token: str, args: tuple, share: int, shares: int, draws: Sequence[int],
+                second: bool) -> tuple:
+    """One round of a share (:meth:`_Share.summary`) in a dask worker: the first keeps the
+    share, with what it ran, for the second (pinned to the same worker; elsewhere, or once
+    dropped, the second starts afresh: the same counts, more runs).  With the garbage
+    collector paused, as :func:`explore` pauses it here (each run leaves young cycles;
+    collected every 100 runs), and out of the worker's profiler, whose samples would hold a
+    run's frames and so decide when a dropped future is released
+    (``jupyter_refs/dask/unprofiled.py``)."""
     from .dask.unprofiled import unprofiled
 
+    kept = _KEPT_SHARES.pop((token, share), None) if second else None
+    mine = kept if kept is not None else _Share(*args, share, shares)
     collecting = gc.isenabled()
     gc.disable()
     try:
         with unprofiled():
-            return _sample(*args)
+            result = mine.summary(draws, claimed=second)
     finally:
         if collecting:
             gc.enable()
+    if not second:
+        while len(_KEPT_SHARES) >= _KEPT_AT_MOST:
+            del _KEPT_SHARES[next(iter(_KEPT_SHARES))]
+        _KEPT_SHARES[token, share] = mine
+    return result
+
+
+def _routed(own: _Share | None, results: list[tuple]) -> list[list[int]]:
+    """The draws each share counts in the second round: those the first round's shares
+    (``own`` here, then ``results``) found to be its orders, in draw order."""
+    foreign = ([own.foreign] if own is not None else []) + [r[4] for r in results]
+    shares = len(foreign)
+    return [sorted(d for f in foreign for d in f.get(s, ())) for s in range(shares)]
 
 
 def picklable(scenario: Scenario) -> None:
@@ -1987,14 +2054,278 @@ def picklable(scenario: Scenario) -> None:
 
 
 def _merge(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str,
-           tally: Tally, done: int, same: int, found: dict, invariants: tuple) -> int:
-    """A helper's share counted in: its failures replayed here (exact), each with its count."""
+           tally: Tally, result: tuple, invariants: tuple) -> int:
+    """A share's round counted in (:meth:`_Share.summary`): its failures replayed here
+    (exact), each with its count; how many draws it counted."""
+    done, same, found, repeats = result[:4]
     tally.runs += done
+    tally.repeats += repeats
     tally.same += same
-    for count, _, picks in found.values():
-        tally.record(_run(scenario, protocol, workers, fp, picks, strict=True,
-                          baseline=tally.outcome, invariants=invariants), count)
+    for count, _, draw, picks in found.values():
+        run = _run(scenario, protocol, workers, fp, picks, strict=True, baseline=tally.outcome,
+                   invariants=invariants)
+        run.draw = draw
+        tally.record(run, count)
     return done
+
+
+class _Remembered:
+    """A deliverable head as a sampled run's chooser reads it: its channel (the PCT
+    priorities'), nothing else (the uniform picks read only how many heads there are)."""
+
+    __slots__ = ("channel",)
+
+    def __init__(self, channel: str):
+        self.channel = channel
+
+
+@dataclass(frozen=True, slots=True)
+class _Seen:
+    """A sampled run whose order was run before: what counting it needs of its verdict."""
+
+    #: Its failure group (None: it passed).
+    group: tuple | None
+    #: 1 if it passed while raising as the in-order run did (``Tally.same``), else 0.
+    same: int
+
+
+#: Nodes a share's memo keeps at most (a node is a decision of some sampled run, about
+#: 250 bytes): past it, orders not met yet are run and not remembered.
+MEMO_NODES = 50_000
+
+#: How many picks of an order say which share counts it (see :class:`_Share`): enough that
+#: the orders fall evenly between shares (#8576 under legacy: 1,019 / 1,030 of 2,049 PCT
+#: orders at 6, 760 / 1,289 at 3), few enough that a share meets the other shares' prefixes
+#: in a few dozen short runs (132 prefixes of 6 picks there).
+SPLIT_PICKS = 6
+
+
+def _split(picks: Sequence[int], shares: int) -> int:
+    """The share of an order longer than :data:`SPLIT_PICKS` decisions, by its first picks
+    (``hash`` of a tuple of ints: the same in every process, whatever its hash seed)."""
+    return hash(tuple(picks[:SPLIT_PICKS])) % shares
+
+
+class _Memo:
+    """The orders a share has run, as a tree of their decisions, so that an order drawn
+    again is counted without running it again.
+
+    A run is determined by its picks (what :func:`replay` rests on), and a sampled run's
+    chooser draws each pick from its seeded generator and what it is shown — how many heads
+    are deliverable and their channels — and nothing else.  So each node keeps the heads'
+    channels at that decision and, per pick made there, the next node; a leaf keeps the
+    run's verdict (:class:`_Seen`); a run stopped early (another share's order) leaves a
+    node whose heads are not known yet.  A scenario whose calls do not answer the same way
+    under the same order would break replay already; a run of it that disagrees with the
+    tree turns the memo off.
+    """
+
+    __slots__ = ("root", "nodes", "on", "_heads", "_seen")
+
+    def __init__(self) -> None:
+        #: [heads at the first decision (None: not known, or a leaf), {pick: node}, the
+        #: leaf's _Seen (None: not a leaf)]
+        self.root: list = [None, {}, None]
+        self.nodes = 0
+        self.on = True
+        #: The heads and the verdicts met, each kept once: most nodes share a few of each.
+        self._heads: dict[tuple[str, ...], list[_Remembered]] = {}
+        self._seen: dict[_Seen, _Seen] = {}
+
+    def add(self, decisions: Sequence[_Decision], seen: _Seen | None) -> None:
+        """A run's decisions, and its verdict at their end (None: the run was stopped there,
+        and what follows is not known)."""
+        if not self.on or self.nodes >= MEMO_NODES:
+            return
+        node = self.root
+        for d in decisions:
+            channels = tuple(h.channel for h in d.heads)
+            heads = self._heads.get(channels)
+            if heads is None:
+                heads = self._heads[channels] = [_Remembered(c) for c in channels]
+            if node[0] is None:
+                if node[2] is not None:
+                    self.on = False  # a leaf here before: the scenario is not deterministic
+                    return
+                node[0] = heads
+            elif node[0] is not heads:
+                self.on = False
+                return
+            child = node[1].get(d.pick)
+            if child is None:
+                child = node[1][d.pick] = [None, {}, None]
+                self.nodes += 1
+            node = child
+        if seen is None:
+            return
+        if node[0] is not None or (node[2] is not None and node[2] != seen):
+            self.on = False  # a run went on past here before, or ended otherwise
+            return
+        node[2] = self._seen.setdefault(seen, seen)
+
+
+class _Share:
+    """One share of a random phase: the draws it is given, each an order drawn by a
+    generator of its own (seeded by the search's seed and the draw's number, so any share
+    can make any draw), counted by exactly one share whatever their number.
+
+    An order longer than :data:`SPLIT_PICKS` decisions belongs to the share its first picks
+    name (:func:`_split`), a shorter one to the share that drew it.  So the shares split the
+    tree of orders, not only the draws: each order is run by one share, once, and drawn
+    again it is counted from its :class:`_Memo` without running — the memo pays as much to
+    two shares as to one (PCT draws an order again often: 1,023 distinct of 5,000 on
+    #8576).  A first round takes every ``shares``-th draw: a draw that turns out to be
+    another share's order is stopped after its first picks (or not run at all, once the
+    memo knows them) and listed in :attr:`foreign` for a second round, in which each share
+    counts the draws sent to it (``claimed``).
+    """
+
+    def __init__(self, scenario: Scenario, protocol: str | ProtocolVariant, workers: int,
+                 fp: str, seed: int, baseline: Outcome | None, invariants: tuple,
+                 pct: tuple[int, int] | None, share: int = 0, shares: int = 1):
+        self.args = (scenario, protocol, workers, fp)
+        self.seed = seed
+        self.baseline, self.invariants, self.pct = baseline, invariants, pct
+        self.share, self.shares = share, shares
+        self.memo = _Memo()
+        #: The draws of the first round that are other shares' orders: share -> draws.
+        self.foreign: dict[int, list[int]] = {}
+        #: Per failure group met, the size, draw and picks of its smallest run (a round
+        #: may count again an order an earlier round ran).
+        self.smallest: dict[tuple, tuple[tuple, int, list[int]]] = {}
+
+    def runs(self, draws: Sequence[int], claimed: bool = False) -> Any:
+        """Each of ``draws`` that is this share's (all, when ``claimed``): made, as a
+        :class:`Run` (its ``draw`` set), or counted from the memo, as a :class:`_Seen`."""
+        for i in draws:
+            made = self._draw(i, claimed or self.shares == 1)
+            if made is not None:
+                yield made
+
+    def count(self, tally: Tally, draws: Sequence[int], first: bool = False,
+              claimed: bool = False) -> int:
+        """Count this share's runs of ``draws`` into ``tally`` as they come (its progress
+        too); ``first``: stop once it has its finding.  How many were counted."""
+        n = 0
+        for made in self.runs(draws, claimed):
+            n += 1
+            if type(made) is _Seen:
+                tally.count_again(made)
+            else:
+                tally.count(made)
+            if first and tally.found():
+                break
+        return n
+
+    def summary(self, draws: Sequence[int], claimed: bool = False) -> tuple:
+        """This share's runs of ``draws`` as a helper sends them back: how many, how many
+        raised as the in-order run did, per failure group its count and the size, draw and
+        picks of its smallest run, how many were counted from the memo, and the draws that
+        are other shares' (:attr:`foreign`)."""
+        done = same = repeats = 0
+        found: dict[tuple, tuple[int, tuple, int, list[int]]] = {}
+        smallest = self.smallest
+        for made in self.runs(draws, claimed):
+            done += 1
+            if type(made) is _Seen:
+                repeats += 1
+                same += made.same
+                group = made.group
+            else:
+                run = made
+                same += not run.failed and run.raised is not None
+                group = _group(run) if run.failed else None
+                if group is not None:
+                    best = (run_size(run), run.draw, run.picks)
+                    if group not in smallest or best[:2] < smallest[group][:2]:
+                        smallest[group] = best
+                run.cluster.dispose()
+            if group is not None:
+                count = found[group][0] if group in found else 0
+                found[group] = (count + 1, *smallest[group])
+            if done % 100 == 0:
+                gc.collect(0)
+        return done, same, found, repeats, self.foreign
+
+    def _elsewhere(self, share: int, draw: int) -> None:
+        self.foreign.setdefault(share, []).append(draw)
+
+    def _draw(self, i: int, mine: bool) -> Run | _Seen | None:
+        """Draw ``i``: followed in the memo as far as it knows the heads, drawing on them
+        exactly what the run would draw; then made for real, by the same chooser (None: it
+        is another share's order, listed in :attr:`foreign`).  ``mine``: count it whatever
+        its order."""
+        rng = random.Random(f"{self.seed}:{i}")
+        pct = _depth(self.pct, i)
+        decisions: list[_Decision] = []
+        choose = choosing_policy(decisions, (), False, _EMPTY, _EMPTY, rng, pct=pct).choose
+        shares = self.shares
+        node = self.memo.root if self.memo.on else None
+        while node is not None:
+            heads = node[0]
+            if not mine and len(decisions) == SPLIT_PICKS and node[2] is None:
+                # Past its first picks, and the order goes on: whose they say it is.
+                owner = _split([d.pick for d in decisions], shares)
+                if owner != self.share:
+                    return self._elsewhere(owner, i)
+                mine = True
+            if heads is None:
+                if node[2] is not None:
+                    return node[2]  # a leaf: this order again (a short one: drawn here)
+                break  # a run stopped here before: what follows is not known
+            choose(heads)
+            node = node[1].get(decisions[-1].pick)
+        scenario, protocol, workers, fp = self.args
+        walked = len(decisions)
+        resume, made = self._resumed(choose, decisions, mine)
+        run = _run(scenario, protocol, workers, fp, [], strict=False, baseline=self.baseline,
+                   invariants=self.invariants, chooser=(_Policy(resume, set()), decisions))
+        if made[0] < walked or made[1]:
+            # The run did not make the decisions its memo remembered (fewer of them, or
+            # other heads): the scenario answers otherwise under one order.  The memo is
+            # off, and the draw made again from its start, as every draw is from now on.
+            self.memo.on = False
+            run.cluster.dispose()
+            return self._draw(i, mine)
+        run.draw = i
+        if run.pruned:  # stopped after its first picks: another share's order
+            self.memo.add(run.decisions, None)
+            run.cluster.dispose()
+            return self._elsewhere(_split(run.picks, shares), i)
+        failed = run.failed
+        self.memo.add(run.decisions, _Seen(_group(run) if failed else None,
+                                           int(not failed and run.raised is not None)))
+        return run
+
+    def _resumed(self, choose: Callable[[Sequence[Message]], Message],
+                 decisions: list[_Decision], mine: bool
+                 ) -> tuple[Callable[[Sequence[Message]], Message], list[int]]:
+        """``choose``, which made ``decisions`` on the memo's remembered heads: those picks
+        again on the run's real heads (each decision made again in its place), then
+        ``choose`` itself — and, unless ``mine``, a :class:`Stop` at the decision after the
+        first :data:`SPLIT_PICKS` when they name another share.  With it, the decisions it
+        was shown, and 1 once real heads were not the remembered ones."""
+        walked = [(d.pick, [h.channel for h in d.heads]) for d in decisions]
+        made = [0, 0]
+        share, shares = self.share, self.shares
+
+        def resume(heads: Sequence[Message]) -> Message:
+            i = made[0]
+            made[0] = i + 1
+            if i == SPLIT_PICKS and not mine and \
+                    _split([d.pick for d in decisions], shares) != share:
+                raise Stop
+            if i >= len(walked):
+                return choose(heads)
+            pick, channels = walked[i]
+            if len(heads) != len(channels) or any(
+                    h.channel != c for h, c in zip(heads, channels, strict=True)):
+                made[1] = 1  # not the run its memo knew: _draw makes it again without
+                pick = 0
+            decisions[i] = _Decision(heads, pick)
+            return heads[pick]
+
+        return resume, made
 
 
 def _depth(pct: tuple[int, int] | None, i: int) -> tuple[int, int] | None:
@@ -2055,34 +2386,9 @@ def _pct(decisions: list[_Decision], rng: random.Random, depth: int, length: int
     return choose
 
 
-def _sample(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str, seed: str,
-            n: int, baseline: Outcome | None, invariants: tuple = (),
-            pct: tuple[int, int] | None = None
-            ) -> tuple[int, dict[tuple, tuple[int, tuple, list[int]]]]:
-    """``n`` random runs: how many raised as the in-order run did, and per failure group how
-    many, and the size and picks of the smallest."""
-    rng = random.Random(seed)
-    found: dict[tuple, tuple[int, tuple, list[int]]] = {}
-    same = 0
-    for i in range(n):
-        run = _run(scenario, protocol, workers, fp, [], strict=False, rng=rng, baseline=baseline,
-                   invariants=invariants, pct=_depth(pct, i))
-        same += not run.failed and run.raised is not None
-        if run.failed:
-            group, size = _group(run), run_size(run)
-            count, best, picks = found.get(group, (0, None, []))
-            found[group] = ((count + 1, size, run.picks) if best is None or size < best
-                            else (count + 1, best, picks))
-        run.cluster.dispose()
-        if i % 100 == 99:
-            gc.collect(0)
-    return same, found
-
-
-def _fork(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str, seed: str, n: int,
-          baseline: Outcome | None, invariants: tuple = (), pct: tuple[int, int] | None = None
-          ) -> tuple[Any, Any]:
-    """Start ``_sample`` in a forked copy of this process; returns its process and pipe end.
+def _fork(share: _Share, draws: Sequence[int]) -> tuple[Any, Any]:
+    """Start ``share`` in a forked copy of this process, on ``draws`` and then on the draws
+    sent to it for its second round; returns its process and its end of their pipe.
 
     The copy writes nothing (a scenario's prints would repeat once per run) and leaves
     with ``os._exit``, so nothing of the parent — a kernel's sockets and threads — is
@@ -2090,14 +2396,14 @@ def _fork(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp:
     reported by its picks; replaying them here gives it its trace and traceback.
     """
     ctx = multiprocessing.get_context("fork")
-    receive, send = ctx.Pipe(duplex=False)
+    mine, theirs = ctx.Pipe()
 
     def work() -> None:
         code = 0
         try:
             sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - dies with the process
-            send.send(("ok", n, *_sample(scenario, protocol, workers, fp, seed, n, baseline,
-                                         invariants, pct)))
+            theirs.send(share.summary(draws))
+            theirs.send(share.summary(theirs.recv(), claimed=True))
         except BaseException:  # noqa: BLE001 - reported as a failed helper, never raised here
             code = 1
         finally:
@@ -2105,8 +2411,8 @@ def _fork(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp:
 
     process = ctx.Process(target=work, daemon=True)
     process.start()
-    send.close()
-    return process, receive
+    theirs.close()
+    return process, mine
 
 
 def _reap(helpers: list[tuple[Any, Any]]) -> None:
@@ -2125,17 +2431,13 @@ def _reap(helpers: list[tuple[Any, Any]]) -> None:
         interrupts.leave(shield)
 
 
-def _join(scenario: Scenario, process: Any, receive: Any) -> tuple[int, int, dict]:
-    """A helper's runs, how many raised as the in-order run did, and its failure groups."""
+def _receive(process: Any, pipe: Any) -> tuple:
+    """A helper's next round (:meth:`_Share.summary`)."""
     try:
-        _what, done, same, found = receive.recv()
+        return pipe.recv()
     except EOFError:
         process.join()
         raise RuntimeError(f"an explorer process died (exit code {process.exitcode})") from None
-    finally:
-        receive.close()
-    process.join()
-    return done, same, found
 
 
 def run_size(run: Run) -> tuple[int, int, int]:

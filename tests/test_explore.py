@@ -76,14 +76,17 @@ def test_fixed_fails_in_no_order_within_the_bound(scenario):
 
 @pytest.mark.slow
 def test_random_runs_shared_with_forked_processes(legacy_race):
-    """Processes share the random runs: same budget, same findings, replayable, deterministic."""
+    """Processes share the random runs, each order run by one of them: the result is the one
+    process's, exactly (each failure's count and smallest schedule), and replays here."""
     one = explore(scatter_race, protocol="legacy", max_schedules=2000, bound=2, processes=1)
     two = explore(scatter_race, protocol="legacy", max_schedules=2000, bound=2, processes=2)
-    again = explore(scatter_race, protocol="legacy", max_schedules=2000, bound=2, processes=2)
+    three = explore(scatter_race, protocol="legacy", max_schedules=2000, bound=2, processes=3)
     assert one.schedules == two.schedules == 2000 and one.sampled == two.sampled > 800
-    assert {kind_of(f) for f in two.failures} == {kind_of(f) for f in one.failures}
     assert sum(f.count for f in two.failures) > sum(f.count for f in two.failures[:1])
-    assert [(f.schedule, f.count) for f in again.failures] == [(f.schedule, f.count) for f in two.failures]
+    for other in (two, three):
+        assert [(f.schedule, f.count, kind_of(f)) for f in other.failures] == \
+            [(f.schedule, f.count, kind_of(f)) for f in one.failures]
+        assert other.repeats == one.repeats  # each order run once, whichever process ran it
     for failure in two.failures:  # found in another process, replayed here: the same run
         run = replay(scatter_race, failure.schedule)
         assert [(v.name, v.first_seq) for v in run.violations] == \
@@ -686,8 +689,9 @@ def test_explore_on_a_dask_cluster_finds_what_one_process_finds(inproc):
     # The same failures, each with the same smallest schedule.  (On this in-process cluster
     # the random runs go as one share, run in this thread; benchmarks/bench_explore_dask.py
     # splits them among processes.)
-    assert [(f.names, f.schedule) for f in again.failures] == \
-        [(f.names, f.schedule) for f in there.failures]
+    assert [(f.names, f.schedule, f.count) for f in again.failures] == \
+        [(f.names, f.schedule, f.count) for f in there.failures] == \
+        [(f.names, f.schedule, f.count) for f in here.failures]
     for failure in there.failures:
         assert replay(scatter_race, failure.schedule).failed
 
@@ -712,14 +716,16 @@ def test_a_share_on_a_dask_worker_runs_as_here_whatever_its_profiler_samples():
     import dask
 
     fp = fingerprint(scatter_race)
-    share = (scatter_race, "dask", 1, fp, "7/1", 2500, None, (), (3, 12))
-    here = explore_module._sample(*share)
+    # Uniform picks (no PCT): nearly every draw a run of its own, few counted from the memo.
+    share = (scatter_race, "dask", 1, fp, 7, None, (), None)
+    here = explore_module._Share(*share).summary(range(2500))
     with dask.config.set({"distributed.worker.profile.interval": "1ms"}), \
             distributed.LocalCluster(n_workers=1, processes=False, threads_per_worker=1,
                                      dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as client:
-        futures = [client.submit(explore_module._sample_away, *share, pure=False)
-                   for _ in range(4)]
+        futures = [client.submit(explore_module._share_away, f"profiled-{i}", share, 0, 1,
+                                 range(2500), False, pure=False)
+                   for i in range(4)]
         there = client.gather(futures)
         worker = next(iter(cluster.workers.values()))
         assert not worker.active_threads  # each share's thread listed again, then done
@@ -756,8 +762,9 @@ def test_explore_on_worker_processes_replays_every_share_under_a_busy_profiler()
         again = explore(race, client=client, **kwargs)
     assert there.schedules == here.schedules == 4000
     assert _groups(there) == _groups(here)
-    # Seeded shares: the same runs twice, so the same count in every group.
-    assert _counts(there) == _counts(again)
+    # Each draw counted once, by whichever share its order is: the one process's result.
+    assert _counts(there) == _counts(again) == _counts(here)
+    assert [f.schedule for f in there.failures] == [f.schedule for f in here.failures]
     for failure in there.failures:
         assert replay(race, failure.schedule).failed
 
@@ -811,6 +818,32 @@ def test_a_cells_last_expression_is_its_outcome_unless_a_future():
         assert cell_scenario("y = 3", {})(client) is None
 
 
+@pytest.mark.parametrize("protocol, sampler", [("legacy", "pct"), ("fixed", "pct"),
+                                               ("dask-2024.7", "uniform")])
+def test_a_sampled_order_drawn_again_counts_as_when_it_was_run(monkeypatch, protocol, sampler):
+    """The random runs remember the orders they ran (``_Memo``): an order drawn again is
+    counted as its first run was, not run again — the same counts, groups and smallest runs,
+    the generator drawn on as a run would."""
+    def summary(result):
+        return (result.schedules, result.sampled, [(f.names, f.count, f.schedule, f.overtakes)
+                                                   for f in result.failures])
+
+    kwargs = dict(protocol=protocol, max_schedules=1200, processes=1, sampler=sampler, seed=5)
+    made = []
+    real = explore_module._run
+    monkeypatch.setattr(explore_module, "_run", lambda *a, **k: made.append(1) or real(*a, **k))
+    remembered = explore(scatter_race, **kwargs)
+    runs = len(made)
+    monkeypatch.setattr(explore_module, "MEMO_NODES", 0)
+    plain = explore(scatter_race, **kwargs)
+    assert summary(remembered) == summary(plain)
+    assert runs < len(made) - (100 if sampler == "pct" else 0)  # PCT draws most orders again
+    # The result says how many were drawn again: exactly the runs the memo did not make.
+    assert plain.repeats == 0 and remembered.repeats == (len(made) - runs) - runs
+    assert remembered.distinct == remembered.schedules - remembered.repeats
+    assert ("orders drawn again" in remembered.summary()) == (remembered.repeats > 0)
+
+
 _TREE_SEARCH = """
 from jupyter_refs import explore
 
@@ -847,3 +880,60 @@ def test_a_search_is_the_same_in_every_process_whatever_its_hash_seed():
                            check=True, env={**os.environ, "PYTHONHASHSEED": seed}).stdout
             for seed in ("0", "1")}
     assert len(seen) == 1, seen
+
+
+@pytest.mark.parametrize("sampler", ["pct", "uniform"])
+def test_shares_split_the_orders_and_count_each_draw_once(sampler):
+    """Two shares of a random phase (``_Share``), in their two rounds: together they count
+    each draw once, with the one share's verdicts (the same failure groups, counts and
+    smallest runs), and each order is run by one share only — so each runs about half the
+    orders one share runs, not the ~70% that splitting the draws alone leaves each (PCT
+    draws most orders again)."""
+    fp = fingerprint(scatter_race)
+    args = (scatter_race, "legacy", 1, fp, 11, None, (), (3, 12) if sampler == "pct" else None)
+    n = 1500
+    one = explore_module._Share(*args, 0, 1).summary(range(n))
+    shares = [explore_module._Share(*args, s, 2) for s in range(2)]
+    first = [share.summary(range(s, n, 2)) for s, share in enumerate(shares)]
+    wanted = explore_module._routed(None, first)
+    assert sorted(wanted[0] + wanted[1]) == sorted(set(wanted[0] + wanted[1]))
+    second = [share.summary(draws, claimed=True) for share, draws in zip(shares, wanted)]
+    rounds = first + second
+    assert sum(r[0] for r in rounds) == one[0] == n
+    assert sum(r[1] for r in rounds) == one[1]
+    groups: dict = {}
+    for r in rounds:
+        for group, (count, size, draw, picks) in r[2].items():
+            known = groups.get(group)
+            best = min((size, draw, picks), (known[1:] if known else (size, draw, picks)))
+            groups[group] = ((known[0] if known else 0) + count, *best)
+    assert groups == one[2]
+    made = [sum(r[0] - r[3] for r in (first[s], second[s])) for s in range(2)]
+    assert sum(made) == one[0] - one[3]  # every order run once, by one share
+    if sampler == "pct":
+        assert max(made) < 0.65 * (one[0] - one[3])
+
+
+def test_a_scenario_that_answers_otherwise_turns_the_memo_off_and_every_draw_still_counts():
+    """A scenario that changes its calls after a while (a counter of its own) no longer makes
+    the decisions the memo remembers: the share notices, makes that draw again from its
+    start with the memo off, and counts every draw (no remembered head is read as a
+    message, as a run made on a stale tree once did)."""
+    calls = []
+
+    def drifting(client):
+        calls.append(1)
+        x = client.scatter(123)
+        del x
+        x = client.scatter(123)
+        if len(calls) > 150:
+            client.submit(inc, 1)
+        client.submit(inc, x)
+
+    share = explore_module._Share(drifting, "legacy", 1, fingerprint(drifting), 3, None, (),
+                                  (3, 12))
+    done, _same, found, repeats, _foreign = share.summary(range(400))
+    assert done == 400 and not share.memo.on
+    assert 0 < repeats < 400 - 150  # counted from the memo only while it held
+    for _count, _size, draw, picks in found.values():
+        assert draw >= 0 and picks
