@@ -1932,8 +1932,8 @@ def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: i
         if forked:
             results = [_receive(*helper) for helper in forked]
             wanted = _routed(own, results)
-            for (_process, pipe), draws in zip(forked, wanted[1:], strict=True):
-                pipe.send(draws)
+            for helper, draws in zip(forked, wanted[1:], strict=True):
+                _send(*helper, draws)
             sampled += own.count(tally, wanted[0], claimed=True)
             results += [_receive(*helper) for helper in forked]
             for process, pipe in forked:
@@ -2436,8 +2436,20 @@ def _receive(process: Any, pipe: Any) -> tuple:
     try:
         return pipe.recv()
     except EOFError:
-        process.join()
-        raise RuntimeError(f"an explorer process died (exit code {process.exitcode})") from None
+        raise _died(process) from None
+
+
+def _send(process: Any, pipe: Any, draws: list[int]) -> None:
+    """A helper's second round: the draws that are its orders."""
+    try:
+        pipe.send(draws)
+    except OSError:  # BrokenPipeError: it is gone
+        raise _died(process) from None
+
+
+def _died(process: Any) -> RuntimeError:
+    process.join()
+    return RuntimeError(f"an explorer process died (exit code {process.exitcode})")
 
 
 def run_size(run: Run) -> tuple[int, int, int]:

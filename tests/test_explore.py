@@ -937,3 +937,19 @@ def test_a_scenario_that_answers_otherwise_turns_the_memo_off_and_every_draw_sti
     assert 0 < repeats < 400 - 150  # counted from the memo only while it held
     for _count, _size, draw, picks in found.values():
         assert draw >= 0 and picks
+
+
+def test_a_helper_process_that_dies_is_reported_with_its_exit_code():
+    """A forked helper that dies (here its scenario leaves the process) is reported as such,
+    not as a broken pipe, and the search raises instead of counting short."""
+    import os
+
+    parent = os.getpid()
+
+    def leaves_in_a_helper(client):
+        if os.getpid() != parent:
+            os._exit(3)
+        scatter_race(client)
+
+    with pytest.raises(RuntimeError, match=r"an explorer process died \(exit code 3\)"):
+        explore(leaves_in_a_helper, protocol="legacy", max_schedules=2000, processes=2)
