@@ -2173,7 +2173,7 @@ class _Share:
     name (:func:`_split`), a shorter one to the share that drew it.  So the shares split the
     tree of orders, not only the draws: each order is run by one share, once, and drawn
     again it is counted from its :class:`_Memo` without running — the memo pays as much to
-    two shares as to one (PCT draws an order again often: 1,023 distinct of 5,000 on
+    two shares as to one (PCT draws an order again often: 1,100 distinct of 4,843 on
     #8576).  A first round takes every ``shares``-th draw: a draw that turns out to be
     another share's order is stopped after its first picks (or not run at all, once the
     memo knows them) and listed in :attr:`foreign` for a second round, in which each share
