@@ -259,7 +259,7 @@ class Run:
     #: that makes it again to follow without running it (see :func:`_remade`).
     visits: list | None = None
     #: Which random order it is, when it is one (see :class:`_Share`); -1 for the search's
-    #: runs.  Of two failures as small, the earlier draw is kept, whoever counted it.
+    #: runs.
     draw: int = -1
 
     @property
@@ -1595,6 +1595,8 @@ class Tally:
         self.same = 0
         #: Random runs whose order was drawn before (see ``_Memo``): counted, not run again.
         self.repeats = 0
+        #: Called once the in-order run is made (see :class:`_Remote`).
+        self.on_baseline: Callable[[Tally], None] | None = None
 
     @property
     def outcome(self) -> Outcome | None:
@@ -1662,7 +1664,7 @@ class Tally:
             self.groups[group] = Failure(_names(run), tuple(_overtakes(run)), run, count)
             return
         known.count += count
-        if (run_size(run), run.draw) < (run_size(known.run), known.run.draw):
+        if _smallest(run) < _smallest(known.run):
             run, known.run = known.run, run
             known.overtakes = tuple(_overtakes(known.run))
             known.names = _names(known.run)
@@ -1677,15 +1679,30 @@ def _explore(scenario: Scenario, protocol: str | ProtocolVariant, max_schedules:
     """The bounded search, then random runs with what budget is left (shared among processes)."""
     tally = Tally(max_schedules, progress)
     states = _States() if prune and reduce and not invariants else None
-    exhaustive, pruned = _search(scenario, protocol, workers, fp, bound, reduce, first, tally,
-                                 invariants, states)
-    found = first and tally.found()
-    left = max_schedules - tally.runs if exhaustive and sample and not found else 0
-    length = len(tally.baseline.picks) if tally.baseline is not None else 1
-    sampled = _sample_runs(scenario, protocol, workers, fp, seed, left, first, processes, tally,
-                           invariants, (depth, max(1, length)) if depth else None, client)
+    remote = None
+    if client is not None and sample and not first:
+        if _Remote.in_process(client):
+            processes = 1
+        else:
+            remote = _Remote(client, scenario, protocol, workers, fp, seed, invariants, depth)
+            tally.on_baseline = remote.start
+    try:
+        exhaustive, pruned = _search(scenario, protocol, workers, fp, bound, reduce, first,
+                                     tally, invariants, states)
+        found = first and tally.found()
+        left = max_schedules - tally.runs if exhaustive and sample and not found else 0
+        if remote is not None:
+            sampled = remote.finish(tally, left)
+        else:
+            length = len(tally.baseline.picks) if tally.baseline is not None else 1
+            sampled = _sample_runs(scenario, protocol, workers, fp, seed, left, first,
+                                   processes, tally, invariants,
+                                   (depth, max(1, length)) if depth else None)
+    finally:
+        if remote is not None:
+            remote.close()
     tally.settle()
-    failures = sorted(tally.groups.values(), key=lambda f: (run_size(f.run), f.run.draw))
+    failures = sorted(tally.groups.values(), key=lambda f: _smallest(f.run))
     return ExploreResult(getattr(scenario, "__name__", "scenario"), protocol_name(protocol), bound,
                          tally.runs, pruned, exhaustive, sampled, time.perf_counter() - start,
                          failures, len(states.seen) if states is not None else 0,
@@ -1765,6 +1782,8 @@ def _pass(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp:
                 run.cluster.dispose()
                 raise ScenarioError(run.schedule, run.raised)
             tally.baseline = run
+            if tally.on_baseline is not None:
+                tally.on_baseline(tally)
         if in_order and run.raised is not None:
             tally.runs += 1  # kept aside: a failure only if another order does not raise it
         elif run.delays < bound:
@@ -1905,18 +1924,13 @@ def _remade(kept: tuple, states: _States | None, prefix: Sequence[int], path: di
 
 def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str,
                  seed: int, left: int, first: bool, processes: int, tally: Tally,
-                 invariants: tuple = (), pct: tuple[int, int] | None = None,
-                 client: Any = None) -> int:
+                 invariants: tuple = (), pct: tuple[int, int] | None = None) -> int:
     """``left`` random runs, the draws ``0 … left - 1`` of :class:`_Share`: here alone, or
-    shared with a forked helper per process (or with ``client``'s dask cluster); how many
-    were counted.  Whatever the shares, each draw is counted once and the result is the one
-    this process alone gives (the failures that come back as picks are replayed here)."""
-    baseline = tally.outcome
-    if client is not None and left and not first:
-        return _sample_on(client, scenario, protocol, workers, fp, seed, left, tally, invariants,
-                          pct)
+    shared with a forked helper per process; how many were counted.  Whatever the shares,
+    each draw is counted once and the result is the one this process alone gives (the
+    failures that come back as picks are replayed here)."""
     shares = 1 + (min(processes - 1, left // _FORK_MIN_RUNS) if not first else 0)
-    args = (scenario, protocol, workers, fp, seed, baseline, invariants, pct)
+    args = (scenario, protocol, workers, fp, seed, tally.outcome, invariants, pct)
     own = _Share(*args, 0, shares)
     forked: list[tuple[Any, Any]] = []
     try:
@@ -1931,7 +1945,7 @@ def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: i
         sampled = own.count(tally, range(0, left, shares), first)
         if forked:
             results = [_receive(*helper) for helper in forked]
-            wanted = _routed(own, results)
+            wanted = _routed([own.foreign] + [r[2] for r in results], left)
             for helper, draws in zip(forked, wanted[1:], strict=True):
                 _send(*helper, draws)
             sampled += own.count(tally, wanted[0], claimed=True)
@@ -1940,52 +1954,90 @@ def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: i
                 pipe.close()
                 process.join()
             forked.clear()
-            sampled += sum(_merge(scenario, protocol, workers, fp, tally, r, invariants)
-                           for r in results)
+            sampled += _merge(scenario, protocol, workers, fp, tally, results, invariants)
+            if tally.progress is not None:
+                tally.progress(tally.runs, tally.max_schedules, len(tally.groups))
     finally:
         _reap(forked)  # interrupted, or a run raised: no helper outlives the search
-    if shares > 1 and tally.progress is not None:
-        tally.progress(tally.runs, tally.max_schedules, len(tally.groups))
     return sampled
 
 
-def _sample_on(client: Any, scenario: Scenario, protocol: str | ProtocolVariant, workers: int,
-               fp: str, seed: int, left: int, tally: Tally, invariants: tuple,
-               pct: tuple[int, int] | None) -> int:
-    """``left`` random runs on ``client``'s dask cluster: one share per worker thread, in two
-    rounds of tasks pinned to its worker (see :class:`_Share`); the shares' failures come
-    back as picks and are replayed here."""
-    nthreads = client.nthreads()
-    addresses = [address for address, n in sorted(nthreads.items()) for _ in range(n)]
-    if not addresses:
-        raise ArgumentValueError("explore(client=…): the client's cluster has no worker")
-    args = (scenario, protocol, workers, fp, seed, tally.outcome, invariants, pct)
-    if all(str(address).startswith("inproc://") for address in nthreads):
-        # Workers in this process: their threads share this interpreter (its GIL, and the
-        # state every run's clients set, such as dask's default scheduler), so two shares
-        # side by side would neither run faster nor stay replayable.  One share, run here:
-        # the thread buys nothing.
-        return _Share(*args, 0, 1).count(tally, range(left))
-    shares = len(addresses)
-    token = f"explore-{fp}-{seed}-{os.getpid()}-{next(_SEARCHES)}"
+class _Remote:
+    """The random runs on a dask cluster (``explore(client=…)``): a share per worker
+    thread, each round a task pinned to its worker (:func:`_share_away`).
 
-    def round_(draws: Sequence[Sequence[int]], second: bool) -> list[tuple]:
-        futures = [client.submit(_share_away, token, args, s, shares, drawn, second,
-                                 key=f"{token}-{s}-{int(second)}", workers=[addresses[s]],
-                                 allow_other_workers=True, pure=False)
-                   for s, drawn in enumerate(draws)]
+    The first round starts as soon as the in-order run is made (what the random runs are
+    judged against), while this process searches: it cannot know yet how many draws the
+    search will leave, so it takes every draw the search could (``max_schedules - 1``),
+    and only those below what it left are counted (:func:`_merge`'s ``below``).  The
+    second round, the draws the first found to be another share's orders, waits for it.
+    """
+
+    def __init__(self, client: Any, scenario: Scenario, protocol: str | ProtocolVariant,
+                 workers: int, fp: str, seed: int, invariants: tuple, depth: int):
+        self.client = client
+        nthreads = client.nthreads()
+        self.addresses = [address for address, n in sorted(nthreads.items()) for _ in range(n)]
+        if not self.addresses:
+            raise ArgumentValueError("explore(client=…): the client's cluster has no worker")
+        self.search = (scenario, protocol, workers, fp, seed, invariants, depth)
+        self.token = f"explore-{fp}-{seed}-{os.getpid()}-{next(_SEARCHES)}"
+        self.args: tuple = ()
+        self.futures: list = []
+
+    @staticmethod
+    def in_process(client: Any) -> bool:
+        """Whether every worker is in this process: their threads share this interpreter
+        (its GIL, and the state every run's clients set, such as dask's default
+        scheduler), so shares side by side would neither run faster nor stay replayable —
+        the random runs are then made here, in one share."""
+        return all(str(address).startswith("inproc://") for address in client.nthreads())
+
+    def start(self, tally: Tally) -> None:
+        """The first round, on the in-order run (``Tally.on_baseline``)."""
+        scenario, protocol, workers, fp, seed, invariants, depth = self.search
+        length = max(1, len(tally.baseline.picks)) if tally.baseline is not None else 1
+        self.args = (scenario, protocol, workers, fp, seed, tally.outcome, invariants,
+                     (depth, length) if depth else None)
+        shares = len(self.addresses)
+        self.futures = self._round([range(s, tally.max_schedules - 1, shares)
+                                    for s in range(shares)], False)
+
+    def finish(self, tally: Tally, left: int) -> int:
+        """The draws ``0 … left - 1`` counted in: the first round gathered, the second
+        made; how many were counted."""
+        if not self.futures:
+            return 0
+        first = self._gather()
+        if not left:
+            return 0
+        self.futures = self._round(_routed([r[2] for r in first], left), True)
+        scenario, protocol, workers, fp = self.args[:4]
+        sampled = _merge(scenario, protocol, workers, fp, tally, first + self._gather(),
+                         self.args[6], below=left)
+        if tally.progress is not None:
+            tally.progress(tally.runs, tally.max_schedules, len(tally.groups))
+        return sampled
+
+    def close(self) -> None:
+        """Let go of the rounds still out (the search raised, or its budget ran out first)."""
+        for future in self.futures:
+            future.release()
+        self.futures = []
+
+    def _round(self, draws: Sequence[Sequence[int]], second: bool) -> list:
+        shares = len(self.addresses)
+        return [self.client.submit(_share_away, self.token, self.args, s, shares, drawn, second,
+                                   key=f"{self.token}-{s}-{int(second)}",
+                                   workers=[self.addresses[s]], allow_other_workers=True,
+                                   pure=False)
+                for s, drawn in enumerate(draws)]
+
+    def _gather(self) -> list[tuple]:
         try:
-            return client.gather(futures)
+            return self.client.gather(self.futures)
         finally:
-            for future in futures:
-                future.release()
-
-    results = round_([range(s, left, shares) for s in range(shares)], False)
-    results += round_(_routed(None, results), True)
-    sampled = sum(_merge(scenario, protocol, workers, fp, tally, r, invariants) for r in results)
-    if tally.progress is not None:
-        tally.progress(tally.runs, tally.max_schedules, len(tally.groups))
-    return sampled
+            self.close()
 
 
 #: Numbers the searches sent to a dask cluster, for their shares' names there.
@@ -2026,12 +2078,12 @@ def _share_away(token: str, args: tuple, share: int, shares: int, draws: Sequenc
     return result
 
 
-def _routed(own: _Share | None, results: list[tuple]) -> list[list[int]]:
-    """The draws each share counts in the second round: those the first round's shares
-    (``own`` here, then ``results``) found to be its orders, in draw order."""
-    foreign = ([own.foreign] if own is not None else []) + [r[4] for r in results]
-    shares = len(foreign)
-    return [sorted(d for f in foreign for d in f.get(s, ())) for s in range(shares)]
+def _routed(foreign: list[dict[int, list[int]]], below: int) -> list[list[int]]:
+    """The draws below ``below`` each share counts in the second round: those the first
+    round's shares (``foreign``, theirs in share order) found to be its orders, in draw
+    order."""
+    return [sorted(d for f in foreign for d in f.get(s, ()) if d < below)
+            for s in range(len(foreign))]
 
 
 def picklable(scenario: Scenario) -> None:
@@ -2054,19 +2106,36 @@ def picklable(scenario: Scenario) -> None:
 
 
 def _merge(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str,
-           tally: Tally, result: tuple, invariants: tuple) -> int:
-    """A share's round counted in (:meth:`_Share.summary`): its failures replayed here
-    (exact), each with its count; how many draws it counted."""
-    done, same, found, repeats = result[:4]
-    tally.runs += done
-    tally.repeats += repeats
-    tally.same += same
-    for count, _, draw, picks in found.values():
+           tally: Tally, results: list[tuple], invariants: tuple, below: int | None = None
+           ) -> int:
+    """Helpers' rounds counted in (:meth:`_Share.summary`), their draws below ``below``
+    only: each failure group's smallest run (least size, then least picks: see
+    :func:`_smallest`) replayed here (exact), with its count; how many draws were counted."""
+    counted = 0
+    best: dict[tuple, list] = {}  # group -> [count, size, picks, draw]
+    for records, failing, _foreign in results:
+        for draw, same, order, repeat in records:
+            if below is not None and draw >= below:
+                continue
+            counted += 1
+            tally.same += same
+            tally.repeats += repeat
+            if order >= 0:
+                group, size, picks = failing[order]
+                known = best.get(group)
+                if known is None:
+                    best[group] = [1, size, picks, draw]
+                else:
+                    known[0] += 1
+                    if (size, picks) < (known[1], known[2]):
+                        known[1:] = size, picks, draw
+    tally.runs += counted
+    for count, _size, picks, draw in best.values():
         run = _run(scenario, protocol, workers, fp, picks, strict=True, baseline=tally.outcome,
                    invariants=invariants)
         run.draw = draw
         tally.record(run, count)
-    return done
+    return counted
 
 
 class _Remembered:
@@ -2087,6 +2156,8 @@ class _Seen:
     group: tuple | None
     #: 1 if it passed while raising as the in-order run did (``Tally.same``), else 0.
     same: int
+    #: Its place in its share's failing orders (:attr:`_Share.failing`); -1: it passed.
+    order: int = -1
 
 
 #: Nodes a share's memo keeps at most (a node is a decision of some sampled run, about
@@ -2190,27 +2261,28 @@ class _Share:
         self.memo = _Memo()
         #: The draws of the first round that are other shares' orders: share -> draws.
         self.foreign: dict[int, list[int]] = {}
-        #: Per failure group met, the size, draw and picks of its smallest run (a round
-        #: may count again an order an earlier round ran).
-        self.smallest: dict[tuple, tuple[tuple, int, list[int]]] = {}
+        #: The failing orders this share ran: ``(group, size, picks)``, by ``_Seen.order``.
+        self.failing: list[tuple[tuple, tuple, list[int]]] = []
 
     def runs(self, draws: Sequence[int], claimed: bool = False) -> Any:
         """Each of ``draws`` that is this share's (all, when ``claimed``): made, as a
-        :class:`Run` (its ``draw`` set), or counted from the memo, as a :class:`_Seen`."""
+        :class:`Run` (its ``draw`` set), or counted from the memo, as a :class:`_Seen`;
+        as ``(draw, made, verdict)``, the verdict of its order a :class:`_Seen` (``made``
+        itself when counted from the memo)."""
         for i in draws:
             made = self._draw(i, claimed or self.shares == 1)
             if made is not None:
-                yield made
+                yield i, *made
 
     def count(self, tally: Tally, draws: Sequence[int], first: bool = False,
               claimed: bool = False) -> int:
         """Count this share's runs of ``draws`` into ``tally`` as they come (its progress
         too); ``first``: stop once it has its finding.  How many were counted."""
         n = 0
-        for made in self.runs(draws, claimed):
+        for _draw, made, seen in self.runs(draws, claimed):
             n += 1
-            if type(made) is _Seen:
-                tally.count_again(made)
+            if made is seen:
+                tally.count_again(seen)
             else:
                 tally.count(made)
             if first and tally.found():
@@ -2218,39 +2290,24 @@ class _Share:
         return n
 
     def summary(self, draws: Sequence[int], claimed: bool = False) -> tuple:
-        """This share's runs of ``draws`` as a helper sends them back: how many, how many
-        raised as the in-order run did, per failure group its count and the size, draw and
-        picks of its smallest run, how many were counted from the memo, and the draws that
-        are other shares' (:attr:`foreign`)."""
-        done = same = repeats = 0
-        found: dict[tuple, tuple[int, tuple, int, list[int]]] = {}
-        smallest = self.smallest
-        for made in self.runs(draws, claimed):
-            done += 1
-            if type(made) is _Seen:
-                repeats += 1
-                same += made.same
-                group = made.group
-            else:
-                run = made
-                same += not run.failed and run.raised is not None
-                group = _group(run) if run.failed else None
-                if group is not None:
-                    best = (run_size(run), run.draw, run.picks)
-                    if group not in smallest or best[:2] < smallest[group][:2]:
-                        smallest[group] = best
-                run.cluster.dispose()
-            if group is not None:
-                count = found[group][0] if group in found else 0
-                found[group] = (count + 1, *smallest[group])
-            if done % 100 == 0:
+        """This share's runs of ``draws`` as a helper sends them back (:func:`_merge` counts
+        them): per draw counted, ``(draw, same, order, repeat)`` — whether it raised as the
+        in-order run did, its failing order (-1: it passed), whether it was counted from
+        the memo; the failing orders so far, each ``(group, size, picks)``; and the draws
+        that are other shares' (:attr:`foreign`)."""
+        records = []
+        for n, (draw, made, seen) in enumerate(self.runs(draws, claimed), 1):
+            records.append((draw, seen.same, seen.order, made is seen))
+            if made is not seen:
+                made.cluster.dispose()
+            if n % 100 == 0:
                 gc.collect(0)
-        return done, same, found, repeats, self.foreign
+        return records, list(self.failing), self.foreign
 
     def _elsewhere(self, share: int, draw: int) -> None:
         self.foreign.setdefault(share, []).append(draw)
 
-    def _draw(self, i: int, mine: bool) -> Run | _Seen | None:
+    def _draw(self, i: int, mine: bool) -> tuple[Run | _Seen, _Seen] | None:
         """Draw ``i``: followed in the memo as far as it knows the heads, drawing on them
         exactly what the run would draw; then made for real, by the same chooser (None: it
         is another share's order, listed in :attr:`foreign`).  ``mine``: count it whatever
@@ -2271,7 +2328,7 @@ class _Share:
                 mine = True
             if heads is None:
                 if node[2] is not None:
-                    return node[2]  # a leaf: this order again (a short one: drawn here)
+                    return node[2], node[2]  # a leaf: this order again (a short one: drawn here)
                 break  # a run stopped here before: what follows is not known
             choose(heads)
             node = node[1].get(decisions[-1].pick)
@@ -2292,10 +2349,13 @@ class _Share:
             self.memo.add(run.decisions, None)
             run.cluster.dispose()
             return self._elsewhere(_split(run.picks, shares), i)
-        failed = run.failed
-        self.memo.add(run.decisions, _Seen(_group(run) if failed else None,
-                                           int(not failed and run.raised is not None)))
-        return run
+        if run.failed:
+            seen = _Seen(_group(run), 0, len(self.failing))
+            self.failing.append((seen.group, run_size(run), run.picks))
+        else:
+            seen = _Seen(None, int(run.raised is not None))
+        self.memo.add(run.decisions, seen)
+        return run, seen
 
     def _resumed(self, choose: Callable[[Sequence[Message]], Message],
                  decisions: list[_Decision], mine: bool
@@ -2450,6 +2510,14 @@ def _send(process: Any, pipe: Any, draws: list[int]) -> None:
 def _died(process: Any) -> RuntimeError:
     process.join()
     return RuntimeError(f"an explorer process died (exit code {process.exitcode})")
+
+
+def _smallest(run: Run) -> tuple:
+    """What a failure group keeps the least of: its runs' size; a systematic run before a
+    random one (and the first of equal systematic runs, the search's own order); of equal
+    random ones, the least picks — not the earliest drawn, which depends on how the draws
+    were shared (see :class:`_Share`)."""
+    return (run_size(run), 1, run.picks) if run.draw >= 0 else (run_size(run), 0, ())
 
 
 def run_size(run: Run) -> tuple[int, int, int]:

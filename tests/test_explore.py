@@ -882,36 +882,53 @@ def test_a_search_is_the_same_in_every_process_whatever_its_hash_seed():
     assert len(seen) == 1, seen
 
 
+def _tallied(results, below=None):
+    """Rounds of shares (``_Share.summary``) as ``_merge`` counts them: draws, same, repeats,
+    and per failure group its count and smallest (size, picks)."""
+    draws = same = repeats = 0
+    groups: dict = {}
+    for records, failing, _foreign in results:
+        for draw, s, order, repeat in records:
+            if below is not None and draw >= below:
+                continue
+            draws, same, repeats = draws + 1, same + s, repeats + repeat
+            if order >= 0:
+                group, size, picks = failing[order]
+                count, best = groups.get(group, (0, (size, picks)))
+                groups[group] = (count + 1, min(best, (size, picks)))
+    return draws, same, repeats, groups
+
+
 @pytest.mark.parametrize("sampler", ["pct", "uniform"])
 def test_shares_split_the_orders_and_count_each_draw_once(sampler):
     """Two shares of a random phase (``_Share``), in their two rounds: together they count
     each draw once, with the one share's verdicts (the same failure groups, counts and
     smallest runs), and each order is run by one share only — so each runs about half the
     orders one share runs, not the ~70% that splitting the draws alone leaves each (PCT
-    draws most orders again)."""
+    draws most orders again).  Counted below a limit (as ``explore(client=…)`` counts a
+    first round that ran ahead of its search), they are the one share's first draws."""
     fp = fingerprint(scatter_race)
     args = (scatter_race, "legacy", 1, fp, 11, None, (), (3, 12) if sampler == "pct" else None)
     n = 1500
     one = explore_module._Share(*args, 0, 1).summary(range(n))
-    shares = [explore_module._Share(*args, s, 2) for s in range(2)]
-    first = [share.summary(range(s, n, 2)) for s, share in enumerate(shares)]
-    wanted = explore_module._routed(None, first)
-    assert sorted(wanted[0] + wanted[1]) == sorted(set(wanted[0] + wanted[1]))
-    second = [share.summary(draws, claimed=True) for share, draws in zip(shares, wanted)]
-    rounds = first + second
-    assert sum(r[0] for r in rounds) == one[0] == n
-    assert sum(r[1] for r in rounds) == one[1]
-    groups: dict = {}
-    for r in rounds:
-        for group, (count, size, draw, picks) in r[2].items():
-            known = groups.get(group)
-            best = min((size, draw, picks), (known[1:] if known else (size, draw, picks)))
-            groups[group] = ((known[0] if known else 0) + count, *best)
-    assert groups == one[2]
-    made = [sum(r[0] - r[3] for r in (first[s], second[s])) for s in range(2)]
-    assert sum(made) == one[0] - one[3]  # every order run once, by one share
-    if sampler == "pct":
-        assert max(made) < 0.65 * (one[0] - one[3])
+    shorter = explore_module._Share(*args, 0, 1).summary(range(1100))
+    for below, alone in ((n, one), (1100, shorter)):
+        shares = [explore_module._Share(*args, s, 2) for s in range(2)]
+        first = [share.summary(range(s, n, 2)) for s, share in enumerate(shares)]
+        wanted = explore_module._routed([r[2] for r in first], below)
+        assert sorted(wanted[0] + wanted[1]) == sorted(set(wanted[0] + wanted[1]))
+        second = [share.summary(draws, claimed=True) for share, draws in zip(shares, wanted)]
+        split = _tallied(first + second, below)
+        whole = _tallied([alone])
+        assert split[0] == whole[0] == below
+        assert split[1] == whole[1] and split[3] == whole[3]
+        if below == n:  # every order run once, by one share
+            assert split[2] == whole[2]
+            made = [sum(len(r[0]) - sum(rec[3] for rec in r[0]) for r in (first[s], second[s]))
+                    for s in range(2)]
+            assert sum(made) == whole[0] - whole[2]
+            if sampler == "pct":
+                assert max(made) < 0.65 * (whole[0] - whole[2])
 
 
 def test_a_scenario_that_answers_otherwise_turns_the_memo_off_and_every_draw_still_counts():
@@ -932,11 +949,12 @@ def test_a_scenario_that_answers_otherwise_turns_the_memo_off_and_every_draw_sti
 
     share = explore_module._Share(drifting, "legacy", 1, fingerprint(drifting), 3, None, (),
                                   (3, 12))
-    done, _same, found, repeats, _foreign = share.summary(range(400))
-    assert done == 400 and not share.memo.on
+    records, failing, _foreign = share.summary(range(400))
+    repeats = sum(r[3] for r in records)
+    assert [r[0] for r in records] == list(range(400)) and not share.memo.on
     assert 0 < repeats < 400 - 150  # counted from the memo only while it held
-    for _count, _size, draw, picks in found.values():
-        assert draw >= 0 and picks
+    for _group, _size, picks in failing:
+        assert picks
 
 
 def test_a_helper_process_that_dies_is_reported_with_its_exit_code():
