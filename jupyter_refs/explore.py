@@ -618,24 +618,8 @@ def choosing_policy(decisions: list[_Decision], prefix: Sequence[int], strict: b
     mine: dict = {k: v for k, v in path.items() if v[1] <= last} if path else {}
     visits: list = []  # what _visit did at each state (see Run.visits)
 
-    if rng is not None and not prefix and pct is not None:
-        return _Policy(_pct(decisions, rng, *pct), sleeping)
     if rng is not None and not prefix:
-        getrandbits = rng.getrandbits
-
-        def choose_at_random(heads: Sequence[Message]) -> Message:
-            # A sampled run has no prefix and nothing asleep: each pick is uniform.  This is
-            # ``rng.randrange(n)`` as CPython draws it (``Random._randbelow``: bits of n's
-            # length until one is below n), the same numbers without its two Python frames.
-            n = len(heads)
-            k = n.bit_length()
-            pick = getrandbits(k)
-            while pick >= n:
-                pick = getrandbits(k)
-            decisions.append(_Decision(heads, pick))
-            return heads[pick]
-
-        return _Policy(choose_at_random, sleeping)
+        return _Policy(_sampling(decisions, rng, pct), sleeping)
 
     def choose(heads: Sequence[Message]) -> Message:
         if len(heads) == 1:
@@ -2315,7 +2299,7 @@ class _Share:
         rng = random.Random(f"{self.seed}:{i}")
         pct = _depth(self.pct, i)
         decisions: list[_Decision] = []
-        choose = choosing_policy(decisions, (), False, _EMPTY, _EMPTY, rng, pct=pct).choose
+        choose = _sampling(decisions, rng, pct)
         shares = self.shares
         node = self.memo.root if self.memo.on else None
         while node is not None:
@@ -2386,6 +2370,28 @@ class _Share:
             return heads[pick]
 
         return resume, made
+
+
+def _sampling(decisions: list[_Decision], rng: random.Random, pct: tuple[int, int] | None
+              ) -> Callable[[Sequence[Message]], Message]:
+    """A sampled run's chooser (it has no prefix and nothing asleep): PCT's (:func:`_pct`),
+    or a uniform pick at each decision."""
+    if pct is not None:
+        return _pct(decisions, rng, *pct)
+    getrandbits = rng.getrandbits
+
+    def choose_at_random(heads: Sequence[Message]) -> Message:
+        # This is ``rng.randrange(n)`` as CPython draws it (``Random._randbelow``: bits of
+        # n's length until one is below n), the same numbers without its two Python frames.
+        n = len(heads)
+        k = n.bit_length()
+        pick = getrandbits(k)
+        while pick >= n:
+            pick = getrandbits(k)
+        decisions.append(_Decision(heads, pick))
+        return heads[pick]
+
+    return choose_at_random
 
 
 def _depth(pct: tuple[int, int] | None, i: int) -> tuple[int, int] | None:
