@@ -1993,9 +1993,12 @@ class _Remote:
         if not self.futures:
             return 0
         first = self._gather()
-        if not left:
-            return 0
+        # The second round even when nothing is left to count: it takes each share off
+        # its worker (see _KEPT_SHARES).
         self.futures = self._round(_routed([r[2] for r in first], left), True)
+        if not left:
+            self._gather()
+            return 0
         scenario, protocol, workers, fp = self.args[:4]
         sampled = _merge(scenario, protocol, workers, fp, tally, first + self._gather(),
                          self.args[6], below=left)
