@@ -760,6 +760,12 @@ def test_explore_on_worker_processes_replays_every_share_under_a_busy_profiler()
             distributed.Client(cluster) as client:
         there = explore(race, client=client, **kwargs)
         again = explore(race, client=client, **kwargs)
+        # A search whose systematic part takes the whole budget: its first round ran ahead
+        # and counts nothing, and no share stays kept on a worker after it.
+        short = explore(race, client=client, protocol="dask", bound=2, max_schedules=40)
+        kept = client.run(_kept_shares)
+    assert short.sampled == 0 and short.schedules == 40
+    assert set(kept.values()) == {0}
     assert there.schedules == here.schedules == 4000
     assert _groups(there) == _groups(here)
     # Each draw counted once, by whichever share its order is: the one process's result.
@@ -767,6 +773,11 @@ def test_explore_on_worker_processes_replays_every_share_under_a_busy_profiler()
     assert [f.schedule for f in there.failures] == [f.schedule for f in here.failures]
     for failure in there.failures:
         assert replay(race, failure.schedule).failed
+
+
+def _kept_shares() -> int:
+    """How many shares of searches a dask worker keeps (run there by ``client.run``)."""
+    return len(importlib.import_module("jupyter_refs.explore")._KEPT_SHARES)
 
 
 def _counts(result):
