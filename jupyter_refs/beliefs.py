@@ -19,7 +19,7 @@ one read back from a file.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Set
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -92,20 +92,258 @@ class KeyRefs:
     cancel_requested: tuple[str, ...] = ()
 
 
+#: ``KeyRecord.forgotten_by`` while nothing forgot the key (a forget by no message is None).
+UNSET: Any = object()
+
+
+class Race:
+    """What a race leaves on one client's hold of a key: its own cancel, a lost connection, a
+    release the scheduler applied while it held the key, the scheduler's answers to cancels.
+    Apart from the :class:`Hold`, made only when one happens: a trace without races (a
+    map on real dask) never makes one, and a hold is the smaller for it."""
+
+    __slots__ = ("disconnected", "cancelled_by_client", "asked_cancel", "released_at", "cancels",
+                 "foreign", "cancel_sent")
+
+    def __init__(self) -> None:
+        self.disconnected = False
+        self.cancelled_by_client: int | None = None
+        self.asked_cancel: int | None = None
+        self.released_at: int | None = None
+        self.cancels: tuple[int, bool | None, Any] | None = None
+        self.foreign: tuple[int, str] | None = None
+        self.cancel_sent: int | None = None
+
+    def idle(self) -> bool:
+        """Whether nothing is believed of it."""
+        return not self.disconnected and (
+            self.cancelled_by_client is self.asked_cancel is self.released_at is self.cancels
+            is self.foreign is self.cancel_sent is None)
+
+
+#: The fields of a :class:`Race`: the views read them through ``Hold.race``.
+RACE_FIELDS = frozenset(Race.__slots__)
+
+
+class Hold:
+    """What is believed about one client's hold of one key: the fields that were tables keyed
+    by ``(client, key)``.  Each field's meaning is that of the :class:`Beliefs` view of the
+    same name; its default (0, None) is the view's *absent*; ``race``: the rarer ones.
+
+    A record per key (and per hold), not a table per field: with 40,000 keys alive each table
+    is cold, and an event that touched ten of them paid ten cache misses (the merge's growth
+    from 4,000 to 40,000 tasks, issue 44); now it touches one record.  The slots are the
+    concrete classes' (:class:`ClientHold`, :class:`KeyRecord`), each in its own order.
+    """
+
+    __slots__ = ()
+    refcount: int
+    fstate: str | None
+    applied: tuple[int, int, str, int] | None
+    race: Race | None
+    desired_by: tuple[int, int, str] | None
+    released_by: tuple[int, int] | None
+    refcount_at: int  # when the refcount last became > 0 (the views' order)
+
+    def __init__(self) -> None:
+        self.refcount = self.refcount_at = 0
+        self.fstate = self.applied = self.race = self.desired_by = self.released_by = None
+
+    def raced(self) -> Race:
+        """The hold's :class:`Race`, made if it is new."""
+        race = self.race
+        if race is None:
+            race = self.race = Race()
+        return race
+
+    def idle(self) -> bool:
+        """Whether nothing is believed about this hold."""
+        return not self.refcount and (self.fstate is self.applied is self.desired_by
+                                      is self.released_by is None) and (
+            self.race is None or self.race.idle())
+
+    def end_history(self) -> None:
+        """Forget the hold's causal history (what ``Beliefs`` erases of a quiet key)."""
+        self.desired_by = self.released_by = self.applied = self.race = None
+
+
+class ClientHold(Hold):
+    """A hold of a key by a client other than its :class:`KeyRecord`'s first."""
+
+    __slots__ = ("refcount", "fstate", "applied", "race", "desired_by", "released_by",
+                 "refcount_at")
+
+
+class KeyRecord(Hold):
+    """Everything believed about one key: the scheduler's and the workers' side, and the
+    holds of its clients.  The first client to hold the key has its :class:`Hold` fields
+    here, in the record itself (``client``): a key is held by one client almost always, and
+    one object is a few cache lines.  Other clients' holds are in ``others``.
+
+    The slots are in the order the events touch them: those a cold event reads (a desire
+    applied, a transition, a release) in the object's first lines.
+    """
+
+    __slots__ = ("client", "refcount", "fstate", "holders", "race", "sched", "forgotten",
+                 "who_wants", "who_has", "applied", "desired_by", "released_by", "copies",
+                 "sched_at", "refcount_at", "ghost", "forgotten_by", "others")
+
+    def __init__(self) -> None:
+        self.client: str | None = None
+        self.refcount = self.refcount_at = self.sched_at = 0
+        self.forgotten = False
+        self.fstate = self.holders = self.race = self.sched = self.who_wants = self.who_has = None
+        self.applied = self.desired_by = self.released_by = self.copies = self.ghost = None
+        self.others: dict[str, ClientHold] | None = None
+        self.forgotten_by: Receipt | None = UNSET
+
+    # What the checks read here, with their types (the slots above hold them).
+    holders: tuple[str, ...] | None  # the clients with refcount > 0, in the order they took it
+    sched: str | None  # task state (None: forgotten or never known)
+    sched_at: int  # when the task state last became known (the views' order)
+    who_wants: tuple[str, ...] | None
+    who_has: set[str] | None
+    ghost: int | None
+    copies: tuple[str | int, ...] | None
+
+    def hold(self, client: str) -> Hold | None:
+        """``client``'s hold of the key, if anything was believed about it."""
+        if self.client == client:
+            return self
+        others = self.others
+        return others.get(client) if others else None
+
+    def take(self, client: str) -> Hold:
+        """``client``'s hold of the key, made if it is new."""
+        if self.client == client:
+            return self
+        if self.client is None:
+            self.client = client
+            return self
+        others = self.others
+        if others is None:
+            others = self.others = {}
+        held = others.get(client)
+        if held is None:
+            held = others[client] = ClientHold()
+        return held
+
+    def holds(self) -> Iterable[tuple[str, Hold]]:
+        """Every client's hold of the key: (client, hold)."""
+        if self.client is not None:
+            yield self.client, self
+        if self.others:
+            yield from self.others.items()
+
+    def idle(self) -> bool:
+        """Whether nothing is believed about the key: its record can go."""
+        return (self.sched is self.who_wants is self.who_has is self.ghost is self.copies
+                is self.holders is None and not self.forgotten and self.forgotten_by is UNSET
+                and Hold.idle(self) and not (self.others and any(
+                    not h.idle() for h in self.others.values())))
+
+
+class KeyView(Mapping[str, Any]):
+    """A read-only view of one field of every key's record, as the dict keyed by key it
+    replaced (``Beliefs.sched`` and the like): for readers that are not on the hot path."""
+
+    __slots__ = ("_records", "_field", "_absent")
+
+    def __init__(self, records: dict[str, KeyRecord], field: str, absent: Any = None) -> None:
+        self._records, self._field, self._absent = records, field, absent
+
+    def __getitem__(self, key: str) -> Any:
+        record = self._records.get(key)
+        if record is not None:
+            value = getattr(record, self._field)
+            if value is not self._absent:
+                return value
+        raise KeyError(key)
+
+    def __iter__(self) -> Any:
+        field, absent = self._field, self._absent
+        # A copy (one object: a list of pairs would be an allocation per key, and on a heap
+        # of millions the collections it sets off): the merge may change the records meanwhile.
+        return (k for k, r in dict(self._records).items() if getattr(r, field) is not absent)
+
+    def __len__(self) -> int:
+        field, absent = self._field, self._absent
+        return sum(getattr(r, field) is not absent for r in list(self._records.values()))
+
+    def __repr__(self) -> str:
+        return f"{self._field}({dict(self)!r})"
+
+
+class HoldView(Mapping[tuple[str, str], Any]):
+    """A read-only view of one field of every hold, as the dict keyed by ``(client, key)`` it
+    replaced (``Beliefs.refcount`` and the like)."""
+
+    __slots__ = ("_records", "_field", "_absent")
+
+    def __init__(self, records: dict[str, KeyRecord], field: str, absent: Any = None) -> None:
+        self._records, self._field, self._absent = records, field, absent
+
+    def __getitem__(self, pair: tuple[str, str]) -> Any:
+        record = self._records.get(pair[1])
+        held = None if record is None else record.hold(pair[0])
+        if held is not None:
+            value = self._value(held)
+            if value != self._absent:
+                return value
+        raise KeyError(pair)
+
+    def _value(self, held: Hold) -> Any:
+        if self._field in RACE_FIELDS:
+            return self._absent if held.race is None else getattr(held.race, self._field)
+        return getattr(held, self._field)
+
+    def __iter__(self) -> Any:
+        absent = self._absent
+        return ((c, k) for k, r in dict(self._records).items() for c, h in r.holds()
+                if self._value(h) != absent)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __repr__(self) -> str:
+        return f"{self._field}({dict(self)!r})"
+
+
+class FlagView(Set):
+    """A read-only set view of a true/false field of the records (``Beliefs.forgotten``, by
+    key) or of the holds (``Beliefs.disconnected``, by ``(client, key)``)."""
+
+    __slots__ = ("_members",)
+
+    def __init__(self, members: Mapping[Any, Any]) -> None:
+        self._members = members
+
+    def __contains__(self, item: object) -> bool:
+        return item in self._members
+
+    def __iter__(self) -> Any:
+        return iter(self._members)
+
+    def __len__(self) -> int:
+        return len(self._members)
+
+    def __repr__(self) -> str:
+        return f"{{{', '.join(map(repr, self))}}}"
+
+
 class Beliefs:
     """Each side's beliefs about every key, updated event by event.
 
-    Keys of the per-client maps are ``(client, key)`` pairs.  Everything is
-    public and read-only to everyone but the updates below and the checks.
+    What is believed about a key is its :class:`KeyRecord` in ``records`` (the checks read
+    it there); the per-field mappings (``refcount``, ``sched``, ``who_wants`` …) are views of
+    the records, keyed by key or by ``(client, key)`` as the tables they replaced.  Everything
+    is public and read-only to everyone but the updates below and the checks.
     """
 
     # Slots: one Beliefs is made per explored run, and every event reads a few of these.
-    __slots__ = ("quiet_limit", "_quiet", "_on_erase", "_pair_clients", "refcount", "fstate",
-                 "holders", "clients", "disconnected", "sched", "forgotten", "who_wants",
-                 "who_has", "ghosts", "dropping", "copies", "gone", "removals", "sent",
-                 "receiving", "desired_by", "released_by", "cancelled_by_client", "applied",
-                 "forgotten_by", "released_at", "cancels", "cancelling", "foreign", "cancel_sent", "focus",
-                 "gate", "asked_cancel")
+    __slots__ = ("quiet_limit", "_quiet", "_on_erase", "_pair_clients", "records", "_stamp",
+                 "clients", "dropping", "gone", "removals", "sent", "receiving", "cancelling",
+                 "focus", "gate")
 
     def __init__(self, quiet_limit: int | None = None,
                  on_erase: Callable[[str], None] | None = None) -> None:
@@ -122,34 +360,14 @@ class Beliefs:
         self._on_erase = on_erase
         #: Every actor that appears in a (client, key) pair below: the pairs to erase.
         self._pair_clients: set[str] = set()
-        # -- clients ---------------------------------------------------------------
-        self.refcount: dict[tuple[str, str], int] = {}  # absent: 0
-        self.fstate: dict[tuple[str, str], str] = {}  # the future's state, while held
-        #: key -> the clients with refcount > 0, in the order they took it.  A tuple, not a
-        #: set: a key is held by one client or a few, and the collector stops walking a tuple of
-        #: names at its first look — a set per key held, 53,000 of them mid-merge, was enough
-        #: to run a full collection over the dask process's heap.
-        self.holders: dict[str, tuple[str, ...]] = {}
+        #: key -> everything believed about it.  A record goes when the key is erased or
+        #: leaves the focus with nothing left in it.
+        self.records: dict[str, KeyRecord] = {}
+        # Counts the times a refcount or a task state became known: the views' order (the
+        # order of the tables they replaced, where a key came back at the end).
+        self._stamp = 0
         self.clients: set[str] = set()  # actors with refcounts: real clients, not pseudo-clients
-        #: (client, key) whose future was cancelled by a lost connection: its next future
-        #: starts a new hold whatever its refcount says.
-        self.disconnected: set[tuple[str, str]] = set()
-        # -- the scheduler ---------------------------------------------------------
-        self.sched: dict[str, str] = {}  # key -> task state (absent: forgotten or never known)
-        self.forgotten: set[str] = set()
-        self.who_wants: dict[str, tuple[str, ...]] = {}
-        #: key -> the workers the scheduler believes hold it (scatter.registered, a task's
-        #: result, who_has.removed); absent where the trace does not say (a dask trace).
-        self.who_has: dict[str, set[str]] = {}
-        self.ghosts: dict[str, int] = {}  # key -> seq of the desire that created it, no run spec
         self.dropping: set[str] = set()  # clients the scheduler dropped, not yet told
-        # -- workers ---------------------------------------------------------------
-        #: key -> the copies workers hold, flat: ``(worker, incarnation, worker, incarnation,
-        #: …)`` (:meth:`holding` names the workers).  A tuple of names and numbers, which the
-        #: collector stops walking at its first look: a dict and a set per key in memory — 80,000
-        #: containers on a 40,000-task map, for the run's whole length — made the full
-        #: collections over the dask process's heap come sooner.
-        self.copies: dict[str, tuple[str | int, ...]] = {}
         self.gone: dict[str, str] = {}  # worker the scheduler removed -> why (worker.removed)
         #: The stimulus ids of those removals: the transitions a removal makes carry it.
         self.removals: set[str] = set()
@@ -158,34 +376,9 @@ class Beliefs:
         #: received at most once, so the receipt is made when it is sent.
         self.sent: dict[int, Receipt] = {}
         self.receiving: Receipt | None = None  # the message whose effects are being recorded
-        self.desired_by: dict[tuple[str, str], tuple[int, int, str]] = {}  # -> (msg id, seq, op)
-        self.released_by: dict[tuple[str, str], tuple[int, int]] = {}  # -> (msg id, sent seq)
-        #: (client, key) the client cancelled itself (``Future.cancel``, ``client.cancel``) ->
-        #: seq of its cancel-keys: both sides then agree the future is gone.
-        self.cancelled_by_client: dict[tuple[str, str], int] = {}
-        #: (client, key) whose hold the client cancelled itself -> seq: its own cancel marks
-        #: the future cancelled (no message its cause) before its cancel-keys is even sent.
-        self.asked_cancel: dict[tuple[str, str], int] = {}
-        #: (client, key) -> (seq, msg id, op, sent seq) of the last desire the scheduler applied.
-        self.applied: dict[tuple[str, str], tuple[int, int, str, int]] = {}
-        self.forgotten_by: dict[str, Receipt | None] = {}  # key -> the message that forgot it
-        #: (client, key) -> seq of the release.applied that took a still-holding client off.
-        self.released_at: dict[tuple[str, str], int] = {}
-        #: (client, key) -> what the scheduler's cancel asked by that client decided, (seq,
-        #: True: cancelled / False: kept for others / None: gave up waiting, who_wants it
-        #: found, or the polls it gave up after): ``cancel.decided``, ``cancel.gave_up``.
-        self.cancels: dict[tuple[str, str], tuple[int, bool | None, Any]] = {}
         #: (the receipt being applied, the client) of the last ``cancel.decided``: whose cancel
         #: the reports that follow in the same stimulus are (a poll's receipt names no client).
         self.cancelling: tuple[Receipt | None, str] | None = None
-        #: (client, key) -> (msg id, the client whose cancel it was) of a cancelled-keys sent to
-        #: a client about another client's cancel (dask before PR 6016, or since PR 7583 to
-        #: every client): what ``cancelled_for_another`` judges.
-        self.foreign: dict[tuple[str, str], tuple[int, str]] = {}
-        #: (client, key) -> msg id of the last cancelled-keys that answers the client's own
-        #: cancel of the key (on its way while the id is in ``sent``: the future is about to
-        #: end cancelled, as the client asked).
-        self.cancel_sent: dict[tuple[str, str], int] = {}
         # -- the focus (focus.changed): None until the trace's focus first changes --------------
         #: The keys the trace follows now (None: every key).
         self.focus: Focus | None = None
@@ -193,6 +386,125 @@ class Beliefs:
         #: forgotten by the scheduler since (their history is half a history).
         self.gate: set[str] | None = None
 
+    # -- the views: each field of the records, as the table it was -----------------------
+    # Made when read (nothing on the hot path reads them), so a Beliefs per explored run
+    # costs none of them.
+
+    @property
+    def refcount(self) -> Mapping[tuple[str, str], int]:
+        """(client, key) -> the client's refcount, while > 0."""
+        return HoldView(self.records, "refcount", 0)
+
+    @property
+    def fstate(self) -> Mapping[tuple[str, str], str]:
+        """(client, key) -> the state of the client's future, while held."""
+        return HoldView(self.records, "fstate")
+
+    @property
+    def disconnected(self) -> Set[tuple[str, str]]:
+        """(client, key) whose future was cancelled by a lost connection: its next future
+        starts a new hold whatever its refcount says."""
+        return FlagView(HoldView(self.records, "disconnected", False))
+
+    @property
+    def desired_by(self) -> Mapping[tuple[str, str], tuple[int, int, str]]:
+        """(client, key) -> (msg id, seq, op) of the client's last message that may start a
+        hold of the key."""
+        return HoldView(self.records, "desired_by")
+
+    @property
+    def released_by(self) -> Mapping[tuple[str, str], tuple[int, int]]:
+        """(client, key) -> (msg id, sent seq) of the client's last release of the key."""
+        return HoldView(self.records, "released_by")
+
+    @property
+    def cancelled_by_client(self) -> Mapping[tuple[str, str], int]:
+        """(client, key) the client cancelled itself (``Future.cancel``, ``client.cancel``) ->
+        seq of its cancel-keys: both sides then agree the future is gone."""
+        return HoldView(self.records, "cancelled_by_client")
+
+    @property
+    def asked_cancel(self) -> Mapping[tuple[str, str], int]:
+        """(client, key) whose hold the client cancelled itself -> seq: its own cancel marks
+        the future cancelled (no message its cause) before its cancel-keys is even sent."""
+        return HoldView(self.records, "asked_cancel")
+
+    @property
+    def applied(self) -> Mapping[tuple[str, str], tuple[int, int, str, int]]:
+        """(client, key) -> (seq, msg id, op, sent seq) of the last desire the scheduler
+        applied."""
+        return HoldView(self.records, "applied")
+
+    @property
+    def released_at(self) -> Mapping[tuple[str, str], int]:
+        """(client, key) -> seq of the release.applied that took a still-holding client off."""
+        return HoldView(self.records, "released_at")
+
+    @property
+    def cancels(self) -> Mapping[tuple[str, str], tuple[int, bool | None, Any]]:
+        """(client, key) -> what the scheduler's cancel asked by that client decided, (seq,
+        True: cancelled / False: kept for others / None: gave up waiting, who_wants it
+        found, or the polls it gave up after): ``cancel.decided``, ``cancel.gave_up``."""
+        return HoldView(self.records, "cancels")
+
+    @property
+    def foreign(self) -> Mapping[tuple[str, str], tuple[int, str]]:
+        """(client, key) -> (msg id, the client whose cancel it was) of a cancelled-keys sent
+        to a client about another client's cancel (dask before PR 6016, or since PR 7583 to
+        every client): what ``cancelled_for_another`` judges."""
+        return HoldView(self.records, "foreign")
+
+    @property
+    def cancel_sent(self) -> Mapping[tuple[str, str], int]:
+        """(client, key) -> msg id of the last cancelled-keys that answers the client's own
+        cancel of the key (on its way while the id is in ``sent``: the future is about to end
+        cancelled, as the client asked)."""
+        return HoldView(self.records, "cancel_sent")
+
+    @property
+    def holders(self) -> Mapping[str, tuple[str, ...]]:
+        """key -> the clients with refcount > 0, in the order they took it.  A tuple, not a
+        set: a key is held by one client or a few, and the collector stops walking a tuple of
+        names at its first look."""
+        return KeyView(self.records, "holders")
+
+    @property
+    def sched(self) -> Mapping[str, str]:
+        """key -> task state (absent: forgotten or never known)."""
+        return KeyView(self.records, "sched")
+
+    @property
+    def forgotten(self) -> Set[str]:
+        """The keys the scheduler forgot (and that have not come back)."""
+        return FlagView(KeyView(self.records, "forgotten", False))
+
+    @property
+    def who_wants(self) -> Mapping[str, tuple[str, ...]]:
+        """key -> the scheduler's ``who_wants``."""
+        return KeyView(self.records, "who_wants")
+
+    @property
+    def who_has(self) -> Mapping[str, set[str]]:
+        """key -> the workers the scheduler believes hold it (scatter.registered, a task's
+        result, who_has.removed); absent where the trace does not say (a dask trace)."""
+        return KeyView(self.records, "who_has")
+
+    @property
+    def ghosts(self) -> Mapping[str, int]:
+        """key -> seq of the desire that created it with no run spec."""
+        return KeyView(self.records, "ghost")
+
+    @property
+    def copies(self) -> Mapping[str, tuple[str | int, ...]]:
+        """key -> the copies workers hold, flat: ``(worker, incarnation, worker, incarnation,
+        …)`` (:meth:`holding` names the workers).  A tuple of names and numbers, which the
+        collector stops walking at its first look."""
+        return KeyView(self.records, "copies")
+
+    @property
+    def forgotten_by(self) -> Mapping[str, Receipt | None]:
+        """key -> the message that forgot it (None: no message)."""
+        return KeyView(self.records, "forgotten_by", UNSET)
     # -- following a trace ---------------------------------------------------------------
 
     @classmethod
@@ -287,57 +599,62 @@ class Beliefs:
         return kind in _COPIES
 
     def known_keys(self) -> set[str]:
-        """Every key some belief is about."""
-        keys = {k for (_c, k) in self.refcount} | {k for (_c, k) in self.fstate}
-        keys.update(self.sched, self.forgotten, self.who_wants, self.who_has, self.ghosts,
-                    self.copies, self.forgotten_by, self.holders)
-        keys.update(k for (_c, k) in self.desired_by)
-        keys.update(k for (_c, k) in self.released_by)
-        keys.update(k for (_c, k) in self.applied)
-        return keys
+        """Every key some belief is about (the tables a focus change forgets a key from)."""
+        return {key for key, r in self.records.items()
+                if r.sched is not None or r.forgotten or r.who_wants is not None
+                or r.who_has is not None or r.ghost is not None or r.copies is not None
+                or r.forgotten_by is not UNSET or r.holders is not None
+                or any(h.refcount or h.fstate is not None or h.desired_by is not None
+                       or h.released_by is not None or h.applied is not None
+                       for _c, h in r.holds())}
 
     def forget(self, keys: set[str]) -> None:
         """Believe nothing more about ``keys`` (they left the focus)."""
-        if not keys:
-            return
-        for table in (self.refcount, self.fstate, self.desired_by, self.released_by,
-                      self.cancelled_by_client, self.applied, self.released_at, self.cancels,
-                      self.foreign, self.cancel_sent, self.asked_cancel):
-            for pair in [p for p in table if p[1] in keys]:
-                del table[pair]
-        self.disconnected = {p for p in self.disconnected if p[1] not in keys}
-        for table in (self.sched, self.who_wants, self.who_has, self.ghosts, self.copies,
-                      self.forgotten_by, self.holders):
-            for key in keys & table.keys():
-                del table[key]
-        self.forgotten -= keys
+        records = self.records
+        for key in keys:
+            records.pop(key, None)
 
     # -- reading ---------------------------------------------------------------------------
 
     def keys(self) -> list[str]:
-        """Keys some client holds or the scheduler knows, in order of first appearance."""
-        wanted = dict.fromkeys(k for (_c, k) in self.refcount)
-        wanted.update(dict.fromkeys(self.sched))
+        """Keys some client holds or the scheduler knows, in order of first appearance (a
+        key's refcount or task state that ended and began again counts from its return)."""
+        held: list[tuple[int, str]] = []
+        known: list[tuple[int, str]] = []
+        for key, r in self.records.items():
+            if r.refcount:
+                held.append((r.refcount_at, key))
+            if r.others:
+                held.extend((h.refcount_at, key) for h in r.others.values() if h.refcount)
+            if r.sched is not None:
+                known.append((r.sched_at, key))
+        held.sort()
+        known.sort()
+        wanted = dict.fromkeys(key for _at, key in held)
+        wanted.update(dict.fromkeys(key for _at, key in known))
         return list(wanted)
 
     def snapshot(self, keys: Iterable[str], verdicts: dict[str, list[str]] | None = None
                  ) -> list[KeyRefs]:
         """Per key: every client's refcount and future state, the scheduler's view."""
         verdicts = verdicts or {}
-        return [
-            KeyRefs(
-                key,
-                {c: (self.refcount[(c, key)], self.fstate.get((c, key), "?"))
-                 for c in sorted(self.holders.get(key, ()))},
-                self.sched.get(key, "forgotten") + (" (ghost)" if key in self.ghosts else ""),
-                tuple(sorted(self.who_wants.get(key, ()))),
-                tuple(sorted(self.holding(key))),
-                tuple(dict.fromkeys(verdicts.get(key, ()))),
-                tuple(c for c in sorted(self.holders.get(key, ())) if (c, key) in self.asked_cancel)
-                if self.asked_cancel else (),
-            )
-            for key in keys
-        ]
+        return [self._refs(key, self.records.get(key), verdicts) for key in keys]
+
+    def _refs(self, key: str, record: KeyRecord | None, verdicts: dict[str, list[str]]
+              ) -> KeyRefs:
+        if record is None:
+            return KeyRefs(key, {}, "forgotten", (), (), tuple(dict.fromkeys(verdicts.get(key, ()))))
+        holds = [(c, record.hold(c)) for c in sorted(record.holders or ())]
+        return KeyRefs(
+            key,
+            {c: (h.refcount, h.fstate or "?") for c, h in holds},  # type: ignore[union-attr]
+            (record.sched or "forgotten") + (" (ghost)" if record.ghost is not None else ""),
+            tuple(sorted(record.who_wants or ())),
+            tuple(sorted(self.holding(key))),
+            tuple(dict.fromkeys(verdicts.get(key, ()))),
+            tuple(c for c, h in holds if h.race is not None  # type: ignore[union-attr]
+                  and h.race.asked_cancel is not None),  # type: ignore[union-attr]
+        )
 
     # -- messages --------------------------------------------------------------------------
     # A send is noted in ``sent`` (and a receipt sets ``receiving``) inline, in ``apply``.
@@ -358,7 +675,7 @@ class Beliefs:
             if receiving is not None and receiving[1] == "update-graph" and (
                     receiving[3] == receiver):
                 for key in row[EXTRA][_MSG_KEYS]:
-                    self.cancelled_by_client[(receiver, key)] = seq
+                    self._record(key).take(receiver).raced().cancelled_by_client = seq
                 return
             cancelling = self.cancelling
             if cancelling is not None and cancelling[0] is receiving:
@@ -368,94 +685,107 @@ class Beliefs:
             else:
                 return
             for key in row[EXTRA][_MSG_KEYS]:
-                self.cancelled_by_client[(receiver, key)] = seq
+                race = self._record(key).take(receiver).raced()
+                race.cancelled_by_client = seq
                 if receiver != canceller:
-                    self.foreign[(receiver, key)] = (msg_id, canceller)
+                    race.foreign = (msg_id, canceller)
                 else:
-                    self.cancel_sent[(receiver, key)] = msg_id
+                    race.cancel_sent = msg_id
             return
         self._pair_clients.add(sender)
+        record = self._record
         if op in DESIRES:
             # A message that may start a hold (only clients send these, whatever their name).
+            desire = (msg_id, seq, op)
             for key in row[EXTRA][_MSG_KEYS]:
-                self.desired_by[(sender, key)] = (msg_id, seq, op)
+                record(key).take(sender).desired_by = desire
         elif op == m.CLIENT_RELEASES_KEYS:
+            release = (msg_id, seq)
             for key in row[EXTRA][_MSG_KEYS]:
-                self.released_by[(sender, key)] = (msg_id, seq)
+                record(key).take(sender).released_by = release
         else:  # cancel-keys, or the cancel RPC before PR 7583
             for key in row[EXTRA][_MSG_KEYS]:
-                self.cancelled_by_client[(sender, key)] = seq
-                self.asked_cancel[(sender, key)] = seq
+                race = record(key).take(sender).raced()
+                race.cancelled_by_client = race.asked_cancel = seq
+
+    def _record(self, key: str) -> KeyRecord:
+        """``key``'s record, made if it is new."""
+        record = self.records.get(key)
+        if record is None:
+            record = self.records[key] = KeyRecord()
+        return record
 
     # -- clients ---------------------------------------------------------------------------
 
     def future_created(self, seq: int, row: tuple) -> bool:
         """Returns whether the ``future.created`` starts a hold: a refcount of 1 after it, or
         any new future after a lost connection."""
-        pair = (row[ACTOR], row[KEY])
-        disconnected = self.disconnected
-        if row[EXTRA][_CREATED_REFS] != 1 and pair not in disconnected:
+        client, key = row[ACTOR], row[KEY]
+        record = self.records.get(key)
+        held = None if record is None else record.hold(client)
+        race = None if held is None else held.race
+        if row[EXTRA][_CREATED_REFS] != 1 and (race is None or not race.disconnected):
             return False
-        self.fstate[pair] = "pending"
-        if disconnected:
-            disconnected.discard(pair)
-        if self.cancelled_by_client:
-            self.cancelled_by_client.pop(pair, None)
-        if self.asked_cancel:
-            self.asked_cancel.pop(pair, None)
+        if held is None:
+            if record is None:
+                record = self.records[key] = KeyRecord()
+            held = record.take(client)
+        held.fstate = "pending"
+        if race is not None:
+            race.disconnected = False
+            race.cancelled_by_client = race.asked_cancel = None
         return True
 
     def refcount_changed(self, seq: int, row: tuple) -> None:
         client, key, after = row[ACTOR], row[KEY], row[EXTRA][REFS_AFTER]
         self.clients.add(client)
+        record = self.records.get(key)
         if after:
-            self.refcount[(client, key)] = after
-            holders = self.holders.get(key)
+            if record is None:
+                record = self.records[key] = KeyRecord()
+            held = record if record.client == client else record.take(client)
+            if not held.refcount:
+                self._stamp += 1
+                held.refcount_at = self._stamp
+            held.refcount = after
+            holders = record.holders
             if holders is None:
-                self.holders[key] = (client,)
+                record.holders = (client,)
             elif client not in holders:
-                self.holders[key] = (*holders, client)
+                record.holders = (*holders, client)
             return
-        pair = (client, key)
-        self.refcount.pop(pair, None)
-        self.fstate.pop(pair, None)
-        # Emptiness first: these hold a pair only after a race, and a release is every key's.
-        if self.released_at:
-            self.released_at.pop(pair, None)
-        if self.cancelled_by_client:
-            self.cancelled_by_client.pop(pair, None)
-        if self.asked_cancel:
-            self.asked_cancel.pop(pair, None)
-        if self.cancels:
-            self.cancels.pop(pair, None)
-        if self.foreign:
-            self.foreign.pop(pair, None)
-        if self.cancel_sent:
-            self.cancel_sent.pop(pair, None)
-        if self.disconnected:
-            self.disconnected.discard(pair)
-        holders = self.holders.get(key)
+        if record is None:
+            return
+        held = record if record.client == client else record.hold(client)
+        if held is not None:
+            held.refcount = 0
+            held.fstate = held.race = None
+        holders = record.holders
         if holders is not None and client in holders:
             if len(holders) > 1:
-                self.holders[key] = tuple(c for c in holders if c != client)
+                record.holders = tuple(c for c in holders if c != client)
             else:  # nothing empty stays behind for a key no longer held
-                del self.holders[key]
-                if self.quiet_limit is not None and key in self.forgotten:
+                record.holders = None
+                if self.quiet_limit is not None and record.forgotten:
                     self._quiet_key(key)
 
     def future_state(self, seq: int, row: tuple) -> None:
-        pair = (row[ACTOR], row[KEY])
-        to = self.fstate[pair] = row[EXTRA][STATE_TO]
+        client, key = row[ACTOR], row[KEY]
+        record = self.records.get(key)
+        if record is None:
+            record = self.records[key] = KeyRecord()
+        held = record if record.client == client else record.take(client)
+        to = held.fstate = row[EXTRA][STATE_TO]
         if to == "cancelled":
             if row[EXTRA][STATE_REASON] == CONNECTION_LOST:
-                self.disconnected.add(pair)
+                held.raced().disconnected = True
             elif row[EXTRA][STATE_CAUSE] is None:
                 # The model's client names the message behind every state it is told; none:
                 # its own cancel, at once.  (A traced dask client names none, but its report
                 # is a receipt with no send here, just before: not a cancel it asked for.)
                 receiving = self.receiving
                 if receiving is None or receiving[1] != "cancelled-keys" or receiving[2] != -1:
-                    self.asked_cancel[pair] = seq
+                    held.raced().asked_cancel = seq
 
     def connection_lost(self, seq: int, row: tuple) -> None:
         self.dropping.discard(row[ACTOR])
@@ -464,25 +794,26 @@ class Beliefs:
 
     def transition(self, seq: int, row: tuple) -> None:
         key, finish = row[KEY], row[EXTRA][FINISH]
+        record = self.records.get(key)
+        if record is None:
+            record = self.records[key] = KeyRecord()
         if finish != "forgotten":
-            self.sched[key] = finish
-            self.forgotten.discard(key)
+            if record.sched is None:
+                self._stamp += 1
+                record.sched_at = self._stamp
+            record.sched = finish
+            record.forgotten = False
             if finish == "memory":
                 receiving = self.receiving
                 if receiving is not None and receiving[1] == "task-finished":
-                    self.who_has[key] = {receiving[3]}
-            elif self.who_has:  # empty on a dask trace (its receipts are not task-finished)
-                self.who_has.pop(key, None)
+                    record.who_has = {receiving[3]}
+            else:
+                record.who_has = None
             return
-        if self.who_has:
-            self.who_has.pop(key, None)
-        self.sched.pop(key, None)
-        if self.ghosts:
-            self.ghosts.pop(key, None)
-        self.forgotten.add(key)
-        self.forgotten_by[key] = self.receiving
-        self.who_wants.pop(key, None)
-        if self.quiet_limit is not None and not self.holders.get(key):
+        record.who_has = record.sched = record.ghost = record.who_wants = None
+        record.forgotten = True
+        record.forgotten_by = self.receiving
+        if self.quiet_limit is not None and not record.holders:
             self._quiet_key(key)
 
     def _quiet_key(self, key: str) -> None:
@@ -492,8 +823,9 @@ class Beliefs:
         quiet.move_to_end(key)
         if len(quiet) > self.quiet_limit:
             oldest = quiet.popitem(last=False)[0]
-            if oldest in self.forgotten and not self.holders.get(oldest):  # still quiet
-                self._erase(oldest)
+            record = self.records.get(oldest)
+            if record is not None and record.forgotten and not record.holders:  # still quiet
+                self._erase(oldest, record)
 
     def stop_erasing(self) -> None:
         """Tell no one of erased keys any more: the callback of a bounded ``Checks`` is its
@@ -501,22 +833,23 @@ class Beliefs:
         drops a cluster, and its checks, per run)."""
         self._on_erase = None
 
-    def _erase(self, key: str) -> None:
-        self.forgotten.discard(key)
-        self.forgotten_by.pop(key, None)
-        self.holders.pop(key, None)
-        # Only the tables that hold anything: most hold a pair only after a race, and a map
-        # of 40,000 tasks erases 20,000 keys (nine pops per client each were a quarter of
-        # its checks' time).
-        pairs = [(client, key) for client in self.clients | self._pair_clients]
-        for table in (self.desired_by, self.released_by, self.applied, self.released_at,
-                      self.cancelled_by_client, self.cancels, self.foreign,
-                      self.cancel_sent, self.asked_cancel):
-            if table:
-                for pair in pairs:
-                    table.pop(pair, None)
-        if self.disconnected:
-            self.disconnected.difference_update(pairs)
+    def _erase(self, key: str, record: KeyRecord) -> None:
+        record.forgotten = False
+        record.forgotten_by = UNSET
+        record.holders = None
+        if record.client is not None:
+            clients, pair_clients = self.clients, self._pair_clients
+            for client, held in list(record.holds()):
+                if client in clients or client in pair_clients:
+                    held.end_history()
+            others = record.others
+            if others:
+                for client in [c for c, held in others.items() if held.idle()]:
+                    del others[client]
+                if not others:
+                    record.others = None
+        if record.idle():
+            del self.records[key]
         if self._on_erase is not None:
             self._on_erase(key)
 
@@ -524,43 +857,60 @@ class Beliefs:
         key, extra = row[KEY], row[EXTRA]
         client = extra[DESIRE_CLIENT]
         self._pair_clients.add(client)
-        self.who_wants[key] = extra[WANTS_AFTER]
+        record = self.records.get(key)
+        if record is None:
+            record = self.records[key] = KeyRecord()
+        record.who_wants = extra[WANTS_AFTER]
         receiving = self.receiving
         if receiving is not None:
-            self.applied[(client, key)] = (seq, receiving[0], receiving[1], receiving[2])
+            held = record if record.client == client else record.take(client)
+            held.applied = (seq, receiving[0], receiving[1], receiving[2])
         if extra[DESIRE_CREATED]:
             # A desire for an unknown key made a task with no run spec: dask <= 2024.7.
-            self.ghosts[key] = seq
-            self.sched[key] = "released"
-            self.forgotten.discard(key)
+            record.ghost = seq
+            self._known(record, "released")
+
+    def _known(self, record: KeyRecord, state: str) -> None:
+        """The scheduler knows the key, in ``state``."""
+        if record.sched is None:
+            self._stamp += 1
+            record.sched_at = self._stamp
+        record.sched = state
+        record.forgotten = False
 
     def cancel_decided(self, seq: int, row: tuple) -> None:
         extra = row[EXTRA]
         client = extra[_DECIDED_CLIENT]
-        self.cancels[(client, row[KEY])] = (seq, extra[_DECIDED_CANCELLED], extra[_DECIDED_WANTS])
+        self._record(row[KEY]).take(client).raced().cancels = (
+            seq, extra[_DECIDED_CANCELLED], extra[_DECIDED_WANTS])
         self.cancelling = (self.receiving, client)
 
     def cancel_gave_up(self, seq: int, row: tuple) -> None:
         extra = row[EXTRA]
-        self.cancels[(extra[_GAVE_UP_CLIENT], row[KEY])] = (seq, None, extra[_GAVE_UP_POLLS])
+        self._record(row[KEY]).take(extra[_GAVE_UP_CLIENT]).raced().cancels = (
+            seq, None, extra[_GAVE_UP_POLLS])
 
     def release_applied(self, seq: int, row: tuple) -> None:
         key, client = row[KEY], row[EXTRA][_RELEASE_CLIENT]
-        if self.refcount.get((client, key)):
+        record = self.records.get(key)
+        if record is None:
+            record = self.records[key] = KeyRecord()
+        held = record if record.client == client else record.hold(client)
+        if held is not None and held.refcount:
             # The scheduler drops a client that still holds the key: remember where.
-            self.released_at[(client, key)] = seq
-        self.who_wants[key] = row[EXTRA][WANTS_AFTER]
+            held.raced().released_at = seq
+        record.who_wants = row[EXTRA][WANTS_AFTER]
 
     def registered(self, seq: int, row: tuple) -> None:
         key, extra = row[KEY], row[EXTRA]
-        self.who_has[key] = set(extra[REG_WHO_HAS])
-        self.ghosts.pop(key, None)  # the data a scatter registers is something to hold
-        self.sched[key] = "memory"
-        self.forgotten.discard(key)
-        self.who_wants[key] = extra[_REG_WHO_WANTS]
+        record = self._record(key)
+        record.who_has = set(extra[REG_WHO_HAS])
+        record.ghost = None  # the data a scatter registers is something to hold
+        self._known(record, "memory")
+        record.who_wants = extra[_REG_WHO_WANTS]
 
     def who_has_removed(self, seq: int, row: tuple) -> None:
-        self.who_has[row[KEY]] = set(row[EXTRA][_HAS_AFTER])
+        self._record(row[KEY]).who_has = set(row[EXTRA][_HAS_AFTER])
 
     def client_removed(self, seq: int, row: tuple) -> None:
         # Its stream is closing: what the scheduler forgets for it now is not dangling.
@@ -573,15 +923,12 @@ class Beliefs:
         worker = extra[_GONE_WORKER]
         self.gone[worker] = extra[_GONE_REASON]
         self.removals.add(extra[_GONE_STIMULUS])
-        copies = self.copies
-        for key in [k for k, held in copies.items() if worker in held[::2]]:
-            kept = _without(copies[key], lambda w, _i: w == worker)
-            if kept:
-                copies[key] = kept
-            else:
-                del copies[key]
-        for holders in self.who_has.values():
-            holders.discard(worker)
+        for record in self.records.values():
+            held = record.copies
+            if held is not None and worker in held[::2]:
+                record.copies = _without(held, lambda w, _i: w == worker) or None
+            if record.who_has is not None:
+                record.who_has.discard(worker)
 
     def worker_added(self, seq: int, row: tuple) -> None:
         """A worker joined (again: its nanny restarted it): it is no longer gone."""
@@ -591,7 +938,8 @@ class Beliefs:
 
     def holding(self, key: str) -> tuple[str, ...]:
         """The workers that hold a copy of ``key``, each once, in the order they took it."""
-        held = self.copies.get(key)
+        record = self.records.get(key)
+        held = None if record is None else record.copies
         if held is None:
             return ()
         workers = held[::2]
@@ -600,30 +948,30 @@ class Beliefs:
     def worker_put(self, seq: int, row: tuple) -> None:
         extra = row[EXTRA]
         key, worker, copy = row[KEY], row[ACTOR], extra[_PUT_COPY]
-        held = self.copies.get(key)
+        record = self.records.get(key)
+        if record is None:
+            record = self.records[key] = KeyRecord()
+        held = record.copies
         if held is None:  # the usual case: a key's first copy
-            self.copies[key] = (worker, copy)
+            record.copies = (worker, copy)
             return
         replaced = extra[_PUT_REPLACED]
         kept = _without(held, lambda w, i: w == worker and (i in replaced or i == copy))
-        self.copies[key] = (*kept, worker, copy)
+        record.copies = (*kept, worker, copy)
 
     def worker_free(self, seq: int, row: tuple) -> bool:
         """Returns whether the worker held a copy of the key."""
         key, worker = row[KEY], row[ACTOR]
-        held = self.copies.get(key)
+        record = self.records.get(key)
+        held = None if record is None else record.copies
         if held is None or worker not in held[::2]:
             return False
         if len(held) == 2:  # the usual case: its only copy
             if held[1] == row[EXTRA][_FREE_COPY]:
-                del self.copies[key]
+                record.copies = None  # type: ignore[union-attr]
             return True
         freed = row[EXTRA][_FREE_COPY]
-        kept = _without(held, lambda w, i: w == worker and i == freed)
-        if kept:
-            self.copies[key] = kept
-        else:
-            del self.copies[key]
+        record.copies = _without(held, lambda w, i: w == worker and i == freed) or None  # type: ignore[union-attr]
         return True
 
 

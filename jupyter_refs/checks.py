@@ -128,6 +128,7 @@ from .beliefs import (
     WANTS_AFTER,
     Beliefs,
     Judge,
+    KeyRecord,
     KeyRefs,
 )
 from .promises import CHECKED
@@ -311,7 +312,7 @@ class Checks:
         if row[EXTRA][REFS_AFTER]:
             if self._open:
                 self._open.discard(("leaked_key", client, key))
-            self._update_suspect(b, pair, seq)
+            self._update_suspect(b, pair, seq, b.records[key])
             return
         # Emptiness first: each of these holds a pair only while a race plays out.
         if self._cancelled:
@@ -328,24 +329,30 @@ class Checks:
         client, key = row[ACTOR], row[KEY]
         pair = (client, key)
         to = row[EXTRA][STATE_TO]
+        record = b.records[key]
         if to == "cancelled":
             self._cancelled[pair] = (seq, row[EXTRA][_STATE_CAUSE])
             if row[EXTRA][STATE_REASON] == CONNECTION_LOST:
                 # Cancelled by the lost connection: the ghost_task violation that dropped
                 # it already names the client; do not report each future again.
                 self._settled.add(pair)
-                self._update_suspect(b, pair, seq)
-        else:
+                self._update_suspect(b, pair, seq, record)
+        elif self._cancelled:
             self._cancelled.pop(pair, None)
         if to in _CLOSED_STATES:
-            self._open.discard(("dangling_future", client, key))
-        elif to == "finished" and b.refcount.get(pair):
-            cancelling = b.cancel_sent.get(pair) if b.cancel_sent else None
+            if self._open:
+                self._open.discard(("dangling_future", client, key))
+            return
+        if to != "finished":
+            return
+        held = record if record.client == client else record.take(client)
+        if held.refcount:
+            cancelling = None if held.race is None else held.race.cancel_sent
             if cancelling is not None and cancelling in b.sent:
                 # A cancelled-keys for it is on its way on the same stream (a cancel RPC still
                 # awaited, before PR 7583): the future ends cancelled, not dangling.
                 return
-            if key in b.forgotten and not self._desired_again(b, client, key):
+            if record.forgotten and not self._desired_again(b, client, key):
                 overtaken = self._overtaken(b, client, key, b.forgotten_by.get(key))
                 self._report(
                     "dangling_future", key, client, seq,
@@ -366,18 +373,22 @@ class Checks:
         if row[EXTRA][FINISH] != "forgotten":
             b.transition(seq, row)
             return
-        wanted = b.who_wants.get(key, ())  # who the scheduler will tell (cancelled-keys)
+        record = b.records.get(key)
+        # Who the scheduler will tell (cancelled-keys).
+        wanted = () if record is None or record.who_wants is None else record.who_wants
         b.transition(seq, row)
+        record = b.records[key]
         # Forgotten because its only worker was removed (killed, lost): the data is gone and
         # the scheduler tells the client (its future ends cancelled), not a lost reference.
-        holders = b.holders.get(key)
+        holders = record.holders
         if not holders:
             return  # the usual case: no client holds a future for it
         with_worker = row[EXTRA][STIMULUS] in b.removals
         for client in sorted(holders):
             pair = (client, key)
-            self._update_suspect(b, pair, seq)
-            if (b.fstate.get(pair) == "finished" and client not in b.dropping and not with_worker
+            self._update_suspect(b, pair, seq, record)
+            if (record.take(client).fstate == "finished" and client not in b.dropping
+                    and not with_worker
                     and not self._desired_again(b, client, key)):
                 first, why = self._why_forgotten(b, client, key, seq, told=client in wanted)
                 self._report("dangling_future", key, client, first, why)
@@ -396,8 +407,11 @@ class Checks:
 
     def _who_wants_changed(self, b: Beliefs, seq: int, key: str) -> None:
         self._leak_check.add(key)
-        for client in b.holders.get(key, ()):
-            self._update_suspect(b, (client, key), seq)
+        record = b.records[key]
+        holders = record.holders
+        if holders is not None:
+            for client in holders:
+                self._update_suspect(b, (client, key), seq, record)
 
     def _desire_applied(self, b: Beliefs, seq: int, row: tuple) -> None:
         key, extra = row[KEY], row[EXTRA]
@@ -445,13 +459,14 @@ class Checks:
     def _assertion(self, b: Beliefs, seq: int, row: tuple) -> None:
         key = row[KEY]
         receiving = b.receiving
-        if key not in b.ghosts or receiving is None:
+        record = b.records.get(key)
+        if record is None or record.ghost is None or receiving is None:
             return
         client = receiving[3]
         self._report(
             "ghost_task", key, client, seq,
             f"{receiving[1]} (msg #{receiving[0]}) from {client} reached the ghost task {key} "
-            f"(created at event {b.ghosts[key]}): {row[EXTRA][_ASSERTION_TEXT]}. The assertion "
+            f"(created at event {record.ghost}): {row[EXTRA][_ASSERTION_TEXT]}. The assertion "
             f"escapes the handler of {client}'s stream, so the scheduler closes it: every future "
             f"{client} holds is cancelled with '{CONNECTION_LOST}', whatever key it is for.",
             once=False)
@@ -480,7 +495,9 @@ class Checks:
 
     def _annotations_dropped(self, b: Beliefs, seq: int, row: tuple) -> None:
         key, dropped = row[KEY], row[EXTRA][_DROPPED]
-        b.ghosts.pop(key, None)  # a run spec at last: no longer a ghost
+        record = b.records.get(key)
+        if record is not None:
+            record.ghost = None  # a run spec at last: no longer a ghost
         if not dropped:
             return
         receiving = b.receiving
@@ -548,8 +565,9 @@ class Checks:
             "scatter had just put, and the worker's release-worker-data reached the scheduler "
             "before the registration, so it was ignored. Both the scheduler and the client "
             "believe the data exists.")
-        for client in sorted(b.holders.get(key, ())):
-            if b.fstate.get((client, key)) == "finished":
+        record = b.records[key]
+        for client in sorted(record.holders or ()):
+            if record.take(client).fstate == "finished":
                 self._report("dangling_future", key, client, seq, f"for {client}: {why}")
 
     def _who_has_removed(self, b: Beliefs, seq: int, row: tuple) -> None:
@@ -604,16 +622,19 @@ class Checks:
         if self._unbacked:
             unbacked, self._unbacked = self._unbacked, {}
             for key, freed in unbacked.items():
-                if b.sched.get(key) != "memory":
+                record = b.records.get(key)
+                if record is None or record.sched != "memory":
                     continue
-                believed = b.who_has.get(key)
+                believed = record.who_has
                 copies = b.holding(key)
                 if copies and (believed is None or not set(copies).isdisjoint(believed)):
                     continue
-                for client in sorted(b.holders.get(key, ())):
+                for client in sorted(record.holders or ()):
                     pair = (client, key)
-                    if (b.fstate.get(pair) == "finished" and client not in b.dropping
-                            and pair not in self._settled and pair not in b.cancelled_by_client):
+                    held = record.take(client)
+                    if (held.fstate == "finished" and client not in b.dropping
+                            and pair not in self._settled
+                            and (held.race is None or held.race.cancelled_by_client is None)):
                         self._report(
                             "dangling_future", key, client, freed,
                             f"with every channel drained, the scheduler holds {key} in memory on "
@@ -640,12 +661,14 @@ class Checks:
                     del self._late_ff[key]
         if self._cancelled:
             for (client, key), (first, cause) in list(self._cancelled.items()):
-                state = b.sched.get(key)
-                if state is None or client not in b.who_wants.get(key, ()):
+                record = b.records.get(key)
+                state = None if record is None else record.sched
+                if state is None or client not in (record.who_wants or ()):  # type: ignore[union-attr]
                     continue
-                pair = (client, key)
-                decided = b.cancels.get(pair)
-                foreign = b.foreign.get(pair)
+                held = record.hold(client)  # type: ignore[union-attr]
+                race = None if held is None else held.race
+                decided = None if race is None else race.cancels
+                foreign = None if race is None else race.foreign
                 if cause is None and decided is not None:
                     self._report("cancel_ignored", key, client, first,
                                  self._why_kept(b, client, key, state, decided))
@@ -660,8 +683,12 @@ class Checks:
                         "the client obeyed was about an earlier life of the key, and nothing in it "
                         "said so: the user gets CancelledError for data that exists.")
         if self._suspects:
+            records = b.records
             for (client, key), first in sorted(self._suspects.items(), key=lambda kv: kv[1]):
-                if (client, key) in b.cancelled_by_client:
+                record = records.get(key)
+                held = None if record is None else record.hold(client)
+                if (held is not None and held.race is not None
+                        and held.race.cancelled_by_client is not None):
                     # Cancelled at the client's request after it became a suspect (the
                     # scheduler forgets a cancelled dependent before it answers the cancel).
                     del self._suspects[(client, key)]
@@ -722,8 +749,10 @@ class Checks:
         """Futures left pending for a key the scheduler does not know: nothing will end them."""
         unheard, self._unheard = self._unheard, {}
         for (client, key), first in sorted(unheard.items(), key=lambda kv: kv[1]):
-            if (not b.refcount.get((client, key)) or key in b.sched
-                    or b.fstate.get((client, key)) != "pending"):
+            record = b.records.get(key)
+            held = None if record is None else record.hold(client)
+            if (held is None or not held.refcount or record.sched is not None  # type: ignore[union-attr]
+                    or held.fstate != "pending"):
                 continue
             forgot = b.forgotten_by.get(key)
             how = (f" (the scheduler had forgotten it on {forgot[1]} from {forgot[3]}, msg "
@@ -740,17 +769,21 @@ class Checks:
     def _leaks(self, b: Beliefs, seq: int) -> None:
         """Keys the scheduler keeps for a client that let go of them: nothing will free them."""
         keys, self._leak_check = self._leak_check, set()
+        records = b.records
         for key in sorted(keys):
-            state = b.sched.get(key)
+            record = records.get(key)
+            state = None if record is None else record.sched
             if state is None:
                 continue
-            for client in b.who_wants.get(key, ()):
-                pair = (client, key)
-                if client not in b.clients or b.refcount.get(pair) or client in b.dropping:
+            for client in record.who_wants or ():  # type: ignore[union-attr]
+                held = record.hold(client)  # type: ignore[union-attr]
+                if (client not in b.clients or (held is not None and held.refcount)
+                        or client in b.dropping):
                     continue
-                applied = b.applied.get(pair)
-                released = b.released_by.get(pair)
-                sent = b.desired_by.get(pair)
+                if held is None:
+                    applied = released = sent = None
+                else:
+                    applied, released, sent = held.applied, held.released_by, held.desired_by
                 desire = f"its {sent[2]} (msg #{sent[0]})" if sent else "a desire"
                 if released is not None:
                     how = (f"{client} released {key} (client-releases-keys, msg #{released[0]})"
@@ -789,10 +822,18 @@ class Checks:
 
     # -- helpers -----------------------------------------------------------------------
 
-    def _update_suspect(self, b: Beliefs, pair: tuple[str, str], seq: int) -> None:
+    def _update_suspect(self, b: Beliefs, pair: tuple[str, str], seq: int,
+                        record: KeyRecord | None = None) -> None:
+        """Whether ``pair``'s client holds the key the scheduler does not count it in
+        ``who_wants`` for: a suspect, judged at the next drain.  ``record``: the key's, if
+        the caller has it (the beliefs' record is read once per event)."""
         client, key = pair
-        if (b.refcount.get(pair) and client not in b.who_wants.get(key, ())
-                and pair not in self._settled and pair not in b.cancelled_by_client):
+        if record is None:
+            record = b.records.get(key)
+        held = None if record is None else record.hold(client)
+        if (held is not None and held.refcount and client not in (record.who_wants or ())
+                and pair not in self._settled
+                and (held.race is None or held.race.cancelled_by_client is None)):
             self._suspects.setdefault(pair, seq)
         else:
             if self._suspects:

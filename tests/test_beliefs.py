@@ -74,3 +74,27 @@ def test_a_quiet_limit_does_not_hide_a_loss():
     cluster.trace.flush()
     assert [v.name for v in bounded.violations] == [v.name for v in cluster.checks.violations]
     assert "dangling_future" in {v.name for v in bounded.violations}
+
+
+def test_a_key_held_again_comes_after_the_keys_held_since():
+    """The keys are listed in the order they became held or known, a key whose hold ended
+    and began again from its return (as when each belief was a table of its own), though its
+    record, and its history, stayed in between."""
+    from jupyter_refs import Cluster
+
+    with Cluster(protocol="dask", network="immediate") as cluster:
+        client = cluster.client()
+        x = client.scatter(1)
+        y = client.scatter(2)
+        key = x.key
+        del x
+        cluster.apply_drops()
+        cluster.run_until_idle()
+        x = client.scatter(1)
+        cluster.trace.flush()
+        beliefs = cluster.checks.beliefs
+        assert x.key == key and key in beliefs.records  # one record all along
+        assert beliefs.keys() == [y.key, x.key]
+        assert dict(beliefs.refcount) == {("client:1", y.key): 1, ("client:1", x.key): 1}
+        assert beliefs.sched == {y.key: "memory", x.key: "memory"}
+        assert not beliefs.forgotten and beliefs.forgotten_by.get(key) is not None
