@@ -1588,8 +1588,12 @@ class Tally:
 
     def count(self, run: Run) -> None:
         """Count a run made here, judge it, and every 100 runs collect and report progress."""
-        self.runs += 1
         self.record(run)
+        self._counted()
+
+    def _counted(self) -> None:
+        """One more run counted: every 100, collect the young cycles and report progress."""
+        self.runs += 1
         if self.runs % 100 == 0:
             gc.collect(0)
             if self.progress is not None:
@@ -1599,15 +1603,11 @@ class Tally:
         """Count a sampled run whose order was run already (see :class:`_Memo`): as
         :meth:`count` would count the same run again — its group's count grows, and its
         group keeps its smallest run (this one is no smaller: it was counted before)."""
-        self.runs += 1
         self.repeats += 1
         self.same += seen.same
         if seen.group is not None:
             self.groups[seen.group].count += 1
-        if self.runs % 100 == 0:
-            gc.collect(0)
-            if self.progress is not None:
-                self.progress(self.runs, self.max_schedules, len(self.groups))
+        self._counted()
 
     def found(self) -> bool:
         """Whether the search has its finding (``first=True`` stops there): a failure, or — when
