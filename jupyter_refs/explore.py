@@ -17,11 +17,11 @@ message at a time; each pass follows the runs of the pass before (its own runs t
 delay fewer messages) from what it kept of them — their decisions and the states they
 met — instead of running them again (see :func:`_remade`).
 **Sampling.** Past the bounded space (when it is exhausted and budget remains),
-seeded random runs: each pick uniform among the deliverable heads.  Random runs
-are independent, so with ``processes > 1`` they are shared with forked copies of
-this process (each with its own seed); a copy sends back only its count and, per
-failure group, the picks of its smallest run, which is replayed here — a replay
-is exact — to give the failure its trace.
+random runs (PCT by default; ``sampling.py``), each drawing its numbers from a hash of
+the seed and its number.  With ``processes > 1`` (or a dask ``client``) they are shared
+by order with forked copies of this process (:class:`_Share`); a copy sends back only
+its counts and, per failure group, the picks of its smallest run, which is replayed
+here — a replay is exact — to give the failure its trace.
 
 A **schedule string** names a run: ``dask@3f9a1c:4>1,9>2`` — the protocol (its
 registered name: ``legacy`` runs are written ``dask``, and old ``legacy@`` strings
@@ -76,6 +76,7 @@ from .network import Chooser
 from .protocol.messages import EXECUTE, Message
 from .protocol.ready import ReadyQueue
 from .protocol.variants import ALIASES, VARIANTS, ProtocolVariant, is_registered, release_variant
+from .sampling import SPLIT_PICKS, Memo, Numbers, Pick, Seen, owner, picker
 from .task_runs import current_run
 from .trace import Trace
 from .userline import Unshortened
@@ -477,8 +478,7 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
          rng: random.Random | None = None, capacity: int = 100_000, keep_open: bool = False,
          clients: int | None = None, baseline: Outcome | None = None, judge: bool = True,
          invariants: Sequence[Invariant] = (), states: _States | None = None,
-         pct: tuple[int, int] | None = None, path: dict | None = None,
-         sleeps: Sequence[frozenset] = (),
+         path: dict | None = None, sleeps: Sequence[frozenset] = (),
          chooser: tuple[_Policy, list[_Decision]] | None = None) -> Run:
     """One run: follow ``prefix``, then the oldest awake message (or ``rng``) at each decision.
 
@@ -490,7 +490,7 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
     and counts delays there as the run that first made them did.  Its outcome is judged
     against ``baseline`` (see :func:`judge_outcome`); ``judge=False`` leaves it for the caller
     (the in-order run, which is the baseline).  ``chooser``: a sampled run's policy made
-    already, with the list its decisions go to (see :meth:`_Memo.run`).
+    already, with the list its decisions go to (see :meth:`_Share._draw`).
     """
     # User calls begun; the scenario's outcome once it is over; the task runs in progress on
     # the run's stack, innermost last, each [what it runs (see _frame), the calls it began].
@@ -500,7 +500,7 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
     else:
         decisions = []
         policy = choosing_policy(decisions, prefix, strict, entry_sleep, explored, rng, states, progress,
-                                 pct, path, sleeps)
+                                 path, sleeps)
     cluster = Cluster(protocol=protocol, workers=workers, network=policy, trace_capacity=capacity,
                       threads_per_worker=THREADS_PER_WORKER)
     cluster.flush_calls = keep_open  # the checks read the run once, at the end
@@ -603,8 +603,7 @@ def run_choosing(scenario: Scenario, protocol: str | ProtocolVariant,
 def choosing_policy(decisions: list[_Decision], prefix: Sequence[int], strict: bool,
             entry_sleep: frozenset, explored: frozenset, rng: random.Random | None,
             states: _States | None = None, progress: list | None = None,
-            pct: tuple[int, int] | None = None, path: dict | None = None,
-            sleeps: Sequence[frozenset] = ()) -> _Policy:
+            path: dict | None = None, sleeps: Sequence[frozenset] = ()) -> _Policy:
     """The chooser of one run, appending each decision it makes to ``decisions``.
 
     Closures rather than methods: a run makes a decision per delivery with a choice,
@@ -618,8 +617,13 @@ def choosing_policy(decisions: list[_Decision], prefix: Sequence[int], strict: b
     mine: dict = {k: v for k, v in path.items() if v[1] <= last} if path else {}
     visits: list = []  # what _visit did at each state (see Run.visits)
 
-    if rng is not None and not prefix:
-        return _Policy(_sampling(decisions, rng, pct), sleeping)
+    if rng is not None and not prefix:  # a random run of real dask's explorer
+        def choose_at_random(heads: Sequence[Message]) -> Message:
+            pick = rng.randrange(len(heads))
+            decisions.append(_Decision(heads, pick))
+            return heads[pick]
+
+        return _Policy(choose_at_random, sleeping)
 
     def choose(heads: Sequence[Message]) -> Message:
         if len(heads) == 1:
@@ -1480,22 +1484,22 @@ def explore(scenario: Scenario, protocol: str | ProtocolVariant = "dask",
     distinct states the systematic search met.
 
     **Random runs** (``sampler``): ``"pct"`` (the default) runs PCT, probabilistic
-    concurrency testing over channels (see :func:`_pct`), with 1, 2 … ``depth`` priority
+    concurrency testing over channels (see :func:`jupyter_refs.sampling.pct`), with 1, 2 … ``depth`` priority
     change points in turn (depth d = d-1 change points, d from 1 to ``depth``): a bug of
     depth d <= ``depth`` is found by each run of depth d with probability at least
     1/(n·k^(d-1)) (n channels, k decisions of the in-order run), so by one run in ``depth``;
-    ``"uniform"`` picks uniformly at every decision, as before.  Each random run draws from
-    a generator of its own (seeded ``"{seed}:{i}"`` for the i-th), and an order drawn again
-    (PCT draws the likeliest orders many times) is counted as its first run was, not run
-    again (:class:`_Memo`): the same counts, groups and smallest runs, for the cost of
-    following the chooser down a tree of the orders run so far; ``ExploreResult.repeats``
-    says how many.
+    ``"uniform"`` picks uniformly at every decision, as before.  Each random run draws its
+    numbers from a hash of ``"{seed}:{i}"`` for the i-th (``sampling.Numbers``), and an
+    order drawn again (PCT draws the likeliest orders many times) is counted as its first
+    run was, not run again (``sampling.Memo``): the same counts, groups and smallest runs,
+    for the cost of following the chooser down a tree of the orders run so far;
+    ``ExploreResult.repeats`` says how many.
 
     **Shared** (``processes``, or ``client``): the random runs are split by order, not only
     by draw (:class:`_Share`): each order is run by one process, so the result — schedules,
     failures, counts, smallest schedules — is this process's alone, exactly, whatever the
-    number of shares.  **On a dask cluster** (``client``): a share per worker thread, in two
-    rounds of tasks pinned to its worker (a cluster of this process's own threads gets one
+    number of shares.  **On a dask cluster** (``client``): a share per worker thread, a
+    task pinned to its worker (a cluster of this process's own threads gets one
     share, run in this thread); the systematic search stays here.  The
     scenario travels by cloudpickle: one that cannot is refused before anything runs, with
     what cloudpickle said.
@@ -1599,7 +1603,7 @@ class Tally:
             if self.progress is not None:
                 self.progress(self.runs, self.max_schedules, len(self.groups))
 
-    def count_again(self, seen: _Seen) -> None:
+    def count_again(self, seen: Seen) -> None:
         """Count a sampled run whose order was run already (see :class:`_Memo`): as
         :meth:`count` would count the same run again — its group's count grows, and its
         group keeps its smallest run (this one is no smaller: it was counted before)."""
@@ -1923,17 +1927,12 @@ def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: i
             # a helper nobody reaps.
             shield = interrupts.enter()
             try:
-                forked.append(_fork(_Share(*args, i, shares), range(i, left, shares)))
+                forked.append(_fork(_Share(*args, i, shares), range(left)))
             finally:
                 interrupts.leave(shield)
-        sampled = own.count(tally, range(0, left, shares), first)
+        sampled = own.count(tally, range(left), first)
         if forked:
             results = [_receive(*helper) for helper in forked]
-            wanted = _routed([own.foreign] + [r[2] for r in results], left)
-            for helper, draws in zip(forked, wanted[1:], strict=True):
-                _send(*helper, draws)
-            sampled += own.count(tally, wanted[0], claimed=True)
-            results += [_receive(*helper) for helper in forked]
             for process, pipe in forked:
                 pipe.close()
                 process.join()
@@ -1948,13 +1947,12 @@ def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: i
 
 class _Remote:
     """The random runs on a dask cluster (``explore(client=…)``): a share per worker
-    thread, each round a task pinned to its worker (:func:`_share_away`).
+    thread, each a task pinned to its worker (:func:`_share_away`).
 
-    The first round starts as soon as the in-order run is made (what the random runs are
-    judged against), while this process searches: it cannot know yet how many draws the
-    search will leave, so it takes every draw the search could (``max_schedules - 1``),
-    and only those below what it left are counted (:func:`_merge`'s ``below``).  The
-    second round, the draws the first found to be another share's orders, waits for it.
+    The shares start as soon as the in-order run is made (what the random runs are judged
+    against), while this process searches: it cannot know yet how many draws the search
+    will leave, so each takes every draw the search could (``max_schedules - 1``), and only
+    those below what it left are counted (:func:`_merge`'s ``below``).
     """
 
     def __init__(self, client: Any, scenario: Scenario, protocol: str | ProtocolVariant,
@@ -1978,99 +1976,60 @@ class _Remote:
         return all(str(address).startswith("inproc://") for address in client.nthreads())
 
     def start(self, tally: Tally) -> None:
-        """The first round, on the in-order run (``Tally.on_baseline``)."""
+        """The shares sent, on the in-order run (``Tally.on_baseline``)."""
         scenario, protocol, workers, fp, seed, invariants, depth = self.search
         length = max(1, len(tally.baseline.picks)) if tally.baseline is not None else 1
         self.args = (scenario, protocol, workers, fp, seed, tally.outcome, invariants,
                      (depth, length) if depth else None)
-        shares = len(self.addresses)
-        self.futures = self._round([range(s, tally.max_schedules - 1, shares)
-                                    for s in range(shares)], False)
+        draws = range(tally.max_schedules - 1)
+        self.futures = [self.client.submit(_share_away, self.args, s, len(self.addresses),
+                                           draws, key=f"{self.token}-{s}",
+                                           workers=[address], allow_other_workers=True,
+                                           pure=False)
+                        for s, address in enumerate(self.addresses)]
 
     def finish(self, tally: Tally, left: int) -> int:
-        """The draws ``0 … left - 1`` counted in: the first round gathered, the second
-        made; how many were counted."""
-        if not self.futures:
+        """The draws ``0 … left - 1`` counted in; how many were counted."""
+        if not self.futures or not left:
             return 0
-        first = self._gather()
-        # The second round even when nothing is left to count: it takes each share off
-        # its worker (see _KEPT_SHARES).
-        self.futures = self._round(_routed([r[2] for r in first], left), True)
-        if not left:
-            self._gather()
-            return 0
+        try:
+            results = self.client.gather(self.futures)
+        finally:
+            self.close()
         scenario, protocol, workers, fp = self.args[:4]
-        sampled = _merge(scenario, protocol, workers, fp, tally, first + self._gather(),
-                         self.args[6], below=left)
+        sampled = _merge(scenario, protocol, workers, fp, tally, results, self.args[6],
+                         below=left)
         if tally.progress is not None:
             tally.progress(tally.runs, tally.max_schedules, len(tally.groups))
         return sampled
 
     def close(self) -> None:
-        """Let go of the rounds still out (the search raised, or its budget ran out first)."""
+        """Let go of the shares still out (the search raised, or its budget ran out first:
+        released, a share not begun is never run)."""
         for future in self.futures:
             future.release()
         self.futures = []
-
-    def _round(self, draws: Sequence[Sequence[int]], second: bool) -> list:
-        shares = len(self.addresses)
-        return [self.client.submit(_share_away, self.token, self.args, s, shares, drawn, second,
-                                   key=f"{self.token}-{s}-{int(second)}",
-                                   workers=[self.addresses[s]], allow_other_workers=True,
-                                   pure=False)
-                for s, drawn in enumerate(draws)]
-
-    def _gather(self) -> list[tuple]:
-        try:
-            return self.client.gather(self.futures)
-        finally:
-            self.close()
 
 
 #: Numbers the searches sent to a dask cluster, for their shares' names there.
 _SEARCHES = itertools.count()
 
-#: The shares a dask worker process keeps between their two rounds (see :func:`_share_away`),
-#: by search and share; a few at most, the oldest dropped (a search interrupted between its
-#: rounds never comes back for its own).
-_KEPT_SHARES: dict[tuple[str, int], _Share] = {}
-_KEPT_AT_MOST = 8
 
-
-def _share_away(token: str, args: tuple, share: int, shares: int, draws: Sequence[int],
-                second: bool) -> tuple:
-    """One round of a share (:meth:`_Share.summary`) in a dask worker: the first keeps the
-    share, with what it ran, for the second (pinned to the same worker; elsewhere, or once
-    dropped, the second starts afresh: the same counts, more runs).  With the garbage
-    collector paused, as :func:`explore` pauses it here (each run leaves young cycles;
-    collected every 100 runs), and out of the worker's profiler, whose samples would hold a
-    run's frames and so decide when a dropped future is released
-    (``jupyter_refs/dask/unprofiled.py``)."""
+def _share_away(args: tuple, share: int, shares: int, draws: Sequence[int]) -> tuple:
+    """A share's runs (:meth:`_Share.summary`) in a dask worker.  With the garbage collector
+    paused, as :func:`explore` pauses it here (each run leaves young cycles; collected every
+    100 runs), and out of the worker's profiler, whose samples would hold a run's frames and
+    so decide when a dropped future is released (``jupyter_refs/dask/unprofiled.py``)."""
     from .dask.unprofiled import unprofiled
 
-    kept = _KEPT_SHARES.pop((token, share), None) if second else None
-    mine = kept if kept is not None else _Share(*args, share, shares)
     collecting = gc.isenabled()
     gc.disable()
     try:
         with unprofiled():
-            result = mine.summary(draws, claimed=second)
+            return _Share(*args, share, shares).summary(draws)
     finally:
         if collecting:
             gc.enable()
-    if not second:
-        while len(_KEPT_SHARES) >= _KEPT_AT_MOST:
-            del _KEPT_SHARES[next(iter(_KEPT_SHARES))]
-        _KEPT_SHARES[token, share] = mine
-    return result
-
-
-def _routed(foreign: list[dict[int, list[int]]], below: int) -> list[list[int]]:
-    """The draws below ``below`` each share counts in the second round: those the first
-    round's shares (``foreign``, theirs in share order) found to be its orders, in draw
-    order."""
-    return [sorted(d for f in foreign for d in f.get(s, ()) if d < below)
-            for s in range(len(foreign))]
 
 
 def picklable(scenario: Scenario) -> None:
@@ -2095,12 +2054,12 @@ def picklable(scenario: Scenario) -> None:
 def _merge(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str,
            tally: Tally, results: list[tuple], invariants: tuple, below: int | None = None
            ) -> int:
-    """Helpers' rounds counted in (:meth:`_Share.summary`), their draws below ``below``
+    """Helpers' runs counted in (:meth:`_Share.summary`), their draws below ``below``
     only: each failure group's smallest run (least size, then least picks: see
     :func:`_smallest`) replayed here (exact), with its count; how many draws were counted."""
     counted = 0
     best: dict[tuple, list] = {}  # group -> [count, size, picks, draw]
-    for records, failing, _foreign in results:
+    for records, failing in results:
         for draw, same, order, repeat in records:
             if below is not None and draw >= below:
                 continue
@@ -2125,117 +2084,21 @@ def _merge(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp
     return counted
 
 
-class _Remembered:
-    """A deliverable head as a sampled run's chooser reads it: its channel (the PCT
-    priorities'), nothing else (the uniform picks read only how many heads there are)."""
-
-    __slots__ = ("channel",)
-
-    def __init__(self, channel: str):
-        self.channel = channel
-
-
-@dataclass(frozen=True, slots=True)
-class _Seen:
-    """A sampled run whose order was run before: what counting it needs of its verdict."""
-
-    #: Its failure group (None: it passed).
-    group: tuple | None
-    #: 1 if it passed while raising as the in-order run did (``Tally.same``), else 0.
-    same: int
-    #: Its place in its share's failing orders (:attr:`_Share.failing`); -1: it passed.
-    order: int = -1
-
-
-#: Nodes a share's memo keeps at most (a node is a decision of some sampled run, about
-#: 250 bytes): past it, orders not met yet are run and not remembered.
-MEMO_NODES = 50_000
-
-#: How many picks of an order say which share counts it (see :class:`_Share`): enough that
-#: the orders fall evenly between shares (#8576 under legacy: 1,019 / 1,030 of 2,049 PCT
-#: orders at 6, 760 / 1,289 at 3), few enough that a share meets the other shares' prefixes
-#: in a few dozen short runs (132 prefixes of 6 picks there).
-SPLIT_PICKS = 6
-
-
-def _split(picks: Sequence[int], shares: int) -> int:
-    """The share of an order longer than :data:`SPLIT_PICKS` decisions, by its first picks
-    (``hash`` of a tuple of ints: the same in every process, whatever its hash seed)."""
-    return hash(tuple(picks[:SPLIT_PICKS])) % shares
-
-
-class _Memo:
-    """The orders a share has run, as a tree of their decisions, so that an order drawn
-    again is counted without running it again.
-
-    A run is determined by its picks (what :func:`replay` rests on), and a sampled run's
-    chooser draws each pick from its seeded generator and what it is shown — how many heads
-    are deliverable and their channels — and nothing else.  So each node keeps the heads'
-    channels at that decision and, per pick made there, the next node; a leaf keeps the
-    run's verdict (:class:`_Seen`); a run stopped early (another share's order) leaves a
-    node whose heads are not known yet.  A scenario whose calls do not answer the same way
-    under the same order would break replay already; a run of it that disagrees with the
-    tree turns the memo off.
-    """
-
-    __slots__ = ("root", "nodes", "on", "_heads", "_seen")
-
-    def __init__(self) -> None:
-        #: [heads at the first decision (None: not known, or a leaf), {pick: node}, the
-        #: leaf's _Seen (None: not a leaf)]
-        self.root: list = [None, {}, None]
-        self.nodes = 0
-        self.on = True
-        #: The heads and the verdicts met, each kept once: most nodes share a few of each.
-        self._heads: dict[tuple[str, ...], list[_Remembered]] = {}
-        self._seen: dict[_Seen, _Seen] = {}
-
-    def add(self, decisions: Sequence[_Decision], seen: _Seen | None) -> None:
-        """A run's decisions, and its verdict at their end (None: the run was stopped there,
-        and what follows is not known)."""
-        if not self.on or self.nodes >= MEMO_NODES:
-            return
-        node = self.root
-        for d in decisions:
-            channels = tuple(h.channel for h in d.heads)
-            heads = self._heads.get(channels)
-            if heads is None:
-                heads = self._heads[channels] = [_Remembered(c) for c in channels]
-            if node[0] is None:
-                if node[2] is not None:
-                    self.on = False  # a leaf here before: the scenario is not deterministic
-                    return
-                node[0] = heads
-            elif node[0] is not heads:
-                self.on = False
-                return
-            child = node[1].get(d.pick)
-            if child is None:
-                child = node[1][d.pick] = [None, {}, None]
-                self.nodes += 1
-            node = child
-        if seen is None:
-            return
-        if node[0] is not None or (node[2] is not None and node[2] != seen):
-            self.on = False  # a run went on past here before, or ended otherwise
-            return
-        node[2] = self._seen.setdefault(seen, seen)
-
-
 class _Share:
-    """One share of a random phase: the draws it is given, each an order drawn by a
-    generator of its own (seeded by the search's seed and the draw's number, so any share
-    can make any draw), counted by exactly one share whatever their number.
+    """One share of a random phase: the draws it counts, each an order drawn with numbers of
+    its own (:class:`~jupyter_refs.sampling.Numbers`, so any share can make any draw), each
+    counted by exactly one share whatever their number.
 
-    An order longer than :data:`SPLIT_PICKS` decisions belongs to the share its first picks
-    name (:func:`_split`), a shorter one to the share that drew it.  So the shares split the
-    tree of orders, not only the draws: each order is run by one share, once, and drawn
-    again it is counted from its :class:`_Memo` without running — the memo pays as much to
-    two shares as to one (PCT draws an order again often: 1,100 distinct of 4,843 on
-    #8576).  A first round takes every ``shares``-th draw: a draw that turns out to be
-    another share's order is stopped after its first picks (or not run at all, once the
-    memo knows them) and listed in :attr:`foreign` for a second round, in which each share
-    counts the draws sent to it (``claimed``).
+    Every share is given every draw and follows each as far as its first picks
+    (:data:`~jupyter_refs.sampling.SPLIT_PICKS`), which name the share whose order it is
+    (:func:`~jupyter_refs.sampling.owner`); it goes on only with its own.  So the shares
+    split the tree of orders, not only the draws: each order is run by one share, once, and
+    drawn again it is counted from its :class:`~jupyter_refs.sampling.Memo` without running
+    — the memo pays as much to two shares as to one (PCT draws an order again often: 1,100
+    distinct of 4,843 on #8576).  Following a draw down the memo costs about 11 µs, so the
+    first picks of the other shares' draws cost a share less than a second round of
+    messages did, and the shares never wait for each other.  A draw whose first picks the
+    memo does not know yet is run, and stopped there when they are another share's.
     """
 
     def __init__(self, scenario: Scenario, protocol: str | ProtocolVariant, workers: int,
@@ -2245,28 +2108,25 @@ class _Share:
         self.seed = seed
         self.baseline, self.invariants, self.pct = baseline, invariants, pct
         self.share, self.shares = share, shares
-        self.memo = _Memo()
-        #: The draws of the first round that are other shares' orders: share -> draws.
-        self.foreign: dict[int, list[int]] = {}
-        #: The failing orders this share ran: ``(group, size, picks)``, by ``_Seen.order``.
+        self.memo = Memo()
+        #: The failing orders this share ran: ``(group, size, picks)``, by ``Seen.order``.
         self.failing: list[tuple[tuple, tuple, list[int]]] = []
 
-    def runs(self, draws: Sequence[int], claimed: bool = False) -> Any:
-        """Each of ``draws`` that is this share's (all, when ``claimed``): made, as a
-        :class:`Run` (its ``draw`` set), or counted from the memo, as a :class:`_Seen`;
-        as ``(draw, made, verdict)``, the verdict of its order a :class:`_Seen` (``made``
-        itself when counted from the memo)."""
+    def runs(self, draws: Sequence[int]) -> Any:
+        """Each of ``draws`` that is this share's: made, as a :class:`Run` (its ``draw``
+        set), or counted from the memo, as a :class:`~jupyter_refs.sampling.Seen`; as
+        ``(draw, made, verdict)``, the verdict of its order a ``Seen`` (``made`` itself when
+        counted from the memo)."""
         for i in draws:
-            made = self._draw(i, claimed or self.shares == 1)
+            made = self._draw(i)
             if made is not None:
                 yield i, *made
 
-    def count(self, tally: Tally, draws: Sequence[int], first: bool = False,
-              claimed: bool = False) -> int:
+    def count(self, tally: Tally, draws: Sequence[int], first: bool = False) -> int:
         """Count this share's runs of ``draws`` into ``tally`` as they come (its progress
         too); ``first``: stop once it has its finding.  How many were counted."""
         n = 0
-        for _draw, made, seen in self.runs(draws, claimed):
+        for _draw, made, seen in self.runs(draws):
             n += 1
             if made is seen:
                 tally.count_again(seen)
@@ -2276,188 +2136,108 @@ class _Share:
                 break
         return n
 
-    def summary(self, draws: Sequence[int], claimed: bool = False) -> tuple:
+    def summary(self, draws: Sequence[int]) -> tuple:
         """This share's runs of ``draws`` as a helper sends them back (:func:`_merge` counts
         them): per draw counted, ``(draw, same, order, repeat)`` — whether it raised as the
         in-order run did, its failing order (-1: it passed), whether it was counted from
-        the memo; the failing orders so far, each ``(group, size, picks)``; and the draws
-        that are other shares' (:attr:`foreign`)."""
+        the memo; and the failing orders, each ``(group, size, picks)``."""
         records = []
-        for n, (draw, made, seen) in enumerate(self.runs(draws, claimed), 1):
+        for n, (draw, made, seen) in enumerate(self.runs(draws), 1):
             records.append((draw, seen.same, seen.order, made is seen))
             if made is not seen:
                 made.cluster.dispose()
             if n % 100 == 0:
                 gc.collect(0)
-        return records, list(self.failing), self.foreign
+        return records, list(self.failing)
 
-    def _elsewhere(self, share: int, draw: int) -> None:
-        self.foreign.setdefault(share, []).append(draw)
-
-    def _draw(self, i: int, mine: bool) -> tuple[Run | _Seen, _Seen] | None:
-        """Draw ``i``: followed in the memo as far as it knows the heads, drawing on them
-        exactly what the run would draw; then made for real, by the same chooser (None: it
-        is another share's order, listed in :attr:`foreign`).  ``mine``: count it whatever
-        its order."""
-        rng = random.Random(f"{self.seed}:{i}")
-        pct = _depth(self.pct, i)
-        decisions: list[_Decision] = []
-        choose = _sampling(decisions, rng, pct)
-        shares = self.shares
+    def _draw(self, i: int) -> tuple[Run | Seen, Seen] | None:
+        """Draw ``i``: followed in the memo as far as it knows the channels, drawing on them
+        exactly what the run would draw; then made for real, by the same chooser.  None: it
+        is another share's order."""
+        pick = picker(Numbers(self.seed, i), i, self.pct)
+        share, shares = self.share, self.shares
+        mine = shares == 1
+        picks: list[int] = []
         node = self.memo.root if self.memo.on else None
         while node is not None:
-            heads = node[0]
-            if not mine and len(decisions) == SPLIT_PICKS and node[2] is None:
-                # Past its first picks, and the order goes on: whose they say it is.
-                owner = _split([d.pick for d in decisions], shares)
-                if owner != self.share:
-                    return self._elsewhere(owner, i)
+            if not mine and (len(picks) == SPLIT_PICKS or node[2] is not None):
+                # Its first picks, or all of a shorter order's: whose it is.
+                if owner(picks, shares) != share:
+                    return None
                 mine = True
-            if heads is None:
+            channels = node[0]
+            if channels is None:
                 if node[2] is not None:
-                    return node[2], node[2]  # a leaf: this order again (a short one: drawn here)
+                    return node[2], node[2]  # a leaf: this order again
                 break  # a run stopped here before: what follows is not known
-            choose(heads)
-            node = node[1].get(decisions[-1].pick)
+            chosen = pick(channels)
+            picks.append(chosen)
+            node = node[1].get(chosen)
+        walked = self.memo.channels(picks)
+        decisions: list[_Decision] = []
+        policy, differs = self._resumed(pick, walked, picks, decisions, mine)
         scenario, protocol, workers, fp = self.args
-        walked = len(decisions)
-        resume, made = self._resumed(choose, decisions, mine)
         run = _run(scenario, protocol, workers, fp, [], strict=False, baseline=self.baseline,
-                   invariants=self.invariants, chooser=(_Policy(resume, set()), decisions))
-        if made[0] < walked or made[1]:
-            # The run did not make the decisions its memo remembered (fewer of them, or
-            # other heads): the scenario answers otherwise under one order.  The memo is
+                   invariants=self.invariants, chooser=(policy, decisions))
+        if len(decisions) < len(walked) or differs[0]:
+            # The run did not make the decisions its memo remembered (fewer of them, or on
+            # other channels): the scenario answers otherwise under one order.  The memo is
             # off, and the draw made again from its start, as every draw is from now on.
             self.memo.on = False
             run.cluster.dispose()
-            return self._draw(i, mine)
+            return self._draw(i)
         run.draw = i
+        made = [(tuple([h.channel for h in d.heads]), d.pick) for d in decisions]
         if run.pruned:  # stopped after its first picks: another share's order
-            self.memo.add(run.decisions, None)
+            self.memo.add(made, None)
             run.cluster.dispose()
-            return self._elsewhere(_split(run.picks, shares), i)
+            return None
+        mine = mine or owner(run.picks, shares) == share  # (a shorter order: all its picks)
         if run.failed:
-            seen = _Seen(_group(run), 0, len(self.failing))
-            self.failing.append((seen.group, run_size(run), run.picks))
+            seen = Seen(_group(run), 0, len(self.failing) if mine else -1)
+            if mine:
+                self.failing.append((seen.group, run_size(run), run.picks))
         else:
-            seen = _Seen(None, int(run.raised is not None))
-        self.memo.add(run.decisions, seen)
+            seen = Seen(None, int(run.raised is not None))
+        self.memo.add(made, seen)
+        if not mine:
+            run.cluster.dispose()
+            return None
         return run, seen
 
-    def _resumed(self, choose: Callable[[Sequence[Message]], Message],
-                 decisions: list[_Decision], mine: bool
-                 ) -> tuple[Callable[[Sequence[Message]], Message], list[int]]:
-        """``choose``, which made ``decisions`` on the memo's remembered heads: those picks
-        again on the run's real heads (each decision made again in its place), then
-        ``choose`` itself — and, unless ``mine``, a :class:`Stop` at the decision after the
-        first :data:`SPLIT_PICKS` when they name another share.  With it, the decisions it
-        was shown, and 1 once real heads were not the remembered ones."""
-        walked = [(d.pick, [h.channel for h in d.heads]) for d in decisions]
-        made = [0, 0]
+    def _resumed(self, pick: Pick, walked: list[tuple[str, ...]], picks: list[int],
+                 decisions: list[_Decision], mine: bool) -> tuple[_Policy, list[int]]:
+        """A sampled run's policy: ``picks``, drawn on the memo's ``walked`` channels, made
+        again on the run's real heads, then ``pick`` itself — and, unless ``mine``, a
+        :class:`Stop` at the decision after the first :data:`SPLIT_PICKS` picks when they
+        name another share.  With it, a flag set once real heads were not the remembered
+        ones."""
+        differs = [0]
         share, shares = self.share, self.shares
+        done = len(walked)
 
-        def resume(heads: Sequence[Message]) -> Message:
-            i = made[0]
-            made[0] = i + 1
+        def choose(heads: Sequence[Message]) -> Message:
+            i = len(decisions)
             if i == SPLIT_PICKS and not mine and \
-                    _split([d.pick for d in decisions], shares) != share:
+                    owner([d.pick for d in decisions], shares) != share:
                 raise Stop
-            if i >= len(walked):
-                return choose(heads)
-            pick, channels = walked[i]
-            if len(heads) != len(channels) or any(
-                    h.channel != c for h, c in zip(heads, channels, strict=True)):
-                made[1] = 1  # not the run its memo knew: _draw makes it again without
-                pick = 0
-            decisions[i] = _Decision(heads, pick)
-            return heads[pick]
+            if i < done:
+                chosen = picks[i]
+                if len(heads) != len(walked[i]) or any(
+                        h.channel != c for h, c in zip(heads, walked[i], strict=True)):
+                    differs[0] = 1  # not the run its memo knew: _draw makes it again without
+                    chosen = 0
+            else:
+                chosen = pick(tuple([h.channel for h in heads]))
+            decisions.append(_Decision(heads, chosen))
+            return heads[chosen]
 
-        return resume, made
-
-
-def _sampling(decisions: list[_Decision], rng: random.Random, pct: tuple[int, int] | None
-              ) -> Callable[[Sequence[Message]], Message]:
-    """A sampled run's chooser (it has no prefix and nothing asleep): PCT's (:func:`_pct`),
-    or a uniform pick at each decision."""
-    if pct is not None:
-        return _pct(decisions, rng, *pct)
-    getrandbits = rng.getrandbits
-
-    def choose_at_random(heads: Sequence[Message]) -> Message:
-        # This is ``rng.randrange(n)`` as CPython draws it (``Random._randbelow``: bits of
-        # n's length until one is below n), the same numbers without its two Python frames.
-        n = len(heads)
-        k = n.bit_length()
-        pick = getrandbits(k)
-        while pick >= n:
-            pick = getrandbits(k)
-        decisions.append(_Decision(heads, pick))
-        return heads[pick]
-
-    return choose_at_random
-
-
-def _depth(pct: tuple[int, int] | None, i: int) -> tuple[int, int] | None:
-    """The PCT depth of a sampler's ``i``-th run: 1, 2, … ``depth`` in turn (see :func:`_pct`)."""
-    return None if pct is None else (1 + i % pct[0], pct[1])
-
-
-def _pct(decisions: list[_Decision], rng: random.Random, depth: int, length: int
-         ) -> Callable[[Sequence[Message]], Message]:
-    """A PCT chooser (Burckhardt et al., "A randomized scheduler with probabilistic guarantees
-    of finding bugs", ASPLOS 2010; Coyote's and Shuttle's ``PCT``), over channels: each channel
-    gets a random priority when its first message is deliverable, and the deliverable head of
-    the highest-priority channel goes; at ``depth - 1`` decisions drawn among the first
-    ``length`` (the in-order run's count), the channel about to go drops below every other,
-    to the 1st … (d-1)th lowest priority.  Past ``2 * length + 20`` decisions the picks are
-    uniform (a fixed priority could keep a loop going that a fair order leaves).
-
-    The depth it covers: an order bug of depth ``d`` — one that ``d`` ordering constraints
-    between messages make happen — is found by one run with probability at least
-    ``1 / (n * k ** (d - 1))``, n the channels used and k the decisions of a run, whatever
-    the scenario's size; uniform picks give no such bound (their chance of a given order of
-    k decisions falls with every decision).
-    """
-    priority: dict[str, float] = {}
-    points = rng.sample(range(max(length, depth - 1)), depth - 1) if depth > 1 else []
-    lows = {point: float(j + 1) for j, point in enumerate(points)}
-    top = float(depth)
-    random_ = rng.random
-    fair = 2 * length + 20
-
-    def best(heads: Sequence[Message]) -> int:
-        pick, high = 0, -1.0
-        for j, head in enumerate(heads):
-            p = priority.get(head.channel)
-            if p is None:
-                p = priority[head.channel] = top + random_()
-            if p > high:
-                pick, high = j, p
-        return pick
-
-    def choose(heads: Sequence[Message]) -> Message:
-        i = len(decisions)
-        if i >= fair:
-            # Past the in-order run's length twice over: fair (uniform) picks, as Coyote's PCT
-            # turns fair after its unfair steps — fixed priorities could keep a loop going
-            # that any fair order leaves.
-            pick = rng.randrange(len(heads))
-            decisions.append(_Decision(heads, pick))
-            return heads[pick]
-        pick = best(heads)
-        low = lows.get(i)
-        if low is not None:
-            priority[heads[pick].channel] = low
-            pick = best(heads)
-        decisions.append(_Decision(heads, pick))
-        return heads[pick]
-
-    return choose
+        return _Policy(choose, set()), differs
 
 
 def _fork(share: _Share, draws: Sequence[int]) -> tuple[Any, Any]:
-    """Start ``share`` in a forked copy of this process, on ``draws`` and then on the draws
-    sent to it for its second round; returns its process and its end of their pipe.
+    """Start ``share`` in a forked copy of this process, on ``draws``; returns its process
+    and its end of their pipe, on which its :meth:`_Share.summary` comes back.
 
     The copy writes nothing (a scenario's prints would repeat once per run) and leaves
     with ``os._exit``, so nothing of the parent — a kernel's sockets and threads — is
@@ -2472,7 +2252,6 @@ def _fork(share: _Share, draws: Sequence[int]) -> tuple[Any, Any]:
         try:
             sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - dies with the process
             theirs.send(share.summary(draws))
-            theirs.send(share.summary(theirs.recv(), claimed=True))
         except BaseException:  # noqa: BLE001 - reported as a failed helper, never raised here
             code = 1
         finally:
@@ -2501,18 +2280,10 @@ def _reap(helpers: list[tuple[Any, Any]]) -> None:
 
 
 def _receive(process: Any, pipe: Any) -> tuple:
-    """A helper's next round (:meth:`_Share.summary`)."""
+    """A helper's runs (:meth:`_Share.summary`)."""
     try:
         return pipe.recv()
     except EOFError:
-        raise _died(process) from None
-
-
-def _send(process: Any, pipe: Any, draws: list[int]) -> None:
-    """A helper's second round: the draws that are its orders."""
-    try:
-        pipe.send(draws)
-    except OSError:  # BrokenPipeError: it is gone
         raise _died(process) from None
 
 

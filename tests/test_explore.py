@@ -723,9 +723,9 @@ def test_a_share_on_a_dask_worker_runs_as_here_whatever_its_profiler_samples():
             distributed.LocalCluster(n_workers=1, processes=False, threads_per_worker=1,
                                      dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as client:
-        futures = [client.submit(explore_module._share_away, f"profiled-{i}", share, 0, 1,
-                                 range(2500), False, pure=False)
-                   for i in range(4)]
+        futures = [client.submit(explore_module._share_away, share, 0, 1, range(2500),
+                                 pure=False)
+                   for _ in range(4)]
         there = client.gather(futures)
         worker = next(iter(cluster.workers.values()))
         assert not worker.active_threads  # each share's thread listed again, then done
@@ -760,12 +760,10 @@ def test_explore_on_worker_processes_replays_every_share_under_a_busy_profiler()
             distributed.Client(cluster) as client:
         there = explore(race, client=client, **kwargs)
         again = explore(race, client=client, **kwargs)
-        # A search whose systematic part takes the whole budget: its first round ran ahead
-        # and counts nothing, and no share stays kept on a worker after it.
+        # A search whose systematic part takes the whole budget: its shares ran ahead and
+        # count nothing.
         short = explore(race, client=client, protocol="dask", bound=2, max_schedules=40)
-        kept = client.run(_kept_shares)
     assert short.sampled == 0 and short.schedules == 40
-    assert set(kept.values()) == {0}
     assert there.schedules == here.schedules == 4000
     assert _groups(there) == _groups(here)
     # Each draw counted once, by whichever share its order is: the one process's result.
@@ -773,11 +771,6 @@ def test_explore_on_worker_processes_replays_every_share_under_a_busy_profiler()
     assert [f.schedule for f in there.failures] == [f.schedule for f in here.failures]
     for failure in there.failures:
         assert replay(race, failure.schedule).failed
-
-
-def _kept_shares() -> int:
-    """How many shares of searches a dask worker keeps (run there by ``client.run``)."""
-    return len(importlib.import_module("jupyter_refs.explore")._KEPT_SHARES)
 
 
 def _counts(result):
@@ -845,7 +838,7 @@ def test_a_sampled_order_drawn_again_counts_as_when_it_was_run(monkeypatch, prot
     monkeypatch.setattr(explore_module, "_run", lambda *a, **k: made.append(1) or real(*a, **k))
     remembered = explore(scatter_race, **kwargs)
     runs = len(made)
-    monkeypatch.setattr(explore_module, "MEMO_NODES", 0)
+    monkeypatch.setattr(importlib.import_module("jupyter_refs.sampling"), "MEMO_NODES", 0)
     plain = explore(scatter_race, **kwargs)
     assert summary(remembered) == summary(plain)
     assert runs < len(made) - (100 if sampler == "pct" else 0)  # PCT draws most orders again
@@ -894,11 +887,11 @@ def test_a_search_is_the_same_in_every_process_whatever_its_hash_seed():
 
 
 def _tallied(results, below=None):
-    """Rounds of shares (``_Share.summary``) as ``_merge`` counts them: draws, same, repeats,
+    """Shares' runs (``_Share.summary``) as ``_merge`` counts them: draws, same, repeats,
     and per failure group its count and smallest (size, picks)."""
     draws = same = repeats = 0
     groups: dict = {}
-    for records, failing, _foreign in results:
+    for records, failing in results:
         for draw, s, order, repeat in records:
             if below is not None and draw >= below:
                 continue
@@ -912,31 +905,27 @@ def _tallied(results, below=None):
 
 @pytest.mark.parametrize("sampler", ["pct", "uniform"])
 def test_shares_split_the_orders_and_count_each_draw_once(sampler):
-    """Two shares of a random phase (``_Share``), in their two rounds: together they count
+    """Two shares of a random phase (``_Share``), each given every draw: together they count
     each draw once, with the one share's verdicts (the same failure groups, counts and
     smallest runs), and each order is run by one share only — so each runs about half the
     orders one share runs, not the ~70% that splitting the draws alone leaves each (PCT
-    draws most orders again).  Counted below a limit (as ``explore(client=…)`` counts a
-    first round that ran ahead of its search), they are the one share's first draws."""
+    draws most orders again).  Counted below a limit (as ``explore(client=…)`` counts
+    shares that ran ahead of its search), they are the one share's first draws."""
     fp = fingerprint(scatter_race)
     args = (scatter_race, "legacy", 1, fp, 11, None, (), (3, 12) if sampler == "pct" else None)
     n = 1500
     one = explore_module._Share(*args, 0, 1).summary(range(n))
     shorter = explore_module._Share(*args, 0, 1).summary(range(1100))
     for below, alone in ((n, one), (1100, shorter)):
-        shares = [explore_module._Share(*args, s, 2) for s in range(2)]
-        first = [share.summary(range(s, n, 2)) for s, share in enumerate(shares)]
-        wanted = explore_module._routed([r[2] for r in first], below)
-        assert sorted(wanted[0] + wanted[1]) == sorted(set(wanted[0] + wanted[1]))
-        second = [share.summary(draws, claimed=True) for share, draws in zip(shares, wanted)]
-        split = _tallied(first + second, below)
+        shares = [explore_module._Share(*args, s, 2).summary(range(n)) for s in range(2)]
+        assert not {r[0] for r in shares[0][0]} & {r[0] for r in shares[1][0]}
+        split = _tallied(shares, below)
         whole = _tallied([alone])
         assert split[0] == whole[0] == below
         assert split[1] == whole[1] and split[3] == whole[3]
         if below == n:  # every order run once, by one share
             assert split[2] == whole[2]
-            made = [sum(len(r[0]) - sum(rec[3] for rec in r[0]) for r in (first[s], second[s]))
-                    for s in range(2)]
+            made = [len(r[0]) - sum(rec[3] for rec in r[0]) for r in shares]
             assert sum(made) == whole[0] - whole[2]
             if sampler == "pct":
                 assert max(made) < 0.65 * (whole[0] - whole[2])
@@ -960,7 +949,7 @@ def test_a_scenario_that_answers_otherwise_turns_the_memo_off_and_every_draw_sti
 
     share = explore_module._Share(drifting, "legacy", 1, fingerprint(drifting), 3, None, (),
                                   (3, 12))
-    records, failing, _foreign = share.summary(range(400))
+    records, failing = share.summary(range(400))
     repeats = sum(r[3] for r in records)
     assert [r[0] for r in records] == list(range(400)) and not share.memo.on
     assert 0 < repeats < 400 - 150  # counted from the memo only while it held
