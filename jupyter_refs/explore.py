@@ -76,7 +76,7 @@ from .network import Chooser
 from .protocol.messages import EXECUTE, Message
 from .protocol.ready import ReadyQueue
 from .protocol.variants import ALIASES, VARIANTS, ProtocolVariant, is_registered, release_variant
-from .sampling import SPLIT_PICKS, Memo, Numbers, Pick, Seen, owner, picker
+from .sampling import SPLIT_PICKS, Draw, Memo, Seen, owner
 from .task_runs import current_run
 from .trace import Trace
 from .userline import Unshortened
@@ -1489,7 +1489,7 @@ def explore(scenario: Scenario, protocol: str | ProtocolVariant = "dask",
     depth d <= ``depth`` is found by each run of depth d with probability at least
     1/(n·k^(d-1)) (n channels, k decisions of the in-order run), so by one run in ``depth``;
     ``"uniform"`` picks uniformly at every decision, as before.  Each random run draws its
-    numbers from a hash of ``"{seed}:{i}"`` for the i-th (``sampling.Numbers``), and an
+    numbers from a hash of ``"{seed}:{i}"`` for the i-th (``sampling.Draw``), and an
     order drawn again (PCT draws the likeliest orders many times) is counted as its first
     run was, not run again (``sampling.Memo``): the same counts, groups and smallest runs,
     for the cost of following the chooser down a tree of the orders run so far;
@@ -2084,9 +2084,13 @@ def _merge(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp
     return counted
 
 
+#: No limit on the decisions a walk down the memo makes.
+_ALL = sys.maxsize
+
+
 class _Share:
     """One share of a random phase: the draws it counts, each an order drawn with numbers of
-    its own (:class:`~jupyter_refs.sampling.Numbers`, so any share can make any draw), each
+    its own (:class:`~jupyter_refs.sampling.Draw`, so any share can make any draw), each
     counted by exactly one share whatever their number.
 
     Every share is given every draw and follows each as far as its first picks
@@ -2154,28 +2158,26 @@ class _Share:
         """Draw ``i``: followed in the memo as far as it knows the channels, drawing on them
         exactly what the run would draw; then made for real, by the same chooser.  None: it
         is another share's order."""
-        pick = picker(Numbers(self.seed, i), i, self.pct)
+        draw = Draw(self.seed, i, self.pct)
         share, shares = self.share, self.shares
         mine = shares == 1
         picks: list[int] = []
         node = self.memo.root if self.memo.on else None
-        while node is not None:
-            if not mine and (len(picks) == SPLIT_PICKS or node[2] is not None):
+        if node is not None and not mine:
+            node = draw.follow(node, picks, SPLIT_PICKS)
+            if node is not None and (len(picks) == SPLIT_PICKS or node[2] is not None):
                 # Its first picks, or all of a shorter order's: whose it is.
                 if owner(picks, shares) != share:
                     return None
                 mine = True
-            channels = node[0]
-            if channels is None:
-                if node[2] is not None:
-                    return node[2], node[2]  # a leaf: this order again
-                break  # a run stopped here before: what follows is not known
-            chosen = pick(channels)
-            picks.append(chosen)
-            node = node[1].get(chosen)
+        if node is not None and mine:
+            node = draw.follow(node, picks, _ALL)
+        if node is not None and node[2] is not None:
+            return node[2], node[2]  # a leaf: this order again
+        # Past what the memo knows (or where a run stopped before): made for real.
         walked = self.memo.channels(picks)
         decisions: list[_Decision] = []
-        policy, differs = self._resumed(pick, walked, picks, decisions, mine)
+        policy, differs = self._resumed(draw, walked, picks, decisions, mine)
         scenario, protocol, workers, fp = self.args
         run = _run(scenario, protocol, workers, fp, [], strict=False, baseline=self.baseline,
                    invariants=self.invariants, chooser=(policy, decisions))
@@ -2205,10 +2207,10 @@ class _Share:
             return None
         return run, seen
 
-    def _resumed(self, pick: Pick, walked: list[tuple[str, ...]], picks: list[int],
+    def _resumed(self, draw: Draw, walked: list[tuple[str, ...]], picks: list[int],
                  decisions: list[_Decision], mine: bool) -> tuple[_Policy, list[int]]:
         """A sampled run's policy: ``picks``, drawn on the memo's ``walked`` channels, made
-        again on the run's real heads, then ``pick`` itself — and, unless ``mine``, a
+        again on the run's real heads, then ``draw``'s own picks — and, unless ``mine``, a
         :class:`Stop` at the decision after the first :data:`SPLIT_PICKS` picks when they
         name another share.  With it, a flag set once real heads were not the remembered
         ones."""
@@ -2228,7 +2230,7 @@ class _Share:
                     differs[0] = 1  # not the run its memo knew: _draw makes it again without
                     chosen = 0
             else:
-                chosen = pick(tuple([h.channel for h in heads]))
+                chosen = draw.pick(tuple([h.channel for h in heads]))
             decisions.append(_Decision(heads, chosen))
             return heads[chosen]
 

@@ -1,153 +1,144 @@
-"""The explorer's random runs: their numbers, their choosers, and the memo of the orders run.
+"""The explorer's random runs: each draw's numbers and chooser, and the memo of the orders run.
 
-A sampled run is the draw ``i`` of a search's random phase.  Its choices come from
-:class:`Numbers` of its own — so any process can make any draw, and a share of the phase
+A sampled run is the draw ``i`` of a search's random phase.  Its choices come from numbers
+of its own (:class:`Draw`) — so any process can make any draw, and a share of the phase
 (``explore.py``'s ``_Share``) gives exactly what one process gives — and from what it is
 shown at each decision: the channels of the deliverable heads, nothing else.  Because of
 that, an order can be followed down a :class:`Memo` of the orders run before without a
 cluster: the same numbers on the same channels make the same picks.
 
-Nothing here runs a cluster or knows a message: the choosers take a tuple of channel names
-and return the index of the head to deliver.
+Nothing here runs a cluster or knows a message: a decision is a tuple of channel names, and
+a pick the index of the head to deliver.
 """
 
 from __future__ import annotations
 
 import hashlib
-import itertools
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-#: A chooser: the channels of the deliverable heads, oldest first -> the index to deliver.
-Pick = Callable[[tuple[str, ...]], int]
+_WORDS = struct.Struct("<16I").unpack
+_FRACTION = 2.0 ** -32
+#: Children of a node that has none: a live run's decision, chosen as the walk's last.
+_NONE: dict = {}
 
-_WORDS = struct.Struct("<8Q").unpack
-_FLOAT = 2.0 ** -53
+
+def _words(key: str) -> tuple[int, ...]:
+    """Sixteen 32-bit random words: BLAKE2b of ``key``."""
+    return _WORDS(hashlib.blake2b(key.encode(), digest_size=64).digest())
 
 
-class Numbers:
-    """Draw ``i``'s random numbers: BLAKE2b of ``"{seed}:{i}"`` (then ``…:{block}``), eight
-    64-bit words a hash.
+class Draw:
+    """Draw ``i`` of a random phase: its numbers and its chooser, PCT's or uniform.
 
-    Not a seeded ``random.Random`` per draw, as before: seeding the Mersenne Twister costs
-    5 µs (it fills 624 words), a third of following an order down the memo — and a share
-    follows every draw of the phase at least as far as its first picks (see
-    :data:`SPLIT_PICKS`).  A hash costs 0.8 µs and still gives each draw numbers of its own.
+    **Numbers.**  BLAKE2b of ``"{seed}:{i}"`` (then ``…:{block}``), sixteen 32-bit words a
+    hash — not a seeded ``random.Random`` per draw: seeding the Mersenne Twister costs 5 µs
+    (it fills 624 words), and a share follows every draw of the phase at least as far as
+    its first picks (see :data:`SPLIT_PICKS`).  A hash costs 0.8 µs and still gives each
+    draw numbers of its own, whichever process makes it.
+
+    **PCT** (Burckhardt et al., "A randomized scheduler with probabilistic guarantees of
+    finding bugs", ASPLOS 2010; Coyote's and Shuttle's ``PCT``), over channels: each channel
+    gets a random priority when its first message is deliverable, and the deliverable head
+    of the highest-priority channel goes; at ``depth - 1`` decisions drawn among the first
+    ``length`` (the in-order run's count), the channel about to go drops below every other,
+    to the 1st … (d-1)th lowest priority.  Past ``2 * length + 20`` decisions the picks are
+    uniform (a fixed priority could keep a loop going that a fair order leaves, as Coyote's
+    PCT turns fair after its unfair steps).  The depth it covers: an order bug of depth
+    ``d`` — one that ``d`` ordering constraints between messages make happen — is found by
+    one run with probability at least ``1 / (n * k ** (d - 1))``, n the channels used and k
+    the decisions of a run, whatever the scenario's size; uniform picks give no such bound
+    (their chance of a given order of k decisions falls with every decision).
+    **Uniform** picks are PCT's fair picks from the first decision.
+
+    One decision rule, :meth:`follow`, serves both a walk down a :class:`Memo` and a live
+    run (:meth:`pick`): most draws are orders drawn before, followed in the memo only, so
+    the rule is written out in the loop (a call per decision cost a third of a walk).
     """
 
-    __slots__ = ("_key", "_words", "_next", "_block")
+    __slots__ = ("_key", "_words", "_next", "_block", "made", "_fair", "_top", "_lows",
+                 "_priority")
 
-    def __init__(self, seed: int, i: int):
+    def __init__(self, seed: int, i: int, pct: tuple[int, int] | None):
         self._key = f"{seed}:{i}"
-        self._words = _WORDS(hashlib.blake2b(self._key.encode(), digest_size=64).digest())
+        self._words = _words(self._key)
         self._next = 0
         self._block = 0
+        #: Decisions made so far.
+        self.made = 0
+        self._priority: dict[str, float] = {}
+        self._lows: dict[int, float] = {}
+        if pct is None:
+            self._fair, self._top = 0, 0.0
+            return
+        depth, length = pct
+        depth = 1 + i % depth  # 1, 2 … depth change points in turn, draw after draw
+        self._fair, self._top = 2 * length + 20, float(depth)
+        span = max(length, depth - 1)
+        while len(self._lows) < depth - 1:  # the change points, each drawn again if met
+            point = (self._word() * span) >> 32
+            if point not in self._lows:
+                self._lows[point] = float(len(self._lows) + 1)
 
-    def word(self) -> int:
-        """The next 64 random bits."""
+    def _word(self) -> int:
         k = self._next
-        if k == 8:
-            self._block += 1
-            self._words = _WORDS(hashlib.blake2b(f"{self._key}:{self._block}".encode(),
-                                                 digest_size=64).digest())
-            k = 0
+        if k == 16:
+            self._words, k = self._more(), 0
         self._next = k + 1
         return self._words[k]
 
-    def random(self) -> float:
-        """A float in [0, 1), of 53 random bits (as ``random.random``)."""
-        return (self.word() >> 11) * _FLOAT
+    def _more(self) -> tuple[int, ...]:
+        self._block += 1
+        return _words(f"{self._key}:{self._block}")
 
-    def below(self, n: int) -> int:
-        """An int in ``range(n)`` (Lemire's multiply-shift: a bias below n / 2**64)."""
-        return (self.word() * n) >> 64
+    def follow(self, node: list | tuple, picks: list[int], limit: int) -> list | tuple | None:
+        """Choose down a memo from ``node`` (see :class:`Memo`), each pick appended to
+        ``picks``, until ``limit`` decisions are made or a node whose channels are not
+        known (a leaf, or a run stopped there): that node, or None once a pick has no
+        child there."""
+        priority, lows, top, fair = self._priority, self._lows, self._top, self._fair
+        words, k, n = self._words, self._next, self.made
+        try:
+            while n < limit:
+                channels = node[0]
+                if channels is None:
+                    return node
+                if n >= fair:
+                    if k == 16:
+                        words, k = self._more(), 0
+                    chosen = (words[k] * len(channels)) >> 32
+                    k += 1
+                else:
+                    for channel in channels:  # first deliverable now: its priority
+                        if channel not in priority:
+                            if k == 16:
+                                words, k = self._more(), 0
+                            priority[channel] = top + words[k] * _FRACTION
+                            k += 1
+                    if len(channels) == 2:  # most decisions: max's pick, without its call
+                        first, second = channels
+                        chosen = 0 if priority[first] >= priority[second] else 1
+                    else:
+                        chosen = channels.index(max(channels, key=priority.__getitem__))
+                    low = lows.get(n)
+                    if low is not None:
+                        priority[channels[chosen]] = low
+                        chosen = channels.index(max(channels, key=priority.__getitem__))
+                n += 1
+                picks.append(chosen)
+                node = node[1].get(chosen)
+                if node is None:
+                    return None
+            return node
+        finally:
+            self._words, self._next, self.made = words, k, n
 
-    def sample(self, n: int, k: int) -> list[int]:
-        """``k`` distinct ints of ``range(n)``, in the order drawn (each drawn again while
-        it is one drawn already: ``k`` is a PCT depth, a few, and ``n`` a run's length)."""
-        if k > n:
-            raise ValueError(f"cannot draw {k} distinct ints below {n}")
-        drawn: list[int] = []
-        while len(drawn) < k:
-            v = self.below(n)
-            if v not in drawn:
-                drawn.append(v)
-        return drawn
-
-
-def uniform(numbers: Numbers) -> Pick:
-    """A uniform pick among the heads at every decision."""
-    below = numbers.below
-
-    def pick(channels: tuple[str, ...]) -> int:
-        return below(len(channels))
-
-    return pick
-
-
-def pct(numbers: Numbers, depth: int, length: int) -> Pick:
-    """A PCT chooser (Burckhardt et al., "A randomized scheduler with probabilistic guarantees
-    of finding bugs", ASPLOS 2010; Coyote's and Shuttle's ``PCT``), over channels: each channel
-    gets a random priority when its first message is deliverable, and the deliverable head of
-    the highest-priority channel goes; at ``depth - 1`` decisions drawn among the first
-    ``length`` (the in-order run's count), the channel about to go drops below every other,
-    to the 1st … (d-1)th lowest priority.  Past ``2 * length + 20`` decisions the picks are
-    uniform (a fixed priority could keep a loop going that a fair order leaves).
-
-    The depth it covers: an order bug of depth ``d`` — one that ``d`` ordering constraints
-    between messages make happen — is found by one run with probability at least
-    ``1 / (n * k ** (d - 1))``, n the channels used and k the decisions of a run, whatever
-    the scenario's size; uniform picks give no such bound (their chance of a given order of
-    k decisions falls with every decision).
-    """
-    points = numbers.sample(max(length, depth - 1), depth - 1) if depth > 1 else []
-    lows = {point: float(j + 1) for j, point in enumerate(points)}
-    priority = _Priorities(float(depth), numbers.random)
-    highest = priority.__getitem__  # a channel met first gets its priority as max reads it
-    below = numbers.below
-    fair = 2 * length + 20
-    made = itertools.count()
-
-    def pick(channels: tuple[str, ...]) -> int:
-        i = next(made)
-        if i >= fair:
-            # Past the in-order run's length twice over: fair (uniform) picks, as Coyote's PCT
-            # turns fair after its unfair steps — fixed priorities could keep a loop going
-            # that any fair order leaves.
-            return below(len(channels))
-        chosen = channels.index(max(channels, key=highest))
-        if i in lows:
-            priority[channels[chosen]] = lows[i]
-            chosen = channels.index(max(channels, key=highest))
-        return chosen
-
-    return pick
-
-
-class _Priorities(dict):
-    """PCT's priorities by channel: a channel gets ``top`` plus a random fraction when first
-    read — in the order ``max`` reads the heads, oldest first, as PCT gives a channel its
-    priority when its first message is deliverable."""
-
-    __slots__ = ("top", "random")
-
-    def __init__(self, top: float, random: Callable[[], float]):
-        super().__init__()
-        self.top, self.random = top, random
-
-    def __missing__(self, channel: str) -> float:
-        p = self[channel] = self.top + self.random()
-        return p
-
-
-def picker(numbers: Numbers, i: int, pct_depth: tuple[int, int] | None) -> Pick:
-    """Draw ``i``'s chooser: PCT with 1, 2 … ``depth`` priority change points in turn
-    (``pct_depth`` is ``(depth, length)``), or uniform picks (None)."""
-    if pct_depth is None:
-        return uniform(numbers)
-    depth, length = pct_depth
-    return pct(numbers, 1 + i % depth, length)
+    def pick(self, channels: tuple[str, ...]) -> int:
+        """A live run's decision on the heads' ``channels``: the pick :meth:`follow` makes."""
+        chosen: list[int] = []
+        self.follow((channels, _NONE, None), chosen, self.made + 1)
+        return chosen[0]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,80 @@
+"""The random runs' draws (``jupyter_refs/sampling.py``): a walk down the memo picks as a live
+run picks, and each draw's numbers are its own."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from jupyter_refs.sampling import SPLIT_PICKS, Draw, Memo, Seen, owner
+
+CHANNELS = [f"c{j}" for j in range(5)]
+
+
+def _decisions(rng: random.Random, n: int) -> list[tuple[str, ...]]:
+    """``n`` decisions' channels: two to four heads each, from five channels."""
+    return [tuple(rng.sample(CHANNELS, rng.randint(2, 4))) for _ in range(n)]
+
+
+@pytest.mark.parametrize("pct", [(3, 12), (1, 4), None])
+def test_a_walk_down_the_memo_picks_as_a_live_run_picks(pct):
+    """The memo rests on this: followed down a tree of remembered channels, a draw makes the
+    picks its live run made on the same channels — PCT's priorities, change points and fair
+    picks past twice the run's length (60 decisions here) included."""
+    rng = random.Random(4)
+    for i in range(300):
+        channels = _decisions(rng, rng.randint(1, 60))
+        live = Draw(7, i, pct)
+        picks = [live.pick(c) for c in channels]
+        assert all(0 <= p < len(c) for p, c in zip(picks, channels, strict=True))
+        memo = Memo()
+        memo.add(list(zip(channels, picks, strict=True)), Seen(None, 0))
+        walked: list[int] = []
+        leaf = Draw(7, i, pct).follow(memo.root, walked, 10**9)
+        assert walked == picks and leaf is not None and leaf[2] == Seen(None, 0)
+        # Stopped at its first picks and followed on, the same picks again.
+        first: list[int] = []
+        draw = Draw(7, i, pct)
+        node = draw.follow(memo.root, first, SPLIT_PICKS)
+        assert first == picks[:SPLIT_PICKS]
+        if node is not None:
+            draw.follow(node, first, 10**9)
+        assert first == picks
+
+
+def test_pct_at_depth_one_delivers_the_highest_channel_first():
+    """Depth 1 (no change point): one priority per channel for the whole run, so between the
+    same two channels a draw always picks the same one — and over many draws each wins about
+    half the time."""
+    wins = 0
+    for i in range(0, 600, 3):  # i % 3 == 0: depth 1
+        draw = Draw(1, i, (3, 10))
+        picks = {draw.pick(("a", "b")) for _ in range(10)}
+        assert len(picks) == 1
+        wins += picks.pop() == 0
+    assert 60 < wins < 140
+
+
+def test_each_draw_has_numbers_of_its_own_and_the_same_in_any_process():
+    """The numbers are a hash of the seed and the draw: the same draw picks alike wherever it
+    is made; another draw, or another seed, differs."""
+    channels = [tuple(CHANNELS[:3])] * 30
+
+    def picks(seed: int, i: int) -> list[int]:
+        draw = Draw(seed, i, None)
+        return [draw.pick(c) for c in channels]
+
+    assert picks(0, 5) == picks(0, 5)
+    assert len({tuple(picks(0, i)) for i in range(20)} | {tuple(picks(1, 5))}) == 21
+
+
+def test_an_order_belongs_to_the_share_its_first_picks_name():
+    """Orders that share their first picks go to one share; shorter orders by all their
+    picks; the shares get about as many prefixes each."""
+    assert owner([1, 0, 2, 0, 0, 1, 5, 5], 3) == owner([1, 0, 2, 0, 0, 1], 3)
+    rng = random.Random(2)
+    counts = [0, 0]
+    for _ in range(400):
+        counts[owner([rng.randrange(3) for _ in range(SPLIT_PICKS)], 2)] += 1
+    assert min(counts) > 150
