@@ -55,15 +55,19 @@ _FINALIZERS: set[CodeType] = set()
 def _handler(signum: int, frame: FrameType | None) -> None:
     """SIGINT: raise it now (the previous handler), or note it for when the state is whole."""
     global pending, _open
-    if _depth:
-        if not _open:
-            pending = True
-            return
-        _open = False  # raised here: a second interrupt waits until the first has unwound
-    elif frame is not None and _FINALIZERS and _in_finalizer(frame):
+    if _depth and not _open:
+        pending = True
+        return
+    if frame is not None and (frame.f_lineno is None or (
+            not _depth and _FINALIZERS and _in_finalizer(frame))):
         # Land again, sent from another thread: sent from here it would land here at once.
+        # On an instruction without a line (CPython 3.11 gives a loop's jump back none when
+        # the loop ends in an ``if``), raised here, it would leave a traceback IPython
+        # cannot show ("Unexpected exception formatting exception", not KeyboardInterrupt).
         _thread.start_new_thread(_send_again, ())
         return
+    if _depth:
+        _open = False  # raised here: a second interrupt waits until the first has unwound
     previous = _previous
     if previous is not None:
         previous(signum, frame)

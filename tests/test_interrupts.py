@@ -122,6 +122,62 @@ def test_an_interrupt_in_a_futures_finalizer_is_raised_after_it_and_the_release_
     assert_usable(cluster, client)
 
 
+def _spin(n: int, first: bool = False) -> int:
+    """A loop that ends in ``if a and b: break``, as ``_Share.count``'s does: CPython 3.11
+    gives its jump back no line number."""
+    total = 0
+    for i in range(n):
+        total += abs(i)
+        if first and total < 0:
+            break
+    return total
+
+
+def test_an_interrupt_on_an_instruction_without_a_line_lands_again_on_one():
+    """A ``%%explore`` cell interrupted in its sampling loop once ended in "Unexpected
+    exception formatting exception": the interrupt landed on the loop's jump back, which has
+    no line, and IPython could not show that traceback.  Landing there, it is sent again and
+    raised a moment later on a line."""
+    import dis
+
+    from jupyter_refs import interrupts
+
+    code = _spin.__code__
+    unlined = [i.offset for i in dis.get_instructions(code)
+               if i.opname == "JUMP_BACKWARD" and i.positions.lineno is None]
+    if not unlined:
+        pytest.skip("this Python gives every loop's jump back a line")
+    interrupts.leave(interrupts.enter())  # ours installed, wrapping Python's own
+    landed = []
+
+    def tracer(frame, event, arg):
+        if frame.f_code is not code:
+            return None
+        frame.f_trace_opcodes = True
+        if event == "opcode" and frame.f_lasti == unlined[0] and not landed:
+            landed.append(frame.f_lineno)
+            sys.settrace(None)
+            frame.f_trace = None  # (while traced, a frame's line is the last traced)
+            landed.append(frame.f_lineno)
+            # The interrupt, handled as Python handles it as the jump back runs (a real one
+            # sent from here would land in this tracer's own next call).
+            interrupts._handler(signal.SIGINT, frame)
+        return tracer
+
+    sys.settrace(tracer)
+    try:
+        with pytest.raises(KeyboardInterrupt) as raised:
+            _spin(10_000_000)
+    finally:
+        sys.settrace(None)
+    assert landed[1:] == [None]
+    tb, lines = raised.tb, []
+    while tb is not None:
+        lines.append(tb.tb_lineno)
+        tb = tb.tb_next
+    assert None not in lines
+
+
 def test_an_interrupted_inline_task_fails_and_the_interrupt_is_raised_after_the_delivery():
     """Stepped, a task runs in the caller's thread: the interrupt stops it, it fails with it."""
     cluster = Cluster(network="immediate", protocol="fixed")
