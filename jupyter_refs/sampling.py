@@ -20,13 +20,14 @@ from dataclasses import dataclass
 
 _WORDS = struct.Struct("<16I").unpack
 _FRACTION = 2.0 ** -32
-#: Children of a node that has none: a live run's decision, chosen as the walk's last.
-_NONE: dict = {}
 
 
-def _words(key: str) -> tuple[int, ...]:
+_BLAKE2B = hashlib.blake2b
+
+
+def _words(key: bytes) -> tuple[int, ...]:
     """Sixteen 32-bit random words: BLAKE2b of ``key``."""
-    return _WORDS(hashlib.blake2b(key.encode(), digest_size=64).digest())
+    return _WORDS(_BLAKE2B(key, digest_size=64).digest())
 
 
 class Draw:
@@ -60,26 +61,31 @@ class Draw:
     __slots__ = ("_key", "_words", "_next", "_block", "made", "_fair", "_top", "_lows",
                  "_priority")
 
+
+
     def __init__(self, seed: int, i: int, pct: tuple[int, int] | None):
-        self._key = f"{seed}:{i}"
+        self._key = b"%d:%d" % (seed, i)
         self._words = _words(self._key)
         self._next = 0
         self._block = 0
         #: Decisions made so far.
         self.made = 0
         self._priority: dict[str, float] = {}
-        self._lows: dict[int, float] = {}
         if pct is None:
-            self._fair, self._top = 0, 0.0
+            self._fair, self._top, self._lows = 0, 0.0, []
             return
         depth, length = pct
         depth = 1 + i % depth  # 1, 2 … depth change points in turn, draw after draw
         self._fair, self._top = 2 * length + 20, float(depth)
-        span = max(length, depth - 1)
-        while len(self._lows) < depth - 1:  # the change points, each drawn again if met
+        #: By decision (below ``fair``): the priority its channel drops to, if it is a change
+        #: point (a list: read at every decision, an index is cheaper than a dict's get).
+        self._lows: list[float | None] = [None] * self._fair
+        span, points = max(length, depth - 1), []
+        while len(points) < depth - 1:  # the change points, each drawn again if met
             point = (self._word() * span) >> 32
-            if point not in self._lows:
-                self._lows[point] = float(len(self._lows) + 1)
+            if point not in points:
+                points.append(point)
+                self._lows[point] = float(len(points))
 
     def _word(self) -> int:
         k = self._next
@@ -90,13 +96,14 @@ class Draw:
 
     def _more(self) -> tuple[int, ...]:
         self._block += 1
-        return _words(f"{self._key}:{self._block}")
+        return _words(b"%s:%d" % (self._key, self._block))
 
     def follow(self, node: list | tuple, picks: list[int], limit: int) -> list | tuple | None:
         """Choose down a memo from ``node`` (see :class:`Memo`), each pick appended to
         ``picks``, until ``limit`` decisions are made or a node whose channels are not
         known (a leaf, or a run stopped there): that node, or None once a pick has no
-        child there."""
+        child there.  A channel gets its priority at the node where the path first meets
+        it (the node's ``new``: the memo is a tree, so each node's path is one)."""
         priority, lows, top, fair = self._priority, self._lows, self._top, self._fair
         words, k, n = self._words, self._next, self.made
         try:
@@ -110,24 +117,23 @@ class Draw:
                     chosen = (words[k] * len(channels)) >> 32
                     k += 1
                 else:
-                    for channel in channels:  # first deliverable now: its priority
-                        if channel not in priority:
-                            if k == 16:
-                                words, k = self._more(), 0
-                            priority[channel] = top + words[k] * _FRACTION
-                            k += 1
+                    for channel in node[3]:  # first deliverable now: its priority
+                        if k == 16:
+                            words, k = self._more(), 0
+                        priority[channel] = top + words[k] * _FRACTION
+                        k += 1
                     if len(channels) == 2:  # most decisions: max's pick, without its call
                         first, second = channels
                         chosen = 0 if priority[first] >= priority[second] else 1
                     else:
                         chosen = channels.index(max(channels, key=priority.__getitem__))
-                    low = lows.get(n)
+                    low = lows[n]
                     if low is not None:
                         priority[channels[chosen]] = low
                         chosen = channels.index(max(channels, key=priority.__getitem__))
                 n += 1
                 picks.append(chosen)
-                node = node[1].get(chosen)
+                node = node[1][chosen]
                 if node is None:
                     return None
             return node
@@ -137,7 +143,8 @@ class Draw:
     def pick(self, channels: tuple[str, ...]) -> int:
         """A live run's decision on the heads' ``channels``: the pick :meth:`follow` makes."""
         chosen: list[int] = []
-        self.follow((channels, _NONE, None), chosen, self.made + 1)
+        new = tuple([c for c in channels if c not in self._priority])
+        self.follow((channels, (None,) * len(channels), None, new), chosen, self.made + 1)
         return chosen[0]
 
 
@@ -183,14 +190,15 @@ class Memo:
     do not answer the same way under the same order would break replay already; a run of
     it that disagrees with the tree turns the memo off.
 
-    A node is ``[channels at the decision (None: not known, or a leaf), {pick: node}, the
-    leaf's Seen (None: not a leaf)]``.
+    A node is ``[channels at the decision (None: not known, or a leaf), the node after each
+    pick there (None: none yet), the leaf's Seen (None: not a leaf), the channels its path
+    meets first there]``.
     """
 
     __slots__ = ("root", "nodes", "on", "_channels", "_seen")
 
     def __init__(self) -> None:
-        self.root: list = [None, {}, None]
+        self.root: list = [None, None, None, ()]
         self.nodes = 0
         self.on = True
         #: The channel tuples and the verdicts met, each kept once: most nodes share a few.
@@ -202,20 +210,22 @@ class Memo:
         the run was stopped there, and what follows is not known)."""
         if not self.on or self.nodes >= MEMO_NODES:
             return
-        node = self.root
+        node, met = self.root, set()
         for channels, pick in decisions:
             channels = self._channels.setdefault(channels, channels)
             if node[0] is None:
                 if node[2] is not None:
                     self.on = False  # a leaf here before: the scenario is not deterministic
                     return
-                node[0] = channels
+                node[0], node[1] = channels, [None] * len(channels)
+                node[3] = tuple([c for c in channels if c not in met])
             elif node[0] is not channels:
                 self.on = False
                 return
-            child = node[1].get(pick)
+            met.update(channels)
+            child = node[1][pick]
             if child is None:
-                child = node[1][pick] = [None, {}, None]
+                child = node[1][pick] = [None, None, None, ()]
                 self.nodes += 1
             node = child
         if seen is None:
@@ -233,5 +243,5 @@ class Memo:
             if node is None or node[0] is None:
                 break
             seen.append(node[0])
-            node = node[1].get(pick)
+            node = node[1][pick]
         return seen
