@@ -2113,7 +2113,7 @@ class _Share:
     split the tree of orders, not only the draws: each order is run by one share, once, and
     drawn again it is counted from its :class:`~jupyter_refs.sampling.Memo` without running
     — the memo pays as much to two shares as to one (PCT draws an order again often: 1,100
-    distinct of 4,843 on #8576).  Following a draw down the memo costs about 11 µs, so the
+    distinct of 4,843 on #8576).  Following a draw down the memo costs about 8 µs, so the
     first picks of the other shares' draws cost a share less than a second round of
     messages did, and the shares never wait for each other.  A draw whose first picks the
     memo does not know yet is run, and stopped there when they are another share's.
