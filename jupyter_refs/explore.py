@@ -999,9 +999,15 @@ def _reader(head: tuple, order: tuple, robin: int | None, slotted: bool
     attribute (the loop over the plan this replaces) was a third of what a state cost.
     """
     lines = ["def read(src, ids, memo):"]
+    if slotted:
+        # Each slot read as an attribute (what Python's own attribute cache makes cheapest),
+        # and only if one is unset again through getattr, as None.
+        lines += ["    try:", *[f"        a{i} = src.{name}" for i, (name, _) in enumerate(order)],
+                  "    except AttributeError:",
+                  *[f"        a{i} = getattr(src, {name!r}, None)" for i, (name, _) in enumerate(order)]]
     for i, (name, fam) in enumerate(order):
         x = f"x{i}"
-        lines += [f"    v = getattr(src, {name!r}, None)" if slotted else f"    v = src[{name!r}]",
+        lines += [f"    v = a{i}" if slotted else f"    v = src[{name!r}]",
                   "    t = type(v)",
                   "    if t is str:",
                   f"        {x} = v if len(v) < 32 else sub(memo[NAMES], v)"]
@@ -1104,7 +1110,7 @@ def state_of(cluster: Cluster) -> str:
 def _state_parts(cluster: Cluster, memo: dict | None = None) -> list:
     """The cluster's state as nested tuples (see :func:`state_of`), its ids ranked; ``memo``
     gets every object read (by id), the cluster too if the state reached it (see
-    :func:`_digest`)."""
+    :func:`_state_bytes`)."""
     ids: defaultdict[str, list] = defaultdict(list)
     if memo is None:
         memo = {}
@@ -1168,21 +1174,31 @@ def state_digest(cluster: Cluster) -> bytes:
     same bytes for equal values whatever object holds them), several times cheaper than
     their repr: two states share the bytes exactly when they share the text.
     """
-    return _digest(cluster)[0]
+    return hashlib.blake2b(_state_bytes(cluster)[0], digest_size=8).digest()
 
 
-def _digest(cluster: Cluster) -> tuple[bytes, bool]:
-    """:func:`state_digest`, and whether it is the run's own: whether the state reached the
-    cluster itself — a live future in a worker's data (#7498's, deserialized from a task's
-    arguments) holds its client, and through it the cluster, whose clock, address and locks
-    no other run shares — so that the same state in another run has another digest."""
+def _digest(cluster: Cluster) -> tuple[int, bool]:
+    """The search's name for the cluster's state — what :func:`state_digest` hashes, hashed
+    by Python's own hash of bytes (64 bits, as the digest's eight bytes, in a third of the
+    time): a search's states are compared in its own process only — and whether it is the
+    run's own (see :func:`_state_bytes`)."""
+    data, own = _state_bytes(cluster)
+    return hash(data), own
+
+
+def _state_bytes(cluster: Cluster) -> tuple[bytes, bool]:
+    """The bytes :func:`state_digest` hashes, and whether they are the run's own: whether the
+    state reached the cluster itself — a live future in a worker's data (#7498's,
+    deserialized from a task's arguments) holds its client, and through it the cluster, whose
+    clock, address and locks no other run shares — so that the same state in another run has
+    another digest."""
     memo: dict = {}
     parts = _state_parts(cluster, memo)
     try:
         data = marshal.dumps(parts, 2)
     except ValueError:  # a value marshal cannot write: the text instead
         data = repr(parts).encode()
-    return hashlib.blake2b(data, digest_size=8).digest(), id(cluster) in memo
+    return data, id(cluster) in memo
 
 
 #: In a pickle, the name of the function a travelling future is rebuilt by (what the worker
