@@ -911,6 +911,14 @@ def _canon(obj: Any, family: str | None, ids: dict, memo: dict) -> Any:
         slots = None if kind in _REPRED else getattr(kind, "__slots__", None)
         if slots is None:
             _REPRED.add(kind)
+            if kind is defaultdict and not obj and type(obj.default_factory) is type:
+                # An empty defaultdict of a class (the scheduler's parts keep several): its
+                # repr is its class's, the same every time.
+                shown = _EMPTY_DEFAULTDICTS.get(obj.default_factory)
+                if shown is None:
+                    shown = _EMPTY_DEFAULTDICTS[obj.default_factory] = ("r", repr(obj))
+                if len(shown[1]) < 32:
+                    return shown
             text = repr(obj)  # (shorter than any random part: nothing to rename)
             return ("r", text if len(text) < 32 else _RANDOM.sub(memo[_NAMES_AT], text))
         fields = {s: getattr(obj, s, None) for s in slots}
@@ -938,6 +946,10 @@ def _members(obj: Any, family: str, ids: dict, memo: dict) -> list:
         else:
             append(_canon(v, family, ids, memo))
     return out
+
+
+#: What an empty defaultdict reads as, by its default factory (a class): see :func:`_canon`.
+_EMPTY_DEFAULTDICTS: dict[type, tuple[str, str]] = {}
 
 
 #: Each object's reader (see :func:`_reader`), by its class and attribute names in their order.
