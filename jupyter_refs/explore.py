@@ -61,7 +61,7 @@ import time
 import traceback
 import types
 import weakref
-from collections import deque
+from collections import defaultdict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -841,7 +841,7 @@ _NOT_STATE = frozenset({"variant", "record", "bind", "on_done", "sent_ns", "stim
 _SCALARS = (str, bytes, int, float, bool, type(None))
 
 
-def _canon(obj: Any, family: str | None, ids: list, memo: dict) -> Any:
+def _canon(obj: Any, family: str | None, ids: dict, memo: dict) -> Any:
     """``obj`` as nested tuples: containers in a canonical order, ids marked for ranking: an id
     is ``("#", family, [value])``, its one-item list the cell :func:`_rank` puts its rank in."""
     kind = type(obj)
@@ -850,7 +850,7 @@ def _canon(obj: Any, family: str | None, ids: list, memo: dict) -> Any:
     if kind is int:
         if family is not None:
             cell = [obj]
-            ids.append((family, cell))
+            ids[family].append(cell)
             return ("#", family, cell)
         return obj
     if kind is dict:
@@ -860,9 +860,18 @@ def _canon(obj: Any, family: str | None, ids: list, memo: dict) -> Any:
     if kind is list or kind is tuple or kind is deque or kind is ReadyQueue:
         # Leaves inline (most members are short strings or None): a call per member is
         # most of what a state costs.
-        return ("[", *[v if v is None or (type(v) is str and len(v) < 32)
-                       else _canon(v, family, ids, memo) for v in obj])
+        if not obj:
+            return _EMPTY_LIST
+        if family is None:
+            return ("[", *[v if v is None or (type(v) is str and len(v) < 32) or type(v) is int
+                           else _canon(v, None, ids, memo) for v in obj])
+        return ("[", *_members(obj, family, ids, memo))
     if kind in _PLANNED:
+        # An object met before in this state (a worker's own client, the scheduler behind
+        # its parts) before its plan is looked up: every path below would answer the same.
+        seen = memo.get(id(obj))
+        if seen is not None:
+            return ("@", seen)
         read = _SLOT_READERS.get(kind)
         if read is None:
             slots = _SLOTTED.get(kind)
@@ -873,41 +882,47 @@ def _canon(obj: Any, family: str | None, ids: list, memo: dict) -> Any:
         if read is not None:
             # An object of a class met before with these very attributes: their order,
             # families and what is left out were worked out then (see _plan).
-            seen = memo.get(id(obj))
-            if seen is not None:
-                return ("@", seen)
             memo[id(obj)] = len(memo)
             return read(fields, ids, memo)
     if kind is set or kind is frozenset:
         if not obj:
             return _EMPTY_SET
-        members = [v if type(v) is str and len(v) < 32 else _canon(v, family, ids, memo)
-                   for v in obj]
+        members = ([v if type(v) is str and len(v) < 32 else _canon(v, None, ids, memo)
+                    for v in obj] if family is None else _members(obj, family, ids, memo))
         try:
             members.sort()
         except TypeError:
             members.sort(key=repr)
         return ("(", *members)
     if kind not in _REPRED:
+        if kind in _PROXIES:
+            # A back-reference (the scheduler's parts hold it by weakref.proxy): its referent
+            # is an actor of the state already; walked through, it would be read a second time.
+            # (Asked first: isinstance on a proxy asks its referent for its class.)
+            return ("p",)
         if isinstance(obj, _SCALARS):
             return obj
         if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType, type)):
             return ("f", getattr(obj, "__module__", None), getattr(obj, "__qualname__", None))
         if isinstance(obj, (types.MethodType, functools.partial)):
             return ("m", type(obj).__name__)
-        if kind in _PROXIES:
-            # A back-reference (the scheduler's parts hold it by weakref.proxy): its referent
-            # is an actor of the state already; walked through, it would be read a second time.
-            return ("p",)
     seen = memo.get(id(obj))
     if seen is not None:
         return ("@", seen)  # an object met before in this state (the worker's own client)
     memo[id(obj)] = len(memo)
-    fields = getattr(obj, "__dict__", None)
+    fields = None if kind in _REPRED else getattr(obj, "__dict__", None)
     if fields is None:
-        slots = getattr(kind, "__slots__", None)
+        slots = None if kind in _REPRED else getattr(kind, "__slots__", None)
         if slots is None:
             _REPRED.add(kind)
+            if kind is defaultdict and not obj and type(obj.default_factory) is type:
+                # An empty defaultdict of a class (the scheduler's parts keep several): its
+                # repr is its class's, the same every time.
+                shown = _EMPTY_DEFAULTDICTS.get(obj.default_factory)
+                if shown is None:
+                    shown = _EMPTY_DEFAULTDICTS[obj.default_factory] = ("r", repr(obj))
+                if len(shown[1]) < 32:
+                    return shown
             text = repr(obj)  # (shorter than any random part: nothing to rename)
             return ("r", text if len(text) < 32 else _RANDOM.sub(memo[_NAMES_AT], text))
         fields = {s: getattr(obj, s, None) for s in slots}
@@ -919,8 +934,30 @@ def _canon(obj: Any, family: str | None, ids: list, memo: dict) -> Any:
     return (kind.__qualname__, _canon_dict(fields, None, ids, memo) if fields else _EMPTY_DICT)
 
 
+def _members(obj: Any, family: str, ids: dict, memo: dict) -> list:
+    """A container's members for :func:`_canon`, in an id family: an int one of its ids (a
+    ``who_has`` set's incarnations, a priority's parts) made inline, as :func:`_canon` would."""
+    out = []
+    append = out.append
+    for v in obj:
+        t = type(v)
+        if t is int:
+            cell = [v]
+            ids[family].append(cell)
+            append(("#", family, cell))
+        elif v is None or (t is str and len(v) < 32):
+            append(v)
+        else:
+            append(_canon(v, family, ids, memo))
+    return out
+
+
+#: What an empty defaultdict reads as, by its default factory (a class): see :func:`_canon`.
+_EMPTY_DEFAULTDICTS: dict[type, tuple[str, str]] = {}
+
+
 #: Each object's reader (see :func:`_reader`), by its class and attribute names in their order.
-_PLANS: dict[tuple, Callable[[Any, list, dict], tuple]] = {}
+_PLANS: dict[tuple, Callable[[Any, dict, dict], tuple]] = {}
 #: Classes read by :func:`_canon_dict` every time (the scheduler's round robin is read modulo
 #: its workers there); :data:`_PLANS` holds no entry for them.
 _UNPLANNED: set[type] = set()
@@ -928,14 +965,14 @@ _PLANNED: set[type] = set()  # the classes with an entry in _PLANS
 _SLOTTED: dict[type, Any] = {}  # the classes read by their __slots__, and those
 #: A slotted class's reader, which reads the object itself: its names, read from its own
 #: ``__slots__``, are the same for every object, so its plan is looked up once.
-_SLOT_READERS: dict[type, Callable[[Any, list, dict], tuple]] = {}
+_SLOT_READERS: dict[type, Callable[[Any, dict, dict], tuple]] = {}
 #: Classes whose objects have neither ``__dict__`` nor ``__slots__`` (a ``defaultdict``, an
 #: ``itertools.count``), read by their repr: known, they skip the type tests before it —
 #: tests that depend on the class alone, and that each of them failed the first time.
 _REPRED: set[type] = set()
 
 
-def _plan(kind: type, fields: dict) -> Callable[[Any, list, dict], tuple] | None:
+def _plan(kind: type, fields: dict) -> Callable[[Any, dict, dict], tuple] | None:
     """How :func:`_canon` reads an object of ``kind`` with these attributes, worked out once: a
     reader (:func:`_reader`) that makes its head — the class's name, ``"="`` and the number
     of the names it keeps — then the values of the names it keeps, sorted, each with its id
@@ -966,7 +1003,7 @@ _KEPT: dict[tuple[str, ...], int] = {}
 
 
 def _reader(head: tuple, order: tuple, robin: int | None, slotted: bool
-            ) -> Callable[[Any, list, dict], tuple]:
+            ) -> Callable[[Any, dict, dict], tuple]:
     """A plan's reader, compiled: ``read(fields, ids, memo)`` is ``head`` then, for each kept
     name in ``order``, its value as :func:`_canon` makes it (``_next_worker``, at ``robin``,
     modulo the workers); ``slotted``, it reads the attributes of the object itself (what a
@@ -978,46 +1015,60 @@ def _reader(head: tuple, order: tuple, robin: int | None, slotted: bool
     attribute (the loop over the plan this replaces) was a third of what a state cost.
     """
     lines = ["def read(src, ids, memo):"]
+    if slotted:
+        # Each slot read as an attribute (what Python's own attribute cache makes cheapest),
+        # and only if one is unset again through getattr, as None.
+        lines += ["    try:", *[f"        a{i} = src.{name}" for i, (name, _) in enumerate(order)],
+                  "    except AttributeError:",
+                  *[f"        a{i} = getattr(src, {name!r}, None)" for i, (name, _) in enumerate(order)]]
     for i, (name, fam) in enumerate(order):
         x = f"x{i}"
-        lines += [f"    v = getattr(src, {name!r}, None)" if slotted else f"    v = src[{name!r}]",
+        lines += [f"    v = a{i}" if slotted else f"    v = src[{name!r}]",
                   "    t = type(v)",
                   "    if t is str:",
                   f"        {x} = v if len(v) < 32 else sub(memo[NAMES], v)"]
         if fam is None:
             lines += ["    elif t is int or v is None or t is bool or t is bytes:", f"        {x} = v"]
         else:
-            lines += ["    elif t is int:", "        c = [v]", f"        ids.append(({fam!r}, c))",
+            lines += ["    elif t is int:", "        c = [v]", f"        ids[{fam!r}].append(c)",
                       f"        {x} = ('#', {fam!r}, c)",
                       "    elif v is None or t is bool or t is bytes:", f"        {x} = v"]
         lines += ["    elif t is dict:",
                   f"        {x} = canon_dict(v, {fam!r}, ids, memo) if v else EMPTY_DICT",
                   "    elif t is set or t is frozenset:",
                   f"        {x} = canon(v, {fam!r}, ids, memo) if v else EMPTY_SET",
+                  "    elif t is list or t is tuple or t is deque:",
+                  f"        {x} = canon(v, {fam!r}, ids, memo) if v else EMPTY_LIST",
                   "    else:", f"        {x} = canon(v, {fam!r}, ids, memo)"]
     if robin is not None:  # the scheduler's round robin: read modulo its workers
         lines.append(f"    x{robin} %= max(1, len(src.get('workers', ())))")  # (not slotted)
     lines.append(f"    return ({''.join(f'{h!r}, ' for h in head)}"
                  f"{''.join(f'x{i}, ' for i in range(len(order)))})")
     scope = {"sub": _RANDOM.sub, "NAMES": _NAMES_AT, "canon": _canon, "canon_dict": _canon_dict,
-             "EMPTY_DICT": _EMPTY_DICT, "EMPTY_SET": _EMPTY_SET}
+             "EMPTY_DICT": _EMPTY_DICT, "EMPTY_SET": _EMPTY_SET, "EMPTY_LIST": _EMPTY_LIST,
+             "deque": deque}
     exec(compile("\n".join(lines), f"<reader of {head[0]}>", "exec"), scope)  # noqa: S102 - our own source
     return scope["read"]
 
 
-def _canon_dict(obj: dict, family: str | None, ids: list, memo: dict) -> tuple:
+def _canon_dict(obj: dict, family: str | None, ids: dict, memo: dict) -> tuple:
     """A non-empty dict for :func:`_canon`: its items sorted, each value's leaf inline."""
     items = []
     append = items.append
     for k, v in obj.items():
         if type(k) is str:
-            if k in _NOT_STATE:
+            special = _SPECIAL_KEYS.get(k)
+            if special is None:
+                fam = family
+                if len(k) >= 32:
+                    k = _RANDOM.sub(memo[_NAMES_AT], k)
+            elif special is _LEFT_OUT:
                 continue
-            fam = family or _ID_FAMILIES.get(k)
-            if k == "_next_worker":  # the scheduler's round robin: read modulo its workers
+            elif special is _ROBIN:  # the scheduler's round robin: read modulo its workers
+                fam = family
                 v %= max(1, len(obj.get("workers", ())))
-            if len(k) >= 32:
-                k = _RANDOM.sub(memo[_NAMES_AT], k)
+            else:
+                fam = family or special
             # The value's common leaves inline, as a reader does them (see _reader).
             t = type(v)
             if t is str:
@@ -1026,7 +1077,7 @@ def _canon_dict(obj: dict, family: str | None, ids: list, memo: dict) -> tuple:
             elif t is int:
                 if fam is not None:
                     cell = [v]
-                    ids.append((fam, cell))
+                    ids[fam].append(cell)
                     v = ("#", fam, cell)
             elif t is dict:
                 v = _canon_dict(v, fam, ids, memo) if v else _EMPTY_DICT
@@ -1045,8 +1096,15 @@ def _canon_dict(obj: dict, family: str | None, ids: list, memo: dict) -> tuple:
 
 
 _NAMES_AT = "names"  # where ``_canon``'s memo keeps the renaming of random key parts
+_LEFT_OUT, _ROBIN = object(), object()  # see _SPECIAL_KEYS
+#: What :func:`_canon_dict` does with a key of its own, in one look-up (most keys are a task's
+#: or a worker's name, none of these): an id family (:data:`_ID_FAMILIES`), left out
+#: (:data:`_NOT_STATE`), or ``_next_worker`` (read modulo the workers).
+_SPECIAL_KEYS: dict[str, Any] = {**_ID_FAMILIES, "_next_worker": _ROBIN,
+                                 **dict.fromkeys(_NOT_STATE, _LEFT_OUT)}
 _PROXIES = (weakref.ProxyType, weakref.CallableProxyType)
 _EMPTY_DICT = ("{",)
+_EMPTY_LIST = ("[",)
 _EMPTY_SET = ("(",)
 
 
@@ -1068,8 +1126,8 @@ def state_of(cluster: Cluster) -> str:
 def _state_parts(cluster: Cluster, memo: dict | None = None) -> list:
     """The cluster's state as nested tuples (see :func:`state_of`), its ids ranked; ``memo``
     gets every object read (by id), the cluster too if the state reached it (see
-    :func:`_digest`)."""
-    ids: list = []
+    :func:`_state_bytes`)."""
+    ids: defaultdict[str, list] = defaultdict(list)
     if memo is None:
         memo = {}
     memo[_NAMES_AT] = _random_names(cluster)
@@ -1083,11 +1141,11 @@ def _state_parts(cluster: Cluster, memo: dict | None = None) -> list:
             base, hash_, number = name.rpartition("#")
             if hash_ and number.isdigit():
                 cell = [int(number)]
-                ids.append(("chan", cell))
+                ids["chan"].append(cell)
                 name = (base, ("#", "chan", cell))
             for m in queue:
                 cell = [m.msg_id]
-                ids.append(("msg", cell))
+                ids["msg"].append(cell)
                 parts.append(("channel", name, m.sender, m.receiver, m.op,
                               _canon(m.keys, None, ids, memo), ("#", "msg", cell),
                               _canon(m.payload, None, ids, memo)))
@@ -1096,18 +1154,16 @@ def _state_parts(cluster: Cluster, memo: dict | None = None) -> list:
     return parts
 
 
-def _rank(ids: list) -> None:
-    """Each id's cell set to its rank among the distinct values of its family."""
-    values: dict[str, set] = {}
-    for family, cell in ids:
-        found = values.get(family)
-        if found is None:
-            values[family] = {cell[0]}
-        else:
-            found.add(cell[0])
-    ranks = {family: {v: i for i, v in enumerate(sorted(found))} for family, found in values.items()}
-    for family, cell in ids:
-        cell[0] = ranks[family][cell[0]]
+def _rank(ids: dict[str, list]) -> None:
+    """Each id's cell set to its rank among the distinct values of its family (``ids``: each
+    family's cells, in the order the state met them)."""
+    for cells in ids.values():
+        values = sorted({cell[0] for cell in cells})
+        if values[0] == 0 and values[-1] == len(values) - 1:
+            continue  # distinct ints from 0 to their number less one: their own ranks
+        rank = {v: i for i, v in enumerate(values)}
+        for cell in cells:
+            cell[0] = rank[cell[0]]
 
 
 def _random_names(cluster: Cluster) -> Callable[[re.Match], str]:
@@ -1134,21 +1190,31 @@ def state_digest(cluster: Cluster) -> bytes:
     same bytes for equal values whatever object holds them), several times cheaper than
     their repr: two states share the bytes exactly when they share the text.
     """
-    return _digest(cluster)[0]
+    return hashlib.blake2b(_state_bytes(cluster)[0], digest_size=8).digest()
 
 
-def _digest(cluster: Cluster) -> tuple[bytes, bool]:
-    """:func:`state_digest`, and whether it is the run's own: whether the state reached the
-    cluster itself — a live future in a worker's data (#7498's, deserialized from a task's
-    arguments) holds its client, and through it the cluster, whose clock, address and locks
-    no other run shares — so that the same state in another run has another digest."""
+def _digest(cluster: Cluster) -> tuple[int, bool]:
+    """The search's name for the cluster's state — what :func:`state_digest` hashes, hashed
+    by Python's own hash of bytes (64 bits, as the digest's eight bytes, in a third of the
+    time): a search's states are compared in its own process only — and whether it is the
+    run's own (see :func:`_state_bytes`)."""
+    data, own = _state_bytes(cluster)
+    return hash(data), own
+
+
+def _state_bytes(cluster: Cluster) -> tuple[bytes, bool]:
+    """The bytes :func:`state_digest` hashes, and whether they are the run's own: whether the
+    state reached the cluster itself — a live future in a worker's data (#7498's,
+    deserialized from a task's arguments) holds its client, and through it the cluster, whose
+    clock, address and locks no other run shares — so that the same state in another run has
+    another digest."""
     memo: dict = {}
     parts = _state_parts(cluster, memo)
     try:
         data = marshal.dumps(parts, 2)
     except ValueError:  # a value marshal cannot write: the text instead
         data = repr(parts).encode()
-    return hashlib.blake2b(data, digest_size=8).digest(), id(cluster) in memo
+    return data, id(cluster) in memo
 
 
 #: In a pickle, the name of the function a travelling future is rebuilt by (what the worker
@@ -1178,7 +1244,7 @@ def _frame(cluster: Cluster, run: Any) -> tuple | None:
             frame = _FRAMES[key] = (run.worker, run.key, repr(("[", *parts)))
         return frame
     memo: dict = {_NAMES_AT: _random_names(cluster)}
-    return (run.worker, run.key, repr(_canon(parts, None, [], memo)))
+    return (run.worker, run.key, repr(_canon(parts, None, defaultdict(list), memo)))
 
 
 #: Task frames (see :func:`_frame`) by worker, key and pickled spec.
