@@ -238,8 +238,12 @@ class DaskTracer:
         self._waiting: list[tuple] = []  # sorted by time, not yet old enough for the trace
         self._threads: dict[int, str] = {}
         self._msg_ids = itertools.count(1)
-        #: (sender, receiver, op, keys) -> the sends not yet received: (msg id, channel, extra).
-        self.unmatched: dict[tuple, deque[tuple[int, str, tuple]]] = defaultdict(deque)
+        #: (sender, receiver, op, keys) -> the sends not yet received, oldest first: (msg id,
+        #: channel, extra).  One send waits as a 1-tuple, more in a deque: a message's keys are
+        #: in its signature, so nearly every entry holds one send, and a deque is 760 B from
+        #: malloc (a defaultdict of them made one per message, and one per receipt whose send
+        #: is not in the trace, every key-in-memory of a map, only to delete it).
+        self.unmatched: dict[tuple, tuple[tuple[int, str, tuple]] | deque[tuple[int, str, tuple]]] = {}
         #: (responder, requester, "op-reply", keys) -> the channels of requests not yet answered.
         self._awaiting_reply: dict[tuple, deque[str]] = defaultdict(deque)
         self._streams: dict[tuple[str, str], str] = {}  # (sender, receiver) -> its channel
@@ -815,7 +819,8 @@ class DaskTracer:
         an equal tuple, so a message's two rows hold one (a receipt's own and its keys' were
         ~96 B: on a map, ~7 B of the ~220 a kept event cost)."""
         channel_key = (sender, receiver, op, extra[0])
-        waiting = self.unmatched[channel_key]
+        unmatched = self.unmatched
+        waiting = unmatched.get(channel_key)
         if kind == "msg.sent":
             msg_id = next(self._msg_ids)
             if op.endswith("-reply"):
@@ -831,16 +836,25 @@ class DaskTracer:
                 self._awaiting_reply[(receiver, sender, f"{op}-reply", extra[0])].append(channel)
             if channel is None:
                 channel = self._channel(sender, receiver, op, msg_id)
-            waiting.append((msg_id, channel, extra))
+            send = (msg_id, channel, extra)
+            if waiting is None:  # the usual case: no identical send in flight
+                unmatched[channel_key] = (send,)
+            elif type(waiting) is tuple:
+                unmatched[channel_key] = deque((*waiting, send))
+            else:
+                waiting.append(send)
             return msg_id, channel, extra
-        if waiting:
-            msg_id, channel, extra = waiting.popleft()
-        else:
+        if waiting is None:  # its send is not in the trace (a report dask's scheduler sent)
             msg_id = next(self._msg_ids)
             if channel is None:
                 channel = self._channel(sender, receiver, op, msg_id)
-        if not waiting:
-            del self.unmatched[channel_key]
+        elif type(waiting) is tuple:
+            msg_id, channel, extra = waiting[0]
+            del unmatched[channel_key]
+        else:
+            msg_id, channel, extra = waiting.popleft()
+            if not waiting:
+                del unmatched[channel_key]
         return msg_id, channel, extra
 
     def _channel(self, sender: str, receiver: str, op: str, msg_id: int) -> str:
