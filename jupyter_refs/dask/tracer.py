@@ -758,8 +758,8 @@ class DaskTracer:
         The work per event is kept to what needs Python: rows are built once, in their
         final shape, when they are recorded or unpacked; one stable sort by time orders
         them (each source's rows come in time order, so it merges a few runs, and equal
-        times keep the order they came in); only the message rows are visited again, in
-        time order, to pair each receipt with its send; the rest enter the trace by slices.
+        times keep the order they came in); then slice by slice, in time order, each
+        receipt is paired with its send and the slice enters the trace and the checks.
         ``yield_gil`` (the background thread, during a computation): let dask's threads
         have the GIL between slices, since in-process the scheduler waits on us otherwise.
         """
@@ -791,22 +791,29 @@ class DaskTracer:
             waiting.extend(fresh)
             waiting.sort(key=_time)
         n = len(waiting) if upto is None else bisect.bisect_right(waiting, upto, key=_time)
-        ready, self._waiting = waiting[:n], waiting[n:]
-        if not ready:
+        if not n:
             self.trace.flush()
             return
+        self._waiting = waiting[n:]
         # Rows older than what earlier merges released came too late to be in order.
-        self.late += bisect.bisect_left(ready, self._released_t, key=_time)
-        self._released_t = max(self._released_t, ready[-1][0])
+        self.late += bisect.bisect_left(waiting, self._released_t, 0, n, key=_time)
+        self._released_t = max(self._released_t, waiting[n - 1][0])
         pair = self._pair
-        for i in [i for i, row in enumerate(ready) if row[CHANNEL_AT] is not None]:
-            t, actor, thread, kind, key, channel, peer, op, cell, extra = ready[i]
-            sender, receiver = (actor, peer) if kind == "msg.sent" else (peer, actor)
-            msg_id, channel, extra = pair(kind, sender, receiver, op, extra, channel)
-            ready[i] = (t, actor, thread, kind, key, msg_id, channel, op, cell, extra)
         extend, flush = self.trace.extend, self.trace.flush
+        # One slice at a time, paired, into the trace and checked: each row is visited while
+        # it is in the cache.  Copying and pairing the whole merge first (a 40,000-task map's
+        # update-graph brings 160,000 rows in one merge, tens of MB with their inputs) made
+        # two more passes over every row, and the checks met it out of the cache again:
+        # cachegrind, a 40,000-task merge replayed, 15.2 against 9.9 last-level misses per event.
         for start in range(0, n, _CHUNK):
-            extend(ready[start:start + _CHUNK])
+            ready = waiting[start:min(start + _CHUNK, n)]
+            for i, row in enumerate(ready):
+                if row[CHANNEL_AT] is not None:
+                    t, actor, thread, kind, key, channel, peer, op, cell, extra = row
+                    sender, receiver = (actor, peer) if kind == "msg.sent" else (peer, actor)
+                    msg_id, channel, extra = pair(kind, sender, receiver, op, extra, channel)
+                    ready[i] = (t, actor, thread, kind, key, msg_id, channel, op, cell, extra)
+            extend(ready)
             # Hand the checks a slice: a live view sees the trace grow.
             flush()
             if yield_gil:
