@@ -474,6 +474,37 @@ def test_a_late_source_holds_the_live_merge_back(inproc):
         del x
 
 
+def test_identical_messages_in_flight_pair_oldest_first(inproc):
+    """Receipts pair with their sends by signature (sender, receiver, op, keys), the oldest
+    unmatched send first, however many identical ones are in flight; a receipt whose send
+    is not in the trace gets an id of its own.  The scheduler's free-keys to a fictitious
+    worker and that worker's receipts are handed to the tracer by hand, in a known order
+    (10 ms apart: more than any clock offset the tracer applies to a source in process)."""
+    with attach(inproc) as tracer:
+        tracer.sync()
+        t0 = time.time_ns() - 1_000_000_000
+        worker = "tcp://127.0.0.1:1"
+
+        def messages(kind: str, peer: str, at: tuple[int, ...]) -> tuple:
+            return tuple(item for t in at for item in (
+                t0 + t * 10_000_000, kind, None, "free-keys", peer, ("k-pair",), ()))
+
+        # Sent at 0, 1, 4; received at 2, 3, 5, 6 (the last one's send is not in the trace).
+        tracer._on_remote((t0, {"src": "scheduler", "dropped": 0, "batch": 0,
+                                "events": messages("msg.sent", worker, (0, 1, 4))}))
+        tracer._on_remote((t0, {"src": worker, "dropped": 0, "batch": 0,
+                                "events": messages("msg.received", "scheduler", (2, 3, 5, 6))}))
+        tracer.sync()
+        rows = [(e.kind, e.msg_id, e.channel) for e in tracer.trace.events(key="k-pair")]
+        assert [kind for kind, _, _ in rows] == (["msg.sent"] * 2 + ["msg.received"] * 2
+                                                 + ["msg.sent"] + ["msg.received"] * 2)
+        sent = [msg_id for kind, msg_id, _ in rows if kind == "msg.sent"]
+        received = [msg_id for kind, msg_id, _ in rows if kind == "msg.received"]
+        assert received[:3] == sent and received[3] not in sent
+        assert {channel for _, _, channel in rows} == {"scheduler->worker:127.0.0.1:1"}
+        assert not [sig for sig in tracer.unmatched if sig[3] == ("k-pair",)]
+
+
 def test_one_tracer_per_cluster(inproc):
     from jupyter_refs.dask import AlreadyTracedError
 

@@ -62,7 +62,7 @@ class DaskTracer(Protocol):
     me: str
     merging: threading.Lock
     #: Receipts not yet paired with their send, by signature (see ``DaskTracer.unmatched``).
-    unmatched: dict[tuple, deque[tuple[int, str, tuple]]]
+    unmatched: dict[tuple, tuple[tuple[int, str, tuple]] | deque[tuple[int, str, tuple]]]
 
     @property
     def focused(self) -> Focus | None: ...
