@@ -131,5 +131,8 @@ def test_a_traced_dask_session_levels_off(monkeypatch):
         finally:
             tracemalloc.stop()
     # Today: the waiting rows (~1,000 at most) and the reorder buffer, ~0.3 MB.  Before: up
-    # to N waiting rows, ~1.5 MB.
-    assert max(samples) - min(samples) < events * 80, samples
+    # to N waiting rows, ~1.5 MB, in most samples.  The highest and the lowest sample left out:
+    # one can land while a recorder's batch waits to be drained (in 1 of 4 runs, with the code
+    # of 2026-12-05 and 12-06 alike, 0.66 and 0.82 MB apart, the next-highest within 0.56 MB).
+    ordered = sorted(samples)
+    assert ordered[-2] - ordered[1] < events * 80, samples
