@@ -3,7 +3,10 @@
 * schedules per second on the 8576 scenario (scatter, drop, scatter, submit), legacy and fixed,
   in this process alone and with the random runs shared by one process per core (the default);
 * time to the first failure under legacy (median of runs);
-* the size of the bounded space under fixed: every order within bound 2, counted.
+* the size of the bounded space under fixed: every order within bound 2, counted;
+* what counting a random order drawn again costs: each of a search's draws followed down the
+  memo of the orders already run, once every order is in it (µs a draw, best of ``--runs``;
+  the memo's walk is what every share of a split search pays for every draw).
 
 Usage: ``python benchmarks/bench_explore.py [--runs N]``.
 """
@@ -11,6 +14,8 @@ Usage: ``python benchmarks/bench_explore.py [--runs N]``.
 from __future__ import annotations
 
 import argparse
+import gc
+import importlib
 import statistics
 import time
 
@@ -63,6 +68,7 @@ def main() -> None:
         counts.append(result.schedules)
     print(f"legacy: first 8576 failure after {statistics.median(firsts) * 1e3:.1f} ms median "
           f"({statistics.median(counts):g} schedules; target < 1 s)")
+    walk(args.runs, args.schedules * 4)
     result = explore(scatter_race, protocol="fixed", max_schedules=1_000_000, bound=2, sample=False)
     verdict = "no failure" if not result.failures else f"FAILURES: {result.summary()}"
     states = getattr(result, "states", 0)  # distinct states (not counted before issue 44)
@@ -70,6 +76,31 @@ def main() -> None:
           f"({result.pruned} pruned by sleep sets and states, {states:,} distinct states, "
           f"{states / result.elapsed:,.0f} states/s), exhausted in "
           f"{result.elapsed * 1e3:.0f} ms: {verdict}")
+
+
+def walk(runs: int, draws: int) -> None:
+    """µs a draw to follow ``draws`` random #8576 orders (PCT, depth 3) down a share's memo,
+    every one of them counted again (the share ran them all once first)."""
+    ex = importlib.import_module("jupyter_refs.explore")
+    fp = ex.fingerprint(scatter_race)
+    tally = ex.Tally(draws, None)  # the in-order run, as explore() makes it, for the baseline
+    ex._search(scatter_race, "legacy", 1, fp, 0, True, False, tally)
+    share = ex._Share(scatter_race, "legacy", 1, fp, 0, tally.outcome, (), (3, len(tally.baseline.picks)))
+    collecting = gc.isenabled()
+    gc.disable()  # as explore() runs them
+    try:
+        share.summary(range(draws))
+        times = []
+        for _ in range(runs):
+            start = time.process_time()
+            records, _failing = share.summary(range(draws))
+            times.append(time.process_time() - start)
+    finally:
+        if collecting:
+            gc.enable()
+    assert all(repeat for *_rest, repeat in records)
+    print(f"legacy: a random order drawn again, followed down the memo: "
+          f"{min(times) / draws * 1e6:.1f} µs a draw (best of {runs}, {draws:,} draws)")
 
 
 if __name__ == "__main__":
