@@ -14,12 +14,11 @@ Usage: ``python benchmarks/bench_explore.py [--runs N]``.
 from __future__ import annotations
 
 import argparse
-import gc
 import importlib
 import statistics
 import time
 
-from jupyter_refs import explore
+from jupyter_refs import explore, gcscope
 from jupyter_refs.explore import default_processes
 
 
@@ -86,18 +85,13 @@ def walk(runs: int, draws: int) -> None:
     tally = ex.Tally(draws, None)  # the in-order run, as explore() makes it, for the baseline
     ex._search(scatter_race, "legacy", 1, fp, 0, True, False, tally)
     share = ex._Share(scatter_race, "legacy", 1, fp, 0, tally.outcome, (), (3, len(tally.baseline.picks)))
-    collecting = gc.isenabled()
-    gc.disable()  # as explore() runs them
-    try:
+    times = []
+    with gcscope.paused():  # as explore() runs them
         share.summary(range(draws))
-        times = []
         for _ in range(runs):
             start = time.process_time()
             records, _failing = share.summary(range(draws))
             times.append(time.process_time() - start)
-    finally:
-        if collecting:
-            gc.enable()
     assert all(repeat for *_rest, repeat in records)
     print(f"legacy: a random order drawn again, followed down the memo: "
           f"{min(times) / draws * 1e6:.1f} µs a draw (best of {runs}, {draws:,} draws)")

@@ -66,7 +66,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import arguments, interrupts
+from . import arguments, gcscope, interrupts
 from .beliefs import Beliefs
 from .checks import Invariant, Violation, invariant_name
 from .checks import judge as judge_invariants
@@ -1393,7 +1393,7 @@ class ExploreResult:
     #: Runs of the systematic search stopped at a state it had explored already (counted
     #: in ``pruned`` too).
     revisited: int = 0
-    #: Random runs whose order had been drawn before: counted, not run again (``_Memo``).
+    #: Random runs whose order had been drawn before: counted, not run again (``sampling.Memo``).
     repeats: int = 0
 
     @property
@@ -1550,7 +1550,7 @@ def explore(scenario: Scenario, protocol: str | ProtocolVariant = "dask",
     distinct states the systematic search met.
 
     **Random runs** (``sampler``): ``"pct"`` (the default) runs PCT, probabilistic
-    concurrency testing over channels (see :func:`jupyter_refs.sampling.pct`), with 1, 2 … ``depth`` priority
+    concurrency testing over channels (``sampling.Draw``), with 1, 2 … ``depth`` priority
     change points in turn (depth d = d-1 change points, d from 1 to ``depth``): a bug of
     depth d <= ``depth`` is found by each run of depth d with probability at least
     1/(n·k^(d-1)) (n channels, k decisions of the in-order run), so by one run in ``depth``;
@@ -1595,15 +1595,10 @@ def explore(scenario: Scenario, protocol: str | ProtocolVariant = "dask",
     invariants = _invariants(invariants)
     fp = fingerprint(scenario)
     start = time.perf_counter()
-    collecting = gc.isenabled()
-    gc.disable()  # every run leaves young cycles (a cluster and its actors): collect in bulk
-    try:
+    with gcscope.paused():
         return _explore(scenario, protocol, max_schedules, bound, seed, workers, reduce, sample,
                         first, progress, fp, start, processes, invariants, prune,
                         depth if sampler == "pct" else 0, client)
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def _invariants(invariants: Sequence[Invariant]) -> tuple[Invariant, ...]:
@@ -1647,7 +1642,7 @@ class Tally:
         self.baseline: Run | None = None
         #: Runs that raised as the in-order run did.
         self.same = 0
-        #: Random runs whose order was drawn before (see ``_Memo``): counted, not run again.
+        #: Random runs whose order was drawn before (see ``sampling.Memo``): counted, not run again.
         self.repeats = 0
         #: Called once the in-order run is made (see :class:`_Remote`).
         self.on_baseline: Callable[[Tally], None] | None = None
@@ -1674,7 +1669,7 @@ class Tally:
                 self.progress(self.runs, self.max_schedules, len(self.groups))
 
     def count_again(self, seen: Seen) -> None:
-        """Count a sampled run whose order was run already (see :class:`_Memo`): as
+        """Count a sampled run whose order was run already (see ``sampling.Memo``): as
         :meth:`count` would count the same run again — its group's count grows, and its
         group keeps its smallest run (this one is no smaller: it was counted before)."""
         self.repeats += 1
@@ -2108,14 +2103,8 @@ def _share_away(args: tuple, share: int, shares: int, draws: Sequence[int]) -> t
     so decide when a dropped future is released (``jupyter_refs/dask/unprofiled.py``)."""
     from .dask.unprofiled import unprofiled
 
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        with unprofiled():
-            return _Share(*args, share, shares).summary(draws)
-    finally:
-        if collecting:
-            gc.enable()
+    with gcscope.paused(), unprofiled():
+        return _Share(*args, share, shares).summary(draws)
 
 
 def picklable(scenario: Scenario) -> None:

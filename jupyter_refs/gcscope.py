@@ -73,6 +73,20 @@ def scope() -> Iterator[None]:
             leave()
 
 
+@contextlib.contextmanager
+def paused() -> Iterator[None]:
+    """The collector off for a block, on again after if it was on: an explorer's runs, each
+    of which leaves young cycles (a cluster and its actors), collected in bulk by the
+    explorer itself (``gc.collect(0)`` every 100 runs)."""
+    collecting = _isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
 def served(method: _F) -> _F:
     """Raise the thresholds for the whole of a public call (``Client.map``, ``gather``, …).
 

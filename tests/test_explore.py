@@ -825,7 +825,7 @@ def test_a_cells_last_expression_is_its_outcome_unless_a_future():
 @pytest.mark.parametrize("protocol, sampler", [("legacy", "pct"), ("fixed", "pct"),
                                                ("dask-2024.7", "uniform")])
 def test_a_sampled_order_drawn_again_counts_as_when_it_was_run(monkeypatch, protocol, sampler):
-    """The random runs remember the orders they ran (``_Memo``): an order drawn again is
+    """The random runs remember the orders they ran (``sampling.Memo``): an order drawn again is
     counted as its first run was, not run again — the same counts, groups and smallest runs,
     the generator drawn on as a run would."""
     def summary(result):
