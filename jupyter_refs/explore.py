@@ -2099,12 +2099,20 @@ _SEARCHES = itertools.count()
 def _share_away(args: tuple, share: int, shares: int, draws: Sequence[int]) -> tuple:
     """A share's runs (:meth:`_Share.summary`) in a dask worker.  With the garbage collector
     paused, as :func:`explore` pauses it here (each run leaves young cycles; collected every
-    100 runs), and out of the worker's profiler, whose samples would hold a run's frames and
-    so decide when a dropped future is released (``jupyter_refs/dask/unprofiled.py``)."""
-    from .dask.unprofiled import unprofiled
+    100 runs); out of the worker's profiler, whose samples would hold a run's frames and so
+    decide when a dropped future is released; and stopped once its future is let go
+    (interrupted, the search released it), which dask cannot do to a running task
+    (``jupyter_refs/dask/share.py``)."""
+    from .dask.share import unprofiled, wanted
 
+    still = wanted()  # (asked before it leaves the profiler: it reads the worker's threads)
     with gcscope.paused(), unprofiled():
-        return _Share(*args, share, shares).summary(draws)
+        return _Share(*args, share, shares).summary(draws, still)
+
+
+#: How many of its draws a share on a dask worker makes between two looks at whether the
+#: search still wants it (a look reads the worker's state: well under a microsecond).
+_ASK_EVERY = 32
 
 
 def picklable(scenario: Scenario) -> None:
@@ -2215,11 +2223,12 @@ class _Share:
                 break
         return n
 
-    def summary(self, draws: Sequence[int]) -> tuple:
+    def summary(self, draws: Sequence[int], wanted: Callable[[], bool] | None = None) -> tuple:
         """This share's runs of ``draws`` as a helper sends them back (:func:`_merge` counts
         them): per draw counted, ``(draw, same, order, repeat)`` — whether it raised as the
         in-order run did, its failing order (-1: it passed), whether it was counted from
-        the memo; and the failing orders, each ``(group, size, picks)``."""
+        the memo; and the failing orders, each ``(group, size, picks)``.  Cut short when
+        ``wanted``, asked every :data:`_ASK_EVERY` draws, says the search let go of it."""
         records = []
         for n, (draw, made, seen) in enumerate(self.runs(draws), 1):
             records.append((draw, seen.same, seen.order, made is seen))
@@ -2227,6 +2236,8 @@ class _Share:
                 made.cluster.dispose()
             if n % 100 == 0:
                 gc.collect(0)
+            if wanted is not None and n % _ASK_EVERY == 0 and not wanted():
+                break
         return records, list(self.failing)
 
     def _draw(self, i: int) -> tuple[Run | Seen, Seen] | None:

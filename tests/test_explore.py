@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import time
 from collections import defaultdict
 
 import pytest
@@ -711,7 +712,7 @@ def test_a_share_on_a_dask_worker_runs_as_here_whatever_its_profiler_samples():
     them, and a held frame keeps a dropped future alive: the model's release then came when
     the profiler let go, and a share drew failures its runs' replays here do not make (3 of
     6 shares at a 1 ms interval).  A share leaves the profiler while it runs
-    (``jupyter_refs/dask/unprofiled.py``): every share here is the share run in this thread."""
+    (``jupyter_refs/dask/share.py``): every share here is the share run in this thread."""
     distributed = pytest.importorskip("distributed")
     import dask
 
@@ -771,6 +772,52 @@ def test_explore_on_worker_processes_replays_every_share_under_a_busy_profiler()
     assert [f.schedule for f in there.failures] == [f.schedule for f in here.failures]
     for failure in there.failures:
         assert replay(race, failure.schedule).failed
+
+
+@pytest.mark.dask
+def test_an_interrupted_search_on_dask_stops_its_shares_on_the_workers():
+    """dask cannot stop a running task: a search interrupted while its shares run (here its
+    progress callback raises, as a notebook's interrupt would) releases them, and each
+    share, seeing its task cancelled on its worker, returns within a few draws.  Without
+    that, each of a million-order search's shares kept its worker's thread for every draw
+    it was given."""
+    distributed = pytest.importorskip("distributed")
+
+    def plus(v):
+        return v + 1
+
+    def race(client):  # made here, so cloudpickle sends it whole to the worker processes
+        x = client.scatter(123)
+        del x
+        x = client.scatter(123)
+        client.submit(plus, x)
+
+    def executing(client):
+        return sorted(client.run(lambda dask_worker: len(dask_worker.state.executing)).values())
+
+    class Interrupted(Exception):
+        pass
+
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as client:
+        def progress(runs, total, groups):
+            # The shares started (sent with the in-order run): both workers busy with one.
+            deadline = time.monotonic() + 30
+            while executing(client) != [1, 1]:
+                assert time.monotonic() < deadline, executing(client)
+                time.sleep(0.01)
+            raise Interrupted
+
+        with pytest.raises(Interrupted):
+            explore(race, client=client, protocol="dask", max_schedules=10_000_000,
+                    progress=progress)
+        stopped = time.monotonic() + 10
+        while executing(client) != [0, 0]:
+            assert time.monotonic() < stopped, "a released share still runs on its worker"
+            time.sleep(0.05)
+        # The workers are free for the next search at once.
+        assert explore(race, client=client, protocol="dask", max_schedules=400).schedules == 400
 
 
 def _counts(result):

@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .. import arguments
+from .. import arguments, gcscope
 from ..checks import Violation
 from ..errors import ArgumentTypeError, ArgumentValueError, LivelockError
 from ..explore import (
@@ -531,9 +531,7 @@ def explore_dask(scenario: Callable[..., Any], max_schedules: int = 1_000, bound
         arguments.flag(value, name)
     fp = fingerprint(scenario)
     start = time.perf_counter()
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    with gcscope.paused():
         tally = Tally(max_schedules, progress) if visit is None else _Visiting(
             max_schedules, progress, visit)
         exhaustive, pruned = _search(scenario, workers, fp, bound, reduce, first, tally)
@@ -556,9 +554,6 @@ def explore_dask(scenario: Callable[..., Any], max_schedules: int = 1_000, bound
         return ExploreResult(getattr(scenario, "__name__", "scenario"), protocol_label(), bound,
                              tally.runs, pruned, exhaustive, sampled,
                              time.perf_counter() - start, failures)
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def explore_on(on: Any, scenario: Callable[..., Any], protocol: Any = "dask",
