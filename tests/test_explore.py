@@ -733,6 +733,44 @@ def test_a_share_on_a_dask_worker_runs_as_here_whatever_its_profiler_samples():
     assert there == [here] * 4
 
 
+def _profiling_while_a_share_runs():
+    """In a dask task: whether the worker's profiler callback still runs once the task is in
+    a share's ``unprofiled`` block (given a moment to stop: it is stopped on the loop)."""
+    from distributed import get_worker
+
+    from jupyter_refs.dask.share import unprofiled
+
+    callback = get_worker().periodic_callbacks["profile"]
+    with unprofiled():
+        deadline = time.monotonic() + 5
+        while callback.is_running() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return callback.is_running()
+
+
+@pytest.mark.dask
+def test_a_worker_profiler_sleeps_while_its_shares_run_and_wakes_after():
+    """With its thread out of the profiler's list, the profiler's callback still woke the
+    worker's loop every 10 ms, and a share lost 5-10% of its CPU to the wakes: it is stopped
+    while shares run on the worker (both threads' here), and runs again after the last."""
+    distributed = pytest.importorskip("distributed")
+
+    with distributed.LocalCluster(n_workers=1, processes=False, threads_per_worker=2,
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as client:
+        def profiling():
+            return client.run(lambda dask_worker:
+                              dask_worker.periodic_callbacks["profile"].is_running())
+
+        assert list(profiling().values()) == [True]
+        futures = [client.submit(_profiling_while_a_share_runs, pure=False) for _ in range(2)]
+        assert client.gather(futures) == [False, False]
+        deadline = time.monotonic() + 5
+        while list(profiling().values()) != [True]:
+            assert time.monotonic() < deadline, "the profiler was not started again"
+            time.sleep(0.01)
+
+
 @pytest.mark.dask
 def test_explore_on_worker_processes_replays_every_share_under_a_busy_profiler():
     """``explore(client=)`` where its shares really go to dask (the in-process cluster's one
