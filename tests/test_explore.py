@@ -751,7 +751,7 @@ def _profiling_while_a_share_runs():
 @pytest.mark.dask
 def test_a_worker_profiler_sleeps_while_its_shares_run_and_wakes_after():
     """With its thread out of the profiler's list, the profiler's callback still woke the
-    worker's loop every 10 ms, and a share lost 5-10% of its CPU to the wakes: it is stopped
+    worker's loop every 10 ms, and a share lost about 5% of its CPU to the wakes: it is stopped
     while shares run on the worker (both threads' here), and runs again after the last."""
     distributed = pytest.importorskip("distributed")
 
