@@ -771,6 +771,21 @@ def test_a_worker_profiler_sleeps_while_its_shares_run_and_wakes_after():
             time.sleep(0.01)
 
 
+def _race_sent_whole():
+    """#8576's scenario made inside a function, so cloudpickle sends it whole to worker
+    processes (which cannot import the tests)."""
+    def plus(v):
+        return v + 1
+
+    def race(client):
+        x = client.scatter(123)
+        del x
+        x = client.scatter(123)
+        client.submit(plus, x)
+
+    return race
+
+
 @pytest.mark.dask
 def test_explore_on_worker_processes_replays_every_share_under_a_busy_profiler():
     """``explore(client=)`` where its shares really go to dask (the in-process cluster's one
@@ -782,15 +797,7 @@ def test_explore_on_worker_processes_replays_every_share_under_a_busy_profiler()
     distributed = pytest.importorskip("distributed")
     import dask
 
-    def plus(v):
-        return v + 1
-
-    def race(client):  # made here, so cloudpickle sends it whole to the worker processes
-        x = client.scatter(123)
-        del x
-        x = client.scatter(123)
-        client.submit(plus, x)
-
+    race = _race_sent_whole()
     kwargs = dict(protocol="dask", bound=1, max_schedules=4000, seed=5)
     here = explore(race, processes=1, **kwargs)
     with dask.config.set({"distributed.worker.profile.interval": "1ms"}), \
@@ -821,15 +828,7 @@ def test_an_interrupted_search_on_dask_stops_its_shares_on_the_workers():
     it was given."""
     distributed = pytest.importorskip("distributed")
 
-    def plus(v):
-        return v + 1
-
-    def race(client):  # made here, so cloudpickle sends it whole to the worker processes
-        x = client.scatter(123)
-        del x
-        x = client.scatter(123)
-        client.submit(plus, x)
-
+    race = _race_sent_whole()
     def executing(client):
         return sorted(client.run(lambda dask_worker: len(dask_worker.state.executing)).values())
 
