@@ -2070,10 +2070,13 @@ class _Remote:
         time.sleep(0)
 
     def finish(self, tally: Tally, left: int) -> int:
-        """The draws ``0 … left - 1`` counted in; how many were counted."""
+        """The draws ``0 … left - 1`` counted in; how many were counted.  While the shares
+        run, ``tally.progress`` hears how far they have got, every :data:`_PROGRESS_SECONDS`."""
         if not self.futures or not left:
             return 0
         try:
+            if tally.progress is not None:
+                self._wait(tally, left)
             results = self.client.gather(self.futures)
         finally:
             self.close()
@@ -2083,6 +2086,23 @@ class _Remote:
         if tally.progress is not None:
             tally.progress(tally.runs, tally.max_schedules, len(tally.groups))
         return sampled
+
+    def _wait(self, tally: Tally, left: int) -> None:
+        """Until every share is done: the draws they have made so far, read on each worker
+        (``dask.share.made``), told to ``tally.progress`` (the failures they found come
+        back with their results)."""
+        from distributed import wait
+
+        from .dask.share import made
+
+        while True:
+            try:
+                wait(self.futures, timeout=_PROGRESS_SECONDS)
+                return
+            except TimeoutError:
+                done = sum(self.client.run(made, f"{self.token}-").values())
+                tally.progress(tally.runs + min(done, left - 1), tally.max_schedules,
+                               len(tally.groups))
 
     def close(self) -> None:
         """Let go of the shares still out (the search raised, or its budget ran out first:
@@ -2094,20 +2114,22 @@ class _Remote:
 
 #: Numbers the searches sent to a dask cluster, for their shares' names there.
 _SEARCHES = itertools.count()
+#: How often a search waiting for its shares on a dask cluster reports their progress.
+_PROGRESS_SECONDS = 0.5
 
 
 def _share_away(args: tuple, share: int, shares: int, draws: Sequence[int]) -> tuple:
     """A share's runs (:meth:`_Share.summary`) in a dask worker.  With the garbage collector
     paused, as :func:`explore` pauses it here (each run leaves young cycles; collected every
     100 runs); out of the worker's profiler, whose samples would hold a run's frames and so
-    decide when a dropped future is released; and stopped once its future is let go
-    (interrupted, the search released it), which dask cannot do to a running task
-    (``jupyter_refs/dask/share.py``)."""
-    from .dask.share import unprofiled, wanted
+    decide when a dropped future is released; noting how far it got, for the search's
+    progress; and stopped once its future is let go (interrupted, the search released it),
+    which dask cannot do to a running task (``jupyter_refs/dask/share.py``)."""
+    from .dask.share import going, unprofiled
 
-    still = wanted()  # (asked before it leaves the profiler: it reads the worker's threads)
+    go = going()  # (asked before it leaves the profiler: it reads the worker's threads)
     with gcscope.paused(), unprofiled():
-        return _Share(*args, share, shares).summary(draws, still)
+        return _Share(*args, share, shares).summary(draws, go)
 
 
 #: How many of its draws a share on a dask worker makes between two looks at whether the
@@ -2223,12 +2245,13 @@ class _Share:
                 break
         return n
 
-    def summary(self, draws: Sequence[int], wanted: Callable[[], bool] | None = None) -> tuple:
+    def summary(self, draws: Sequence[int], going: Callable[[int], bool] | None = None) -> tuple:
         """This share's runs of ``draws`` as a helper sends them back (:func:`_merge` counts
         them): per draw counted, ``(draw, same, order, repeat)`` — whether it raised as the
         in-order run did, its failing order (-1: it passed), whether it was counted from
-        the memo; and the failing orders, each ``(group, size, picks)``.  Cut short when
-        ``wanted``, asked every :data:`_ASK_EVERY` draws, says the search let go of it."""
+        the memo; and the failing orders, each ``(group, size, picks)``.  ``going(n)`` is told
+        every :data:`_ASK_EVERY` draws how many it has counted, and cuts it short when false
+        (the search let go of it)."""
         records = []
         for n, (draw, made, seen) in enumerate(self.runs(draws), 1):
             records.append((draw, seen.same, seen.order, made is seen))
@@ -2236,7 +2259,7 @@ class _Share:
                 made.cluster.dispose()
             if n % 100 == 0:
                 gc.collect(0)
-            if wanted is not None and n % _ASK_EVERY == 0 and not wanted():
+            if going is not None and n % _ASK_EVERY == 0 and not going(n):
                 break
         return records, list(self.failing)
 

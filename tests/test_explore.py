@@ -857,6 +857,30 @@ def test_an_interrupted_search_on_dask_stops_its_shares_on_the_workers():
         assert explore(race, client=client, protocol="dask", max_schedules=400).schedules == 400
 
 
+@pytest.mark.dask
+def test_a_search_on_dask_shows_its_shares_progress_while_it_waits(monkeypatch):
+    """While the shares run on the workers, the search's ``progress`` hears how far they have
+    got (read on each worker), rising, before the last call that counts everything in."""
+    distributed = pytest.importorskip("distributed")
+    monkeypatch.setattr(explore_module, "_PROGRESS_SECONDS", 0.05)
+    race = _race_sent_whole()
+    seen = []
+
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as client:
+        result = explore(race, client=client, protocol="dask", max_schedules=60_000,
+                         progress=lambda done, total, groups: seen.append(done))
+        explore(race, client=client, protocol="dask", max_schedules=2_000)
+        # A worker keeps the counts of its newest search's shares only.
+        kept = client.run(lambda: len(__import__("jupyter_refs.dask.share").dask.share.MADE))
+        assert kept == dict.fromkeys(client.nthreads(), 1)
+    assert seen[-1] == result.schedules == 60_000
+    searched = result.systematic
+    meanwhile = [done for done in seen[:-1] if searched < done < 60_000]
+    assert len(meanwhile) >= 2 and meanwhile == sorted(meanwhile)
+
+
 def _counts(result):
     from jupyter_refs.explore import _group
     return sorted((_group(f.run), f.count) for f in result.failures)

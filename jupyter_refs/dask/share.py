@@ -26,7 +26,8 @@ distributed 2026.8: a released task stays in ``WorkerState.executing`` until it 
 A search interrupted in the notebook, or whose own runs raised, releases its shares; each
 would otherwise spend its worker's thread on every draw it was given — minutes, for a
 search of a million orders.  So a share reads its own task's state between draws
-(:func:`wanted`) and returns what it has once the worker no longer runs it.
+(:func:`going`) and returns what it has once the worker no longer runs it; it notes there how
+far it got, which the search reads on the workers to show its progress while it waits.
 """
 
 from __future__ import annotations
@@ -113,24 +114,41 @@ def _quiet(worker: Any, step: int) -> None:
             pass
 
 
-def wanted() -> Callable[[], bool]:
-    """Whether the task this thread runs is still wanted: its worker still has it executing
-    (a released future's task turns ``cancelled``, then is forgotten).  Always true outside a
-    dask worker's task.  A read of the worker's own state, no message: cheap enough to ask
-    between draws."""
+#: How far each share run in this process has got (draws of its own made), by its task's key:
+#: what the search reads on every worker (:func:`made`) to show its progress meanwhile.  A
+#: share's count stays while its worker keeps its task (its result, until the search lets go).
+MADE: dict[str, int] = {}
+
+
+def going() -> Callable[[int], bool]:
+    """For a share's loop, every few draws: ``go(n)`` notes that it has made ``n`` (see
+    :data:`MADE`) and says whether to go on — whether its worker still runs its task (a
+    released future's task turns ``cancelled``, then is forgotten).  A read of the worker's
+    own state, no message: cheap enough to ask between draws.  Outside a dask worker's task,
+    always on and noted nowhere."""
     try:
         from distributed import get_worker
         worker = get_worker()
     except (ImportError, ValueError):
         return _always
     key, tasks = worker.get_current_task(), worker.state.tasks
+    for old in [k for k in MADE if k not in tasks]:  # shares the worker has forgotten
+        MADE.pop(old, None)
+    MADE[key] = 0
 
-    def running() -> bool:
+    def go(n: int) -> bool:
+        MADE[key] = n
         task = tasks.get(key)
         return task is not None and task.state == "executing"
 
-    return running
+    return go
 
 
-def _always() -> bool:
+def _always(n: int) -> bool:
     return True
+
+
+def made(prefix: str) -> int:
+    """The draws made so far by the shares in this process whose keys begin with ``prefix`` (one
+    search's): run on every worker by ``client.run``, on the worker's event loop."""
+    return sum(n for key, n in list(MADE.items()) if key.startswith(prefix))
