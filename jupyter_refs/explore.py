@@ -2515,12 +2515,26 @@ def _is_future(value: Any) -> bool:
     return type(value).__name__ == "Future" and hasattr(value, "key")
 
 
+def _names_read(code: types.CodeType) -> set[str]:
+    """Every global name ``code`` and the code nested in it (functions, classes, comprehensions)
+    may read: their ``co_names`` (attribute names among them, harmless: only those the
+    namespace has are kept)."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _names_read(const)
+    return names
+
+
 def cell_scenario(source: str, namespace: dict[str, Any], client_name: str = "client",
                   filename: str = "<%%explore>", first_line: int = 1) -> Scenario:
     """A scenario from notebook code: ``source`` runs with ``client_name`` bound to the run's client.
 
-    Each run gets a fresh copy of ``namespace``; the names the code binds die when it ends,
-    as a function's locals do, so the futures it dropped or kept are released then.  The
+    Each run gets a fresh copy of the names the code reads from ``namespace`` (all it can
+    reach but through ``globals()``: the scenario then carries no more of a notebook than the
+    cell uses, and travels to a dask cluster's workers with it); the names the code binds die
+    when it ends, as a function's locals do, so the futures it dropped or kept are released
+    then.  The
     code's last expression, when it ends with one, is what the scenario returns — the run's
     outcome — unless it is a future (or futures), which die with the other names.
     ``filename`` and ``first_line`` say where the code is (``%%explore``: its cell, from
@@ -2539,7 +2553,8 @@ def cell_scenario(source: str, namespace: dict[str, Any], client_name: str = "cl
         # The cell's last expression is its outcome, as IPython shows it (`new.result()`).
         last = compile(ast.Expression(tree.body.pop().value), filename, "eval")
     code = compile(tree, filename, "exec")
-    base = dict(namespace)
+    read = _names_read(code) | (_names_read(last) if last is not None else set())
+    base = {name: namespace[name] for name in read if name in namespace}
 
     def scenario(client: Any) -> Any:
         env = base.copy()

@@ -33,7 +33,7 @@ from traitlets import Float, Int, Unicode
 
 from .client import Future, check_serializable
 from .cluster import Cluster
-from .errors import JupyterRefsError, ProtocolError
+from .errors import ClusterClosedError, JupyterRefsError, ProtocolError
 from .handle import ClusterHandle
 from .network import POLICIES
 from .protocol.variants import PROTOCOL_HELP, PROTOCOL_NAMES, ProtocolVariant, is_registered, protocol_type
@@ -571,13 +571,18 @@ class RefsMagics(Magics):
     @argument("--seed", "-s", type=int, default=0, help="seed of the random runs past the bound")
     @argument("--processes", "-j", type=int,
               help="processes sharing the random runs (default: one per core; 1: only this kernel)")
+    @argument("--client", "-c", metavar="NAME",
+              help="a distributed.Client in the notebook: its workers share the random runs")
     @cell_magic
     def explore(self, line: str, cell: str) -> None:
         """Run the cell under many message orders and report the distinct failures.
 
         The cell is the scenario: it uses ``client`` (a fresh one each run).  Shows a
         progress bar, a summary, the smallest failing schedule explained, and its
-        timeline; ``%replay SCHEDULE`` reruns any schedule it reports.
+        timeline; ``%replay SCHEDULE`` reruns any schedule it reports.  With ``--client
+        NAME`` (a ``distributed.Client`` of worker processes) the random runs are shared by
+        its workers' threads, with the same result; the cell and the names it reads travel
+        there by cloudpickle.
         """
         args = _parse(self.explore, line)
         if args.max < 1 or args.bound < 0:
@@ -594,11 +599,13 @@ class RefsMagics(Magics):
         protocol = self._protocol(args.protocol or self.protocol)
         if args.processes is not None and args.processes < 1:
             raise UsageError("--processes must be at least 1")
+        client = self._dask_client(args.client) if args.client is not None else None
         bar = _progress(args.max)
         try:
             result = explore(scenario, protocol=protocol, max_schedules=args.max, bound=args.bound,
-                             seed=args.seed, progress=bar.update, processes=args.processes)
-        except (ScenarioError, ValueError) as exc:
+                             seed=args.seed, progress=bar.update, processes=args.processes,
+                             client=client)
+        except (ScenarioError, ValueError, ClusterClosedError) as exc:
             if isinstance(exc, ScenarioError):
                 # bound all the same, so that a cell reading `explored` says what happened
                 # rather than fail on a NameError (or read the result of an earlier cell)

@@ -345,6 +345,38 @@ def test_confirm_takes_an_earlier_exploration_by_name(ip, inproc, capsys):
             ip.user_ns.pop(name, None)
 
 
+@pytest.mark.dask
+def test_explore_magic_shares_its_runs_with_a_dask_cluster(ip, capsys):
+    """``%%explore --client NAME``: the cell, and the notebook names it reads (a function
+    defined in the notebook here), go to a dask cluster's worker processes; the result is
+    the one this kernel alone gives.  A name that is not a dask client is refused in one
+    line."""
+    distributed = pytest.importorskip("distributed")
+    cell = "x = client.scatter(123)\ndel x\nx = client.scatter(123)\nclient.submit(plus, x)"
+    ip.run_cell("def plus(v):\n    return v + 1")
+    try:
+        ip.run_cell(f"%%explore --max 3000 --processes 1\n{cell}")
+        here = ip.user_ns["explored"]
+        with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                      dashboard_address=":0") as cluster, \
+                distributed.Client(cluster) as dc:
+            ip.user_ns["dc"] = dc
+            capsys.readouterr()
+            ip.run_cell(f"%%explore --max 3000 --client dc\n{cell}")
+            there = ip.user_ns["explored"]
+            assert there is not here and there.schedules == 3000 and there.sampled > 0
+            assert [(f.schedule, f.count) for f in there.failures] == \
+                [(f.schedule, f.count) for f in here.failures]
+            assert there.failures and "distinct failure" in capsys.readouterr().out
+            ip.user_ns["other"] = object()
+            for name in ("other", "nothing_here"):
+                with pytest.raises(UsageError, match=f"'{name}' is not a dask distributed.Client"):
+                    ip.run_cell_magic("explore", f"--client {name}", cell)
+    finally:
+        for name in ("explored", "dc", "other", "plus"):
+            ip.user_ns.pop(name, None)
+
+
 def test_the_model_switch_in_a_notebook(ip, capsys):
     """``%cluster --model``: the user's own dask lines, unchanged, run on the kernel-side
     cluster, and ``%refs`` follows the cluster their ``Client(...)`` started."""
