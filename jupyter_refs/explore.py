@@ -64,7 +64,7 @@ import weakref
 from collections import defaultdict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import arguments, gcscope, interrupts
 from .beliefs import Beliefs
@@ -1648,6 +1648,8 @@ class Tally:
         self.on_baseline: Callable[[Tally], None] | None = None
         #: Called after each run counted here (see :class:`_Remote`).
         self.between_runs: Callable[[], None] | None = None
+        #: How many draws other processes have counted so far (forked helpers), for progress.
+        self.elsewhere: Callable[[], int] | None = None
 
     @property
     def outcome(self) -> Outcome | None:
@@ -1666,7 +1668,15 @@ class Tally:
         if self.runs % 100 == 0:
             gc.collect(0)
             if self.progress is not None:
-                self.progress(self.runs, self.max_schedules, len(self.groups))
+                self.report()
+
+    def report(self, elsewhere: int = 0) -> None:
+        """Tell ``progress`` how far the search has got: the runs counted here, and those
+        counted elsewhere so far (``elsewhere``, and :attr:`elsewhere`'s)."""
+        if self.elsewhere is not None:
+            elsewhere += self.elsewhere()
+        self.progress(min(self.runs + elsewhere, self.max_schedules),  # type: ignore[misc]
+                      self.max_schedules, len(self.groups))
 
     def count_again(self, seen: Seen) -> None:
         """Count a sampled run whose order was run already (see ``sampling.Memo``): as
@@ -1992,7 +2002,7 @@ def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: i
     shares = 1 + (min(processes - 1, left // _FORK_MIN_RUNS) if not first else 0)
     args = (scenario, protocol, workers, fp, seed, tally.outcome, invariants, pct)
     own = _Share(*args, 0, shares)
-    forked: list[tuple[Any, Any]] = []
+    forked: list[_Helper] = []
     try:
         for i in range(1, shares):
             # Started and kept in one shielded step: an interrupt between the two would leave
@@ -2002,17 +2012,21 @@ def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: i
                 forked.append(_fork(_Share(*args, i, shares), range(left)))
             finally:
                 interrupts.leave(shield)
-        sampled = own.count(tally, range(left), first)
         if forked:
-            results = [_receive(*helper) for helper in forked]
-            for process, pipe in forked:
-                pipe.close()
-                process.join()
+            tally.elsewhere = lambda: sum(helper.made.value for helper in forked)
+        sampled = own.count(tally, range(left), first)
+        tally.elsewhere = None
+        if forked:
+            results = [_receive(helper) for helper in forked]
+            for helper in forked:
+                helper.pipe.close()
+                helper.process.join()
             forked.clear()
             sampled += _merge(scenario, protocol, workers, fp, tally, results, invariants)
             if tally.progress is not None:
-                tally.progress(tally.runs, tally.max_schedules, len(tally.groups))
+                tally.report()
     finally:
+        tally.elsewhere = None
         _reap(forked)  # interrupted, or a run raised: no helper outlives the search
     return sampled
 
@@ -2084,7 +2098,7 @@ class _Remote:
         sampled = _merge(scenario, protocol, workers, fp, tally, results, self.args[6],
                          below=left)
         if tally.progress is not None:
-            tally.progress(tally.runs, tally.max_schedules, len(tally.groups))
+            tally.report()
         return sampled
 
     def _wait(self, tally: Tally, left: int) -> None:
@@ -2101,8 +2115,7 @@ class _Remote:
                 return
             except TimeoutError:
                 done = sum(self.client.run(made, f"{self.token}-").values())
-                tally.progress(tally.runs + min(done, left - 1), tally.max_schedules,
-                               len(tally.groups))
+                tally.report(min(done, left - 1))
 
     def close(self) -> None:
         """Let go of the shares still out (the search raised, or its budget ran out first:
@@ -2346,23 +2359,38 @@ class _Share:
         return _Policy(choose, set()), differs
 
 
-def _fork(share: _Share, draws: Sequence[int]) -> tuple[Any, Any]:
-    """Start ``share`` in a forked copy of this process, on ``draws``; returns its process
-    and its end of their pipe, on which its :meth:`_Share.summary` comes back.
+class _Helper(NamedTuple):
+    """A share forked off this process (:func:`_fork`)."""
+
+    process: Any
+    #: Its end of their pipe, on which its :meth:`_Share.summary` comes back.
+    pipe: Any
+    #: How many of its draws it has counted so far (shared memory), for the search's progress.
+    made: Any
+
+
+def _fork(share: _Share, draws: Sequence[int]) -> _Helper:
+    """Start ``share`` in a forked copy of this process, on ``draws``.
 
     The copy writes nothing (a scenario's prints would repeat once per run) and leaves
     with ``os._exit``, so nothing of the parent — a kernel's sockets and threads — is
     touched or closed there.  A run whose scenario raised is a failure like any other,
-    reported by its picks; replaying them here gives it its trace and traceback.
+    reported by its picks; replaying them here gives it its trace and traceback.  Every
+    :data:`_ASK_EVERY` draws it notes how many it has counted, in memory both share.
     """
     ctx = multiprocessing.get_context("fork")
     mine, theirs = ctx.Pipe()
+    made = ctx.RawValue("q", 0)
+
+    def going(n: int) -> bool:
+        made.value = n
+        return True
 
     def work() -> None:
         code = 0
         try:
             sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - dies with the process
-            theirs.send(share.summary(draws))
+            theirs.send(share.summary(draws, going))
         except BaseException:  # noqa: BLE001 - reported as a failed helper, never raised here
             code = 1
         finally:
@@ -2371,31 +2399,31 @@ def _fork(share: _Share, draws: Sequence[int]) -> tuple[Any, Any]:
     process = ctx.Process(target=work, daemon=True)
     process.start()
     theirs.close()
-    return process, mine
+    return _Helper(process, mine, made)
 
 
-def _reap(helpers: list[tuple[Any, Any]]) -> None:
+def _reap(helpers: list[_Helper]) -> None:
     """Stop the helpers not joined yet and wait for each (a child never waited for stays a
     zombie in the kernel until it exits: one per interrupted ``%%explore``).  A second
     interrupt waits until they are reaped."""
     shield = interrupts.enter()
     try:
-        for process, receive in helpers:
-            receive.close()
-            if process.is_alive():
-                process.kill()  # SIGKILL: the copy runs no handler of the kernel's
-            process.join()
+        for helper in helpers:
+            helper.pipe.close()
+            if helper.process.is_alive():
+                helper.process.kill()  # SIGKILL: the copy runs no handler of the kernel's
+            helper.process.join()
         helpers.clear()
     finally:
         interrupts.leave(shield)
 
 
-def _receive(process: Any, pipe: Any) -> tuple:
+def _receive(helper: _Helper) -> tuple:
     """A helper's runs (:meth:`_Share.summary`)."""
     try:
-        return pipe.recv()
+        return helper.pipe.recv()
     except EOFError:
-        raise _died(process) from None
+        raise _died(helper.process) from None
 
 
 def _died(process: Any) -> RuntimeError:

@@ -881,6 +881,21 @@ def test_a_search_on_dask_shows_its_shares_progress_while_it_waits(monkeypatch):
     assert len(meanwhile) >= 2 and meanwhile == sorted(meanwhile)
 
 
+def test_progress_counts_the_forked_helpers_runs_as_they_go():
+    """With a forked helper, ``progress`` hears the helper's draws as it makes them (a counter
+    in memory both processes share), not only this process's: the bar does not sit at half
+    and jump at the end."""
+    seen = []
+    total = 20_000
+    result = explore(scatter_race, protocol="dask", max_schedules=total, processes=2,
+                     progress=lambda done, of, groups: seen.append(done))
+    assert seen[-1] == result.schedules == total
+    assert seen == sorted(seen)
+    # This process counts about half of the draws; with the helper's, nearly all of them
+    # were reported before the end.
+    assert max(seen[:-1]) > 0.7 * total, seen[-5:]
+
+
 def _counts(result):
     from jupyter_refs.explore import _group
     return sorted((_group(f.run), f.count) for f in result.failures)
