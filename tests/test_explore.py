@@ -871,8 +871,13 @@ def test_a_search_on_dask_shows_its_shares_progress_while_it_waits(monkeypatch):
             distributed.Client(cluster) as client:
         result = explore(race, client=client, protocol="dask", max_schedules=60_000,
                          progress=lambda done, total, groups: seen.append(done))
+        # Once its workers have forgotten a search's shares (released, as the search ends),
+        # the next search's shares drop their counts: a worker keeps its newest search's only.
+        deadline = time.monotonic() + 10
+        while any(client.run(lambda dask_worker: len(dask_worker.state.tasks)).values()):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
         explore(race, client=client, protocol="dask", max_schedules=2_000)
-        # A worker keeps the counts of its newest search's shares only.
         kept = client.run(lambda: len(__import__("jupyter_refs.dask.share").dask.share.MADE))
         assert kept == dict.fromkeys(client.nthreads(), 1)
     assert seen[-1] == result.schedules == 60_000
