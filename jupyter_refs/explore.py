@@ -2015,8 +2015,11 @@ def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: i
         if forked:
             tally.elsewhere = lambda: sum(helper.made.value for helper in forked)
         sampled = own.count(tally, range(left), first)
-        tally.elsewhere = None
         if forked:
+            for helper in forked:  # their progress told while they finish
+                while tally.progress is not None and not helper.pipe.poll(_PROGRESS_SECONDS):
+                    tally.report()
+            tally.elsewhere = None
             results = [_receive(helper) for helper in forked]
             for helper in forked:
                 helper.pipe.close()
@@ -2127,7 +2130,7 @@ class _Remote:
 
 #: Numbers the searches sent to a dask cluster, for their shares' names there.
 _SEARCHES = itertools.count()
-#: How often a search waiting for its shares on a dask cluster reports their progress.
+#: How often a search waiting for its shares (forked, or on a dask cluster) reports their progress.
 _PROGRESS_SECONDS = 0.5
 
 
