@@ -1,5 +1,5 @@
-"""An explorer's share as a dask task (``explore(client=…)``): off the worker's profiler, and
-stopped once the search lets go of it.
+"""An explorer's share as a dask task (``explore(client=…)``): off the worker's profiler, noting
+how far it got, and stopped once the search lets go of it.
 
 **The profiler.**  A dask worker samples the frames of every thread running a task
 (``Worker.trigger_profile``, every ``distributed.worker.profile.interval``, 10 ms by default): it
@@ -12,13 +12,13 @@ other failures than the same share run here, 3 of 6 at a 1 ms interval, none wit
 profiler off; a thread that held the run's frames as the profiler does made every share
 differ.  A share whose runs do not replay here would report failures the explorer cannot
 show, so while it runs, its thread is not one the worker's profiler (or its call-stack
-view) samples.  And while every share on a worker runs, the profiler's callback is stopped
+view) samples.  And while any share runs on a worker, the profiler's callback is stopped
 there: with no thread of its worker left to sample it returns at once, but it still woke
 the worker's event loop a hundred times a second, and each wake took the interpreter from
 the share's thread (after the 5 ms switch interval) or the core from another worker's
 share.  Measured on #8576's 20,000 draws on two worker processes (2-core machine): 0.65–0.73
 CPU-s a share with the callback running, 0.61–0.65 without it — a share forked off this
-process alone takes 0.61–0.63.
+process alone takes 0.61–0.63 (the search's wall time moved less than its noise).
 
 **Letting go.**  dask cannot stop a task's thread: a future released while its task runs
 leaves the task ``cancelled`` on its worker, its thread running on to the end (measured on
