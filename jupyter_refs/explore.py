@@ -2546,6 +2546,11 @@ def _is_future(value: Any) -> bool:
     return type(value).__name__ == "Future" and hasattr(value, "key")
 
 
+#: Builtins through which code reads names it does not write out (``eval("x")``,
+#: ``globals()["x"]``): a cell that calls one gets the whole namespace.
+_DYNAMIC_NAMES = frozenset({"eval", "exec", "globals", "locals", "vars"})
+
+
 def _names_read(code: types.CodeType) -> set[str]:
     """Every global name ``code`` and the code nested in it (functions, classes, comprehensions)
     may read: their ``co_names`` (attribute names among them, harmless: only those the
@@ -2561,9 +2566,10 @@ def cell_scenario(source: str, namespace: dict[str, Any], client_name: str = "cl
                   filename: str = "<%%explore>", first_line: int = 1) -> Scenario:
     """A scenario from notebook code: ``source`` runs with ``client_name`` bound to the run's client.
 
-    Each run gets a fresh copy of the names the code reads from ``namespace`` (all it can
-    reach but through ``globals()``: the scenario then carries no more of a notebook than the
-    cell uses, and travels to a dask cluster's workers with it); the names the code binds die
+    Each run gets a fresh copy of the names the code reads from ``namespace`` (the whole
+    namespace if it reads names by ``eval``, ``globals()`` and the like): the scenario then
+    carries no more of a notebook than the cell uses, and travels to a dask cluster's
+    workers with it; the names the code binds die
     when it ends, as a function's locals do, so the futures it dropped or kept are released
     then.  The
     code's last expression, when it ends with one, is what the scenario returns — the run's
@@ -2585,7 +2591,8 @@ def cell_scenario(source: str, namespace: dict[str, Any], client_name: str = "cl
         last = compile(ast.Expression(tree.body.pop().value), filename, "eval")
     code = compile(tree, filename, "exec")
     read = _names_read(code) | (_names_read(last) if last is not None else set())
-    base = {name: namespace[name] for name in read if name in namespace}
+    base = (dict(namespace) if read & _DYNAMIC_NAMES
+            else {name: namespace[name] for name in read if name in namespace})
 
     def scenario(client: Any) -> Any:
         env = base.copy()

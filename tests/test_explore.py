@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import threading
 import time
 from collections import defaultdict
 
@@ -948,6 +949,25 @@ def test_a_cells_last_expression_is_its_outcome_unless_a_future():
         assert value == 20
         assert cell_scenario("client.submit(inc, 1)", {"inc": inc})(client) is None
         assert cell_scenario("y = 3", {})(client) is None
+
+
+def test_a_cell_carries_the_names_it_reads_and_all_of_them_when_it_reads_by_name():
+    """A cell's scenario keeps only the notebook names its code reads (so it pickles without
+    the rest of the notebook); one that reads names by ``eval`` or ``globals()`` keeps them
+    all, or it would fail with a NameError for a name the notebook has."""
+    import cloudpickle
+
+    from jupyter_refs.explore import cell_scenario
+
+    namespace = {"inc": inc, "n": 4, "shell": threading.Lock()}  # (a lock does not pickle)
+    with Cluster(protocol="dask", network="immediate") as cluster:
+        client = cluster.client()
+        plain = cell_scenario("client.submit(inc, n).result()", namespace)
+        assert plain(client) == 5
+        cloudpickle.dumps(plain)
+        for cell in ('eval("client.submit(inc, n).result()")',
+                     'globals()["inc"](globals()["n"])'):
+            assert cell_scenario(cell, namespace)(client) == 5
 
 
 @pytest.mark.parametrize("protocol, sampler", [("legacy", "pct"), ("fixed", "pct"),
