@@ -1667,16 +1667,17 @@ class Tally:
         self.runs += 1
         if self.runs % 100 == 0:
             gc.collect(0)
-            if self.progress is not None:
-                self.report()
+            self.report()
 
     def report(self, elsewhere: int = 0) -> None:
-        """Tell ``progress`` how far the search has got: the runs counted here, and those
-        counted elsewhere so far (``elsewhere``, and :attr:`elsewhere`'s)."""
+        """Tell ``progress``, if there is one, how far the search has got: the runs counted
+        here, and those counted elsewhere so far (``elsewhere``, and :attr:`elsewhere`'s)."""
+        if self.progress is None:
+            return
         if self.elsewhere is not None:
             elsewhere += self.elsewhere()
-        self.progress(min(self.runs + elsewhere, self.max_schedules),  # type: ignore[misc]
-                      self.max_schedules, len(self.groups))
+        self.progress(min(self.runs + elsewhere, self.max_schedules), self.max_schedules,
+                      len(self.groups))
 
     def count_again(self, seen: Seen) -> None:
         """Count a sampled run whose order was run already (see ``sampling.Memo``): as
@@ -2026,8 +2027,7 @@ def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: i
                 helper.process.join()
             forked.clear()
             sampled += _merge(scenario, protocol, workers, fp, tally, results, invariants)
-            if tally.progress is not None:
-                tally.report()
+            tally.report()
     finally:
         tally.elsewhere = None
         _reap(forked)  # interrupted, or a run raised: no helper outlives the search
@@ -2100,8 +2100,7 @@ class _Remote:
         scenario, protocol, workers, fp = self.args[:4]
         sampled = _merge(scenario, protocol, workers, fp, tally, results, self.args[6],
                          below=left)
-        if tally.progress is not None:
-            tally.report()
+        tally.report()
         return sampled
 
     def _wait(self, tally: Tally, left: int) -> None:
@@ -2117,7 +2116,9 @@ class _Remote:
                 wait(self.futures, timeout=_PROGRESS_SECONDS)
                 return
             except TimeoutError:
-                done = sum(self.client.run(made, f"{self.token}-").values())
+                # (A worker leaving meanwhile is no error of the search's: its share's count
+                # is left out, and dask runs the share again elsewhere.)
+                done = sum(self.client.run(made, f"{self.token}-", on_error="ignore").values())
                 tally.report(min(done, left - 1))
 
     def close(self) -> None:
@@ -2148,8 +2149,8 @@ def _share_away(args: tuple, share: int, shares: int, draws: Sequence[int]) -> t
         return _Share(*args, share, shares).summary(draws, go)
 
 
-#: How many of its draws a share on a dask worker makes between two looks at whether the
-#: search still wants it (a look reads the worker's state: well under a microsecond).
+#: How many of its draws a share (forked, or on a dask worker) counts between two notes of
+#: how far it got, each a look at whether the search still wants it (well under a µs).
 _ASK_EVERY = 32
 
 

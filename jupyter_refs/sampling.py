@@ -20,8 +20,6 @@ from dataclasses import dataclass
 
 _WORDS = struct.Struct("<16I").unpack
 _FRACTION = 2.0 ** -32
-
-
 _BLAKE2B = hashlib.blake2b
 
 
@@ -60,8 +58,6 @@ class Draw:
 
     __slots__ = ("_key", "_words", "_next", "_block", "made", "_fair", "_top", "_lows",
                  "_priority")
-
-
 
     def __init__(self, seed: int, i: int, pct: tuple[int, int] | None):
         self._key = b"%d:%d" % (seed, i)
@@ -238,10 +234,10 @@ class Memo:
     def channels(self, picks: Sequence[int]) -> list[tuple[str, ...]]:
         """The channels at each decision of ``picks``, followed from the root (as far as
         the memo knows them)."""
-        node, seen = self.root, []
+        node, met = self.root, []
         for pick in picks:
             if node is None or node[0] is None:
                 break
-            seen.append(node[0])
+            met.append(node[0])
             node = node[1][pick]
-        return seen
+        return met
