@@ -15,7 +15,9 @@ and raised when the change is whole — when the outermost shielded section ends
 when a call starts to wait (waiting is what a user interrupts; :func:`opened`),
 or between two deliveries of a long stepped wait (:func:`check`).  User code the
 cluster runs (a task run inline) is open to interrupts too.  One that lands in a
-future's finalizer lets it finish and lands again just after.
+future's finalizer lets it finish and lands again just after; so does one that lands in any
+other place where Python ignores exceptions (a weak reference's callback, a ``__del__`` not
+marked here): Python's hook for ignored exceptions sends it again.
 
 Only the main thread receives interrupts, so everything here is for it alone (no
 lock): another thread's calls are not shielded.  The handler wraps whatever
@@ -28,6 +30,7 @@ from __future__ import annotations
 import _signal  # signal's C functions: signal.signal / getsignal convert enums, at 2 µs a call
 import _thread
 import signal
+import sys
 import threading
 from collections.abc import Callable
 from types import CodeType, FrameType
@@ -80,6 +83,23 @@ def _send_again() -> None:
         signal.pthread_kill(_MAIN, _SIGINT)
 
 
+def _unraisable(unraisable: Any) -> None:
+    """``sys.unraisablehook``: an interrupt Python ignored where it landed — in a weak
+    reference's callback, a ``__del__``, a collector callback — lands again just after, sent
+    from another thread; else the cell ran on as if ■ had not been pressed (an interrupted
+    ``%%explore`` went on until its helper failed).  Any other ignored exception goes to the
+    hook found here."""
+    if (unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt)
+            and _get_ident() == _MAIN):
+        _thread.start_new_thread(_send_again, ())
+        return
+    _previous_unraisable(unraisable)
+
+
+#: The hook ours wraps (Python's own, unless someone set another).
+_previous_unraisable: Callable[[Any], Any] = sys.unraisablehook
+
+
 def _in_finalizer(frame: FrameType | None) -> bool:
     while frame is not None:
         if frame.f_code in _FINALIZERS:
@@ -100,7 +120,7 @@ def enter() -> int:
     Call it *before* taking the cluster's lock: an interrupt that lands before it
     leaves nothing half done.
     """
-    global _depth, _open, _previous
+    global _depth, _open, _previous, _previous_unraisable
     if _get_ident() != _MAIN:
         return -1
     current = _getsignal(_SIGINT)
@@ -109,6 +129,9 @@ def enter() -> int:
             return -1
         _previous = current
         _signal.signal(_SIGINT, _handler)
+    if sys.unraisablehook is not _unraisable:
+        _previous_unraisable = sys.unraisablehook
+        sys.unraisablehook = _unraisable
     was_open = _open
     _open = False
     _depth += 1

@@ -122,6 +122,34 @@ def test_an_interrupt_in_a_futures_finalizer_is_raised_after_it_and_the_release_
     assert_usable(cluster, client)
 
 
+def test_an_interrupt_python_ignores_in_a_weakrefs_callback_lands_again():
+    """Python ignores an exception raised in a weak reference's callback, as in a ``__del__``
+    (it hands it to ``sys.unraisablehook``): an interrupted ``%%explore`` once went on there
+    to the end of its budget.  Ignored, the interrupt is sent again and lands just after."""
+    import weakref
+
+    from jupyter_refs import interrupts
+
+    class Thing:
+        pass
+
+    interrupts.leave(interrupts.enter())  # ours installed, as at a cluster's first call
+    landed = []
+
+    def callback(_ref: weakref.ref) -> None:
+        landed.append("callback")
+        signal.raise_signal(signal.SIGINT)  # ■, handled here: KeyboardInterrupt, ignored
+
+    thing = Thing()
+    ref = weakref.ref(thing, callback)
+    with pytest.raises(KeyboardInterrupt):  # noqa: PT012
+        del thing
+        landed.append("after")
+        threading.Event().wait(10)  # where it lands again (at once, or DID NOT RAISE)
+    assert landed == ["callback", "after"]
+    assert ref() is None
+
+
 def _spin(n: int, first: bool = False) -> int:
     """A loop that ends in ``if a and b: break``, as ``_Share.count``'s does: CPython 3.11
     gives its jump back no line number."""
