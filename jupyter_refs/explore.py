@@ -64,6 +64,7 @@ import weakref
 from collections import defaultdict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 from . import arguments, gcscope, interrupts
@@ -876,7 +877,14 @@ def _canon(obj: Any, family: str | None, ids: dict, memo: dict) -> Any:
         if read is None:
             slots = _SLOTTED.get(kind)
             fields = obj.__dict__ if slots is None else {s: getattr(obj, s, None) for s in slots}
-            read = _PLANS.get((kind, *fields))
+            names = tuple(fields)
+            last = _LAST_PLAN.get(kind)
+            if last is not None and last[0] == names:
+                read = last[1]
+            else:
+                read = _PLANS.get((kind, *names))
+                if read is not None:
+                    _LAST_PLAN[kind] = (names, read)
         else:
             fields = obj  # a slotted class's reader reads the object itself (_reader)
         if read is not None:
@@ -962,6 +970,10 @@ _PLANS: dict[tuple, Callable[[Any, dict, dict], tuple]] = {}
 #: its workers there); :data:`_PLANS` holds no entry for them.
 _UNPLANNED: set[type] = set()
 _PLANNED: set[type] = set()  # the classes with an entry in _PLANS
+#: Each class's plan last used, with its attribute names: nearly every object of a class has
+#: the names the one before had, and comparing them with those names (equal strings, the same
+#: objects) costs half of hashing them into a key of :data:`_PLANS`.
+_LAST_PLAN: dict[type, tuple[tuple[str, ...], Callable[[Any, dict, dict], tuple]]] = {}
 _SLOTTED: dict[type, Any] = {}  # the classes read by their __slots__, and those
 #: A slotted class's reader, which reads the object itself: its names, read from its own
 #: ``__slots__``, are the same for every object, so its plan is looked up once.
@@ -1154,14 +1166,17 @@ def _state_parts(cluster: Cluster, memo: dict | None = None) -> list:
     return parts
 
 
+_FIRST = itemgetter(0)
+
+
 def _rank(ids: dict[str, list]) -> None:
     """Each id's cell set to its rank among the distinct values of its family (``ids``: each
     family's cells, in the order the state met them)."""
     for cells in ids.values():
-        values = sorted({cell[0] for cell in cells})
+        values = sorted(set(map(_FIRST, cells)))  # (map and zip: loops in C)
         if values[0] == 0 and values[-1] == len(values) - 1:
             continue  # distinct ints from 0 to their number less one: their own ranks
-        rank = {v: i for i, v in enumerate(values)}
+        rank = dict(zip(values, range(len(values))))
         for cell in cells:
             cell[0] = rank[cell[0]]
 
@@ -2452,6 +2467,8 @@ def _skipped(d: _Decision, pick: int) -> set[int]:
     """The messages a pick delays: the older deliverable heads it overtakes (awake ones)."""
     if not pick:
         return set()
+    if not d.sleep:  # (nearly every decision: nothing asleep, every older head delayed)
+        return {h.msg_id for h in d.heads[:pick]}
     asleep = {m for m, _ in d.sleep}
     return {h.msg_id for h in d.heads[:pick] if h.msg_id not in asleep}
 
