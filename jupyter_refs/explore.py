@@ -49,11 +49,13 @@ import functools
 import gc
 import hashlib
 import inspect
+import io
 import itertools
 import linecache
 import marshal
 import multiprocessing
 import os
+import pickle
 import random
 import re
 import sys
@@ -64,7 +66,6 @@ import weakref
 from collections import defaultdict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from operator import itemgetter
 from typing import Any, NamedTuple
 
 from . import arguments, gcscope, interrupts
@@ -1166,17 +1167,14 @@ def _state_parts(cluster: Cluster, memo: dict | None = None) -> list:
     return parts
 
 
-_FIRST = itemgetter(0)
-
-
 def _rank(ids: dict[str, list]) -> None:
     """Each id's cell set to its rank among the distinct values of its family (``ids``: each
     family's cells, in the order the state met them)."""
     for cells in ids.values():
-        values = sorted(set(map(_FIRST, cells)))  # (map and zip: loops in C)
+        values = sorted({cell[0] for cell in cells})
         if values[0] == 0 and values[-1] == len(values) - 1:
             continue  # distinct ints from 0 to their number less one: their own ranks
-        rank = dict(zip(values, range(len(values))))
+        rank = {v: i for i, v in enumerate(values)}
         for cell in cells:
             cell[0] = rank[cell[0]]
 
@@ -1209,12 +1207,45 @@ def state_digest(cluster: Cluster) -> bytes:
 
 
 def _digest(cluster: Cluster) -> tuple[int, bool]:
-    """The search's name for the cluster's state — what :func:`state_digest` hashes, hashed
-    by Python's own hash of bytes (64 bits, as the digest's eight bytes, in a third of the
-    time): a search's states are compared in its own process only — and whether it is the
-    run's own (see :func:`_state_bytes`)."""
-    data, own = _state_bytes(cluster)
-    return hash(data), own
+    """The search's name for the cluster's state, hashed by Python's own hash of bytes (64
+    bits, as :func:`state_digest`'s eight bytes, in a third of the time): a search's states
+    are compared in its own process only — and whether it is the run's own (see
+    :func:`_state_bytes`).
+
+    The bytes are the state's nested tuples as a pickle without a memo (``fast``: no
+    back-references, the same bytes for equal values whatever object holds them), when
+    they hold plain values only (:class:`_PlainPickler`): as faithful as marshal's format 2
+    — each value's type and contents, in order — and cheaper (a string's UTF-8 is read
+    where marshal's 2 encodes it again); else what :func:`state_digest` hashes.  Two
+    states share the bytes exactly when they share marshal's, so the search counts the
+    same states either way (its own test compares them).
+    """
+    memo: dict = {}
+    parts = _state_parts(cluster, memo)
+    buffer = io.BytesIO()
+    pickler = _PlainPickler(buffer, 5)
+    pickler.fast = True
+    try:
+        pickler.dump(parts)
+        data = buffer.getvalue()
+    except (_NotPlain, ValueError, RecursionError):  # (a cycle, too deep: as marshal fails)
+        data = _encoded(parts)
+    return hash(data), id(cluster) in memo
+
+
+class _NotPlain(Exception):
+    """A value :class:`_PlainPickler` does not write."""
+
+
+class _PlainPickler(pickle.Pickler):
+    """A pickler of plain values only: the exact builtin types (str, bytes, int, float, bool,
+    None, tuples, lists — which pickle writes itself, never asking ``reducer_override``).
+    Anything else (a subclass of str, an enum member) is refused, and the state is then
+    encoded as :func:`state_digest` encodes it: a pickle would write such a value by its
+    class's own reduction, which marshal refuses."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        raise _NotPlain(type(obj).__qualname__)
 
 
 def _state_bytes(cluster: Cluster) -> tuple[bytes, bool]:
@@ -1225,11 +1256,15 @@ def _state_bytes(cluster: Cluster) -> tuple[bytes, bool]:
     another digest."""
     memo: dict = {}
     parts = _state_parts(cluster, memo)
+    return _encoded(parts), id(cluster) in memo
+
+
+def _encoded(parts: list) -> bytes:
+    """A state's nested tuples in marshal's format 2 (see :func:`state_digest`)."""
     try:
-        data = marshal.dumps(parts, 2)
+        return marshal.dumps(parts, 2)
     except ValueError:  # a value marshal cannot write: the text instead
-        data = repr(parts).encode()
-    return data, id(cluster) in memo
+        return repr(parts).encode()
 
 
 #: In a pickle, the name of the function a travelling future is rebuilt by (what the worker
@@ -1665,10 +1700,19 @@ class Tally:
         self.between_runs: Callable[[], None] | None = None
         #: How many draws other processes have counted so far (forked helpers), for progress.
         self.elsewhere: Callable[[], int] | None = None
+        self._outcome: tuple[Run, Outcome] | None = None  # the baseline's (see outcome)
 
     @property
     def outcome(self) -> Outcome | None:
-        return self.baseline.outcome if self.baseline is not None else None
+        """The in-order run's outcome: made once per baseline (every run is judged against
+        it, and a frozen dataclass costs a few attribute sets to make)."""
+        baseline = self.baseline
+        if baseline is None:
+            return None
+        made = self._outcome
+        if made is None or made[0] is not baseline:
+            made = self._outcome = (baseline, baseline.outcome)
+        return made[1]
 
     def count(self, run: Run) -> None:
         """Count a run made here, judge it, and every 100 runs collect and report progress."""

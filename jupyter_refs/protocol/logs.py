@@ -60,6 +60,14 @@ class NodeLog:
         if self._enabled(_INFO):
             self.entries.append((self.clock(), "INFO", msg, args))
 
+    def infos(self, *lines: tuple[str, tuple[Any, ...]]) -> None:
+        """Several ``info(msg, *args)`` lines at once, each ``(msg, args)``: the level asked
+        once (a worker that joins logs ten lines, and the explorer makes a cluster a run)."""
+        if self._enabled(_INFO):
+            clock, append = self.clock, self.entries.append
+            for msg, args in lines:
+                append((clock(), "INFO", msg, args))
+
     def get(self, start: float = 0, n: int | None = None,
             timestamps: bool = False) -> list[tuple[Any, ...]]:
         """dask's ``Node.get_logs``: newest first, from ``start``, at most ``n``."""
