@@ -71,15 +71,22 @@ def scenario(value: Any) -> Callable[..., Any]:
 def protocol(value: Any, none: bool = False) -> Any:
     """A registered protocol's name or a :class:`ProtocolVariant` (``None`` too when ``none``),
     looked up: an unknown name is refused as :class:`ProtocolError` says."""
-    from .protocol.variants import ProtocolVariant, get_variant
-
+    variants = _VARIANTS.get("module")
+    if variants is None:
+        # Imported when first asked (not with this module), then kept: the explorer makes a
+        # cluster per run, and a relative import in a call costs a lookup of the package's.
+        from .protocol import variants
+        _VARIANTS["module"] = variants
     if none and value is None:
         return None
-    expect(value, (str, ProtocolVariant), "protocol",
+    expect(value, (str, variants.ProtocolVariant), "protocol",
            "a protocol's name (such as 'dask' or 'fixed') or a ProtocolVariant"
            + (" or None" if none else ""))
-    get_variant(value)
+    variants.get_variant(value)
     return value
+
+
+_VARIANTS: dict[str, Any] = {}  # "module": protocol/variants.py, once protocol() imported it
 
 
 def dask_client(value: Any, name: str = "client") -> Any:

@@ -93,6 +93,9 @@ def _never() -> bool:
     return False
 
 
+_RULE = "-" * 49  # a line of dask's worker banner
+
+
 def _amm_starts() -> bool:
     """dask's ``distributed.scheduler.active-memory-manager.start`` (True by default)."""
     try:
@@ -284,8 +287,8 @@ class Cluster:
         self.scheduler.nthreads = dict.fromkeys(self.workers, self.threads_per_worker)
         self._log_length = _log_length()
         self._timed_log(self.scheduler)
-        self.scheduler.log.info("State start")
-        self.scheduler.log.info("  Scheduler at: %25s", self.scheduler_address)
+        self.scheduler.log.infos(("State start", ()),
+                                 ("  Scheduler at: %25s", (self.scheduler_address,)))
         for name in self.workers:
             self._log_joined(name)
         self._actors: dict[str, Any] = {SCHEDULER: self.scheduler, **self.workers}
@@ -378,15 +381,11 @@ class Cluster:
         worker = self.workers[name]
         number = self.scheduler.names[name] = list(self.workers).index(name)
         log = self._timed_log(worker)
-        log.info("      Start worker at: %26s", name)
-        log.info("          Worker name: %26s", number)
-        log.info("-" * 49)
-        log.info("              Threads: %26d", worker.nthreads)
-        log.info("-" * 49)
-        self.scheduler.log.info("Register worker addr: %s name: %s", name, number)
-        self.scheduler.log.info("Starting worker compute stream, %s", name)
-        log.info("        Registered to: %26s", self.scheduler_address)
-        log.info("-" * 49)
+        log.infos(("      Start worker at: %26s", (name,)), ("          Worker name: %26s", (number,)),
+                  (_RULE, ()), ("              Threads: %26d", (worker.nthreads,)), (_RULE, ()))
+        self.scheduler.log.infos(("Register worker addr: %s name: %s", (name, number)),
+                                 ("Starting worker compute stream, %s", (name,)))
+        log.infos(("        Registered to: %26s", (self.scheduler_address,)), (_RULE, ()))
 
     @property
     def id_allocator(self) -> Any:

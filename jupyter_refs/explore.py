@@ -49,11 +49,13 @@ import functools
 import gc
 import hashlib
 import inspect
+import io
 import itertools
 import linecache
 import marshal
 import multiprocessing
 import os
+import pickle
 import random
 import re
 import sys
@@ -876,7 +878,14 @@ def _canon(obj: Any, family: str | None, ids: dict, memo: dict) -> Any:
         if read is None:
             slots = _SLOTTED.get(kind)
             fields = obj.__dict__ if slots is None else {s: getattr(obj, s, None) for s in slots}
-            read = _PLANS.get((kind, *fields))
+            names = tuple(fields)
+            last = _LAST_PLAN.get(kind)
+            if last is not None and last[0] == names:
+                read = last[1]
+            else:
+                read = _PLANS.get((kind, *names))
+                if read is not None:
+                    _LAST_PLAN[kind] = (names, read)
         else:
             fields = obj  # a slotted class's reader reads the object itself (_reader)
         if read is not None:
@@ -962,6 +971,10 @@ _PLANS: dict[tuple, Callable[[Any, dict, dict], tuple]] = {}
 #: its workers there); :data:`_PLANS` holds no entry for them.
 _UNPLANNED: set[type] = set()
 _PLANNED: set[type] = set()  # the classes with an entry in _PLANS
+#: Each class's plan last used, with its attribute names: nearly every object of a class has
+#: the names the one before had, and comparing them with those names (equal strings, the same
+#: objects) costs half of hashing them into a key of :data:`_PLANS`.
+_LAST_PLAN: dict[type, tuple[tuple[str, ...], Callable[[Any, dict, dict], tuple]]] = {}
 _SLOTTED: dict[type, Any] = {}  # the classes read by their __slots__, and those
 #: A slotted class's reader, which reads the object itself: its names, read from its own
 #: ``__slots__``, are the same for every object, so its plan is looked up once.
@@ -991,10 +1004,11 @@ def _plan(kind: type, fields: dict) -> Callable[[Any, dict, dict], tuple] | None
     head = (kind.__qualname__, "=", number)
     order = tuple((k, _ID_FAMILIES.get(k)) for k in kept)
     robin = kept.index("_next_worker") if "_next_worker" in kept else None
-    read = _PLANS[(kind, *names)] = _reader(head, order, robin, slotted=False)
+    seen = tuple(type(fields[k]) for k in kept)
+    read = _PLANS[(kind, *names)] = _reader(head, order, robin, slotted=False, seen=seen)
     _PLANNED.add(kind)
     if kind in _SLOTTED and robin is None:
-        _SLOT_READERS[kind] = _reader(head, order, robin, slotted=True)
+        _SLOT_READERS[kind] = _reader(head, order, robin, slotted=True, seen=seen)
     return read
 
 
@@ -1002,8 +1016,8 @@ def _plan(kind: type, fields: dict) -> Callable[[Any, dict, dict], tuple] | None
 _KEPT: dict[tuple[str, ...], int] = {}
 
 
-def _reader(head: tuple, order: tuple, robin: int | None, slotted: bool
-            ) -> Callable[[Any, dict, dict], tuple]:
+def _reader(head: tuple, order: tuple, robin: int | None, slotted: bool,
+            seen: tuple[type, ...] = ()) -> Callable[[Any, dict, dict], tuple]:
     """A plan's reader, compiled: ``read(fields, ids, memo)`` is ``head`` then, for each kept
     name in ``order``, its value as :func:`_canon` makes it (``_next_worker``, at ``robin``,
     modulo the workers); ``slotted``, it reads the attributes of the object itself (what a
@@ -1013,6 +1027,12 @@ def _reader(head: tuple, order: tuple, robin: int | None, slotted: bool
     int (an id if its family says so), None, a bool, bytes, an empty container — because a
     state is mostly objects of a few classes whose attributes are such leaves, and a call per
     attribute (the loop over the plan this replaces) was a third of what a state cost.
+
+    ``seen``: the type of each name's value in the object the plan was made for.  That
+    type's test comes first in the name's block (an attribute keeps its type from object to
+    object: an empty dict stays a dict, an unset one None), the others after it, in their
+    usual order: each test is of the value's exact type, so their order changes what is
+    tested first, never what a value reads as.
     """
     lines = ["def read(src, ids, memo):"]
     if slotted:
@@ -1023,23 +1043,42 @@ def _reader(head: tuple, order: tuple, robin: int | None, slotted: bool
                   *[f"        a{i} = getattr(src, {name!r}, None)" for i, (name, _) in enumerate(order)]]
     for i, (name, fam) in enumerate(order):
         x = f"x{i}"
-        lines += [f"    v = a{i}" if slotted else f"    v = src[{name!r}]",
-                  "    t = type(v)",
-                  "    if t is str:",
-                  f"        {x} = v if len(v) < 32 else sub(memo[NAMES], v)"]
+        # (test, body) for each kind of value, in the usual order; the else is the last.
+        branches = [("t is str", [f"{x} = v if len(v) < 32 else sub(memo[NAMES], v)"])]
         if fam is None:
-            lines += ["    elif t is int or v is None or t is bool or t is bytes:", f"        {x} = v"]
+            branches.append(("t is int or v is None or t is bool or t is bytes", [f"{x} = v"]))
         else:
-            lines += ["    elif t is int:", "        c = [v]", f"        ids[{fam!r}].append(c)",
-                      f"        {x} = ('#', {fam!r}, c)",
-                      "    elif v is None or t is bool or t is bytes:", f"        {x} = v"]
-        lines += ["    elif t is dict:",
-                  f"        {x} = canon_dict(v, {fam!r}, ids, memo) if v else EMPTY_DICT",
-                  "    elif t is set or t is frozenset:",
-                  f"        {x} = canon(v, {fam!r}, ids, memo) if v else EMPTY_SET",
-                  "    elif t is list or t is tuple or t is deque:",
-                  f"        {x} = canon(v, {fam!r}, ids, memo) if v else EMPTY_LIST",
-                  "    else:", f"        {x} = canon(v, {fam!r}, ids, memo)"]
+            branches += [("t is int", ["c = [v]", f"ids[{fam!r}].append(c)",
+                                       f"{x} = ('#', {fam!r}, c)"]),
+                         ("v is None or t is bool or t is bytes", [f"{x} = v"])]
+        containers = {
+            dict: ("t is dict", [f"{x} = canon_dict(v, {fam!r}, ids, memo) if v else EMPTY_DICT"]),
+            set: ("t is set or t is frozenset",
+                  [f"{x} = canon(v, {fam!r}, ids, memo) if v else EMPTY_SET"]),
+            list: ("t is list or t is tuple or t is deque",
+                   [f"{x} = canon(v, {fam!r}, ids, memo) if v else EMPTY_LIST"]),
+        }
+        branches += containers.values()
+        kind = seen[i] if i < len(seen) else None
+        family = {frozenset: set, tuple: list, deque: list}.get(kind, kind)
+        if family in containers:
+            first = containers[family]
+            branches.remove(first)
+            branches.insert(0, first)
+        elif kind is bool or (kind is int and fam is None):
+            # A leaf: its own test first (the usual one still tests it, further on).
+            branches.insert(0, (f"t is {kind.__name__}", [f"{x} = v"]))
+        elif kind is int:  # an id
+            branches.insert(0, branches.pop(1))
+        lines.append(f"    v = a{i}" if slotted else f"    v = src[{name!r}]")
+        pad = "    "
+        if kind is type(None):  # unset: tested before its type is asked
+            lines += ["    if v is None:", f"        {x} = v", "    else:"]
+            pad = "        "
+        lines.append(f"{pad}t = type(v)")
+        for j, (test, body) in enumerate(branches):
+            lines += [f"{pad}{'if' if j == 0 else 'elif'} {test}:", *[f"{pad}    {b}" for b in body]]
+        lines += [f"{pad}else:", f"{pad}    {x} = canon(v, {fam!r}, ids, memo)"]
     if robin is not None:  # the scheduler's round robin: read modulo its workers
         lines.append(f"    x{robin} %= max(1, len(src.get('workers', ())))")  # (not slotted)
     lines.append(f"    return ({''.join(f'{h!r}, ' for h in head)}"
@@ -1194,12 +1233,45 @@ def state_digest(cluster: Cluster) -> bytes:
 
 
 def _digest(cluster: Cluster) -> tuple[int, bool]:
-    """The search's name for the cluster's state — what :func:`state_digest` hashes, hashed
-    by Python's own hash of bytes (64 bits, as the digest's eight bytes, in a third of the
-    time): a search's states are compared in its own process only — and whether it is the
-    run's own (see :func:`_state_bytes`)."""
-    data, own = _state_bytes(cluster)
-    return hash(data), own
+    """The search's name for the cluster's state, hashed by Python's own hash of bytes (64
+    bits, as :func:`state_digest`'s eight bytes, in a third of the time): a search's states
+    are compared in its own process only — and whether it is the run's own (see
+    :func:`_state_bytes`).
+
+    The bytes are the state's nested tuples as a pickle without a memo (``fast``: no
+    back-references, the same bytes for equal values whatever object holds them), when
+    they hold plain values only (:class:`_PlainPickler`): as faithful as marshal's format 2
+    — each value's type and contents, in order — and cheaper (a string's UTF-8 is read
+    where marshal's 2 encodes it again); else what :func:`state_digest` hashes.  Two
+    states share the bytes exactly when they share marshal's, so the search counts the
+    same states either way (its own test compares them).
+    """
+    memo: dict = {}
+    parts = _state_parts(cluster, memo)
+    buffer = io.BytesIO()
+    pickler = _PlainPickler(buffer, 5)
+    pickler.fast = True
+    try:
+        pickler.dump(parts)
+        data = buffer.getvalue()
+    except (_NotPlain, ValueError, RecursionError):  # (a cycle, too deep: as marshal fails)
+        data = _encoded(parts)
+    return hash(data), id(cluster) in memo
+
+
+class _NotPlain(Exception):
+    """A value :class:`_PlainPickler` does not write."""
+
+
+class _PlainPickler(pickle.Pickler):
+    """A pickler of plain values only: the exact builtin types (str, bytes, int, float, bool,
+    None, tuples, lists — which pickle writes itself, never asking ``reducer_override``).
+    Anything else (a subclass of str, an enum member) is refused, and the state is then
+    encoded as :func:`state_digest` encodes it: a pickle would write such a value by its
+    class's own reduction, which marshal refuses."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        raise _NotPlain(type(obj).__qualname__)
 
 
 def _state_bytes(cluster: Cluster) -> tuple[bytes, bool]:
@@ -1210,11 +1282,15 @@ def _state_bytes(cluster: Cluster) -> tuple[bytes, bool]:
     another digest."""
     memo: dict = {}
     parts = _state_parts(cluster, memo)
+    return _encoded(parts), id(cluster) in memo
+
+
+def _encoded(parts: list) -> bytes:
+    """A state's nested tuples in marshal's format 2 (see :func:`state_digest`)."""
     try:
-        data = marshal.dumps(parts, 2)
+        return marshal.dumps(parts, 2)
     except ValueError:  # a value marshal cannot write: the text instead
-        data = repr(parts).encode()
-    return data, id(cluster) in memo
+        return repr(parts).encode()
 
 
 #: In a pickle, the name of the function a travelling future is rebuilt by (what the worker
@@ -1650,10 +1726,19 @@ class Tally:
         self.between_runs: Callable[[], None] | None = None
         #: How many draws other processes have counted so far (forked helpers), for progress.
         self.elsewhere: Callable[[], int] | None = None
+        self._outcome: tuple[Run, Outcome] | None = None  # the baseline's (see outcome)
 
     @property
     def outcome(self) -> Outcome | None:
-        return self.baseline.outcome if self.baseline is not None else None
+        """The in-order run's outcome: made once per baseline (every run is judged against
+        it, and a frozen dataclass costs a few attribute sets to make)."""
+        baseline = self.baseline
+        if baseline is None:
+            return None
+        made = self._outcome
+        if made is None or made[0] is not baseline:
+            made = self._outcome = (baseline, baseline.outcome)
+        return made[1]
 
     def count(self, run: Run) -> None:
         """Count a run made here, judge it, and every 100 runs collect and report progress."""
@@ -2452,6 +2537,8 @@ def _skipped(d: _Decision, pick: int) -> set[int]:
     """The messages a pick delays: the older deliverable heads it overtakes (awake ones)."""
     if not pick:
         return set()
+    if not d.sleep:  # (nearly every decision: nothing asleep, every older head delayed)
+        return {h.msg_id for h in d.heads[:pick]}
     asleep = {m for m, _ in d.sleep}
     return {h.msg_id for h in d.heads[:pick] if h.msg_id not in asleep}
 

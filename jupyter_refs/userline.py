@@ -69,8 +69,14 @@ def user_frame(frame: FrameType | None) -> FrameType | None:
     """The user's frame for a call made in ``frame``: the first one out from it that is not a
     library's, else (on another thread) the user's cell line the main thread is running."""
     f = frame
+    seen = _SEEN
     while f is not None:
-        if not is_library(f.f_code.co_filename):
+        # is_library's look-up inline (a call made ten frames deep walks ten): a file not
+        # decided yet is decided by is_library itself.
+        library = seen.get(f.f_code.co_filename)
+        if library is None:
+            library = is_library(f.f_code.co_filename)
+        if not library:
             return f
         f = f.f_back
     main = threading.main_thread()

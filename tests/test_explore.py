@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import io
 import threading
 import time
 from collections import defaultdict
@@ -634,6 +635,38 @@ def test_a_state_digest_splits_states_as_their_text_does():
     finally:
         explore_module._visit = orig
     assert len(by_digest) > 50
+
+
+def test_the_search_digest_splits_states_as_the_marshalled_bytes_do():
+    """The search's own digest (_digest: a pickle without a memo, hashed) and the bytes
+    state_digest hashes (marshal's) split a search's states alike — over #5379's states,
+    and for a state holding a value only marshal's fallback writes (a str subclass)."""
+    from jupyter_refs.zoo import RACES
+
+    by_digest: dict = {}
+    by_bytes: dict = {}
+    orig = explore_module._visit
+
+    def visit(states, cluster, *args, **kwargs):
+        digest, data = explore_module._digest(cluster)[0], explore_module._state_bytes(cluster)[0]
+        assert by_digest.setdefault(digest, data) == data
+        assert by_bytes.setdefault(data, digest) == digest
+        return orig(states, cluster, *args, **kwargs)
+
+    explore_module._visit = visit
+    try:
+        RACES["5379"].find(bound=1, sample=False, max_schedules=1000, processes=1)
+    finally:
+        explore_module._visit = orig
+    assert len(by_digest) > 50
+
+    class Name(str):
+        pass
+
+    # A value pickle would write by its class's reduction: refused, marshal's form instead.
+    with pytest.raises(explore_module._NotPlain):
+        explore_module._PlainPickler(io.BytesIO(), 5).dump([("x", Name("a"))])
+    assert explore_module._encoded([("x", Name("a"))]) == repr([("x", "a")]).encode()
 
 
 def test_a_run_that_takes_states_is_freed_by_reference_counting():
