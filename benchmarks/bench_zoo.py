@@ -6,8 +6,9 @@ its release (``first=True``, one process; median of ``--runs``), then a search o
 under each protocol that models its fix, with the failures of the race found there (0 expected;
 under ``fixed``, failures of any kind are counted too).
 
-Then every order within bound 2 under each race's release (``sample=False``, one process):
-schedules, distinct states, seconds and CPU seconds, failure groups.
+Then every order within bound 2 under each race's release (``sample=False``), in one process:
+schedules, distinct states, seconds and CPU seconds, failure groups; and with the default
+``processes`` (one per core: a large last pass is shared with forked helpers), seconds.
 
 Usage: ``python benchmarks/bench_zoo.py [--runs N] [--schedules N] [--race NAME ...]``.
 """
@@ -18,6 +19,7 @@ import argparse
 import statistics
 import time
 
+from jupyter_refs.explore import default_processes
 from jupyter_refs.zoo import RACES
 
 
@@ -60,6 +62,15 @@ def main() -> None:
               f"in {result.systematic:,} schedules ({result.pruned:,} pruned, "
               f"{getattr(result, 'states', 0):,} distinct states), {took:.2f} s, "
               f"{cpu:.2f} s CPU (target <= 1 s): {len(result.failures)} failure groups", flush=True)
+        processes = default_processes()
+        if processes > 1:
+            start = time.perf_counter()
+            shared = race.find(bound=2, sample=False, max_schedules=1_000_000)
+            took = time.perf_counter() - start
+            print(f"{'':6} the same with {processes} processes: exhaustive={shared.exhaustive} in "
+                  f"{shared.systematic:,} schedules ({getattr(shared, 'states', 0):,} distinct "
+                  f"states), {took:.2f} s (target <= 1 s): {len(shared.failures)} failure groups",
+                  flush=True)
 
 
 if __name__ == "__main__":

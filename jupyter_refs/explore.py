@@ -1546,7 +1546,8 @@ _FORK_MIN_RUNS = 400
 
 
 def default_processes() -> int:
-    """Processes for the random runs: one per core (up to 4) where ``fork`` exists, else 1."""
+    """Processes for the random runs and a large last pass of the bounded search: one per core
+    (up to 4) where ``fork`` exists, else 1."""
     if "fork" not in multiprocessing.get_all_start_methods():
         return 1
     return max(1, min(4, os.cpu_count() or 1))
@@ -1564,8 +1565,9 @@ def explore(scenario: Scenario, protocol: str | ProtocolVariant = "dask",
 
     ``sample=False`` stops once the bounded space is exhausted (no random runs);
     ``first=True`` stops at the first failure.  ``progress(done, max_schedules,
-    failures)`` is called every 100 runs.  ``processes`` share the random runs
-    (default: one per core, see :func:`default_processes`; 1 runs them all here).
+    failures)`` is called every 100 runs.  ``processes`` share the random runs, and the
+    bounded search's last pass when it is large (default: one per core, see
+    :func:`default_processes`; 1 runs them all here).
     The result depends on ``seed`` and ``processes``, never on timing.
     ``protocol`` is a registered name or a :class:`ProtocolVariant` of one's own (its
     ``name`` goes into the schedule strings; ``replay`` then needs the same variant).
@@ -1838,7 +1840,8 @@ def _explore(scenario: Scenario, protocol: str | ProtocolVariant, max_schedules:
             tally.between_runs = _Remote.let_go
     try:
         exhaustive, pruned = _search(scenario, protocol, workers, fp, bound, reduce, first,
-                                     tally, invariants, states)
+                                     tally, invariants, states,
+                                     processes if remote is None else 1)
         found = first and tally.found()
         left = max_schedules - tally.runs if exhaustive and sample and not found else 0
         if remote is not None:
@@ -1861,7 +1864,7 @@ def _explore(scenario: Scenario, protocol: str | ProtocolVariant, max_schedules:
 
 def _search(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str, bound: int,
             reduce: bool, first: bool, tally: Tally, invariants: tuple = (),
-            states: _States | None = None) -> tuple[bool, int]:
+            states: _States | None = None, processes: int = 1) -> tuple[bool, int]:
     """Depth-first over the orders within each bound from 0 up to ``bound``: whether every
     order within ``bound`` was covered, and how many runs the sleep sets pruned.
 
@@ -1874,6 +1877,10 @@ def _search(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, f
     Each pass makes again every run of the pass before (they delay fewer messages than its
     bound: counted then, made again only to backtrack from); those it follows from what the
     pass before kept of them instead of running them (see :func:`_remade`).
+
+    With ``processes``, the last pass — the largest, by far — is shared with forked helpers
+    (:func:`_shared_pass`) once the passes before it have made :data:`_SHARED_PASS_MIN_RUNS`
+    runs (a smaller search is over before a helper would start).
     """
     pruned = 0
     previous: dict | None = None
@@ -1887,8 +1894,13 @@ def _search(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, f
             # on the zoo: the same runs for every race (#5379: 1,262, one more revisit).
             states.table.clear()
         made: dict | None = {} if b < bound and _REMAKE else None  # (the last pass's: no use)
-        exhaustive, cut, p = _pass(scenario, protocol, workers, fp, b, reduce, first, tally,
-                                   invariants, states, previous, made)
+        if (b == bound > 0 and processes > 1 and not first and tally.on_baseline is None
+                and tally.runs >= _SHARED_PASS_MIN_RUNS):
+            exhaustive, cut, p = _shared_pass(scenario, protocol, workers, fp, b, reduce, tally,
+                                              invariants, states, previous, processes)
+        else:
+            exhaustive, cut, p = _pass(scenario, protocol, workers, fp, b, reduce, first, tally,
+                                       invariants, states, previous, made)
         previous = made
         pruned += p
         if not exhaustive or (first and tally.found()):
@@ -1901,17 +1913,26 @@ def _search(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, f
 def _pass(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str, bound: int,
           reduce: bool, first: bool, tally: Tally, invariants: tuple = (),
           states: _States | None = None, previous: dict | None = None,
-          made: dict | None = None) -> tuple[bool, bool, int]:
+          made: dict | None = None, root: _Root | None = None,
+          roots: list[_Root] | None = None) -> tuple[bool, bool, int]:
     """One depth-first pass at ``bound``: whether it was exhausted, whether the bound cut an
     order, and how many runs the sleep sets pruned.  A run delaying fewer than ``bound``
     messages was counted by an earlier pass; it is made again only to backtrack from —
     followed from ``previous`` (the pass before's ``made``) when it is there.  ``made`` gets
-    what the next pass needs of each run, by the run's start (see :func:`_remade`)."""
+    what the next pass needs of each run, by the run's start (see :func:`_remade`).
+
+    ``root``: only the subtree of the pass below it (see :func:`_shared_pass`); ``roots``:
+    only the first run (the pass's, or ``root``'s), the roots of the subtrees below it
+    appended there."""
     prefix: list[int] = []
     entry_sleep: frozenset = frozenset()
     tried: frozenset = frozenset()
     path: dict | None = None
     sleeps: list[frozenset] = []
+    floor = -1  # backtracking to a decision at or above it leaves the subtree
+    if root is not None:
+        floor, prefix, entry_sleep, tried, sleeps, path = root
+        prefix, sleeps = list(prefix), list(sleeps)
     pruned = 0
     cut = [False]
     room = _MADE_DECISIONS
@@ -1953,12 +1974,144 @@ def _pass(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp:
         if run.raised is not None and run.raised.name == LivelockError.__name__:
             # Every order inside the loop loops too: go on from the prefix's own siblings.
             del run.decisions[len(prefix):]
+        if roots is not None:
+            roots += [r for r in _roots(run, bound, reduce, cut) if r[0] > floor]
+            return True, cut[0], pruned
         nxt = backtrack(run, bound, reduce, cut)
-        if nxt is None:
+        if nxt is None or len(nxt[0]) - 1 <= floor:
             return True, cut[0], pruned
         prefix, entry_sleep, tried = nxt
         sleeps = [d.sleep for d in run.decisions[:len(prefix) - 1]]
     return False, cut[0], pruned
+
+
+def _shared_pass(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str,
+                 bound: int, reduce: bool, tally: Tally, invariants: tuple, states: _States | None,
+                 previous: dict | None, processes: int) -> tuple[bool, bool, int]:
+    """The search's last pass shared with a forked helper per process, as :func:`_pass`
+    returns it.
+
+    The pass's first run is made here, then the first run of each subtree below it
+    (:func:`_roots`), and the subtrees below those are dealt out before any is entered:
+    largest first (the nearer the root, the more decisions below), each to the process with
+    the least so far — a deal that depends on the roots alone, so the result depends on
+    ``processes`` and never on timing.  Each process
+    searches its subtrees depth-first with a state table of its own; a state reached in two
+    of them is explored in both (more runs than one process makes), and a search state
+    stops a run only when its own process explored on from it — every continuation of it
+    in a subtree is that subtree's process's, and the continuations of a state on the first
+    run are every subtree below it, each searched by its process.  What each helper counted
+    comes back as :func:`_merge` takes it: each failure group's smallest run, replayed here.
+    """
+    top: list[_Root] = []
+    exhaustive, cut, pruned = _pass(scenario, protocol, workers, fp, bound, reduce, False, tally,
+                                    invariants, states, previous, None, roots=top)
+    # The first run of each subtree below it too, here: one of them holds most of the pass
+    # (#5379: 47% of its runs below the first run's third decision), the subtrees below
+    # theirs are many and small, and dealt out they fall evenly.
+    roots: list[_Root] = []
+    for root in top:
+        done, more_cut, more = _pass(scenario, protocol, workers, fp, bound, reduce, False,
+                                     tally, invariants, states, previous, None, root=root,
+                                     roots=roots)
+        exhaustive, cut, pruned = exhaustive and done, cut or more_cut, pruned + more
+    if not exhaustive or not roots:
+        return exhaustive, cut, pruned
+    shares = min(processes, len(roots))
+    length = 1 + max(root[0] for root in roots)  # the first run's decisions, near enough
+    dealt: list[list[_Root]] = [[] for _ in range(shares)]
+    load = [0] * shares
+    for root in sorted(roots, key=lambda r: r[0]):  # (a stable sort: ties in the pass's order)
+        least = load.index(min(load))
+        dealt[least].append(root)
+        load[least] += length - root[0]
+    budget = (tally.max_schedules - tally.runs) // shares
+    args = (scenario, protocol, workers, fp, bound, reduce, tally, invariants, states, previous)
+    forked: list[_Helper] = []
+    try:
+        for mine in dealt[1:]:
+            shield = interrupts.enter()
+            try:
+                forked.append(_fork(functools.partial(_subtrees, *args, mine, budget)))
+            finally:
+                interrupts.leave(shield)
+        tally.elsewhere = lambda: sum(helper.made.value for helper in forked)
+        own = tally.max_schedules
+        tally.max_schedules = tally.runs + budget
+        try:
+            done, more_cut, more = _subtrees(*args, dealt[0], budget)[:3]
+        finally:
+            tally.max_schedules = own
+        exhaustive, cut, pruned = done, cut or more_cut, pruned + more
+        for helper in forked:  # their progress told while they finish
+            while tally.progress is not None and not helper.pipe.poll(_PROGRESS_SECONDS):
+                tally.report()
+        tally.elsewhere = None
+        results = [_receive(helper) for helper in forked]
+        for helper in forked:
+            helper.pipe.close()
+            helper.process.join()
+        forked.clear()
+    finally:
+        tally.elsewhere = None
+        _reap(forked)  # interrupted, or a run raised: no helper outlives the search
+    for done, more_cut, more, counted, same, failing, seen, revisits, own_states in results:
+        exhaustive, cut, pruned = exhaustive and done, cut or more_cut, pruned + more
+        tally.same += same
+        if states is not None:
+            states.seen |= seen
+            states.revisits += revisits
+            states.own += own_states
+        for count, picks in failing:
+            run = _run(scenario, protocol, workers, fp, picks, strict=True,
+                       baseline=tally.outcome, invariants=invariants)
+            tally.record(run, count)
+        tally.runs += counted
+    tally.report()
+    return exhaustive, cut, pruned
+
+
+def _subtrees(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str,
+              bound: int, reduce: bool, tally: Tally, invariants: tuple, states: _States | None,
+              previous: dict | None, roots: list[_Root], budget: int,
+              going: Callable[[int], bool] | None = None) -> tuple:
+    """A process's subtrees of a shared pass (:func:`_shared_pass`), searched one after the
+    other within ``budget`` runs: ``(exhausted, cut, pruned, runs counted, same, failing,
+    states seen, revisits, own states)``, ``failing`` each new count of a failure group with
+    its smallest run's picks.  ``going``, in a forked helper, is told the runs counted so far."""
+    runs, same, before = tally.runs, tally.same, {g: f.count for g, f in tally.groups.items()}
+    revisits, own = (states.revisits, states.own) if states is not None else (0, 0)
+    if going is not None:
+        # A forked copy: nothing of the parent's is told from here (its progress bar, a
+        # dask cluster's shares); its count goes back through ``going``.
+        tally.progress = tally.on_baseline = tally.elsewhere = None
+        tally.max_schedules = tally.runs + budget
+        tally.between_runs = lambda: going(tally.runs - runs) and None
+    exhaustive, cut, pruned = True, False, 0
+    for root in roots:
+        done, more_cut, more = _pass(scenario, protocol, workers, fp, bound, reduce, False, tally,
+                                     invariants, states, previous, None, root=root)
+        exhaustive, cut, pruned = exhaustive and done, cut or more_cut, pruned + more
+        if not done:
+            break
+    failing = [(f.count - before.get(g, 0), f.run.picks) for g, f in tally.groups.items()
+               if f.count > before.get(g, 0)]
+    seen: set = set()
+    if states is not None:
+        # A state met again whose digest was its run's own is a token numbered here: renamed
+        # apart from the other processes' numbers (see _remade).
+        pid = os.getpid()
+        seen = {("own", pid, t[1]) if t[0] == "own" and t[1] >= own else t for t in states.seen}
+    return (exhaustive, cut, pruned, tally.runs - runs, tally.same - same, failing, seen,
+            states.revisits - revisits if states is not None else 0,
+            states.own - own if states is not None else 0)
+
+
+#: The runs the passes before the last must have made for the last to be shared among
+#: processes (see :func:`_search`): #5379's bound 2 makes 85 before its last pass (1,177 runs,
+#: 1.2 s), #8576's under fixed 28 before 84 (0.1 s).  Shared at any size, the zoo's other
+#: races (0.01–0.26 s each) came out from 0.05 s faster to 0.12 s slower (a loaded machine).
+_SHARED_PASS_MIN_RUNS = 50
 
 
 #: Whether a pass follows the runs of the pass before from what it kept of them (see
@@ -2095,7 +2248,8 @@ def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: i
             # a helper nobody reaps.
             shield = interrupts.enter()
             try:
-                forked.append(_fork(_Share(*args, i, shares), range(left)))
+                forked.append(_fork(functools.partial(_Share(*args, i, shares).summary,
+                                                      range(left))))
             finally:
                 interrupts.leave(shield)
         if forked:
@@ -2458,14 +2612,17 @@ class _Helper(NamedTuple):
     made: Any
 
 
-def _fork(share: _Share, draws: Sequence[int]) -> _Helper:
-    """Start ``share`` in a forked copy of this process, on ``draws``.
+def _fork(job: Callable[[Callable[[int], bool]], Any]) -> _Helper:
+    """Start ``job(going)`` in a forked copy of this process: a share of the random runs
+    (:meth:`_Share.summary`), or of a pass's subtrees (:func:`_subtrees`); what it returns
+    comes back on the helper's pipe.
 
     The copy writes nothing (a scenario's prints would repeat once per run) and leaves
     with ``os._exit``, so nothing of the parent — a kernel's sockets and threads — is
     touched or closed there.  A run whose scenario raised is a failure like any other,
-    reported by its picks; replaying them here gives it its trace and traceback.  Every
-    :data:`_ASK_EVERY` draws it notes how many it has counted, in memory both share.
+    reported by its picks; replaying them here gives it its trace and traceback.  As it goes
+    it notes how many it has counted (``going``: a share every :data:`_ASK_EVERY` draws, a
+    pass's helper every run), in memory both share.
     """
     ctx = multiprocessing.get_context("fork")
     mine, theirs = ctx.Pipe()
@@ -2479,7 +2636,7 @@ def _fork(share: _Share, draws: Sequence[int]) -> _Helper:
         code = 0
         try:
             sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - dies with the process
-            theirs.send(share.summary(draws, going))
+            theirs.send(job(going))
         except BaseException:  # noqa: BLE001 - reported as a failed helper, never raised here
             code = 1
         finally:
@@ -2543,6 +2700,52 @@ def _skipped(d: _Decision, pick: int) -> set[int]:
     return {h.msg_id for h in d.heads[:pick] if h.msg_id not in asleep}
 
 
+def _roots(run: Run, bound: int, reduce: bool, cut: list[bool]) -> list[_Root]:
+    """Every subtree a depth-first pass enters from ``run``'s decisions (each later sibling of
+    each pick within ``bound``, as :func:`backtrack` would give them one after the other),
+    each with the start its first run needs: what it would have had there, since the runs
+    of the subtrees before it pass every decision above it through unchanged."""
+    decisions = run.decisions
+    delayed = _delayed(decisions)
+    sleeps = [d.sleep for d in decisions]
+    picks = [d.pick for d in decisions]
+    found: list[_Root] = []
+    for i in range(len(decisions) - 1, -1, -1):
+        d = decisions[i]
+        heads = d.heads
+        asleep = {m for m, _ in d.sleep}
+        for j in range(d.pick + 1, len(heads)):
+            if heads[j].msg_id in asleep:
+                continue
+            if len(delayed[i] | _skipped(d, j)) > bound:
+                cut[0] = True
+                break  # later picks delay even more
+            tried = (frozenset((h.msg_id, _actor(h)) for h in heads[:j] if h.msg_id not in asleep)
+                     if reduce else frozenset())
+            found.append((i, (*picks[:i], j), d.sleep if reduce else frozenset(), tried,
+                          tuple(sleeps[:i]), run.path))
+    return found
+
+
+#: A subtree of a pass (:func:`_roots`): the decision it branches at (backtracking there or
+#: above leaves it), and its first run's prefix, entry sleep set, explored set, the sleep sets
+#: of the prefix's decisions and the path of states it comes from.
+_Root = tuple[int, tuple[int, ...], frozenset, frozenset, tuple[frozenset, ...], dict | None]
+
+
+def _delayed(decisions: list[_Decision]) -> list[frozenset[int]]:
+    """The messages delayed before each decision (and after the last)."""
+    delayed: list[frozenset[int]] = [_EMPTY]
+    so_far = _EMPTY
+    for d in decisions:
+        if d.pick:  # (most picks delay nothing: the set is shared, not copied, till one does)
+            skipped = _skipped(d, d.pick)
+            if skipped:
+                so_far = so_far | skipped
+        delayed.append(so_far)
+    return delayed
+
+
 def backtrack(run: Run, bound: int, reduce: bool = True, cut: list[bool] | None = None
                ) -> tuple[list[int], frozenset, frozenset] | None:
     """The next run in depth-first order: its prefix, and its last node's sleep and explored sets.
@@ -2552,14 +2755,7 @@ def backtrack(run: Run, bound: int, reduce: bool = True, cut: list[bool] | None 
     ``cut[0]`` is set when the bound kept an order out.
     """
     decisions = run.decisions
-    delayed: list[frozenset[int]] = [_EMPTY]  # messages delayed before decision i
-    so_far = _EMPTY
-    for d in decisions:
-        if d.pick:  # (most picks delay nothing: the set is shared, not copied, till one does)
-            skipped = _skipped(d, d.pick)
-            if skipped:
-                so_far = so_far | skipped
-        delayed.append(so_far)
+    delayed = _delayed(decisions)  # messages delayed before decision i
     for i in range(len(decisions) - 1, -1, -1):
         d = decisions[i]
         heads = d.heads

@@ -570,7 +570,8 @@ class RefsMagics(Magics):
               help="messages that may be delayed behind younger ones (default 2)")
     @argument("--seed", "-s", type=int, default=0, help="seed of the random runs past the bound")
     @argument("--processes", "-j", type=int,
-              help="processes sharing the random runs (default: one per core; 1: only this kernel)")
+              help="processes sharing the random runs and a large last pass of the bounded "
+                   "search (default: one per core; 1: only this kernel)")
     @argument("--client", "-c", metavar="NAME",
               help="a distributed.Client in the notebook: its workers share the random runs")
     @cell_magic

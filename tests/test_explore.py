@@ -101,6 +101,40 @@ def test_random_runs_shared_with_forked_processes(legacy_race):
         explore(scatter_race, processes=0)
 
 
+def test_the_last_pass_shared_with_forked_processes_finds_what_one_process_finds(monkeypatch):
+    """The bounded search's last pass shared with a forked helper per process (here on every
+    zoo race, whatever its size) covers every order within the bound as one process does —
+    exhaustive, the same failure groups, each failure replaying here — with a state table per
+    process (so more runs); and the result depends on the processes, never on timing."""
+    from jupyter_refs.explore import _group
+    from jupyter_refs.zoo import RACES
+
+    search = importlib.import_module("jupyter_refs.explore")
+    monkeypatch.setattr(search, "_SHARED_PASS_MIN_RUNS", 0)
+    forked = []
+    fork = search._fork
+    monkeypatch.setattr(search, "_fork", lambda job: forked.append(job) or fork(job))
+    shared = {}
+    for race in RACES.values():
+        one = race.find(bound=2, sample=False, max_schedules=100_000, processes=1)
+        before = len(forked)
+        two = shared[race.name] = race.find(bound=2, sample=False, max_schedules=100_000,
+                                            processes=2)
+        assert len(forked) == before + 1, race.name  # its last pass was shared
+        assert one.exhaustive and two.exhaustive
+        assert {_group(f.run) for f in two.failures} == {_group(f.run) for f in one.failures}, \
+            race.name
+        assert two.systematic >= one.systematic
+        for failure in two.failures[:1]:
+            run = replay(race.scenario, failure.schedule)
+            assert [v.name for v in run.violations] == [v.name for v in failure.violations]
+    again = RACES["5379"].find(bound=2, sample=False, max_schedules=100_000, processes=2)
+    first = shared["5379"]
+    assert (again.systematic, again.states) == (first.systematic, first.states)
+    assert [(f.schedule, f.count) for f in again.failures] == \
+        [(f.schedule, f.count) for f in first.failures]
+
+
 def _all_orders(scenario, prefix=()) -> int:
     """An independent count: branch on every deliverable message at every decision."""
     run = _run(scenario, "legacy", 1, fingerprint(scenario), list(prefix), strict=True)
