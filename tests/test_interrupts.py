@@ -206,6 +206,28 @@ def test_an_interrupt_on_an_instruction_without_a_line_lands_again_on_one():
     assert None not in lines
 
 
+def test_an_interrupted_shared_pass_leaves_no_helper(monkeypatch):
+    """The bounded search's last pass shared with a forked helper, interrupted while this
+    process searches its own subtrees: the helper is stopped and waited for, not left a
+    zombie of the kernel."""
+    import importlib
+    import multiprocessing
+
+    from jupyter_refs.zoo import RACES
+
+    search = importlib.import_module("jupyter_refs.explore")
+    monkeypatch.setattr(search, "_SHARED_PASS_MIN_RUNS", 0)
+    before = set(children(os.getpid()))  # (other tests' clusters may have some)
+    forked = []
+    fork = search._fork
+    monkeypatch.setattr(search, "_fork", lambda job: forked.append(fork(job)) or forked[-1])
+    with pytest.raises(KeyboardInterrupt), interrupt_at(search._subtrees):
+        RACES["8576"].find(bound=2, sample=False, processes=2)
+    assert len(forked) == 1 and forked[0].process.exitcode is not None  # stopped, waited for
+    assert multiprocessing.active_children() == []
+    assert set(children(os.getpid())) <= before
+
+
 def test_an_interrupted_inline_task_fails_and_the_interrupt_is_raised_after_the_delivery():
     """Stepped, a task runs in the caller's thread: the interrupt stops it, it fails with it."""
     cluster = Cluster(network="immediate", protocol="fixed")
