@@ -129,9 +129,11 @@ def enter() -> int:
             return -1
         _previous = current
         _signal.signal(_SIGINT, _handler)
-    if sys.unraisablehook is not _unraisable:
-        _previous_unraisable = sys.unraisablehook
-        sys.unraisablehook = _unraisable
+        # (Here, with the handler: ipykernel sets Python's own handler for each cell, so this
+        # runs at each cell's first call, and costs the calls after it nothing.)
+        if sys.unraisablehook is not _unraisable:
+            _previous_unraisable = sys.unraisablehook
+            sys.unraisablehook = _unraisable
     was_open = _open
     _open = False
     _depth += 1
