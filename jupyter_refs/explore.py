@@ -2043,15 +2043,7 @@ def _shared_pass(scenario: Scenario, protocol: str | ProtocolVariant, workers: i
         finally:
             tally.max_schedules = own
         exhaustive, cut, pruned = done, cut or more_cut, pruned + more
-        for helper in forked:  # their progress told while they finish
-            while tally.progress is not None and not helper.pipe.poll(_PROGRESS_SECONDS):
-                tally.report()
-        tally.elsewhere = None
-        results = [_receive(helper) for helper in forked]
-        for helper in forked:
-            helper.pipe.close()
-            helper.process.join()
-        forked.clear()
+        results = _collect(forked, tally)
     finally:
         tally.elsewhere = None
         _reap(forked)  # interrupted, or a run raised: no helper outlives the search
@@ -2256,15 +2248,7 @@ def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: i
             tally.elsewhere = lambda: sum(helper.made.value for helper in forked)
         sampled = own.count(tally, range(left), first)
         if forked:
-            for helper in forked:  # their progress told while they finish
-                while tally.progress is not None and not helper.pipe.poll(_PROGRESS_SECONDS):
-                    tally.report()
-            tally.elsewhere = None
-            results = [_receive(helper) for helper in forked]
-            for helper in forked:
-                helper.pipe.close()
-                helper.process.join()
-            forked.clear()
+            results = _collect(forked, tally)
             sampled += _merge(scenario, protocol, workers, fp, tally, results, invariants)
             tally.report()
     finally:
@@ -2662,6 +2646,21 @@ def _reap(helpers: list[_Helper]) -> None:
         helpers.clear()
     finally:
         interrupts.leave(shield)
+
+
+def _collect(forked: list[_Helper], tally: Tally) -> list:
+    """What each helper sent back, once they are all done (their progress told meanwhile,
+    every :data:`_PROGRESS_SECONDS`); each is joined, and ``forked`` left empty."""
+    for helper in forked:
+        while tally.progress is not None and not helper.pipe.poll(_PROGRESS_SECONDS):
+            tally.report()
+    tally.elsewhere = None
+    results = [_receive(helper) for helper in forked]
+    for helper in forked:
+        helper.pipe.close()
+        helper.process.join()
+    forked.clear()
+    return results
 
 
 def _receive(helper: _Helper) -> tuple:

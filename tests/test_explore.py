@@ -646,6 +646,28 @@ def test_a_compiled_reader_reads_an_object_as_its_plan_says():
     assert canon(obj, None, again, memo()) == got  # the plan's reader, made the first time
 
 
+def _one_to_one(first, second, race) -> int:
+    """Over every state ``race``'s search at bound 1 visits, ``first(cluster)`` and
+    ``second(cluster)`` split the states alike (each value of one goes with one value of the
+    other); how many states were told apart."""
+    by_first: dict = {}
+    by_second: dict = {}
+    orig = explore_module._visit
+
+    def visit(states, cluster, *args, **kwargs):
+        a, b = first(cluster), second(cluster)
+        assert by_first.setdefault(a, b) == b
+        assert by_second.setdefault(b, a) == a
+        return orig(states, cluster, *args, **kwargs)
+
+    explore_module._visit = visit
+    try:
+        race.find(bound=1, sample=False, max_schedules=1000, processes=1)
+    finally:
+        explore_module._visit = orig
+    return len(by_first)
+
+
 def test_a_state_digest_splits_states_as_their_text_does():
     """state_digest hashes a state's tuples in marshal's form, not its text (state_of): over a
     search through task frames, stealing, ready queues and the scheduler's parts (#5379), two
@@ -653,22 +675,7 @@ def test_a_state_digest_splits_states_as_their_text_does():
     from jupyter_refs.explore import state_digest, state_of
     from jupyter_refs.zoo import RACES
 
-    by_digest: dict = {}
-    by_text: dict = {}
-    orig = explore_module._visit
-
-    def visit(states, cluster, *args, **kwargs):
-        digest, text = state_digest(cluster), state_of(cluster)
-        assert by_digest.setdefault(digest, text) == text
-        assert by_text.setdefault(text, digest) == digest
-        return orig(states, cluster, *args, **kwargs)
-
-    explore_module._visit = visit
-    try:
-        RACES["5379"].find(bound=1, sample=False, max_schedules=1000, processes=1)
-    finally:
-        explore_module._visit = orig
-    assert len(by_digest) > 50
+    assert _one_to_one(state_digest, state_of, RACES["5379"]) > 50
 
 
 def test_the_search_digest_splits_states_as_the_marshalled_bytes_do():
@@ -677,22 +684,9 @@ def test_the_search_digest_splits_states_as_the_marshalled_bytes_do():
     and for a state holding a value only marshal's fallback writes (a str subclass)."""
     from jupyter_refs.zoo import RACES
 
-    by_digest: dict = {}
-    by_bytes: dict = {}
-    orig = explore_module._visit
-
-    def visit(states, cluster, *args, **kwargs):
-        digest, data = explore_module._digest(cluster)[0], explore_module._state_bytes(cluster)[0]
-        assert by_digest.setdefault(digest, data) == data
-        assert by_bytes.setdefault(data, digest) == digest
-        return orig(states, cluster, *args, **kwargs)
-
-    explore_module._visit = visit
-    try:
-        RACES["5379"].find(bound=1, sample=False, max_schedules=1000, processes=1)
-    finally:
-        explore_module._visit = orig
-    assert len(by_digest) > 50
+    assert _one_to_one(lambda cluster: explore_module._digest(cluster)[0],
+                       lambda cluster: explore_module._state_bytes(cluster)[0],
+                       RACES["5379"]) > 50
 
     class Name(str):
         pass
