@@ -224,7 +224,7 @@ def test_an_interrupted_shared_pass_leaves_no_helper(monkeypatch):
     with pytest.raises(KeyboardInterrupt), interrupt_at(search._subtrees):
         RACES["8576"].find(bound=2, sample=False, processes=2)
     assert len(forked) == 1 and forked[0].process.exitcode is not None  # stopped, waited for
-    assert multiprocessing.active_children() == []
+    assert forked[0].process not in multiprocessing.active_children()
     assert set(children(os.getpid())) <= before
 
 
