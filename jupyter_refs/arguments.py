@@ -95,8 +95,8 @@ def dask_client(value: Any, name: str = "client") -> Any:
 
     expect(value, distributed.Client, name, "a distributed.Client")
     if value.status != "running":
-        raise ClusterClosedError(f"{name} is {value.status}: attach to a running "
-                                 "distributed.Client")
+        raise ClusterClosedError(f"{name} is {value.status}: a running distributed.Client is "
+                                 "needed")
     return value
 
 

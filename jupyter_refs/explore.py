@@ -64,7 +64,7 @@ import traceback
 import types
 import weakref
 from collections import defaultdict, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -1995,13 +1995,13 @@ def _shared_pass(scenario: Scenario, protocol: str | ProtocolVariant, workers: i
     (:func:`_roots`), and the subtrees below those are dealt out before any is entered:
     largest first (the nearer the root, the more decisions below), each to the process with
     the least so far — a deal that depends on the roots alone, so the result depends on
-    ``processes`` and never on timing.  Each process
-    searches its subtrees depth-first with a state table of its own; a state reached in two
-    of them is explored in both (more runs than one process makes), and a search state
-    stops a run only when its own process explored on from it — every continuation of it
-    in a subtree is that subtree's process's, and the continuations of a state on the first
-    run are every subtree below it, each searched by its process.  What each helper counted
-    comes back as :func:`_merge` takes it: each failure group's smallest run, replayed here.
+    ``processes`` and never on timing.  Each process searches its subtrees depth-first with
+    a state table of its own; a state reached in two of them is explored in both (more runs
+    than one process makes), and a search state stops a run only when its own process
+    explored on from it — every continuation of it in a subtree is that subtree's process's,
+    and the continuations of a state on a first run made here are every subtree below it,
+    each searched by its process.  What each helper counted comes back as :func:`_merge`
+    takes it: each failure group's smallest run, replayed here.
     """
     top: list[_Root] = []
     exhaustive, cut, pruned = _pass(scenario, protocol, workers, fp, bound, reduce, False, tally,
@@ -2078,7 +2078,7 @@ def _subtrees(scenario: Scenario, protocol: str | ProtocolVariant, workers: int,
         # dask cluster's shares); its count goes back through ``going``.
         tally.progress = tally.on_baseline = tally.elsewhere = None
         tally.max_schedules = tally.runs + budget
-        tally.between_runs = lambda: going(tally.runs - runs) and None
+        tally.between_runs = lambda: going(tally.runs - runs)
     exhaustive, cut, pruned = True, False, 0
     for root in roots:
         done, more_cut, more = _pass(scenario, protocol, workers, fp, bound, reduce, False, tally,
@@ -2587,12 +2587,13 @@ class _Share:
 
 
 class _Helper(NamedTuple):
-    """A share forked off this process (:func:`_fork`)."""
+    """A helper forked off this process (:func:`_fork`): a share of the random runs, or of a
+    pass's subtrees."""
 
     process: Any
-    #: Its end of their pipe, on which its :meth:`_Share.summary` comes back.
+    #: Its end of their pipe, on which what its job returns comes back.
     pipe: Any
-    #: How many of its draws it has counted so far (shared memory), for the search's progress.
+    #: How many runs it has counted so far (shared memory), for the search's progress.
     made: Any
 
 
@@ -2699,42 +2700,15 @@ def _skipped(d: _Decision, pick: int) -> set[int]:
     return {h.msg_id for h in d.heads[:pick] if h.msg_id not in asleep}
 
 
-def _roots(run: Run, bound: int, reduce: bool, cut: list[bool]) -> list[_Root]:
-    """Every subtree a depth-first pass enters from ``run``'s decisions (each later sibling of
-    each pick within ``bound``, as :func:`backtrack` would give them one after the other),
-    each with the start its first run needs: what it would have had there, since the runs
-    of the subtrees before it pass every decision above it through unchanged."""
+def _branches(run: Run, bound: int, reduce: bool, cut: list[bool] | None
+              ) -> Iterator[tuple[int, list[int], frozenset, frozenset]]:
+    """Every later sibling of ``run``'s picks within ``bound``, deepest decision first (the
+    order a depth-first pass enters them): the decision it branches at, and its first run's
+    prefix, last node's sleep set and explored set — what it has whenever it is entered,
+    since the runs of the subtrees before it pass every decision above it through unchanged.
+    ``cut[0]`` is set as the bound keeps an order out."""
     decisions = run.decisions
-    delayed = _delayed(decisions)
-    sleeps = [d.sleep for d in decisions]
-    picks = [d.pick for d in decisions]
-    found: list[_Root] = []
-    for i in range(len(decisions) - 1, -1, -1):
-        d = decisions[i]
-        heads = d.heads
-        asleep = {m for m, _ in d.sleep}
-        for j in range(d.pick + 1, len(heads)):
-            if heads[j].msg_id in asleep:
-                continue
-            if len(delayed[i] | _skipped(d, j)) > bound:
-                cut[0] = True
-                break  # later picks delay even more
-            tried = (frozenset((h.msg_id, _actor(h)) for h in heads[:j] if h.msg_id not in asleep)
-                     if reduce else frozenset())
-            found.append((i, (*picks[:i], j), d.sleep if reduce else frozenset(), tried,
-                          tuple(sleeps[:i]), run.path))
-    return found
-
-
-#: A subtree of a pass (:func:`_roots`): the decision it branches at (backtracking there or
-#: above leaves it), and its first run's prefix, entry sleep set, explored set, the sleep sets
-#: of the prefix's decisions and the path of states it comes from.
-_Root = tuple[int, tuple[int, ...], frozenset, frozenset, tuple[frozenset, ...], dict | None]
-
-
-def _delayed(decisions: list[_Decision]) -> list[frozenset[int]]:
-    """The messages delayed before each decision (and after the last)."""
-    delayed: list[frozenset[int]] = [_EMPTY]
+    delayed: list[frozenset[int]] = [_EMPTY]  # messages delayed before decision i
     so_far = _EMPTY
     for d in decisions:
         if d.pick:  # (most picks delay nothing: the set is shared, not copied, till one does)
@@ -2742,19 +2716,6 @@ def _delayed(decisions: list[_Decision]) -> list[frozenset[int]]:
             if skipped:
                 so_far = so_far | skipped
         delayed.append(so_far)
-    return delayed
-
-
-def backtrack(run: Run, bound: int, reduce: bool = True, cut: list[bool] | None = None
-               ) -> tuple[list[int], frozenset, frozenset] | None:
-    """The next run in depth-first order: its prefix, and its last node's sleep and explored sets.
-
-    The bound counts *delayed messages*: a message is delayed when a younger one is
-    delivered before it while it could have gone.  Race #8576-A needs one: the release.
-    ``cut[0]`` is set when the bound kept an order out.
-    """
-    decisions = run.decisions
-    delayed = _delayed(decisions)  # messages delayed before decision i
     for i in range(len(decisions) - 1, -1, -1):
         d = decisions[i]
         heads = d.heads
@@ -2768,12 +2729,39 @@ def backtrack(run: Run, bound: int, reduce: bool = True, cut: list[bool] | None 
                 if cut is not None:
                     cut[0] = True
                 break  # later picks delay even more
+            prefix = [x.pick for x in decisions[:i]] + [j]
             if not reduce:
-                return [x.pick for x in decisions[:i]] + [j], frozenset(), frozenset()
-            tried = frozenset((h.msg_id, _actor(h)) for h in heads[:d.pick + 1]
-                              if h.msg_id not in asleep)
-            return [x.pick for x in decisions[:i]] + [j], d.sleep, tried
+                yield i, prefix, _EMPTY, _EMPTY
+                continue
+            tried = frozenset((h.msg_id, _actor(h)) for h in heads[:j] if h.msg_id not in asleep)
+            yield i, prefix, d.sleep, tried
+
+
+def backtrack(run: Run, bound: int, reduce: bool = True, cut: list[bool] | None = None
+               ) -> tuple[list[int], frozenset, frozenset] | None:
+    """The next run in depth-first order: its prefix, and its last node's sleep and explored sets.
+
+    The bound counts *delayed messages*: a message is delayed when a younger one is
+    delivered before it while it could have gone.  Race #8576-A needs one: the release.
+    ``cut[0]`` is set when the bound kept an order out.
+    """
+    for _, prefix, entry_sleep, tried in _branches(run, bound, reduce, cut):
+        return prefix, entry_sleep, tried
     return None
+
+
+def _roots(run: Run, bound: int, reduce: bool, cut: list[bool]) -> list[_Root]:
+    """Every subtree a depth-first pass enters from ``run``'s decisions (:func:`_branches`), as
+    :func:`_pass` starts it."""
+    sleeps = tuple(d.sleep for d in run.decisions)
+    return [(i, tuple(prefix), entry_sleep, tried, sleeps[:i], run.path)
+            for i, prefix, entry_sleep, tried in _branches(run, bound, reduce, cut)]
+
+
+#: A subtree of a pass (:func:`_roots`): the decision it branches at (backtracking there or
+#: above leaves it), and its first run's prefix, entry sleep set, explored set, the sleep sets
+#: of the prefix's decisions and the path of states it comes from.
+_Root = tuple[int, tuple[int, ...], frozenset, frozenset, tuple[frozenset, ...], dict | None]
 
 
 def replay(scenario: Scenario, schedule: str, workers: int | None = None,
@@ -2852,11 +2840,10 @@ def cell_scenario(source: str, namespace: dict[str, Any], client_name: str = "cl
     Each run gets a fresh copy of the names the code reads from ``namespace`` (the whole
     namespace if it reads names by ``eval``, ``globals()`` and the like): the scenario then
     carries no more of a notebook than the cell uses, and travels to a dask cluster's
-    workers with it; the names the code binds die
-    when it ends, as a function's locals do, so the futures it dropped or kept are released
-    then.  The
-    code's last expression, when it ends with one, is what the scenario returns — the run's
-    outcome — unless it is a future (or futures), which die with the other names.
+    workers with it.  The names the code binds die when it ends, as a function's locals do,
+    so the futures it dropped or kept are released then.  The code's last expression, when
+    it ends with one, is what the scenario returns — the run's outcome — unless it is a
+    future (or futures), which die with the other names.
     ``filename`` and ``first_line`` say where the code is (``%%explore``: its cell, from
     the line after the magic's), so its events name the user's cell and line.
     """
