@@ -4,9 +4,11 @@ The checks see nothing but the trace.  What each side believes — client
 refcounts and future states, the scheduler's task states and ``who_wants``,
 the workers' copies — is rebuilt from events by :class:`~jupyter_refs.beliefs.Beliefs`;
 the checks judge over it, so they work the same on the kernel-side cluster,
-on a traced dask cluster and on a saved trace.  Each handler below looks at
-the beliefs before an event where it needs to, applies the event to them,
-and judges what it made true.
+on a traced dask cluster and on a saved trace — but for those judged "once the
+channels are drained" (``promises.AT_DRAIN``): a dask trace records no
+``network.drained``, so on real dask they are never judged.  Each handler below
+looks at the beliefs before an event where it needs to, applies the event to
+them, and judges what it made true.
 
 ``dangling_future``
     A client holds a finished future (refcount > 0) for a key the scheduler

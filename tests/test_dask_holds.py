@@ -23,6 +23,7 @@ from jupyter_refs.dask import ConfirmError, attach, confirm, holds, remote  # no
 from jupyter_refs.dask.holds import HoldsUnavailableError  # noqa: E402
 from jupyter_refs.errors import NotDeliverableError, UnknownMessageError  # noqa: E402
 from jupyter_refs.explore import fingerprint  # noqa: E402
+from jupyter_refs.zoo import RACES  # noqa: E402
 
 pytestmark = pytest.mark.dask
 
@@ -398,6 +399,38 @@ def test_confirm_refuses_a_schedule_that_does_not_fail(inproc):
     with pytest.raises(ConfirmError, match="does not fail"):
         confirm(scatter_race, replay(scatter_race, "dask@" + fingerprint(scatter_race) + ":").schedule,
                 inproc)
+
+
+def _plugins(dask_scheduler) -> list[str]:
+    return sorted(dask_scheduler.plugins)
+
+
+def test_confirm_refuses_a_failure_judged_only_at_a_drain(inproc):
+    """A dask trace records no drain, so a failure that breaks only promises judged at one
+    (PR 6016's in-order cancel_ignored, under today's dask) can be neither confirmed nor
+    refuted there: confirm says so before it touches the cluster, rather than report real
+    dask as not failing where the tracer never looked."""
+    scenario = RACES["6016"].scenario
+    failure = explore(scenario, protocol="dask", bound=0, sample=False).failures[0]
+    assert [v.name for v in failure.run.violations] == ["cancel_ignored"]
+    plugins = inproc.run_on_scheduler(_plugins)
+    with pytest.raises(ConfirmError, match="only by cancel_ignored, judged once every channel has "
+                                           "drained; a traced dask cluster records no drain"):
+        confirm(scenario, failure, inproc)
+    assert inproc.run_on_scheduler(_plugins) == plugins
+    assert failure.confirmed is None
+
+
+def test_confirm_expects_the_first_violation_a_dask_trace_can_judge(inproc):
+    """PR 9217's two-client race breaks hung_future (judged at a drain) and then the scenario
+    raises: real dask is asked for the second (it was asked for the first, which it could
+    never show)."""
+    scenario = RACES["9217-two-clients"].scenario
+    failure = explore(scenario, protocol="dask", bound=2, sample=False, processes=1).failures[0]
+    assert [v.name for v in replay(scenario, failure.schedule).violations] == [
+        "hung_future", "scenario_raised"]
+    result = confirm(scenario, failure, inproc, orders="delays", attempts=1, stall=0.5)
+    assert result.expected.name == "scenario_raised", str(result)
 
 
 def test_confirm_under_ordered_scatter_needs_a_tracer_that_orders(inproc, race_failures):

@@ -6,7 +6,10 @@ real dask ``Client`` (an in-process cluster) while the holds of :mod:`.holds` en
 same overtakes: a message the schedule delays is held at its gate — and its channel behind
 it — until every message that overtook it has been delivered.  Nothing else is steered:
 real dask delivers the rest in its own order.  Real dask then *confirms* the failure when
-its own trace shows the same check failing on the same key.
+its own trace shows the same check failing on the same key: the model's first violation a
+dask trace can judge.  One judged only once the channels drain cannot be (a dask trace
+records no drain), and a failure with nothing else is refused rather than reported as
+not confirmed.
 
 Messages are matched by what they are — sender, receiver, operation, keys — and by how
 many such messages came before (dask's messages carry no ids); the model's ``worker:0`` is
@@ -30,6 +33,7 @@ from .. import arguments
 from ..checks import Violation
 from ..errors import ArgumentValueError, JupyterRefsError
 from ..explore import OUTCOME_DIFFERS, SCENARIO_RAISED, Failure, Run, Scenario, replay, value_text
+from ..promises import AT_DRAIN
 from ..protocol.variants import VARIANTS, ProtocolVariant
 from ..trace import Trace
 from .tracer import DaskTracer, attach
@@ -46,7 +50,7 @@ class Confirmation:
     """What real dask did under a model schedule's overtakes."""
 
     schedule: str
-    expected: Violation  # the model's first violation
+    expected: Violation  # the model's first violation real dask can judge (not one at a drain)
     confirmed: bool
     enforced: bool  # every overtake of the schedule was made on real dask
     overtakes: list[str]  # each enforced overtake, in words
@@ -232,6 +236,7 @@ def confirm(scenario: Scenario, schedule: str | Failure, client: Any, *, ordered
     if not run.violations:
         raise ConfirmError(f"schedule {schedule} does not fail on the kernel-side cluster: "
                            "nothing to confirm")
+    expected = _expected(run)
     again = _keys(replay(scenario, schedule, protocol=protocol))
     fresh = {k for k in _keys(run) if k not in again}
     result = None
@@ -240,7 +245,8 @@ def confirm(scenario: Scenario, schedule: str | Failure, client: Any, *, ordered
     plan = ([False] + [True] * (attempts - 1) if orders == "auto"
             else [orders == "every"] * attempts)
     for n, every in enumerate(plan, 1):
-        result = _confirm(scenario, run, fresh, client, ordered_scatter, every, stall, timeout)
+        result = _confirm(scenario, run, expected, fresh, client, ordered_scatter, every, stall,
+                          timeout)
         result.attempts = n
         if result.confirmed:
             break
@@ -258,12 +264,24 @@ def _keys(run: Run) -> list[str]:
     return list(keys)
 
 
-def _confirm(scenario: Scenario, run: Run, fresh: set[str], client: Any, ordered_scatter: bool,
-             every: bool, stall: float, timeout: float) -> Confirmation:
+def _expected(run: Run) -> Violation:
+    """The violation real dask is to show: the run's first that a dask trace can judge.  One
+    judged only at a drain cannot be (see ``promises.AT_DRAIN``): dask would be said not to
+    fail where the tracer never looked."""
+    for violation in run.violations:
+        if violation.name not in AT_DRAIN:
+            return violation
+    names = ", ".join(sorted({v.name for v in run.violations}))
+    raise ConfirmError(f"schedule {run.schedule} fails only by {names}, judged once every channel "
+                       "has drained; a traced dask cluster records no drain, so real dask can "
+                       "neither confirm nor refute it")
+
+
+def _confirm(scenario: Scenario, run: Run, expected: Violation, fresh: set[str], client: Any,
+             ordered_scatter: bool, every: bool, stall: float, timeout: float) -> Confirmation:
     import distributed
 
     schedule = run.schedule
-    expected = run.violations[0]
     own = not isinstance(client, DaskTracer)
     tracer = attach(client, ordered_scatter=ordered_scatter) if own else client
     dask_client = tracer.client
