@@ -127,6 +127,23 @@ def test_8215_in_order_is_confirmed_on_real_dask(inproc):
 
 
 @pytest.mark.dask
+def test_8215_returning_order_is_confirmed_on_real_dask(inproc):
+    """The other side of #8215: the order in which the model's scenario returns where in order
+    it raises (outcome_differs, which a replay alone does not judge: confirm compares it with
+    the in-order run, as explore did) is made on real dask, and real dask returns too."""
+    from jupyter_refs.dask.confirm import confirm
+
+    race = RACES["8215"]
+    returning = next(f for f in race.find(max_schedules=300, processes=1, sample=False).failures
+                     if f.names == ("outcome_differs",))
+    result = confirm(race.scenario, returning, inproc)
+    assert result.confirmed, str(result)
+    assert result.outcome == f"returned {returning.run.returned}"
+    assert str(result).startswith(f"confirmed on distributed {result.version}: outcome_differs: "
+                                  "the scenario returned")
+
+
+@pytest.mark.dask
 def test_the_ghosts_order_forced_on_2026_8_shows_the_fix_holding(inproc):
     """PR 8827 shipped in 2024.8.2: under the order that makes the ghost on dask-2024.8.1, the
     real 2026.8 scheduler creates no task for the forgotten key."""

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import threading
 import time
+import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +33,18 @@ from dask.utils import key_split
 from .. import arguments
 from ..checks import Violation
 from ..errors import ArgumentValueError, JupyterRefsError
-from ..explore import OUTCOME_DIFFERS, SCENARIO_RAISED, Failure, Run, Scenario, replay, value_text
+from ..explore import (
+    OUTCOME_DIFFERS,
+    SCENARIO_RAISED,
+    Failure,
+    Run,
+    Scenario,
+    format_schedule,
+    judge_outcome,
+    parse_schedule,
+    replay,
+    value_text,
+)
 from ..promises import AT_DRAIN
 from ..protocol.variants import VARIANTS, ProtocolVariant
 from ..trace import Trace
@@ -65,7 +77,9 @@ class Confirmation:
     outcome: str | None = None
 
     def __str__(self) -> str:
-        what = f"{self.expected.name} on {self.expected.key}"
+        # The scenario's own outcome is about no key: what it did on real dask says it.
+        what = (f"{self.expected.name} on {self.expected.key}" if self.expected.key
+                else f"{self.expected.name}: the scenario {self.outcome}")
         runs = f", run {self.attempts}" if self.attempts > 1 else ""
         if self.confirmed:
             return (f"confirmed on distributed {self.version}: {what} ({len(self.trace)} events "
@@ -233,6 +247,13 @@ def confirm(scenario: Scenario, schedule: str | Failure, client: Any, *, ordered
     if protocol is None and variant is not None and variant.name not in VARIANTS:
         protocol = variant  # a registered one replays by the name its schedule carries
     run = replay(scenario, schedule, protocol=protocol)
+    parsed = parse_schedule(schedule)
+    if not run.violations and parsed.deviations:
+        # A replay judges the checks, not the outcome (it has no in-order run to compare):
+        # an order whose finding is what the scenario returned is judged as explore judged it.
+        in_order = format_schedule(parsed.protocol, parsed.fingerprint, (), parsed.workers,
+                                   parsed.clients)
+        judge_outcome(run, replay(scenario, in_order, protocol=protocol).outcome)
     if not run.violations:
         raise ConfirmError(f"schedule {schedule} does not fail on the kernel-side cluster: "
                            "nothing to confirm")
@@ -307,6 +328,10 @@ def _confirm(scenario: Scenario, run: Run, expected: Violation, fresh: set[str],
             try:
                 returned.append(scenario(dask_client))
             except BaseException as exc:  # noqa: BLE001 - reported with the verdict
+                # The scenario's futures go as when it returns: its frames, kept by the
+                # traceback (a cycle through ``errors``), held them — and their keys in the
+                # cluster — until a collection, so the next run met a key still in memory.
+                traceback.clear_frames(exc.__traceback__)
                 errors.append(exc)
 
         thread = threading.Thread(target=body, name="jupyter-refs-confirm", daemon=True)
