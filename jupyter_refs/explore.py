@@ -2810,6 +2810,19 @@ def replay(scenario: Scenario, schedule: str, workers: int | None = None,
                 invariants=_invariants(invariants))
 
 
+def judge_as_explored(scenario: Scenario, run: Run, protocol: ProtocolVariant | None = None) -> None:
+    """A replayed order the checks found nothing in, judged as :func:`explore` judged it: its
+    outcome against the in-order run's (``outcome_differs``).  A replay alone has no in-order
+    run to compare with, so #8215's order that returns where in order it raises read as no
+    failure in ``%replay`` and was refused by ``confirm``."""
+    parsed = parse_schedule(run.schedule)
+    if run.violations or not parsed.deviations:
+        return
+    in_order = format_schedule(parsed.protocol, parsed.fingerprint, (), parsed.workers,
+                               parsed.clients)
+    judge_outcome(run, replay(scenario, in_order, protocol=protocol).outcome)
+
+
 def _is_future(value: Any) -> bool:
     """A future of the model or of dask (or a collection of them)."""
     if isinstance(value, list | tuple | set | frozenset):

@@ -667,12 +667,13 @@ class RefsMagics(Magics):
         scenario = getattr(self, "_explored", None)
         if scenario is None:
             raise UsageError("nothing to replay yet: run a %%explore cell first")
-        from .explore import replay
+        from .explore import judge_as_explored, replay
         from .views.timeline import Timeline
 
         try:
             run = replay(scenario, args.schedule, keep_open=True,
                          protocol=self._explored_protocol)
+            judge_as_explored(scenario, run, self._explored_protocol)
         except JupyterRefsError as exc:
             raise _usage(exc) from None
         self.current = run.cluster

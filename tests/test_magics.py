@@ -311,6 +311,25 @@ def test_a_replayed_explore_cell_is_explained_from_its_own_lines(ip):
     ip.user_ns.pop("explored")
 
 
+def test_a_replayed_order_that_returns_where_in_order_raises_says_outcome_differs(ip, capsys):
+    """#8215 as a cell: an order in which the scenario returns while the in-order run raises
+    is a failure to %%explore (outcome_differs); %replay judges it the same way, against the
+    in-order run (a replay alone has none to compare with, and printed "no violation")."""
+    ip.run_cell("def inc(v):\n    return v + 1", store_history=True)
+    ip.run_cell("%%explore --max 300 --processes 1 --bound 2\nf = client.submit(inc, 1, key='k')\n"
+                "client.cancel([f])\ng = client.submit(inc, 1, key='k')\ng.result()",
+                store_history=True)
+    explored = ip.user_ns.pop("explored")
+    returning = next(f for f in explored.failures if f.names == ("outcome_differs",))
+    capsys.readouterr()
+    ip.run_cell(f"%replay {returning.schedule}", store_history=True)
+    out = capsys.readouterr().out
+    assert f"replayed {returning.schedule}: outcome_differs on " in out, out
+    # In the replayed cluster's trace too, where its timeline shows it.
+    assert [e.fields["name"] for e in ip.user_ns["cluster"].trace.events(kind="violation")] == [
+        "outcome_differs"]
+
+
 @pytest.mark.slow
 @pytest.mark.dask
 def test_confirm_takes_an_earlier_exploration_by_name(ip, inproc, capsys):

@@ -39,9 +39,7 @@ from ..explore import (
     Failure,
     Run,
     Scenario,
-    format_schedule,
-    judge_outcome,
-    parse_schedule,
+    judge_as_explored,
     replay,
     value_text,
 )
@@ -247,13 +245,7 @@ def confirm(scenario: Scenario, schedule: str | Failure, client: Any, *, ordered
     if protocol is None and variant is not None and variant.name not in VARIANTS:
         protocol = variant  # a registered one replays by the name its schedule carries
     run = replay(scenario, schedule, protocol=protocol)
-    parsed = parse_schedule(schedule)
-    if not run.violations and parsed.deviations:
-        # A replay judges the checks, not the outcome (it has no in-order run to compare):
-        # an order whose finding is what the scenario returned is judged as explore judged it.
-        in_order = format_schedule(parsed.protocol, parsed.fingerprint, (), parsed.workers,
-                                   parsed.clients)
-        judge_outcome(run, replay(scenario, in_order, protocol=protocol).outcome)
+    judge_as_explored(scenario, run, protocol)
     if not run.violations:
         raise ConfirmError(f"schedule {schedule} does not fail on the kernel-side cluster: "
                            "nothing to confirm")
