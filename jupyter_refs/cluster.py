@@ -31,13 +31,11 @@ live delivery; the checks read events in order, so batching loses nothing.
 
 from __future__ import annotations
 
-import operator
 import os
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from functools import partial
 from typing import Any, Protocol
 
 from dask.utils import parse_timedelta
@@ -77,9 +75,6 @@ from .why import Chain
 # messages are in flight (a drop's release must not lag behind them), rarely when idle.
 _LIVE_POLL_BUSY_S = 0.002
 _LIVE_POLL_IDLE_S = 0.02
-
-#: Reads a cluster's simulated time (see ``Cluster.__init__``).
-_NOW = operator.attrgetter("_now")
 
 
 class WorkerPlugins(Protocol):
@@ -253,12 +248,12 @@ class Cluster:
         self.policy = make_policy(network, seed)
         self.network_name = network if isinstance(network, str) else self.policy.name
         self.seed = seed
-        self._now = 0
         self._t0 = time.perf_counter_ns()
-        # The simulated clock is the cluster's ``_now``, read by a C callable: every event
-        # reads the clock, and a method's Python frame cost more than the rest of the read.
-        self.trace = Trace(trace_capacity,
-                           clock=self._live_clock if self.live else partial(_NOW, self))
+        self.trace = Trace(trace_capacity, clock=self._live_clock if self.live else None)
+        if not self.live:
+            # Stepped, the clock is simulated: the trace's ``now``, which the driver moves
+            # (a delivery's time, the user's delay between calls) and every event reads.
+            self.trace.now = 0
         self._network = Network()
         if self.policy.next_of is not None:  # the explorer's: one call a delivery, not two
             self._next = self.policy.next_of(self._network)
@@ -791,7 +786,7 @@ class Cluster:
         """
         self._check_open()
         if self._user_delay is not None and not self.live:
-            self._now += self._user_delay()
+            self.trace.now += self._user_delay()
         if self._drops:
             self._process_drops()
         self.trace.user_line = cell
@@ -808,7 +803,7 @@ class Cluster:
     def _send(self, messages: list[Message]) -> None:
         if self.live or self.scheduler.task_stream is not None:
             self._stamp_fetches(messages)
-        now = self.trace.clock()
+        now = self.trace.time()
         self._network.accept(messages, now)
         on_send = self._on_send
         if on_send is not None:
@@ -994,17 +989,20 @@ class Cluster:
     # -- delivery ----------------------------------------------------------------------
 
     def _next(self, force: bool) -> Message | None:
-        choice = self.policy.next(self._network, self._now)
+        # The simulated time is the trace's (stepped); live, whose clock is the real one,
+        # a step() here asks the policy as of time 0, and moves no time.
+        now = self.trace.now
+        choice = self.policy.next(self._network, 0 if now is None else now)
         if choice is None:
             return self._network.oldest(held_too=True) if force else None
         msg, at = choice
-        if not self.live and at > self._now:
-            self._now = at
+        if now is not None and at > now:
+            self.trace.now = at
         return msg
 
     def _next_in_task(self, force: bool) -> Message | None:
         """Immediate, a task waiting inside its run: :meth:`Immediate.next_in_task`."""
-        choice = self.policy.next_in_task(self._network, self._now)
+        choice = self.policy.next_in_task(self._network, self.trace.now)
         if choice is None:
             return self._network.oldest(held_too=True) if force else None
         return choice[0]
