@@ -366,7 +366,9 @@ def _token_of_call(tok: str, args: tuple) -> str:
         return _token(tok, args)
     if not _fast_tokens_agree():
         return tokenize(tok, args)
-    return md5(str((tok, ("tuple", args))).encode(), usedforsecurity=False).hexdigest()
+    # The text of str((tok, ("tuple", args))), written out: the same characters without the
+    # two tuples, or their reprs (each enters the repr recursion guard), that would make it.
+    return md5(f"({tok!r}, ('tuple', {args!r}))".encode(), usedforsecurity=False).hexdigest()
 
 
 def _all_plain(args: tuple) -> bool:
