@@ -763,7 +763,7 @@ class Beliefs:
         holders = record.holders
         if holders is not None and client in holders:
             if len(holders) > 1:
-                record.holders = tuple(c for c in holders if c != client)
+                record.holders = _without_holder(holders, client)
             else:  # nothing empty stays behind for a key no longer held
                 record.holders = None
                 if self.quiet_limit is not None and record.forgotten:
@@ -955,9 +955,7 @@ class Beliefs:
         if held is None:  # the usual case: a key's first copy
             record.copies = (worker, copy)
             return
-        replaced = extra[_PUT_REPLACED]
-        kept = _without(held, lambda w, i: w == worker and (i in replaced or i == copy))
-        record.copies = (*kept, worker, copy)
+        record.copies = _put_again(held, worker, copy, extra[_PUT_REPLACED])
 
     def worker_free(self, seq: int, row: tuple) -> bool:
         """Returns whether the worker held a copy of the key."""
@@ -979,6 +977,21 @@ def _without(held: tuple, drop: Callable[[str, int], bool]) -> tuple:
     """A key's flat copies (``Beliefs.copies``) without the (worker, incarnation) pairs
     ``drop`` names."""
     return tuple(x for w, i in zip(held[::2], held[1::2]) if not drop(w, i) for x in (w, i))
+
+
+# The two helpers below hold what would otherwise be a comprehension or a lambda in an update
+# that runs for every event of its kind: its variables would be cells, made on every call.
+
+def _without_holder(holders: tuple[str, ...], client: str) -> tuple[str, ...]:
+    """``holders`` without ``client``."""
+    return tuple(c for c in holders if c != client)
+
+
+def _put_again(held: tuple, worker: str, copy: int, replaced: tuple[int, ...]) -> tuple:
+    """A key's flat copies after ``worker`` put copy ``copy`` of a key that has copies,
+    replacing ``replaced`` (and any copy of the same incarnation) there."""
+    kept = _without(held, lambda w, i: w == worker and (i in replaced or i == copy))
+    return (*kept, worker, copy)
 
 Update = Callable[[Beliefs, int, tuple], Any]
 

@@ -324,7 +324,13 @@ class Checks:
         if self._settled:
             self._settled.discard(pair)
         if self._open:
-            self._open = {o for o in self._open if o[1:] != pair}
+            self._end_episodes(pair)
+
+    def _end_episodes(self, pair: tuple[str, str]) -> None:
+        """Forget the violations reported about ``pair`` (client, key): its hold has ended, and
+        a new one is judged afresh.  (Apart from ``_refcount_changed``: a comprehension there
+        would make ``pair`` a cell, made for every refcount event.)"""
+        self._open = {o for o in self._open if o[1:] != pair}
 
     def _future_state(self, b: Beliefs, seq: int, row: tuple) -> None:
         b.future_state(seq, row)

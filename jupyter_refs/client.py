@@ -30,7 +30,7 @@ import types
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from hashlib import md5
-from itertools import count
+from itertools import count, repeat
 from typing import Any
 
 import dask
@@ -453,14 +453,17 @@ def futures_in(obj: Any, out: list[Future]) -> None:
 
 
 def _fill(obj: Any, values: Mapping[str, Any]) -> Any:
-    """``obj`` with each future replaced by its value (``gather``'s ``pack_data``)."""
+    """``obj`` with each future replaced by its value (``gather``'s ``pack_data``).
+
+    Called for every item gathered: ``map`` rather than comprehensions, which would make
+    ``values`` a cell on every call, leaves included."""
     typ = type(obj)
     if typ is Future:
         return values.get(obj.key)
     if typ in CONTAINERS:
-        return typ([_fill(o, values) for o in obj])
+        return typ(list(map(_fill, obj, repeat(values))))
     if typ is dict:
-        return {k: _fill(v, values) for k, v in obj.items()}
+        return dict(zip(obj, map(_fill, obj.values(), repeat(values))))
     return obj
 
 

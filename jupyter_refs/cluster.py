@@ -36,6 +36,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from functools import partial
 from typing import Any, Protocol
 
 from dask.utils import parse_timedelta
@@ -1038,7 +1039,8 @@ class Cluster:
         if run is None:
             return None
         if threaded:
-            self._runs.start(run, lambda: self._run_on_thread(worker, run))
+            # A partial, not a lambda: a lambda's variables are cells, made on every call.
+            self._runs.start(run, partial(self._run_on_thread, worker, run))
             return run
         ok, value = self.run_inline(run)
         self._send(worker.finish(key, ok, value, self._timing(run)))

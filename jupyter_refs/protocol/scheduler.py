@@ -380,43 +380,28 @@ class SchedulerState:
                                True, (key,), {"gen": gen, **payload}))
 
     def _pick_worker(self, ts: TaskState | None = None) -> str:
-        allowed = ts.run_spec.get("workers") if ts is not None and ts.run_spec else None
-        need = ts.run_spec.get("resources") if ts is not None and ts.run_spec else None
+        # Every task placed comes here, most with no restriction and no input: the other
+        # cases are methods of their own, whose comprehensions and sort keys would otherwise
+        # make this one's variables cells, made on every call.
+        spec = ts.run_spec if ts is not None else None
+        allowed = spec.get("workers") if spec else None
+        need = spec.get("resources") if spec else None
         if need:
-            # Only workers with the resources (``_runnable`` made sure there is one); among
-            # them the named ones if a strict workers= names any, then the least loaded.
-            processing, have = self.processing, self.resources
-            fit = [w for w in self.workers
-                   if resources.fits(have.get(w, resources.NONE), need)]
-            named = [w for w in fit if allowed and w in allowed]
-            if named or (allowed and not ts.run_spec.get("allow_other_workers")):
-                fit = named or fit
-            return min(fit, key=lambda w: len(processing[w]))
+            return self._pick_fitting(ts, need, allowed)  # type: ignore[arg-type]
         if allowed:
-            # Restricted (submit(workers=)): the least loaded of those named, in their order.
-            processing = self.processing
-            names = [w for w in allowed if w in processing]
-            if names:
-                return min(names, key=lambda w: len(processing[w]))
+            picked = self._least_loaded_of(allowed)
+            if picked is not None:
+                return picked
         if ts is not None and ts.dependencies:
-            # Where most of the inputs already are, as dask's decide_worker prefers.
-            counts: dict[str, int] = {}
-            retiring = self.retiring
-            for dep in ts.dependencies:
-                for w in self.tasks[dep].who_has:
-                    if w not in retiring:
-                        counts[w] = counts.get(w, 0) + 1
-            if len(counts) == 1:  # the inputs are on one worker (the usual case): no ranking
-                for w in counts:
-                    return w
-            if counts:
-                return max(sorted(counts), key=lambda w: (counts[w], -len(self.processing[w])))
+            picked = self._where_inputs_are(ts)
+            if picked is not None:
+                return picked
         # No inputs: an idle worker (a free thread) first, as dask's decide_worker takes
         # from its idle set — so a task that waits for sub-tasks does not get them queued
         # behind itself while another worker is free.  Then round robin.
         workers, processing, nthreads = self.workers, self.processing, self.nthreads
         if self.retiring:  # a retiring worker takes no new task (dask: it is not running)
-            workers = [w for w in workers if w not in self.retiring] or workers
+            workers = self._not_retiring(workers)
         start = self._next_worker
         n = len(workers)
         for i in range(n):
@@ -426,6 +411,45 @@ class SchedulerState:
                 return worker
         self._next_worker = start + 1
         return workers[start % n]
+
+    def _pick_fitting(self, ts: TaskState, need: dict[str, float],
+                      allowed: list[str] | None) -> str:
+        """Only workers with the resources ``need`` (``_runnable`` made sure there is one);
+        among them the named ones if a strict workers= names any, then the least loaded."""
+        processing, have = self.processing, self.resources
+        fit = [w for w in self.workers if resources.fits(have.get(w, resources.NONE), need)]
+        named = [w for w in fit if allowed and w in allowed]
+        if named or (allowed and not ts.run_spec.get("allow_other_workers")):  # type: ignore[union-attr]
+            fit = named or fit
+        return min(fit, key=lambda w: len(processing[w]))
+
+    def _least_loaded_of(self, allowed: list[str]) -> str | None:
+        """Restricted (submit(workers=)): the least loaded of the workers named that exist, in
+        their order (None: none does)."""
+        processing = self.processing
+        names = [w for w in allowed if w in processing]
+        return min(names, key=lambda w: len(processing[w])) if names else None
+
+    def _where_inputs_are(self, ts: TaskState) -> str | None:
+        """Where most of the inputs already are, as dask's decide_worker prefers (None: on no
+        worker that is not retiring)."""
+        counts: dict[str, int] = {}
+        retiring = self.retiring
+        for dep in ts.dependencies:
+            for w in self.tasks[dep].who_has:
+                if w not in retiring:
+                    counts[w] = counts.get(w, 0) + 1
+        if len(counts) == 1:  # the inputs are on one worker (the usual case): no ranking
+            for w in counts:
+                return w
+        if counts:
+            return max(sorted(counts), key=lambda w: (counts[w], -len(self.processing[w])))
+        return None
+
+    def _not_retiring(self, workers: list[str]) -> list[str]:
+        """``workers`` but the retiring ones (all of them if every one is retiring)."""
+        retiring = self.retiring
+        return [w for w in workers if w not in retiring] or workers
 
     def _new_task(self, key: str, state: str, run_spec: dict[str, Any] | None) -> TaskState:
         # Desires may have arrived before the task (a fixed-protocol scatter).  A loop rather

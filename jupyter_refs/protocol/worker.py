@@ -293,6 +293,18 @@ class WorkerState:
         else:
             self.ready.append(ts.key, ts.spec["priority"])
 
+    def _remote(self, who_has: dict[str, list[str]]) -> dict[str, list[str]]:
+        """The dependencies not held here, each with the peers that hold it.  As dask's worker,
+        this worker never fetches from itself: a dependency the scheduler says only we hold,
+        and we do not, has no peer (it is missing).
+
+        A method of its own, not a comprehension in ``_on_compute_task``: one there makes
+        ``self`` a cell, made on every call — every task's, most of which have no dependency.
+        """
+        name, data = self.name, self.data
+        return {dep: [w for w in ws if w != name] for dep, ws in who_has.items()
+                if dep not in data}
+
     def _on_compute_task(self, msg: Message) -> list[Message]:
         p = msg.payload
         key = p["key"]
@@ -319,10 +331,7 @@ class WorkerState:
             if len(self.executing) >= self.nthreads:
                 return []  # every thread is busy: the task waits for one to finish
             return self._ensure_computing(stimulus)
-        # As dask's worker, this worker never fetches from itself: a dependency the
-        # scheduler says only we hold, and we do not, is missing.
-        remote = {dep: [w for w in ws if w != self.name]
-                  for dep, ws in who_has.items() if dep not in self.data}
+        remote = self._remote(who_has)
         gone = [dep for dep, ws in remote.items() if not ws]
         if gone:
             self._transition(ts, WAITING, stimulus)
