@@ -263,6 +263,28 @@ class Immediate(Policy):
             msg = next((h for h in heads if h.op not in TIMERS), msg)
         return msg, now_ns
 
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.next is not Immediate.next and "next_of" not in cls.__dict__:
+            cls.next_of = None  # type: ignore[assignment] # its own next(), through the driver's
+
+    def next_of(self, network: Network) -> Callable[[bool], Message | None]:  # type: ignore[override]
+        """The driver's next message in one call (immediate never moves the clock): what
+        :meth:`next` picks, or with nothing deliverable the oldest held message when
+        ``force`` (``Cluster.step``).  Every delivery asks: one call, not the driver's and
+        the policy's."""
+
+        def next_message(force: bool) -> Message | None:
+            heads = network.heads() if network.held else network.ordered_heads
+            if not heads:
+                return network.oldest(held_too=True) if force else None
+            msg = heads[0]
+            if msg.op in TIMERS and len(heads) > 1:  # as in next(): a timer fires last
+                msg = next((h for h in heads if h.op not in TIMERS), msg)
+            return msg
+
+        return next_message
+
     def next_in_task(self, network: Network, now_ns: int) -> tuple[Message, int] | None:
         """The next delivery while a task waits inside its run (a lock, an RPC, a result).
 
