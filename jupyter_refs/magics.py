@@ -754,7 +754,10 @@ class RefsMagics(Magics):
     @line_magic
     def confirm(self, line: str) -> None:
         """Run the last %%explore cell on a real in-process dask cluster under SCHEDULE's
-        overtakes, and say whether real dask fails the same way (same check, same key).
+        overtakes, and say whether real dask fails the same way (same check, same key; or
+        the same outcome, when the failure is what the scenario returned or raised).  A check
+        judged only once the channels drain (hung_future, leaked_key, …) cannot be: a dask
+        trace has no drain, and a failure with nothing else is refused.
 
         Each message the schedule delays is held in dask until the messages that overtook
         it have been delivered.  The real trace becomes ``confirmed`` (``.trace``).
