@@ -28,9 +28,9 @@ from . import events as ev
 from .focus import Focus
 from .protocol import messages as m
 from .protocol.messages import CONNECTION_LOST
-from .trace import ACTOR, CHANNEL, EXTRA, KEY, KIND, MSG_ID, OP, Batch, Trace
+from .trace import ACTOR, CHANNEL, KEY, KIND, MSG_ID, OP, Batch, Trace
 
-# Where each update's values sit in an event's ``extra``, read from the declarations
+# Where each update's values sit in a trace row, read from the declarations
 # (events.py): a field moved there moves here, instead of silently feeding another value.
 _CREATED_REFS = ev.FUTURE_CREATED.at("refcount_after")
 REFS_AFTER = ev.REFCOUNT_INC.at("after")
@@ -567,15 +567,14 @@ class Beliefs:
         judging half a history would report what never happened.  Any other key that
         joins starts its life in the trace.
         """
-        extra = row[EXTRA]
-        new = Focus.from_fields(extra[_FOCUS_KEYS], extra[_FOCUS_SAMPLE])
+        new = Focus.from_fields(row[_FOCUS_KEYS], row[_FOCUS_SAMPLE])
         self.focus = new
         left = set() if new is None else {k for k in self.known_keys() if not new.wants(k)}
         partial = self.gate or set()
         partial = {k for k in partial if new is None or new.wants(k)}
-        partial.update(extra[_FOCUS_JOINED])
+        partial.update(row[_FOCUS_JOINED])
         self.gate = partial
-        forgotten = left | set(extra[_FOCUS_JOINED])
+        forgotten = left | set(row[_FOCUS_JOINED])
         self.forget(forgotten)
         return forgotten
 
@@ -593,7 +592,7 @@ class Beliefs:
         if key not in self.gate:  # type: ignore[operator]
             return True
         kind = row[KIND]
-        if kind == "transition" and row[EXTRA][FINISH] == "forgotten":
+        if kind == "transition" and row[FINISH] == "forgotten":
             self.gate.discard(key)  # type: ignore[union-attr]
             return True  # its next life is whole
         return kind in _COPIES
@@ -674,7 +673,7 @@ class Beliefs:
             receiving = self.receiving
             if receiving is not None and receiving[1] == "update-graph" and (
                     receiving[3] == receiver):
-                for key in row[EXTRA][_MSG_KEYS]:
+                for key in row[_MSG_KEYS]:
                     self._record(key).take(receiver).raced().cancelled_by_client = seq
                 return
             cancelling = self.cancelling
@@ -684,7 +683,7 @@ class Beliefs:
                 canceller = receiving[3]
             else:
                 return
-            for key in row[EXTRA][_MSG_KEYS]:
+            for key in row[_MSG_KEYS]:
                 race = self._record(key).take(receiver).raced()
                 race.cancelled_by_client = seq
                 if receiver != canceller:
@@ -697,14 +696,14 @@ class Beliefs:
         if op in DESIRES:
             # A message that may start a hold (only clients send these, whatever their name).
             desire = (msg_id, seq, op)
-            for key in row[EXTRA][_MSG_KEYS]:
+            for key in row[_MSG_KEYS]:
                 record(key).take(sender).desired_by = desire
         elif op == m.CLIENT_RELEASES_KEYS:
             release = (msg_id, seq)
-            for key in row[EXTRA][_MSG_KEYS]:
+            for key in row[_MSG_KEYS]:
                 record(key).take(sender).released_by = release
         else:  # cancel-keys, or the cancel RPC before PR 7583
-            for key in row[EXTRA][_MSG_KEYS]:
+            for key in row[_MSG_KEYS]:
                 race = record(key).take(sender).raced()
                 race.cancelled_by_client = race.asked_cancel = seq
 
@@ -724,7 +723,7 @@ class Beliefs:
         record = self.records.get(key)
         held = None if record is None else record.hold(client)
         race = None if held is None else held.race
-        if row[EXTRA][_CREATED_REFS] != 1 and (race is None or not race.disconnected):
+        if row[_CREATED_REFS] != 1 and (race is None or not race.disconnected):
             return False
         if held is None:
             if record is None:
@@ -737,7 +736,7 @@ class Beliefs:
         return True
 
     def refcount_changed(self, seq: int, row: tuple) -> None:
-        client, key, after = row[ACTOR], row[KEY], row[EXTRA][REFS_AFTER]
+        client, key, after = row[ACTOR], row[KEY], row[REFS_AFTER]
         self.clients.add(client)
         record = self.records.get(key)
         if after:
@@ -775,11 +774,11 @@ class Beliefs:
         if record is None:
             record = self.records[key] = KeyRecord()
         held = record if record.client == client else record.take(client)
-        to = held.fstate = row[EXTRA][STATE_TO]
+        to = held.fstate = row[STATE_TO]
         if to == "cancelled":
-            if row[EXTRA][STATE_REASON] == CONNECTION_LOST:
+            if row[STATE_REASON] == CONNECTION_LOST:
                 held.raced().disconnected = True
-            elif row[EXTRA][STATE_CAUSE] is None:
+            elif row[STATE_CAUSE] is None:
                 # The model's client names the message behind every state it is told; none:
                 # its own cancel, at once.  (A traced dask client names none, but its report
                 # is a receipt with no send here, just before: not a cancel it asked for.)
@@ -793,7 +792,7 @@ class Beliefs:
     # -- the scheduler ---------------------------------------------------------------------
 
     def transition(self, seq: int, row: tuple) -> None:
-        key, finish = row[KEY], row[EXTRA][FINISH]
+        key, finish = row[KEY], row[FINISH]
         record = self.records.get(key)
         if record is None:
             record = self.records[key] = KeyRecord()
@@ -854,18 +853,18 @@ class Beliefs:
             self._on_erase(key)
 
     def desire_applied(self, seq: int, row: tuple) -> None:
-        key, extra = row[KEY], row[EXTRA]
-        client = extra[DESIRE_CLIENT]
+        key = row[KEY]
+        client = row[DESIRE_CLIENT]
         self._pair_clients.add(client)
         record = self.records.get(key)
         if record is None:
             record = self.records[key] = KeyRecord()
-        record.who_wants = extra[WANTS_AFTER]
+        record.who_wants = row[WANTS_AFTER]
         receiving = self.receiving
         if receiving is not None:
             held = record if record.client == client else record.take(client)
             held.applied = (seq, receiving[0], receiving[1], receiving[2])
-        if extra[DESIRE_CREATED]:
+        if row[DESIRE_CREATED]:
             # A desire for an unknown key made a task with no run spec: dask <= 2024.7.
             record.ghost = seq
             self._known(record, "released")
@@ -879,19 +878,17 @@ class Beliefs:
         record.forgotten = False
 
     def cancel_decided(self, seq: int, row: tuple) -> None:
-        extra = row[EXTRA]
-        client = extra[_DECIDED_CLIENT]
+        client = row[_DECIDED_CLIENT]
         self._record(row[KEY]).take(client).raced().cancels = (
-            seq, extra[_DECIDED_CANCELLED], extra[_DECIDED_WANTS])
+            seq, row[_DECIDED_CANCELLED], row[_DECIDED_WANTS])
         self.cancelling = (self.receiving, client)
 
     def cancel_gave_up(self, seq: int, row: tuple) -> None:
-        extra = row[EXTRA]
-        self._record(row[KEY]).take(extra[_GAVE_UP_CLIENT]).raced().cancels = (
-            seq, None, extra[_GAVE_UP_POLLS])
+        self._record(row[KEY]).take(row[_GAVE_UP_CLIENT]).raced().cancels = (
+            seq, None, row[_GAVE_UP_POLLS])
 
     def release_applied(self, seq: int, row: tuple) -> None:
-        key, client = row[KEY], row[EXTRA][_RELEASE_CLIENT]
+        key, client = row[KEY], row[_RELEASE_CLIENT]
         record = self.records.get(key)
         if record is None:
             record = self.records[key] = KeyRecord()
@@ -899,30 +896,29 @@ class Beliefs:
         if held is not None and held.refcount:
             # The scheduler drops a client that still holds the key: remember where.
             held.raced().released_at = seq
-        record.who_wants = row[EXTRA][WANTS_AFTER]
+        record.who_wants = row[WANTS_AFTER]
 
     def registered(self, seq: int, row: tuple) -> None:
-        key, extra = row[KEY], row[EXTRA]
+        key = row[KEY]
         record = self._record(key)
-        record.who_has = set(extra[REG_WHO_HAS])
+        record.who_has = set(row[REG_WHO_HAS])
         record.ghost = None  # the data a scatter registers is something to hold
         self._known(record, "memory")
-        record.who_wants = extra[_REG_WHO_WANTS]
+        record.who_wants = row[_REG_WHO_WANTS]
 
     def who_has_removed(self, seq: int, row: tuple) -> None:
-        self._record(row[KEY]).who_has = set(row[EXTRA][_HAS_AFTER])
+        self._record(row[KEY]).who_has = set(row[_HAS_AFTER])
 
     def client_removed(self, seq: int, row: tuple) -> None:
         # Its stream is closing: what the scheduler forgets for it now is not dangling.
-        self.dropping.add(row[EXTRA][_REMOVED_CLIENT])
+        self.dropping.add(row[_REMOVED_CLIENT])
 
     def worker_removed(self, seq: int, row: tuple) -> None:
         """The scheduler removed a worker: its copies are gone with it, and the scheduler
         no longer counts it in any ``who_has`` (rare: a pass over the keys is fine)."""
-        extra = row[EXTRA]
-        worker = extra[_GONE_WORKER]
-        self.gone[worker] = extra[_GONE_REASON]
-        self.removals.add(extra[_GONE_STIMULUS])
+        worker = row[_GONE_WORKER]
+        self.gone[worker] = row[_GONE_REASON]
+        self.removals.add(row[_GONE_STIMULUS])
         for record in self.records.values():
             held = record.copies
             if held is not None and worker in held[::2]:
@@ -932,7 +928,7 @@ class Beliefs:
 
     def worker_added(self, seq: int, row: tuple) -> None:
         """A worker joined (again: its nanny restarted it): it is no longer gone."""
-        self.gone.pop(row[EXTRA][_ADDED_WORKER], None)
+        self.gone.pop(row[_ADDED_WORKER], None)
 
     # -- workers ---------------------------------------------------------------------------
 
@@ -946,8 +942,7 @@ class Beliefs:
         return workers if len(workers) == 1 else tuple(dict.fromkeys(workers))
 
     def worker_put(self, seq: int, row: tuple) -> None:
-        extra = row[EXTRA]
-        key, worker, copy = row[KEY], row[ACTOR], extra[_PUT_COPY]
+        key, worker, copy = row[KEY], row[ACTOR], row[_PUT_COPY]
         record = self.records.get(key)
         if record is None:
             record = self.records[key] = KeyRecord()
@@ -955,7 +950,7 @@ class Beliefs:
         if held is None:  # the usual case: a key's first copy
             record.copies = (worker, copy)
             return
-        record.copies = _put_again(held, worker, copy, extra[_PUT_REPLACED])
+        record.copies = _put_again(held, worker, copy, row[_PUT_REPLACED])
 
     def worker_free(self, seq: int, row: tuple) -> bool:
         """Returns whether the worker held a copy of the key."""
@@ -965,10 +960,10 @@ class Beliefs:
         if held is None or worker not in held[::2]:
             return False
         if len(held) == 2:  # the usual case: its only copy
-            if held[1] == row[EXTRA][_FREE_COPY]:
+            if held[1] == row[_FREE_COPY]:
                 record.copies = None  # type: ignore[union-attr]
             return True
-        freed = row[EXTRA][_FREE_COPY]
+        freed = row[_FREE_COPY]
         record.copies = _without(held, lambda w, i: w == worker and i == freed) or None  # type: ignore[union-attr]
         return True
 

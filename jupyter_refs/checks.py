@@ -136,7 +136,7 @@ from .beliefs import (
 from .promises import CHECKED
 from .protocol import messages as m
 from .protocol.messages import CONNECTION_LOST
-from .trace import ACTOR, EXTRA, KEY, THREAD, Batch, Trace
+from .trace import ACTOR, KEY, THREAD, Batch, Trace
 
 __all__ = ["NAMES", "Checks", "Invariant", "KeyRefs", "Violation", "cause_only", "judge"]
 
@@ -144,7 +144,7 @@ __all__ = ["NAMES", "Checks", "Invariant", "KeyRefs", "Violation", "cause_only",
 #: one's own takes another.
 NAMES = CHECKED
 
-# Where the judges' other values sit in an event's ``extra`` (events.py); the beliefs' own are theirs.
+# Where the judges' other values sit in a trace row (events.py); the beliefs' own are theirs.
 _ASSERTION_TEXT = ev.SCHEDULER_ASSERTION.at("message")
 _UNKNOWN_CLIENT = ev.DESIRE_UNKNOWN.at("client")
 _ALLOC_VALUE = ev.ID_ALLOC.at("value")
@@ -311,7 +311,7 @@ class Checks:
         client, key = row[ACTOR], row[KEY]
         pair = (client, key)
         self._leak_check.add(key)
-        if row[EXTRA][REFS_AFTER]:
+        if row[REFS_AFTER]:
             if self._open:
                 self._open.discard(("leaked_key", client, key))
             self._update_suspect(b, pair, seq, b.records[key])
@@ -336,11 +336,11 @@ class Checks:
         b.future_state(seq, row)
         client, key = row[ACTOR], row[KEY]
         pair = (client, key)
-        to = row[EXTRA][STATE_TO]
+        to = row[STATE_TO]
         record = b.records[key]
         if to == "cancelled":
-            self._cancelled[pair] = (seq, row[EXTRA][_STATE_CAUSE])
-            if row[EXTRA][STATE_REASON] == CONNECTION_LOST:
+            self._cancelled[pair] = (seq, row[_STATE_CAUSE])
+            if row[STATE_REASON] == CONNECTION_LOST:
                 # Cancelled by the lost connection: the ghost_task violation that dropped
                 # it already names the client; do not report each future again.
                 self._settled.add(pair)
@@ -378,7 +378,7 @@ class Checks:
         key = row[KEY]
         if self._vanished:
             self._vanished.pop(key, None)
-        if row[EXTRA][FINISH] != "forgotten":
+        if row[FINISH] != "forgotten":
             b.transition(seq, row)
             return
         record = b.records.get(key)
@@ -391,7 +391,7 @@ class Checks:
         holders = record.holders
         if not holders:
             return  # the usual case: no client holds a future for it
-        with_worker = row[EXTRA][STIMULUS] in b.removals
+        with_worker = row[STIMULUS] in b.removals
         for client in sorted(holders):
             pair = (client, key)
             self._update_suspect(b, pair, seq, record)
@@ -422,8 +422,8 @@ class Checks:
                 self._update_suspect(b, (client, key), seq, record)
 
     def _desire_applied(self, b: Beliefs, seq: int, row: tuple) -> None:
-        key, extra = row[KEY], row[EXTRA]
-        client, created = extra[DESIRE_CLIENT], extra[DESIRE_CREATED]
+        key = row[KEY]
+        client, created = row[DESIRE_CLIENT], row[DESIRE_CREATED]
         if client == m.FIRE_AND_FORGET and b.sched.get(key) in ("memory", "erred"):
             self._late_ff.setdefault(key, seq)
         # What the scheduler had done with the key before this desire re-created it.
@@ -457,7 +457,7 @@ class Checks:
         self._report(
             "ghost_task", key, client, seq,
             f"{client}'s {op}{msg} created a task for {key}: state released, no "
-            f"run_spec, who_wants={{{', '.join(extra[WANTS_AFTER])}}}. It came from {where}. "
+            f"run_spec, who_wants={{{', '.join(row[WANTS_AFTER])}}}. It came from {where}. "
             + before + "Nothing can compute this task." + GHOST_NEXT, once=False)
 
     def _release_applied(self, b: Beliefs, seq: int, row: tuple) -> None:
@@ -474,20 +474,20 @@ class Checks:
         self._report(
             "ghost_task", key, client, seq,
             f"{receiving[1]} (msg #{receiving[0]}) from {client} reached the ghost task {key} "
-            f"(created at event {record.ghost}): {row[EXTRA][_ASSERTION_TEXT]}. The assertion "
+            f"(created at event {record.ghost}): {row[_ASSERTION_TEXT]}. The assertion "
             f"escapes the handler of {client}'s stream, so the scheduler closes it: every future "
             f"{client} holds is cancelled with '{CONNECTION_LOST}', whatever key it is for.",
             once=False)
 
     def _desire_unknown(self, b: Beliefs, seq: int, row: tuple) -> None:
-        pair = (row[EXTRA][_UNKNOWN_CLIENT], row[KEY])
+        pair = (row[_UNKNOWN_CLIENT], row[KEY])
         self._settled.add(pair)
         self._update_suspect(b, pair, seq)
         if b.refcount.get(pair):
             self._unheard.setdefault(pair, seq)
 
     def _worker_added(self, b: Beliefs, seq: int, row: tuple) -> None:
-        worker = row[EXTRA][_ADDED_WORKER]
+        worker = row[_ADDED_WORKER]
         why = b.gone.get(worker)
         b.worker_added(seq, row)
         if why != "retired":
@@ -502,7 +502,7 @@ class Checks:
             f"cluster has {worker} again, empty, taking new tasks.", once=False)
 
     def _annotations_dropped(self, b: Beliefs, seq: int, row: tuple) -> None:
-        key, dropped = row[KEY], row[EXTRA][_DROPPED]
+        key, dropped = row[KEY], row[_DROPPED]
         record = b.records.get(key)
         if record is not None:
             record.ghost = None  # a run spec at last: no longer a ghost
@@ -521,35 +521,34 @@ class Checks:
             f"its {', '.join(dropped)}.")
 
     def _stale_accepted(self, b: Beliefs, seq: int, row: tuple) -> None:
-        key, extra = row[KEY], row[EXTRA]
+        key = row[KEY]
         receiving = b.receiving
         op = receiving[1] if receiving else "task-finished"
         msg = f" (msg #{receiving[0]})" if receiving else ""
         self._report(
             "stale_result", key, None, seq,
-            f"the scheduler took {extra[_STALE_WORKER]}'s {op}{msg} for {key} as the result of "
-            f"run {extra[_STALE_CURRENT]}, the run it last sent, but it came from run "
-            f"{extra[_STALE_RUN]}: {key} was released and submitted again while that run's "
+            f"the scheduler took {row[_STALE_WORKER]}'s {op}{msg} for {key} as the result of "
+            f"run {row[_STALE_CURRENT]}, the run it last sent, but it came from run "
+            f"{row[_STALE_RUN]}: {key} was released and submitted again while that run's "
             "result travelled, and the worker it runs on again is the one that sent it. With "
             "no run id to compare (dask before PR 7463 for task-finished, PR 7933 for "
             "task-erred), the new submission gets the old run's outcome — whatever function "
             "and arguments it was given.", once=False)
 
     def _steal_request(self, b: Beliefs, seq: int, row: tuple) -> None:
-        extra = row[EXTRA]
-        self._steals[row[KEY]] = (seq, extra[_STEAL_ASKED], extra[_STEAL_VICTIM])
+        self._steals[row[KEY]] = (seq, row[_STEAL_ASKED], row[_STEAL_VICTIM])
 
     def _steal_outcome(self, b: Beliefs, seq: int, row: tuple) -> None:
-        key, extra = row[KEY], row[EXTRA]
+        key = row[KEY]
         asked = self._steals.get(key)
-        if extra[_STEAL_OUTCOME] != "confirm" or asked is None or asked[1] == extra[_STEAL_ANSWERS]:
+        if row[_STEAL_OUTCOME] != "confirm" or asked is None or asked[1] == row[_STEAL_ANSWERS]:
             return
         receiving = b.receiving
-        sender = receiving[3] if receiving else extra[_STEAL_FROM]
+        sender = receiving[3] if receiving else row[_STEAL_FROM]
         self._report(
             "stale_steal", key, None, asked[0],
-            f"work stealing moved {key} from {extra[_STEAL_FROM]} to {extra[_STEAL_TO]} on "
-            f"{sender}'s answer to {extra[_STEAL_ANSWERS]}, a request about {key}'s previous "
+            f"work stealing moved {key} from {row[_STEAL_FROM]} to {row[_STEAL_TO]} on "
+            f"{sender}'s answer to {row[_STEAL_ANSWERS]}, a request about {key}'s previous "
             f"life; the request in flight is {asked[1]} (event {asked[0]}), to {asked[2]}, "
             f"which has not answered. {key} was released and processes again; matched by key "
             "alone (dask before PR 5379), the late answer moved the task off a worker that "
@@ -559,7 +558,7 @@ class Checks:
     def _registered(self, b: Beliefs, seq: int, row: tuple) -> None:
         b.registered(seq, row)
         key = row[KEY]
-        who_has = row[EXTRA][REG_WHO_HAS]
+        who_has = row[REG_WHO_HAS]
         self._unbacked.setdefault(key, seq)
         self._who_wants_changed(b, seq, key)
         copies = b.holding(key)
@@ -596,7 +595,7 @@ class Checks:
     # -- ids ------------------------------------------------------------------------
 
     def _id_alloc(self, b: Beliefs, seq: int, row: tuple) -> None:
-        value = row[EXTRA][_ALLOC_VALUE]
+        value = row[_ALLOC_VALUE]
         first = self._allocated.get(value)
         if first is None:
             self._allocated[value] = (seq, row[ACTOR], row[THREAD])
@@ -613,7 +612,7 @@ class Checks:
         self._report(
             "set_twice", row[KEY], None, seq,
             f"a second task tried to set {row[KEY]}, which already had a value: "
-            f"{row[EXTRA][_REJECT_REASON]}. Two futures were created with the same id, so they "
+            f"{row[_REJECT_REASON]}. Two futures were created with the same id, so they "
             "alias one key; the second computation's result is refused and both futures report "
             "the error.", once=False)
 

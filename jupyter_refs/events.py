@@ -1,9 +1,10 @@
 """Every event kind the trace can hold, declared once.
 
 An event is recorded as a plain tuple (the hot path cannot afford an object per
-event); its kind-specific values, ``extra``, are positional.  What those
+event); its kind-specific values, ``extra``, are positional, and follow the
+row's common columns in the same tuple (:data:`FIELDS_AT`).  What those
 positions mean is written here and nowhere else: the recorders' argument order,
-the readers' positions (:meth:`EventKind.at`), the field names of the JSONL
+the readers' positions in a row (:meth:`EventKind.at`), the field names of the JSONL
 export and of :attr:`Event.fields <jupyter_refs.trace.Event.fields>`, the terse
 text of the log view, and which values the dask path renames from dask's ids to
 actor names all derive from one :class:`EventKind`.  A test reads every
@@ -21,6 +22,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from .focus import describe as focus_words
+
+#: Where an event's own fields start in a trace row: after its nine common columns
+#: (``trace.Row``).  In the row itself, not a tuple of their own: a row of strings and
+#: numbers is one the collector stops tracking at its first look (a nested tuple is
+#: untracked one level per look, so rows holding one reached the oldest generation).
+FIELDS_AT = 9
 
 #: Who records an event of the kind (the lane it belongs to).
 SOURCES = ("client", "scheduler", "worker", "network", "checks", "adapter", "trace")
@@ -43,9 +50,9 @@ class EventKind:
     actors_fields: tuple[str, ...] = ()
 
     def at(self, field: str) -> int:
-        """The position of ``field`` in ``extra``: what a reader on the hot path indexes."""
+        """The position of ``field`` in a trace row: what a reader on the hot path indexes."""
         try:
-            return self.fields.index(field)
+            return FIELDS_AT + self.fields.index(field)
         except ValueError:
             raise KeyError(f"{self.name} events have no field {field!r} "
                            f"(fields: {', '.join(self.fields) or 'none'})") from None

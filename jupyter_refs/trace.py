@@ -3,11 +3,11 @@
 Recording sits on the hot path of every message, so a recorded event is one
 tuple appended to a deque — no object construction, no dict, no lock:
 
-    (t_ns, actor, thread, kind, key, msg_id, channel, op, cell, extra)
+    (t_ns, actor, thread, kind, key, msg_id, channel, op, cell, *extra)
 
-``extra`` is the positional tail of the ``record`` call; its field names come
-from the kind's declaration in :mod:`jupyter_refs.events`, so the tuple never
-carries them.  ``seq`` is not stored
+``extra`` is the positional tail of the ``record`` call, in the row itself (a
+message's is its keys); its field names come from the kind's declaration in
+:mod:`jupyter_refs.events`, so the tuple never carries them.  ``seq`` is not stored
 either: it is the event's position in the log plus the number of events
 dropped before it, which is stable because events never move.
 
@@ -40,7 +40,7 @@ from typing import Any, NamedTuple
 
 from . import arguments
 from .errors import ArgumentTypeError
-from .events import FIELDS, describe
+from .events import FIELDS, FIELDS_AT, describe
 from .focus import Focus, filter_while_focused
 from .protocol.messages import Message
 
@@ -48,9 +48,13 @@ from .protocol.messages import Message
 TRACE_ACTOR = "trace"
 
 # Positions in a stored row.
-T, ACTOR, THREAD, KIND, KEY, MSG_ID, CHANNEL, OP, CELL, EXTRA = range(10)
+T, ACTOR, THREAD, KIND, KEY, MSG_ID, CHANNEL, OP, CELL = range(FIELDS_AT)
+#: Where the kind's own fields start (``row[EXTRA:]`` is an event's ``data``).
+EXTRA = FIELDS_AT
+#: A message's keys, the one field of ``msg.sent`` and ``msg.received``.
+MSG_KEYS = EXTRA
 
-Row = tuple  # (t_ns, actor, thread, kind, key, msg_id, channel, op, cell, extra)
+Row = tuple  # (t_ns, actor, thread, kind, key, msg_id, channel, op, cell, *extra)
 
 
 class Event(NamedTuple):
@@ -128,7 +132,7 @@ class Batch(NamedTuple):
 
 
 def _event(seq: int, row: Row) -> Event:
-    return Event(seq, *row[:EXTRA], row[EXTRA])
+    return Event(seq, *row[:EXTRA], row[EXTRA:])
 
 
 Subscriber = Callable[[Batch], None]
@@ -217,7 +221,7 @@ class Trace:
         now = self.now
         rows.append(
             (self.clock() if now is None else now, actor, _THREAD.name,
-             kind, key, None, None, None, self.user_line, extra)
+             kind, key, None, None, None, self.user_line) + extra
         )
         if len(rows) > self._limit:
             self._trim()
@@ -229,7 +233,7 @@ class Trace:
         rows.append(
             (self.clock() if now is None else now, actor, _THREAD.name,
              kind, keys[0] if len(keys) == 1 else None, msg.msg_id, msg.channel,
-             msg.op, self.user_line, (keys,))
+             msg.op, self.user_line, keys)
         )
         if len(rows) > self._limit:
             self._trim()
@@ -244,7 +248,7 @@ class Trace:
         for msg in messages:
             keys = msg.keys
             rows.append((t_ns, msg.sender, thread, "msg.sent", keys[0] if len(keys) == 1 else None,
-                         msg.msg_id, msg.channel, msg.op, cell, (keys,)))
+                         msg.msg_id, msg.channel, msg.op, cell, keys))
             if len(rows) > limit:
                 self._trim()
 
@@ -282,7 +286,7 @@ class Trace:
             self._rows.append(
                 (self.time(), actor, _THREAD.name,
                  kind, kept[0] if len(kept) == 1 else None, msg.msg_id, msg.channel,
-                 msg.op, self.user_line, (kept,)))
+                 msg.op, self.user_line, kept))
             if len(self._rows) > self._limit:
                 self._trim()
 
@@ -291,7 +295,7 @@ class Trace:
             extra: tuple = (), cell: str | None = None) -> None:
         """Append an event recorded elsewhere (another process, another clock), as it is."""
         rows = self._rows
-        rows.append((t_ns, actor, thread, kind, key, msg_id, channel, op, cell, extra))
+        rows.append((t_ns, actor, thread, kind, key, msg_id, channel, op, cell, *extra))
         if len(rows) > self._limit:
             self._trim()
 
@@ -508,7 +512,7 @@ class Trace:
         for i, e in enumerate(events):
             if e.seq != trace._dropped + i:
                 raise ValueError(f"line {i + 1}: seq {e.seq} breaks the sequence")
-            trace._rows.append((*e[1:10], e.data))
+            trace._rows.append((*e[1:EXTRA + 1], *e.data))
         return trace
 
     def to_chrome_trace(self, path: str | None = None) -> dict[str, Any]:
@@ -526,7 +530,7 @@ def _about(row: Row, key: str) -> bool:
     if row[KEY] == key:
         return True
     if row[MSG_ID] is not None:
-        return key in row[EXTRA][0]
+        return key in row[MSG_KEYS]
     return False
 
 

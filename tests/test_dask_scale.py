@@ -7,6 +7,7 @@ import pytest
 distributed = pytest.importorskip("distributed")
 
 from jupyter_refs.dask import attach, remote  # noqa: E402
+from jupyter_refs.events import DESIRE_APPLIED, FIELDS_AT  # noqa: E402
 
 pytestmark = pytest.mark.dask
 
@@ -151,16 +152,18 @@ def test_the_merge_leaves_the_collector_nothing_to_promote(inproc):
         del futures
 
 
-def test_events_that_say_the_same_share_one_extra(inproc):
-    """Every task of a map says the same in most of its events (``(0, "future", 1)`` for its
-    future, ``("waiting", "processing", <the graph's stimulus>)``): one tuple each, not one
-    per event, whether recorded here or on the scheduler (``remote.shared``)."""
+def test_events_that_say_the_same_share_what_they_hold(inproc):
+    """Every task of a map says the same in most of its events (``desire.applied`` by one
+    client, wanted by that client): a tuple field is one object for all of them, not one
+    per event, whether recorded here or on the scheduler (``remote.shared``), and a row
+    holds the fields themselves (``events.FIELDS_AT``), not a tuple of them."""
+    wants = DESIRE_APPLIED.at("who_wants_after")
     with attach(inproc) as tracer:
         futures = inproc.map(inc, range(300), pure=False)
         inproc.gather(futures)
         tracer.sync()
-        for kind in ("future.created", "refcount.inc", "transition", "desire.applied"):
-            rows = [row for row in tracer.trace._rows if row[3] == kind]
-            assert len(rows) >= 300, kind
-            assert len({id(row[-1]) for row in rows}) == len({row[-1] for row in rows}), kind
+        rows = [row for row in tracer.trace._rows if row[3] == "desire.applied"]
+        assert len(rows) >= 300
+        assert {len(row) for row in rows} == {FIELDS_AT + len(DESIRE_APPLIED.fields)}
+        assert len({id(row[wants]) for row in rows}) == len({row[wants] for row in rows})
         del futures

@@ -68,7 +68,18 @@ def test_every_declared_kind_is_recorded_somewhere():
 
 
 def test_readers_positions_come_from_the_declarations():
-    assert events.DESIRE_APPLIED.at("created_task") == 3
+    """``at`` is a field's position in a trace row: after the row's common columns."""
+    assert events.DESIRE_APPLIED.at("created_task") == events.FIELDS_AT + 3
+    with Cluster(protocol="dask", workers=1) as cluster:
+        future = cluster.client().submit(inc, 1, key="x")
+        future.result()
+        batch = cluster.trace.batch()
+        seq, row = next((s, r) for s, r in enumerate(batch.rows, batch.start)
+                        if r[3] == "desire.applied")
+        fields = cluster.trace[seq].fields
+        assert row[events.DESIRE_APPLIED.at("who_wants_after")] == fields["who_wants_after"]
+        assert fields["who_wants_after"] == ("client:1",)
+        assert row[events.DESIRE_APPLIED.at("client")] == fields["client"] == "client:1"
     with pytest.raises(KeyError, match="desire.applied events have no field 'nope'"):
         events.DESIRE_APPLIED.at("nope")
 

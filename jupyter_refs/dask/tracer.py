@@ -43,7 +43,7 @@ from ..checks import Checks, Violation, quiet_limit_for
 from ..errors import JupyterRefsError, UnknownMessageError
 from ..events import KINDS, namer
 from ..focus import Focus, filter_while_focused
-from ..trace import TRACE_ACTOR, Trace
+from ..trace import EXTRA, TRACE_ACTOR, Trace
 from ..userline import add_library, user_frame
 from . import holds as holds_mod
 from . import remote
@@ -81,7 +81,8 @@ _time = operator.itemgetter(0)
 #: A pending message row holds its peer where the trace row will hold its channel, and the
 #: channel it knows (or None) where the trace row will hold its msg id.
 CHANNEL_AT = 6
-#: Items of a pending row (the trace's row shape): ``DaskTracer._incoming`` holds them flat.
+#: Items of a pending row (the trace's row shape, its extra one item):
+#: ``DaskTracer._incoming`` holds them flat.
 _ROW = 10
 #: Items recorded here before the background thread seals them into a tuple (``_seal``).
 _SEAL = 50_000
@@ -108,16 +109,25 @@ def buffer_for(max_events: int) -> int:
 
 def _pending(t: int, actor: str, thread: str, kind: str, key: str | None, op: str | None,
              peer: str | None, keys: tuple, extra: tuple, cell: str | None) -> tuple:
-    """A row recorded here, in the trace's row shape (``trace.Row``), waiting for the merge.
+    """A row recorded here, waiting for the merge: the trace's row shape (``trace.Row``)
+    with its extra as one item, ``_ROW`` items (see :func:`_final`).
 
     A message's row is not final until the merge pairs it (its id and channel are only
     known then, in time order): until then it holds the peer in the channel's place and
-    the channel it knows, if any, in the id's; its extra, ``(keys,)``, is already final.
+    the channel it knows, if any, in the id's; its extra, its keys, is already final.
     """
     if kind == "msg.sent" or kind == "msg.received":
         return (t, actor, thread, kind, keys[0] if len(keys) == 1 else None,
-                extra[1] if extra and extra[0] == CHANNEL else None, peer, op, cell, (keys,))
+                extra[1] if extra and extra[0] == CHANNEL else None, peer, op, cell, keys)
     return (t, actor, thread, kind, key, None, None, None, cell, extra)
+
+
+def _final(flat: Any) -> list[tuple]:
+    """The pending rows laid out flat in ``flat`` (``_ROW`` items each), each in the trace's
+    row shape, its extra's fields in the row: a message's row (its keys in the extra's
+    place already) waits for its pairing as it is."""
+    return [row if row[CHANNEL_AT] is not None else row[:EXTRA] + row[EXTRA]
+            for row in remote.events(flat, _ROW)]
 
 
 def _interned(flat: list) -> list[tuple]:
@@ -247,8 +257,8 @@ class DaskTracer:
         #: (responder, requester, "op-reply", keys) -> the channels of requests not yet answered.
         self._awaiting_reply: dict[tuple, deque[str]] = defaultdict(deque)
         self._streams: dict[tuple[str, str], str] = {}  # (sender, receiver) -> its channel
-        #: (kind, dask's extra) -> the extra named: one tuple for the many events that say the
-        #: same (every task's ``desire.applied`` by one client), see ``_rename``.
+        #: (kind, dask's extra) -> the extra named: once for the many events that say the same
+        #: (every task's ``desire.applied`` by one client), see ``_rename``.
         self._renamed = functools.lru_cache(maxsize=_RENAMED)(self._rename)
         self._names: dict[str, str] = {client.id: "client:1"}
         self._offsets: dict[str, int] = {}
@@ -654,28 +664,28 @@ class DaskTracer:
                 if kind == "msg.sent" or kind == "msg.received":
                     keys = tuple(keys)
                     append((t - offset, actor, actor, kind, keys[0] if len(keys) == 1 else None,
-                            None, name(peer), op, None, (keys,)))
+                            None, name(peer), op, None, keys))
                 elif kind in _NAMED:
                     try:
                         named = renamed(kind, extra)
                     except TypeError:  # an unhashable field (a list a decoder made)
                         named = self._rename(kind, extra)
-                    append((t - offset, actor, actor, kind, key, None, None, None, None, named))
+                    append((t - offset, actor, actor, kind, key, None, None, None, None, *named))
                 else:
-                    append((t - offset, actor, actor, kind, key, None, None, None, None,
-                            tuple(extra)))
+                    append((t - offset, actor, actor, kind, key, None, None, None, None, *extra))
         return out
 
     def _rename(self, kind: str, extra: Any) -> tuple:
         """``extra`` with its actors named (cached as ``_renamed`` for the next event that says
         the same).
 
-        One tuple shared is memory saved, and it keeps the collector away from the dask
-        heap: a row holding a fresh ``(client, 0, who_wants, False)`` is three tuples deep,
-        so the collector untracks it only at its third look, after promoting it to the
-        oldest generation, and a merge of a million events promoted enough of them to run a
-        full collection over everything dask holds (0.36 s).  A shared extra is older than
-        the rows that hold it, and they are untracked at the first look.
+        Named once for the many events that say the same, which also share what it holds
+        (a ``who_wants`` tuple).  That keeps the collector away from the dask heap: a row
+        holding fresh tuples of tuples is untracked one level per look of the collector,
+        after promotion to the oldest generation, and a merge of a million events promoted
+        enough of them to run a full collection over everything dask holds (0.36 s).  A
+        shared tuple is older than the rows that hold its fields, and they are untracked at
+        the first look.
         """
         return _NAMED[kind](self.actor_name, extra)
 
@@ -779,11 +789,11 @@ class DaskTracer:
         while sealed:  # older than what is still in _incoming
             rows = sealed.popleft()
             self._sealed_rows -= len(rows) // _ROW
-            fresh += remote.events(rows, _ROW)
+            fresh += _final(rows)
         incoming = self._incoming
         # Whole rows only: a hook's extend is atomic, so the length is a multiple of _ROW.
         popleft = incoming.popleft
-        fresh += remote.events([popleft() for _ in range(len(incoming))], _ROW)
+        fresh += _final([popleft() for _ in range(len(incoming))])
         if self._remote:
             fresh += self._unpack_remote()
         waiting = self._waiting
@@ -809,23 +819,23 @@ class DaskTracer:
             ready = waiting[start:min(start + _CHUNK, n)]
             for i, row in enumerate(ready):
                 if row[CHANNEL_AT] is not None:
-                    t, actor, thread, kind, key, channel, peer, op, cell, extra = row
+                    t, actor, thread, kind, key, channel, peer, op, cell, keys = row
                     sender, receiver = (actor, peer) if kind == "msg.sent" else (peer, actor)
-                    msg_id, channel, extra = pair(kind, sender, receiver, op, extra, channel)
-                    ready[i] = (t, actor, thread, kind, key, msg_id, channel, op, cell, extra)
+                    msg_id, channel, keys = pair(kind, sender, receiver, op, keys, channel)
+                    ready[i] = (t, actor, thread, kind, key, msg_id, channel, op, cell, keys)
             extend(ready)
             # Hand the checks a slice: a live view sees the trace grow.
             flush()
             if yield_gil:
                 time.sleep(0)
 
-    def _pair(self, kind: str, sender: str, receiver: str, op: str, extra: tuple,
+    def _pair(self, kind: str, sender: str, receiver: str, op: str, keys: tuple,
               channel: str | None = None) -> tuple[int, str, tuple]:
         """A msg id for a send; for a receipt, the id (and channel) of the oldest unmatched
-        identical send.  Returns the row's extra too, ``(keys,)``: a receipt takes its send's,
-        an equal tuple, so a message's two rows hold one (a receipt's own and its keys' were
-        ~96 B: on a map, ~7 B of the ~220 a kept event cost)."""
-        channel_key = (sender, receiver, op, extra[0])
+        identical send.  Returns the row's keys too: a receipt takes its send's, an equal
+        tuple, so a message's two rows hold one (a receipt's own was ~48 B: on a map, a few
+        B of the ~220 a kept event cost)."""
+        channel_key = (sender, receiver, op, keys)
         unmatched = self.unmatched
         waiting = unmatched.get(channel_key)
         if kind == "msg.sent":
@@ -840,29 +850,29 @@ class DaskTracer:
                     if not requests:
                         del self._awaiting_reply[channel_key]
             elif op in remote.REPLIED and channel is not None:
-                self._awaiting_reply[(receiver, sender, f"{op}-reply", extra[0])].append(channel)
+                self._awaiting_reply[(receiver, sender, f"{op}-reply", keys)].append(channel)
             if channel is None:
                 channel = self._channel(sender, receiver, op, msg_id)
-            send = (msg_id, channel, extra)
+            send = (msg_id, channel, keys)
             if waiting is None:  # the usual case: no identical send in flight
                 unmatched[channel_key] = (send,)
             elif type(waiting) is tuple:
                 unmatched[channel_key] = deque((*waiting, send))
             else:
                 waiting.append(send)
-            return msg_id, channel, extra
+            return msg_id, channel, keys
         if waiting is None:  # its send is not in the trace (a report dask's scheduler sent)
             msg_id = next(self._msg_ids)
             if channel is None:
                 channel = self._channel(sender, receiver, op, msg_id)
         elif type(waiting) is tuple:
-            msg_id, channel, extra = waiting[0]
+            msg_id, channel, keys = waiting[0]
             del unmatched[channel_key]
         else:
-            msg_id, channel, extra = waiting.popleft()
+            msg_id, channel, keys = waiting.popleft()
             if not waiting:
                 del unmatched[channel_key]
-        return msg_id, channel, extra
+        return msg_id, channel, keys
 
     def _channel(self, sender: str, receiver: str, op: str, msg_id: int) -> str:
         """The channel of a message whose send did not name one: its batched stream

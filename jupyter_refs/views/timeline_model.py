@@ -172,8 +172,8 @@ class TimelineModel:
         self._lane_by_seq = array("l")
         self.seen_keys: dict[str, None] = {}  # every key, in order of appearance
         self._cells: dict[str, str] = {}
-        #: (kind, id of an event's extra) -> (the extra, its description): see ``_describe``.
-        self._described: dict[tuple[str, int], tuple[tuple, str]] = {}
+        #: (kind, an event's extra) -> its description: see ``_describe``.
+        self._described: dict[tuple[str, tuple], str] = {}
         self.last_x = 0.0
         self.next_seq = since  # one past the last row consumed
 
@@ -235,7 +235,7 @@ class TimelineModel:
                 rows = []
             if not rows:
                 start = e.seq
-            rows.append((*e[1:10], e.data))
+            rows.append((*e[1:EXTRA + 1], *e.data))
         if rows:
             self.add_rows(start, rows)
 
@@ -280,14 +280,14 @@ class TimelineModel:
             put_lane(at)
             if kind == "worker.removed":  # before the key filter: a lane's label says it is gone
                 # Its lane is drawn even in a window that starts after its last event.
-                worker = row[EXTRA][_GONE_WORKER]
-                self.gone[worker] = row[EXTRA][_GONE_REASON]
+                worker = row[_GONE_WORKER]
+                self.gone[worker] = row[_GONE_REASON]
                 lane(worker, 0)
                 self.lanes_changed = True
             if keys is not None and not self._shown(key):
                 continue
             cell = row[CELL]
-            add_event(x, at, kind, seq, key, describe(kind, row[EXTRA]),
+            add_event(x, at, kind, seq, key, describe(kind, row[EXTRA:]),
                       cell_text(cell) if cell else "")
             if key is not None:
                 on_key = _KEY_LANE.get(kind)
@@ -302,7 +302,7 @@ class TimelineModel:
 
     def _sent_row(self, seq: int, row: tuple, x: float) -> None:
         """A send: remembered until its receipt draws the arrow."""
-        keys = row[EXTRA][_MSG_KEYS]
+        keys = row[_MSG_KEYS]
         for k in keys:
             self.seen_keys.setdefault(k, None)
         lane = self.lane(row[ACTOR], 0)
@@ -327,7 +327,7 @@ class TimelineModel:
         """Drawn on the event that broke the invariant, not on a lane of its own."""
         self._lane_by_seq.append(-1)
         key = row[KEY]
-        name, first_seq, client, explanation = (row[EXTRA][i] for i in _VIOLATION)
+        name, first_seq, client, explanation = (row[i] for i in _VIOLATION)
         if not self._shown(key):
             return
         i = first_seq - self._first_seq
@@ -340,17 +340,17 @@ class TimelineModel:
     # What an event draws on its key's lane: the scheduler's state, or a client's refcount.
 
     def _transition(self, key: str, row: tuple, x: float) -> None:
-        self._state_change(key, x, row[EXTRA][_FINISH])
+        self._state_change(key, x, row[_FINISH])
 
     def _registered(self, key: str, row: tuple, x: float) -> None:
         self._state_change(key, x, "memory")
 
     def _desired(self, key: str, row: tuple, x: float) -> None:
-        if row[EXTRA][_CREATED_TASK]:
+        if row[_CREATED_TASK]:
             self._state_change(key, x, "ghost")
 
     def _refcount(self, key: str, row: tuple, x: float) -> None:
-        self._refcount_change(key, row[ACTOR], x, row[EXTRA][_REFS_AFTER])
+        self._refcount_change(key, row[ACTOR], x, row[_REFS_AFTER])
 
     def _state_change(self, key: str, x: float, state: str) -> None:
         lane = self._key_lane(key)
@@ -375,20 +375,22 @@ class TimelineModel:
         self._open_refcount[(key, client)] = (x, after)
 
     def _describe(self, kind: str, extra: tuple) -> str:
-        """``events.describe``, once per event extra: most events share theirs with many
-        others (a dask trace's extras are shared tuples: a graph's tasks' transitions hold
-        one), and describing each of a 40,000-task map's 560,000 markers was a quarter of
-        building its timeline.  Known by kind (``()`` is every bare kind's) and identity (an
-        equal extra of other types, ``1`` for ``True``, could read otherwise); the table holds
-        the extra, so its id stays its own, and is emptied past :data:`_DESCRIBED` entries."""
+        """``events.describe``, once per event extra: most events say what many others say
+        (a graph's tasks' transitions, ``waiting → processing`` by one stimulus), and
+        describing each of a 40,000-task map's 560,000 markers was a quarter of building its
+        timeline.  Known by kind and value: an equal value of another type (``1`` for
+        ``True``) would read as the first one seen, and the recorders give each field one
+        type.  An unhashable extra (a set a recorder passed) is described
+        each time.  The table is emptied past :data:`_DESCRIBED` entries."""
         described = self._described
-        known = described.get((kind, id(extra)))
-        if known is not None and known[0] is extra:
-            return known[1]
-        if len(described) >= _DESCRIBED:
-            described.clear()
-        text = ev.describe(kind, extra)
-        described[(kind, id(extra))] = (extra, text)
+        try:
+            text = described.get((kind, extra))
+        except TypeError:
+            return ev.describe(kind, extra)
+        if text is None:
+            if len(described) >= _DESCRIBED:
+                described.clear()
+            text = described[(kind, extra)] = ev.describe(kind, extra)
         return text
 
     def _cell_text(self, cell: str) -> str:
