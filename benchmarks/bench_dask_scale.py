@@ -45,7 +45,6 @@ import gc
 import os
 import statistics
 import sys
-import threading
 import time
 from typing import Any
 
@@ -54,10 +53,6 @@ from distributed import Client, LocalCluster
 from jupyter_refs.dask import attach
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
-#: The name of the tracer's background merging thread (``DaskTracer._thread``).
-MERGING_THREAD = "jupyter-refs-dask"
-
-
 def inc(v: int) -> int:
     return v + 1
 
@@ -79,8 +74,8 @@ def run(client: Client, n: int) -> float:
 
 class GCClock:
     """The seconds the collector has taken since this process started (``gc.callbacks``);
-    and ``full_in_merge``: the CPU seconds of the full collections that ran in the tracer's
-    merging thread (its background thread, or this one while ``merging`` is set).
+    and ``full_in_merge``: the CPU seconds of the full collections that ran inside the tracer's
+    merge (in its background thread, or in this one under ``violations``).
 
     A full collection walks every object in the process — the dask cluster's heap, 0.6 to
     0.9 s on a 40,000-task map — and runs in whichever thread allocates when it falls due.
@@ -91,8 +86,16 @@ class GCClock:
 
     def __init__(self) -> None:
         self.seconds = 0.0
+        #: Full collections in the whole process (the benchmark's own ``gc.collect()`` ahead
+        #: of each run among them), and their seconds: a merge that holds one back
+        #: (``gcscope.scope(full=False)``) must not add any.
+        self.full = 0
+        self.full_seconds = 0.0
         self.full_in_merge = 0.0
-        self.merging = False  # set by ``traced`` while this thread merges (``violations``)
+        #: The tracer whose merges are timed (set by ``traced``): a full collection is the
+        #: merge's when it runs inside ``merge_upto`` (the tracer's ``_busy`` flag, set in
+        #: the merging thread for exactly the CPU time ``merge_seconds`` counts).
+        self.tracer: Any = None
         self._began = 0.0
         self._cpu = 0.0
         gc.callbacks.append(self._tick)
@@ -101,10 +104,13 @@ class GCClock:
         if phase == "start":
             self._began, self._cpu = time.perf_counter(), time.thread_time()
             return
-        self.seconds += time.perf_counter() - self._began
-        if info["generation"] == 2 and (
-                self.merging if threading.current_thread() is threading.main_thread()
-                else threading.current_thread().name == MERGING_THREAD):
+        took = time.perf_counter() - self._began
+        self.seconds += took
+        if info["generation"] == 2:
+            self.full += 1
+            self.full_seconds += took
+        tracer = self.tracer
+        if info["generation"] == 2 and tracer is not None and getattr(tracer._busy, "on", False):
             self.full_in_merge += time.thread_time() - self._cpu
 
 
@@ -135,14 +141,11 @@ def traced(client: Client, n: int, on_trace: Any = None, **options: Any) -> dict
     before = rss()
     tracer = attach(client, **options)
     full = GC.full_in_merge
+    GC.tracer = tracer
     try:
         measured = timed(client, n)
         start = time.perf_counter()
-        GC.merging = True
-        try:
-            violations = tracer.violations
-        finally:
-            GC.merging = False
+        violations = tracer.violations
         merge = time.perf_counter() - start
         full = GC.full_in_merge - full
         if on_trace is not None:
@@ -156,6 +159,7 @@ def traced(client: Client, n: int, on_trace: Any = None, **options: Any) -> dict
                 "deep": trace.retained_bytes() / max(1, kept), "kept": kept,
                 "dropped": trace.dropped, "lost": trace.lost}
     finally:
+        GC.tracer = None
         tracer.detach()
 
 

@@ -16,7 +16,8 @@ run over the untraced (median of the pairs), the whole cost (traced run plus
 (``tracer.merge_seconds``: the merging thread's CPU time, in the background during the run and
 in ``violations`` after it), and the same less the full collections that ran in the merging
 thread (each traced run's seconds of them listed: see ``bench_dask_scale.GCClock``); last, the
-per-event merge's growth from the first size to the last, with and without them.
+per-event merge's growth from the first size to the last, with and without them, and the full
+collections of the whole process (the benchmark's own ahead of each run among them).
 Then what the user's next looks cost on that trace, once merged: ``%refs`` (the refs table
 and its display bundle: widget, text, HTML) and ``%timeline`` (the timeline built from the
 whole trace and its display bundle: widget, saved trace, SVG picture), one line each, medians
@@ -33,7 +34,7 @@ import sys
 import time
 from typing import Any
 
-from bench_dask_scale import timed, traced
+from bench_dask_scale import GC, timed, traced
 from distributed import Client, LocalCluster
 
 from jupyter_refs.views.refs import RefsTable
@@ -92,6 +93,8 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"{n:>7,} tasks  %{name} on the merged trace {took:.2f} s "
                       f"({took / statistics.median(p['run'] for p in plain):.1%} of the untraced run)",
                       flush=True)
+    print(f"the whole process: {GC.full} full collections, {GC.full_seconds:.1f} s of them; "
+          f"the collector {GC.seconds:.1f} s in all")
     if len(per_event) > 1:
         print(f"merge per event, {sizes[0]:,} → {sizes[-1]:,} tasks: "
               f"×{per_event[-1] / per_event[0]:.2f} (target ≤ ×1.3); without the full "

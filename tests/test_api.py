@@ -262,6 +262,38 @@ def test_the_collectors_thresholds_are_raised_only_while_a_call_is_served():
     assert gc.get_threshold() == before
 
 
+def test_a_block_that_holds_full_collections_back_defers_them_and_loses_none():
+    """``gcscope.scope(full=False)`` (the dask tracer's merge): no full collection starts in
+    it however much it allocates, nested in a served call or not; the one that fell due
+    starts at the first young collection after it."""
+    from jupyter_refs import gcscope
+
+    started: list[tuple[str, int]] = []
+
+    def seen(phase: str, info: dict) -> None:
+        if phase == "start":
+            held = gc.get_threshold()[2] == gcscope.NEVER
+            started.append(("held" if held else "after", info["generation"]))
+
+    before = gc.get_threshold()
+    gc.collect()
+    gc.callbacks.append(seen)
+    kept: list = []
+    try:
+        with gcscope.scope(), gcscope.scope(full=False):
+            assert gc.get_threshold()[2] == gcscope.NEVER
+            for _ in range(40 * before[0] * before[1] * before[2]):
+                kept.append([])  # long-lived, as the merge's state: full collections fall due
+        assert gc.get_threshold() == before
+        for _ in range(2 * before[0] * before[1]):
+            kept.append([])
+    finally:
+        gc.callbacks.remove(seen)
+    assert ("held", 1) in started  # young and middle collections went on
+    assert ("held", 2) not in started
+    assert ("after", 2) in started
+
+
 def test_a_scheduler_handler_that_raises_answers_its_caller_and_the_cluster_goes_on(monkeypatch):
     """A bug (or an input nobody foresaw) in an extension's handler used to kill the live
     network's thread; dask's RPC handlers send the exception back to the caller instead."""

@@ -167,3 +167,17 @@ def test_events_that_say_the_same_share_what_they_hold(inproc):
         assert {len(row) for row in rows} == {FIELDS_AT + len(DESIRE_APPLIED.fields)}
         assert len({id(row[wants]) for row in rows}) == len({row[wants] for row in rows})
         del futures
+
+
+def test_a_dask_trace_keeps_nothing_for_the_checks_judged_at_a_drain(inproc):
+    """A dask trace records no ``network.drained``: the keys that would wait for a drain's
+    checks (``leaked_key``, ``refcount_mismatch``) are not kept, where they grew to every
+    key alive."""
+    with attach(inproc) as tracer:
+        futures = inproc.map(inc, range(300), pure=False)
+        inproc.gather(futures)
+        tracer.sync()
+        assert len(tracer.checks.beliefs.holders) == 300
+        assert not tracer.checks._leak_check
+        assert not tracer.checks._suspects
+        del futures

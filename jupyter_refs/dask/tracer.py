@@ -216,7 +216,7 @@ class DaskTracer:
         self.trace = Trace(max_events, clock=time.time_ns)
         # The checks forget what they keep of keys long gone (see Beliefs.quiet_limit), so
         # their memory is bounded by ``max_events`` too.
-        self.checks = Checks(self.trace, quiet_limit=quiet_limit_for(max_events))
+        self.checks = Checks(self.trace, quiet_limit=quiet_limit_for(max_events), drains=False)
         self._watchers = self.trace.subscribers  # the checks: beyond them, someone watches live
         self.lag_ns = int(lag * 1e9)
         #: Events buffered before the background thread merges them even with nobody watching:
@@ -774,7 +774,7 @@ class DaskTracer:
         have the GIL between slices, since in-process the scheduler waits on us otherwise.
         """
         busy, self._busy.on = getattr(self._busy, "on", False), True
-        with self.merging, gcscope.scope():
+        with self.merging, gcscope.scope(full=False):
             began = time.thread_time()
             try:
                 self._merge(upto, yield_gil)
