@@ -175,6 +175,15 @@ class Violation:
     def __str__(self) -> str:
         return f"{self.name} on {self.key} (event {self.first_seq}): {self.explanation}"
 
+    @property
+    def brief(self) -> str:
+        """The violation in a few words: ``name on key``; one about no key (the explorer's
+        judgement of a scenario's outcome) with its explanation's first clause, where
+        ``name on`` alone said nothing."""
+        if self.key:
+            return f"{self.name} on {self.key}"
+        return f"{self.name}: {self.explanation.split('; ')[0].split('. ')[0]}"
+
 
 def _nothing() -> None:
     pass

@@ -677,7 +677,7 @@ class RefsMagics(Magics):
         except JupyterRefsError as exc:
             raise _usage(exc) from None
         self.current = run.cluster
-        verdict = ", ".join(f"{v.name} on {v.key}" for v in run.violations) or "no violation"
+        verdict = ", ".join(v.brief for v in run.violations) or "no violation"
         print(f"replayed {run.schedule}: {verdict}; the replayed cluster is now `cluster`")
         display(Timeline(run.cluster, live=False))
 

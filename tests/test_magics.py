@@ -324,7 +324,8 @@ def test_a_replayed_order_that_returns_where_in_order_raises_says_outcome_differ
     capsys.readouterr()
     ip.run_cell(f"%replay {returning.schedule}", store_history=True)
     out = capsys.readouterr().out
-    assert f"replayed {returning.schedule}: outcome_differs on " in out, out
+    assert (f"replayed {returning.schedule}: outcome_differs: the scenario returned 2 under "
+            "this order; the replayed cluster is now `cluster`") in out, out
     # In the replayed cluster's trace too, where its timeline shows it.
     assert [e.fields["name"] for e in ip.user_ns["cluster"].trace.events(kind="violation")] == [
         "outcome_differs"]

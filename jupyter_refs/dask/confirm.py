@@ -86,7 +86,7 @@ class Confirmation:
             more = f"; and {len(self.unmet) - 2} more" if len(self.unmet) > 2 else ""
             return (f"not confirmed on distributed {self.version}: the order could not be made "
                     f"({'; '.join(self.unmet[:2])}{more})")
-        found = ", ".join(f"{v.name} on {v.key}" for v in self.violations) or "no violation"
+        found = ", ".join(v.brief for v in self.violations) or "no violation"
         if self.outcome and (self.expected.name in (SCENARIO_RAISED, OUTCOME_DIFFERS)
                              or self.outcome.startswith("raised")):
             found += f", and the scenario {self.outcome}"
