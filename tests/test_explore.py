@@ -1100,13 +1100,14 @@ def _tallied(results, below=None):
     and per failure group its count and smallest (size, picks)."""
     draws = same = repeats = 0
     groups: dict = {}
-    for records, failing in results:
-        for draw, s, order, repeat in records:
+    for share in results:
+        made, passed, failed = set(share.made), set(share.same), dict(share.failed)
+        for draw in share.draws:
             if below is not None and draw >= below:
                 continue
-            draws, same, repeats = draws + 1, same + s, repeats + repeat
-            if order >= 0:
-                group, size, picks = failing[order]
+            draws, same, repeats = draws + 1, same + (draw in passed), repeats + (draw not in made)
+            if draw in failed:
+                group, size, picks = share.failing[failed[draw]]
                 count, best = groups.get(group, (0, (size, picks)))
                 groups[group] = (count + 1, min(best, (size, picks)))
     return draws, same, repeats, groups
@@ -1127,14 +1128,14 @@ def test_shares_split_the_orders_and_count_each_draw_once(sampler):
     shorter = explore_module._Share(*args, 0, 1).summary(range(1100))
     for below, alone in ((n, one), (1100, shorter)):
         shares = [explore_module._Share(*args, s, 2).summary(range(n)) for s in range(2)]
-        assert not {r[0] for r in shares[0][0]} & {r[0] for r in shares[1][0]}
+        assert not set(shares[0].draws) & set(shares[1].draws)
         split = _tallied(shares, below)
         whole = _tallied([alone])
         assert split[0] == whole[0] == below
         assert split[1] == whole[1] and split[3] == whole[3]
         if below == n:  # every order run once, by one share
             assert split[2] == whole[2]
-            made = [len(r[0]) - sum(rec[3] for rec in r[0]) for r in shares]
+            made = [len(r.made) for r in shares]
             assert sum(made) == whole[0] - whole[2]
             if sampler == "pct":
                 assert max(made) < 0.65 * (whole[0] - whole[2])
@@ -1158,11 +1159,11 @@ def test_a_scenario_that_answers_otherwise_turns_the_memo_off_and_every_draw_sti
 
     share = explore_module._Share(drifting, "legacy", 1, fingerprint(drifting), 3, None, (),
                                   (3, 12))
-    records, failing = share.summary(range(400))
-    repeats = sum(r[3] for r in records)
-    assert [r[0] for r in records] == list(range(400)) and not share.memo.on
+    counted = share.summary(range(400))
+    repeats = len(counted.draws) - len(counted.made)
+    assert list(counted.draws) == list(range(400)) and not share.memo.on
     assert 0 < repeats < 400 - 150  # counted from the memo only while it held
-    for _group, _size, picks in failing:
+    for _group, _size, picks in counted.failing:
         assert picks
 
 
