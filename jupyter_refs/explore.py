@@ -2490,8 +2490,23 @@ class _Share:
         set), or counted from the memo, as a :class:`~jupyter_refs.sampling.Seen`; as
         ``(draw, made, verdict)``, the verdict of its order a ``Seen`` (``made`` itself when
         counted from the memo)."""
+        seed, pct, memo = self.seed, self.pct, self.memo
+        share, shares = self.share, self.shares
         for i in draws:
-            made = self._draw(i)
+            draw = Draw(seed, i, pct)
+            picks: list[int] = []
+            node = memo.root if memo.on else None
+            mine = shares == 1
+            if node is not None and not mine:
+                # Most of a share's draws end here, the other shares' orders: followed in
+                # this loop to their first picks, with no call of their own (1 µs a draw).
+                node = draw.follow(node, picks, SPLIT_PICKS)
+                if node is not None and (len(picks) == SPLIT_PICKS or node[2] is not None):
+                    # Its first picks, or all of a shorter order's: whose it is.
+                    if owner(picks, shares) != share:
+                        continue
+                    mine = True
+            made = self._draw(i, draw, picks, node, mine)
             if made is not None:
                 yield i, *made
 
@@ -2531,22 +2546,13 @@ class _Share:
                 break
         return _Counted(counted, made, same, failed, list(self.failing))
 
-    def _draw(self, i: int) -> tuple[Run | Seen, Seen] | None:
-        """Draw ``i``: followed in the memo as far as it knows the channels, drawing on them
-        exactly what the run would draw; then made for real, by the same chooser.  None: it
-        is another share's order."""
-        draw = Draw(self.seed, i, self.pct)
+    def _draw(self, i: int, draw: Draw, picks: list[int], node: list | None, mine: bool
+              ) -> tuple[Run | Seen, Seen] | None:
+        """Draw ``i``, followed in the memo (by :meth:`runs`) to ``node`` with ``picks`` and
+        ``mine`` if its first picks are this share's: followed on as far as the memo knows
+        the channels, drawing on them exactly what the run would draw; then made for real,
+        by the same chooser.  None: it is another share's order."""
         share, shares = self.share, self.shares
-        mine = shares == 1
-        picks: list[int] = []
-        node = self.memo.root if self.memo.on else None
-        if node is not None and not mine:
-            node = draw.follow(node, picks, SPLIT_PICKS)
-            if node is not None and (len(picks) == SPLIT_PICKS or node[2] is not None):
-                # Its first picks, or all of a shorter order's: whose it is.
-                if owner(picks, shares) != share:
-                    return None
-                mine = True
         if node is not None and mine:
             node = draw.follow(node, picks, _ALL)
         if node is not None and node[2] is not None:
@@ -2564,7 +2570,7 @@ class _Share:
             # off, and the draw made again from its start, as every draw is from now on.
             self.memo.on = False
             run.cluster.dispose()
-            return self._draw(i)
+            return self._draw(i, Draw(self.seed, i, self.pct), [], None, shares == 1)
         run.draw = i
         made = [(tuple([h.channel for h in d.heads]), d.pick) for d in decisions]
         if run.pruned:  # stopped after its first picks: another share's order

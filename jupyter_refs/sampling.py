@@ -13,6 +13,7 @@ a pick the index of the head to deliver.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import struct
 from collections.abc import Sequence
@@ -26,6 +27,13 @@ _BLAKE2B = hashlib.blake2b
 def _words(key: bytes) -> tuple[int, ...]:
     """Sixteen 32-bit random words: BLAKE2b of ``key``."""
     return _WORDS(_BLAKE2B(key, digest_size=64).digest())
+
+
+@functools.cache
+def _no_lows(fair: int) -> list[None]:
+    """A draw's change points by decision when it has none (PCT's depth 1): read only, so
+    one list serves every such draw of a phase."""
+    return [None] * fair
 
 
 class Draw:
@@ -60,35 +68,36 @@ class Draw:
                  "_priority")
 
     def __init__(self, seed: int, i: int, pct: tuple[int, int] | None):
-        self._key = b"%d:%d" % (seed, i)
-        self._words = _words(self._key)
-        self._next = 0
+        key = self._key = b"%d:%d" % (seed, i)
+        words = self._words = _WORDS(_BLAKE2B(key, digest_size=64).digest())
         self._block = 0
         #: Decisions made so far.
         self.made = 0
         self._priority: dict[str, float] = {}
         if pct is None:
-            self._fair, self._top, self._lows = 0, 0.0, []
+            self._next, self._fair, self._top, self._lows = 0, 0, 0.0, []
             return
         depth, length = pct
         depth = 1 + i % depth  # 1, 2 … depth change points in turn, draw after draw
-        self._fair, self._top = 2 * length + 20, float(depth)
+        fair = self._fair = 2 * length + 20
+        self._top = float(depth)
+        if depth == 1:  # no change point: one list of Nones for every such draw
+            self._next, self._lows = 0, _no_lows(fair)
+            return
         #: By decision (below ``fair``): the priority its channel drops to, if it is a change
         #: point (a list: read at every decision, an index is cheaper than a dict's get).
-        self._lows: list[float | None] = [None] * self._fair
-        span, points = max(length, depth - 1), []
+        lows: list[float | None] = [None] * fair
+        self._lows = lows
+        span, points, k = max(length, depth - 1), [], 0
         while len(points) < depth - 1:  # the change points, each drawn again if met
-            point = (self._word() * span) >> 32
+            if k == 16:
+                words, k = self._more(), 0
+            point = (words[k] * span) >> 32
+            k += 1
             if point not in points:
                 points.append(point)
-                self._lows[point] = float(len(points))
-
-    def _word(self) -> int:
-        k = self._next
-        if k == 16:
-            self._words, k = self._more(), 0
-        self._next = k + 1
-        return self._words[k]
+                lows[point] = float(len(points))
+        self._words, self._next = words, k
 
     def _more(self) -> tuple[int, ...]:
         self._block += 1
