@@ -28,7 +28,7 @@ from . import events as ev
 from .focus import Focus
 from .protocol import messages as m
 from .protocol.messages import CONNECTION_LOST
-from .trace import ACTOR, CHANNEL, KEY, KIND, MSG_ID, OP, Batch, Trace
+from .trace import ACTOR, CHANNEL, KEY, KIND, MSG_ID, MSG_KEYS, OP, Batch, Trace
 
 # Where each update's values sit in a trace row, read from the declarations
 # (events.py): a field moved there moves here, instead of silently feeding another value.
@@ -47,7 +47,6 @@ _PUT_COPY, _PUT_REPLACED = ev.WORKER_PUT.at("incarnation"), ev.WORKER_PUT.at("re
 _FREE_COPY = ev.WORKER_FREE.at("incarnation")
 _HAS_AFTER = ev.WHO_HAS_REMOVED.at("who_has_after")
 _RELEASE_CLIENT = ev.RELEASE_APPLIED.at("client")
-_MSG_KEYS = ev.MSG_SENT.at("keys")
 _GONE_WORKER, _GONE_REASON, _GONE_STIMULUS = (ev.WORKER_REMOVED.at(f) for f in (
     "worker", "reason", "stimulus_id"))
 _ADDED_WORKER = ev.WORKER_ADDED.at("worker")
@@ -673,7 +672,7 @@ class Beliefs:
             receiving = self.receiving
             if receiving is not None and receiving[1] == "update-graph" and (
                     receiving[3] == receiver):
-                for key in row[_MSG_KEYS]:
+                for key in row[MSG_KEYS]:
                     self._record(key).take(receiver).raced().cancelled_by_client = seq
                 return
             cancelling = self.cancelling
@@ -683,7 +682,7 @@ class Beliefs:
                 canceller = receiving[3]
             else:
                 return
-            for key in row[_MSG_KEYS]:
+            for key in row[MSG_KEYS]:
                 race = self._record(key).take(receiver).raced()
                 race.cancelled_by_client = seq
                 if receiver != canceller:
@@ -696,14 +695,14 @@ class Beliefs:
         if op in DESIRES:
             # A message that may start a hold (only clients send these, whatever their name).
             desire = (msg_id, seq, op)
-            for key in row[_MSG_KEYS]:
+            for key in row[MSG_KEYS]:
                 record(key).take(sender).desired_by = desire
         elif op == m.CLIENT_RELEASES_KEYS:
             release = (msg_id, seq)
-            for key in row[_MSG_KEYS]:
+            for key in row[MSG_KEYS]:
                 record(key).take(sender).released_by = release
         else:  # cancel-keys, or the cancel RPC before PR 7583
-            for key in row[_MSG_KEYS]:
+            for key in row[MSG_KEYS]:
                 race = record(key).take(sender).raced()
                 race.cancelled_by_client = race.asked_cancel = seq
 

@@ -52,7 +52,7 @@ T, ACTOR, THREAD, KIND, KEY, MSG_ID, CHANNEL, OP, CELL = range(FIELDS_AT)
 #: Where the kind's own fields start (``row[EXTRA:]`` is an event's ``data``).
 EXTRA = FIELDS_AT
 #: A message's keys, the one field of ``msg.sent`` and ``msg.received``.
-MSG_KEYS = EXTRA
+MSG_KEYS = FIELDS_AT + FIELDS["msg.sent"].index("keys")
 
 Row = tuple  # (t_ns, actor, thread, kind, key, msg_id, channel, op, cell, *extra)
 

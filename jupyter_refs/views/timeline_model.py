@@ -26,10 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import events as ev
-from ..trace import ACTOR, CELL, CHANNEL, EXTRA, KEY, KIND, MSG_ID, OP, Event, T
+from ..trace import ACTOR, CELL, CHANNEL, EXTRA, KEY, KIND, MSG_ID, MSG_KEYS, OP, Event, T
 
 # The fields the model draws from, at their declared positions (events.py).
-_MSG_KEYS = ev.MSG_SENT.at("keys")
 _VIOLATION = tuple(ev.VIOLATION.at(f) for f in ("name", "first_seq", "client", "explanation"))
 _FINISH = ev.TRANSITION.at("finish")
 _CREATED_TASK = ev.DESIRE_APPLIED.at("created_task")
@@ -302,7 +301,7 @@ class TimelineModel:
 
     def _sent_row(self, seq: int, row: tuple, x: float) -> None:
         """A send: remembered until its receipt draws the arrow."""
-        keys = row[_MSG_KEYS]
+        keys = row[MSG_KEYS]
         for k in keys:
             self.seen_keys.setdefault(k, None)
         lane = self.lane(row[ACTOR], 0)
