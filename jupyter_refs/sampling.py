@@ -130,6 +130,10 @@ class Draw:
                     if len(channels) == 2:  # most decisions: max's pick, without its call
                         first, second = channels
                         chosen = 0 if priority[first] >= priority[second] else 1
+                    elif len(channels) == 3:  # the rest nearly all: the first highest
+                        first, second, third = channels
+                        a, b, c = priority[first], priority[second], priority[third]
+                        chosen = (0 if a >= c else 2) if a >= b else (1 if b >= c else 2)
                     else:
                         chosen = channels.index(max(channels, key=priority.__getitem__))
                     low = lows[n]
