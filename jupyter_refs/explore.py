@@ -549,6 +549,10 @@ def _run(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: 
         # still names what the checks saw, and a run only they flag fails with theirs.
         violations += judge_invariants(cluster.trace, invariants)
     if not keep_open:
+        if pruned and cluster.checks is not None:
+            # Stopped: its verdict is never read, so the checks need not read its trace.
+            cluster.checks.close()
+            cluster.checks = None
         cluster.close()
         # The run's own cycles (the chooser's closure and the cluster, the counted
         # ``_begin_call``): cut, so that a disposed run is freed by reference counting.
