@@ -6,7 +6,16 @@ process alone (``processes=1``) is timed alternately with it, so both see the sa
 Prints schedules per second for each, the ratio (target >= 1.7 with 2 workers), and whether the
 two found the same failure groups.
 
-Usage: ``python benchmarks/bench_explore_dask.py [--runs N] [--schedules N] [--workers N]``.
+Then the systematic search, whose last pass goes to the cluster's workers (a task per worker
+thread) as ``processes`` deals it to forked helpers: the zoo's ``--race`` (#5379: its bound 2
+is 1,262 runs in one process, all but 85 in the last pass) exhausted at ``--bound``, without
+random runs, in one process, with forked helpers (``processes=--workers``) and on the
+cluster, alternating; seconds (medians) and the ratios to one process, and whether the
+cluster's search counted exactly what the forked one did (schedules, states, groups and
+counts).  ``--race ""`` skips it.
+
+Usage: ``python benchmarks/bench_explore_dask.py [--runs N] [--schedules N] [--workers N]
+[--race 5379] [--bound 2]``.
 """
 
 from __future__ import annotations
@@ -15,6 +24,7 @@ import argparse
 import os
 import statistics
 import sys
+import time
 from pathlib import Path
 
 
@@ -35,6 +45,8 @@ def main() -> None:
     parser.add_argument("--schedules", type=int, default=20_000)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--protocol", default="dask")
+    parser.add_argument("--race", default="5379")
+    parser.add_argument("--bound", type=int, default=2)
     args = parser.parse_args()
     # The workers import this checkout of jupyter_refs, as this process does.
     root = str(Path(__file__).resolve().parents[1])
@@ -62,6 +74,36 @@ def main() -> None:
               f"{args.workers} worker processes {b:,.0f} schedules/s: {b / a:.2f}x "
               f"(median of {args.runs} runs of {args.schedules:,}; target >= 1.7x with 2)")
         print(f"the same failure groups found both ways in every run: {same}")
+        if args.race:
+            systematic(client, args)
+
+
+def systematic(client, args: argparse.Namespace) -> None:
+    """The zoo race's bounded search in one process, with forked helpers and on the cluster,
+    alternating: medians, ratios, and whether the cluster's counts are the forked ones."""
+    from jupyter_refs.explore import _group
+    from jupyter_refs.zoo import RACES
+
+    race = RACES[args.race]
+    ways = {"one process": dict(processes=1), f"{args.workers} forked": dict(processes=args.workers),
+            "the cluster": dict(client=client)}
+    race.find(bound=args.bound, sample=False, client=client)  # warm
+    seconds: dict[str, list[float]] = {name: [] for name in ways}
+    found: dict[str, tuple] = {}
+    for _ in range(args.runs):
+        for name, how in ways.items():
+            start = time.perf_counter()
+            result = race.find(bound=args.bound, sample=False, **how)
+            seconds[name].append(time.perf_counter() - start)
+            found[name] = (result.schedules, result.states, result.revisited,
+                           sorted((_group(f.run), f.count) for f in result.failures))
+    one = statistics.median(seconds["one process"])
+    print(f"#{args.race} at bound {args.bound}, exhausted (no random runs), median of {args.runs}: "
+          + "; ".join(f"{name} {statistics.median(s):.2f} s ({one / statistics.median(s):.2f}x)"
+                      for name, s in seconds.items()))
+    forked, there = found[f"{args.workers} forked"], found["the cluster"]
+    print(f"the cluster's search counted what the forked one did (schedules {there[0]:,}, "
+          f"states {there[1]:,}, groups and counts): {there == forked}")
 
 
 if __name__ == "__main__":

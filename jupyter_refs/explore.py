@@ -1004,9 +1004,14 @@ def _plan(kind: type, fields: dict) -> Callable[[Any, dict, dict], tuple] | None
         return None
     kept = tuple(k for k in sorted(names) if k not in _NOT_STATE)
     # The kept names by number, not written out in every state: an object's class and kept
-    # names say which attribute each value is, as its items did (the same names, the same
-    # number, in this process: the states of one search are compared in one process).
-    number = _KEPT.setdefault(kept, len(_KEPT))
+    # names say which attribute each value is, as its items did.  The number is the names'
+    # own (a hash of them), not their place in this process's table: a search shared with a
+    # dask cluster compares states made in other processes, which meet the names in another
+    # order (#5379's shared pass met 1,324 distinct states there against 1,046 here).
+    number = _KEPT.get(kept)
+    if number is None:
+        number = _KEPT[kept] = int.from_bytes(
+            hashlib.blake2b("\0".join(kept).encode(), digest_size=4).digest(), "little")
     head = (kind.__qualname__, "=", number)
     order = tuple((k, _ID_FAMILIES.get(k)) for k in kept)
     robin = kept.index("_next_worker") if "_next_worker" in kept else None
@@ -1018,7 +1023,7 @@ def _plan(kind: type, fields: dict) -> Callable[[Any, dict, dict], tuple] | None
     return read
 
 
-#: Each tuple of kept attribute names a plan reads, numbered (see :func:`_plan`).
+#: Each tuple of kept attribute names a plan reads, with its number (see :func:`_plan`).
 _KEPT: dict[tuple[str, ...], int] = {}
 
 
@@ -1238,11 +1243,12 @@ def state_digest(cluster: Cluster) -> bytes:
     return hashlib.blake2b(_state_bytes(cluster)[0], digest_size=8).digest()
 
 
-def _digest(cluster: Cluster) -> tuple[int, bool]:
+def _digest(cluster: Cluster, hashing: Callable[[bytes], int] = hash) -> tuple[int, bool]:
     """The search's name for the cluster's state, hashed by Python's own hash of bytes (64
-    bits, as :func:`state_digest`'s eight bytes, in a third of the time): a search's states
-    are compared in its own process only — and whether it is the run's own (see
-    :func:`_state_bytes`).
+    bits, as :func:`state_digest`'s eight bytes, in a third of the time) — a search's states
+    are compared in its own process and its forked copies only; a search shared with a dask
+    cluster's processes hashes by ``hashing`` (:func:`_stable_hash`) — and whether it is the
+    run's own (see :func:`_state_bytes`).
 
     The bytes are the state's nested tuples as a pickle without a memo (``fast``: no
     back-references, the same bytes for equal values whatever object holds them), when
@@ -1262,7 +1268,15 @@ def _digest(cluster: Cluster) -> tuple[int, bool]:
         data = buffer.getvalue()
     except (_NotPlain, ValueError, RecursionError):  # (a cycle, too deep: as marshal fails)
         data = _encoded(parts)
-    return hash(data), id(cluster) in memo
+    return hashing(data), id(cluster) in memo
+
+
+def _stable_hash(data: bytes) -> int:
+    """A state's bytes hashed alike in every process: Python's hash of bytes is salted per
+    process (``PYTHONHASHSEED``), and a dask worker is a process of its own, not a fork, so
+    the states a search met here would be strangers there (measured on #5379's shared pass:
+    1,324 distinct states against 1,046, and 16 more runs)."""
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
 
 
 class _NotPlain(Exception):
@@ -1343,7 +1357,9 @@ class _States:
     reports), and this pass's table (``table``): per state, each visit that explored on
     from it — its sleep set, its delayed messages in flight (ranks) and the delays spent."""
 
-    def __init__(self) -> None:
+    def __init__(self, hashing: Callable[[bytes], int] = hash) -> None:
+        #: How a state's bytes are hashed (see :func:`_digest`).
+        self.hashing = hashing
         self.seen: set = set()
         self.table: dict[tuple, list[tuple[frozenset, frozenset, int]]] = {}
         self.revisits = 0  # runs stopped at a state explored already
@@ -1371,7 +1387,7 @@ def _visit(states: _States, cluster: Cluster, progress: list, sleep: frozenset,
     trace.flush()  # the checks' verdict so far is part of the state
     checks = cluster.checks
     verdict = tuple((v.name, _shape(v.explanation)) for v in checks.violations) if checks else ()
-    digest, own = _digest(cluster)
+    digest, own = _digest(cluster, states.hashing)
     system = (digest, progress[0], progress[1], verdict,
               tuple((what, calls) for what, calls in progress[2]))
     states.seen.add(system)
@@ -1717,10 +1733,14 @@ def _names(run: Run) -> tuple[str, ...]:
 class Tally:
     """The runs counted so far and the failure groups, each keeping its smallest run."""
 
-    def __init__(self, max_schedules: int, progress: Callable[[int, int, int], None] | None):
+    def __init__(self, max_schedules: int, progress: Callable[[int, int, int], None] | None,
+                 outcome: Outcome | None = None, runs: int = 0):
+        """``outcome`` and ``runs``: a tally away from its search (a shared pass's subtrees on
+        a dask worker, :func:`_subtrees_away`), which has the in-order run's outcome to judge
+        by and counts on from the runs made before, but not the run itself."""
         self.max_schedules = max_schedules
         self.progress = progress
-        self.runs = 0
+        self.runs = runs
         self.groups: dict[tuple, Failure] = {}
         #: The in-order run, whose outcome every other run is judged against.
         self.baseline: Run | None = None
@@ -1735,6 +1755,7 @@ class Tally:
         #: How many draws other processes have counted so far (forked helpers), for progress.
         self.elsewhere: Callable[[], int] | None = None
         self._outcome: tuple[Run, Outcome] | None = None  # the baseline's (see outcome)
+        self._given = outcome
 
     @property
     def outcome(self) -> Outcome | None:
@@ -1742,7 +1763,7 @@ class Tally:
         it, and a frozen dataclass costs a few attribute sets to make)."""
         baseline = self.baseline
         if baseline is None:
-            return None
+            return self._given
         made = self._outcome
         if made is None or made[0] is not baseline:
             made = self._outcome = (baseline, baseline.outcome)
@@ -1835,19 +1856,22 @@ def _explore(scenario: Scenario, protocol: str | ProtocolVariant, max_schedules:
              depth: int = 0, client: Any = None) -> ExploreResult:
     """The bounded search, then random runs with what budget is left (shared among processes)."""
     tally = Tally(max_schedules, progress)
-    states = _States() if prune and reduce and not invariants else None
     remote = None
-    if client is not None and sample and not first:
-        if _Remote.in_process(client):
+    if client is not None and not first:
+        remote = _Remote.of(client, scenario, protocol, workers, fp, seed, invariants, depth)
+        if remote is None:
             processes = 1
         else:
-            remote = _Remote(client, scenario, protocol, workers, fp, seed, invariants, depth)
-            tally.on_baseline = remote.start
+            if sample:
+                tally.on_baseline = remote.start
             tally.between_runs = _Remote.let_go
+    states = (_States(hash if remote is None else _stable_hash)
+              if prune and reduce and not invariants else None)
     try:
         exhaustive, pruned = _search(scenario, protocol, workers, fp, bound, reduce, first,
                                      tally, invariants, states,
-                                     processes if remote is None else 1)
+                                     processes if remote is None else len(remote.addresses),
+                                     remote)
         found = first and tally.found()
         left = max_schedules - tally.runs if exhaustive and sample and not found else 0
         if remote is not None:
@@ -1870,7 +1894,8 @@ def _explore(scenario: Scenario, protocol: str | ProtocolVariant, max_schedules:
 
 def _search(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str, bound: int,
             reduce: bool, first: bool, tally: Tally, invariants: tuple = (),
-            states: _States | None = None, processes: int = 1) -> tuple[bool, int]:
+            states: _States | None = None, processes: int = 1, away: _Remote | None = None
+            ) -> tuple[bool, int]:
     """Depth-first over the orders within each bound from 0 up to ``bound``: whether every
     order within ``bound`` was covered, and how many runs the sleep sets pruned.
 
@@ -1886,7 +1911,8 @@ def _search(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, f
 
     With ``processes``, the last pass — the largest, by far — is shared with forked helpers
     (:func:`_shared_pass`) once the passes before it have made :data:`_SHARED_PASS_MIN_RUNS`
-    runs (a smaller search is over before a helper would start).
+    runs (a smaller search is over before a helper would start); with ``away`` (a dask
+    cluster's, ``explore(client=…)``), with a task per worker thread there instead.
     """
     pruned = 0
     previous: dict | None = None
@@ -1900,10 +1926,12 @@ def _search(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, f
             # on the zoo: the same runs for every race (#5379: 1,262, one more revisit).
             states.table.clear()
         made: dict | None = {} if b < bound and _REMAKE else None  # (the last pass's: no use)
-        if (b == bound > 0 and processes > 1 and not first and tally.on_baseline is None
+        # (No fork once a dask client's shares are out: its threads would be copied mid-step.)
+        if (b == bound > 0 and processes > 1 and not first
+                and (away is not None or tally.on_baseline is None)
                 and tally.runs >= _SHARED_PASS_MIN_RUNS):
             exhaustive, cut, p = _shared_pass(scenario, protocol, workers, fp, b, reduce, tally,
-                                              invariants, states, previous, processes)
+                                              invariants, states, previous, processes, away)
         else:
             exhaustive, cut, p = _pass(scenario, protocol, workers, fp, b, reduce, first, tally,
                                        invariants, states, previous, made)
@@ -1993,9 +2021,11 @@ def _pass(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp:
 
 def _shared_pass(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str,
                  bound: int, reduce: bool, tally: Tally, invariants: tuple, states: _States | None,
-                 previous: dict | None, processes: int) -> tuple[bool, bool, int]:
+                 previous: dict | None, processes: int, away: _Remote | None = None
+                 ) -> tuple[bool, bool, int]:
     """The search's last pass shared with a forked helper per process, as :func:`_pass`
-    returns it.
+    returns it; with ``away``, shared among a dask cluster's worker threads instead, each
+    share a task there, while this process waits (:meth:`_Remote.subtrees`).
 
     The pass's first run is made here, then the first run of each subtree below it
     (:func:`_roots`), and the subtrees below those are dealt out before any is entered:
@@ -2033,26 +2063,11 @@ def _shared_pass(scenario: Scenario, protocol: str | ProtocolVariant, workers: i
         load[least] += length - root[0]
     budget = (tally.max_schedules - tally.runs) // shares
     args = (scenario, protocol, workers, fp, bound, reduce, tally, invariants, states, previous)
-    forked: list[_Helper] = []
-    try:
-        for mine in dealt[1:]:
-            shield = interrupts.enter()
-            try:
-                forked.append(_fork(functools.partial(_subtrees, *args, mine, budget)))
-            finally:
-                interrupts.leave(shield)
-        tally.elsewhere = lambda: sum(helper.made.value for helper in forked)
-        own = tally.max_schedules
-        tally.max_schedules = tally.runs + budget
-        try:
-            done, more_cut, more = _subtrees(*args, dealt[0], budget)[:3]
-        finally:
-            tally.max_schedules = own
+    if away is not None:
+        results = away.subtrees(args, dealt, budget)
+    else:
+        done, more_cut, more, results = _forked_subtrees(args, dealt, budget)
         exhaustive, cut, pruned = done, cut or more_cut, pruned + more
-        results = _collect(forked, tally)
-    finally:
-        tally.elsewhere = None
-        _reap(forked)  # interrupted, or a run raised: no helper outlives the search
     for done, more_cut, more, counted, same, failing, seen, revisits, own_states in results:
         exhaustive, cut, pruned = exhaustive and done, cut or more_cut, pruned + more
         tally.same += same
@@ -2069,14 +2084,43 @@ def _shared_pass(scenario: Scenario, protocol: str | ProtocolVariant, workers: i
     return exhaustive, cut, pruned
 
 
+def _forked_subtrees(args: tuple, dealt: list[list[_Root]], budget: int
+                     ) -> tuple[bool, bool, int, list]:
+    """A shared pass's ``dealt`` subtrees, the first share here and each other in a forked
+    helper: this share's ``(exhausted, cut, pruned)`` (counted into its tally as it goes),
+    and what each helper sent back (:func:`_subtrees`)."""
+    tally = args[6]
+    forked: list[_Helper] = []
+    try:
+        for mine in dealt[1:]:
+            shield = interrupts.enter()
+            try:
+                forked.append(_fork(functools.partial(_subtrees, *args, mine, budget)))
+            finally:
+                interrupts.leave(shield)
+        tally.elsewhere = lambda: sum(helper.made.value for helper in forked)
+        own = tally.max_schedules
+        tally.max_schedules = tally.runs + budget
+        try:
+            done, cut, pruned = _subtrees(*args, dealt[0], budget)[:3]
+        finally:
+            tally.max_schedules = own
+        return done, cut, pruned, _collect(forked, tally)
+    finally:
+        tally.elsewhere = None
+        _reap(forked)  # interrupted, or a run raised: no helper outlives the search
+
+
 def _subtrees(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str,
               bound: int, reduce: bool, tally: Tally, invariants: tuple, states: _States | None,
               previous: dict | None, roots: list[_Root], budget: int,
-              going: Callable[[int], bool] | None = None) -> tuple:
+              going: Callable[[int], bool] | None = None, name: object = None) -> tuple:
     """A process's subtrees of a shared pass (:func:`_shared_pass`), searched one after the
     other within ``budget`` runs: ``(exhausted, cut, pruned, runs counted, same, failing,
     states seen, revisits, own states)``, ``failing`` each new count of a failure group with
-    its smallest run's picks.  ``going``, in a forked helper, is told the runs counted so far."""
+    its smallest run's picks.  ``going``, in a helper (forked, or a dask task), is told the
+    runs counted so far; ``name`` tells its states apart from every other share's (the
+    process id by default: a dask worker may run two shares)."""
     runs, same, before = tally.runs, tally.same, {g: f.count for g, f in tally.groups.items()}
     revisits, own = (states.revisits, states.own) if states is not None else (0, 0)
     if going is not None:
@@ -2098,8 +2142,8 @@ def _subtrees(scenario: Scenario, protocol: str | ProtocolVariant, workers: int,
     if states is not None:
         # A state met again whose digest was its run's own is a token numbered here: renamed
         # apart from the other processes' numbers (see _remade).
-        pid = os.getpid()
-        seen = {("own", pid, t[1]) if t[0] == "own" and t[1] >= own else t for t in states.seen}
+        name = os.getpid() if name is None else name
+        seen = {("own", name, t[1]) if t[0] == "own" and t[1] >= own else t for t in states.seen}
     return (exhaustive, cut, pruned, tally.runs - runs, tally.same - same, failing, seen,
             states.revisits - revisits if states is not None else 0,
             states.own - own if states is not None else 0)
@@ -2264,44 +2308,58 @@ def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: i
 
 
 class _Remote:
-    """The random runs on a dask cluster (``explore(client=…)``): a share per worker
-    thread, each a task pinned to its worker (:func:`_share_away`).
+    """A search's work on a dask cluster (``explore(client=…)``), a task per worker thread,
+    each pinned to its worker: the random runs' shares (:func:`_share_away`), and the last
+    pass's subtrees when it is shared (:func:`_subtrees_away`).
 
-    The shares start as soon as the in-order run is made (what the random runs are judged
-    against), while this process searches: it cannot know yet how many draws the search
-    will leave, so each takes every draw the search could (``max_schedules - 1``), and only
-    those below what it left are counted (:func:`_merge`'s ``below``).
+    The random shares start as soon as the in-order run is made (what the random runs are
+    judged against), while this process searches: it cannot know yet how many draws the
+    search will leave, so each takes every draw the search could (``max_schedules - 1``),
+    and only those below what it left are counted (:func:`_merge`'s ``below``).  A search
+    whose last pass turns out large enough to share lets them go first (each would keep its
+    worker's thread until done, and the subtrees would wait behind it), and sends them
+    again, for exactly the draws left, once the pass is over.
     """
 
-    def __init__(self, client: Any, scenario: Scenario, protocol: str | ProtocolVariant,
-                 workers: int, fp: str, seed: int, invariants: tuple, depth: int):
+    def __init__(self, client: Any, addresses: list[str], search: tuple):
         self.client = client
-        nthreads = client.nthreads()
-        self.addresses = [address for address, n in sorted(nthreads.items()) for _ in range(n)]
-        if not self.addresses:
-            raise ArgumentValueError("explore(client=…): the client's cluster has no worker")
-        self.search = (scenario, protocol, workers, fp, seed, invariants, depth)
-        self.token = f"explore-{fp}-{seed}-{os.getpid()}-{next(_SEARCHES)}"
+        #: A worker's address per thread: one share each.
+        self.addresses = addresses
+        self.search = search
+        self.token = f"explore-{search[3]}-{search[4]}-{os.getpid()}-{next(_SEARCHES)}"
         self.args: tuple = ()
         self.futures: list = []
+        self._sent = itertools.count()  # each sending's keys are new (see start)
+        self._again = False  # the random shares were let go for a shared pass
 
-    @staticmethod
-    def in_process(client: Any) -> bool:
-        """Whether every worker is in this process: their threads share this interpreter
-        (its GIL, and the state every run's clients set, such as dask's default
-        scheduler), so shares side by side would neither run faster nor stay replayable —
-        the random runs are then made here, in one share."""
-        return all(str(address).startswith("inproc://") for address in client.nthreads())
+    @classmethod
+    def of(cls, client: Any, scenario: Scenario, protocol: str | ProtocolVariant, workers: int,
+           fp: str, seed: int, invariants: tuple, depth: int) -> _Remote | None:
+        """The search's remote, or None when every worker is in this process: their threads
+        share this interpreter (its GIL, and the state every run's clients set, such as
+        dask's default scheduler), so shares side by side would neither run faster nor stay
+        replayable — the search is then made here, in one process."""
+        nthreads = client.nthreads()
+        if all(str(address).startswith("inproc://") for address in nthreads):
+            return None
+        addresses = [address for address, n in sorted(nthreads.items()) for _ in range(n)]
+        if not addresses:
+            raise ArgumentValueError("explore(client=…): the client's cluster has no worker")
+        return cls(client, addresses, (scenario, protocol, workers, fp, seed, invariants, depth))
 
-    def start(self, tally: Tally) -> None:
-        """The shares sent, on the in-order run (``Tally.on_baseline``)."""
+    def start(self, tally: Tally, left: int | None = None) -> None:
+        """The random shares sent, on the in-order run (``Tally.on_baseline``), for every draw
+        the search could leave; or for the ``left`` draws it did leave.  Each sending's keys
+        are new: a released task may still run on its worker (see ``dask/share.py``), and
+        dask would hand a task sent again under its key that run's result."""
         scenario, protocol, workers, fp, seed, invariants, depth = self.search
         length = max(1, len(tally.baseline.picks)) if tally.baseline is not None else 1
         self.args = (scenario, protocol, workers, fp, seed, tally.outcome, invariants,
                      (depth, length) if depth else None)
-        draws = range(tally.max_schedules - 1)
+        draws = range(tally.max_schedules - 1 if left is None else left)
+        sent = next(self._sent)
         self.futures = [self.client.submit(_share_away, self.args, s, len(self.addresses),
-                                           draws, key=f"{self.token}-{s}",
+                                           draws, key=f"{self.token}-draws-{sent}-{s}",
                                            workers=[address], allow_other_workers=True,
                                            pure=False)
                         for s, address in enumerate(self.addresses)]
@@ -2315,14 +2373,38 @@ class _Remote:
         (0.22 s after they were sent, measured on #8576; within 17 ms with this)."""
         time.sleep(0)
 
+    def subtrees(self, args: tuple, dealt: list[list[_Root]], budget: int) -> list[tuple]:
+        """A shared pass's ``dealt`` subtrees, a task per worker thread (:func:`_subtrees_away`):
+        what each searched, as :func:`_subtrees` returns it.  The random shares out are let
+        go first, and sent again by :meth:`finish`."""
+        if self.futures:
+            self.close()
+            self._again = True
+        scenario, protocol, workers, fp, bound, reduce, tally, invariants, states, previous = args
+        job = (scenario, protocol, workers, fp, bound, reduce, tally.outcome, tally.runs,
+               invariants, states, previous)
+        prefix = f"{self.token}-pass-"
+        futures = [self.client.submit(_subtrees_away, job, roots, budget, key=f"{prefix}{s}",
+                                      workers=[address], allow_other_workers=True, pure=False)
+                   for s, (roots, address) in enumerate(zip(dealt, self.addresses))]
+        try:
+            if tally.progress is not None:
+                self._wait(futures, prefix, tally, tally.max_schedules - tally.runs)
+            return self.client.gather(futures)
+        finally:
+            for future in futures:
+                future.release()
+
     def finish(self, tally: Tally, left: int) -> int:
         """The draws ``0 … left - 1`` counted in; how many were counted.  While the shares
         run, ``tally.progress`` hears how far they have got, every :data:`_PROGRESS_SECONDS`."""
+        if self._again and left:
+            self.start(tally, left)
         if not self.futures or not left:
             return 0
         try:
             if tally.progress is not None:
-                self._wait(tally, left)
+                self._wait(self.futures, f"{self.token}-draws-", tally, left - 1)
             results = self.client.gather(self.futures)
         finally:
             self.close()
@@ -2332,23 +2414,24 @@ class _Remote:
         tally.report()
         return sampled
 
-    def _wait(self, tally: Tally, left: int) -> None:
-        """Until every share is done: the draws they have made so far, read on each worker
-        (``dask.share.made``), told to ``tally.progress`` (the failures they found come
-        back with their results)."""
+    def _wait(self, futures: list, prefix: str, tally: Tally, most: int) -> None:
+        """Until every one of ``futures`` is done: the runs their tasks (keys beginning with
+        ``prefix``) have counted so far, read on each worker (``dask.share.made``), told to
+        ``tally.progress``, at most ``most`` (the failures they found come back with their
+        results)."""
         from distributed import wait
 
         from .dask.share import made
 
         while True:
             try:
-                wait(self.futures, timeout=_PROGRESS_SECONDS)
+                wait(futures, timeout=_PROGRESS_SECONDS)
                 return
             except TimeoutError:
                 # (A worker leaving meanwhile is no error of the search's: its share's count
                 # is left out, and dask runs the share again elsewhere.)
-                done = sum(self.client.run(made, f"{self.token}-", on_error="ignore").values())
-                tally.report(min(done, left - 1))
+                done = sum(self.client.run(made, prefix, on_error="ignore").values())
+                tally.report(min(done, most))
 
     def close(self) -> None:
         """Let go of the shares still out (the search raised, or its budget ran out first:
@@ -2376,6 +2459,38 @@ def _share_away(args: tuple, share: int, shares: int, draws: Sequence[int]) -> t
     go = going()  # (asked before it leaves the profiler: it reads the worker's threads)
     with gcscope.paused(), unprofiled():
         return _Share(*args, share, shares).summary(draws, go)
+
+
+class _LetGo(Exception):
+    """A dask task of the search's whose future the search let go of: it stops there."""
+
+
+def _subtrees_away(job: tuple, roots: list[_Root], budget: int) -> tuple | None:
+    """A shared pass's subtrees (:func:`_subtrees`) in a dask worker, as :func:`_share_away`
+    runs a share of the random runs there: with a tally of its own, which judges by the
+    in-order run's outcome and counts on from the runs made before the pass, and the
+    search's states and last pass's runs as they were when the subtrees were dealt.  None
+    once its future was let go (dask cannot stop its thread: it stops at its next run)."""
+    from distributed import get_worker
+
+    from .dask.share import going, unprofiled
+
+    scenario, protocol, workers, fp, bound, reduce, outcome, runs, invariants, states, \
+        previous = job
+    go, name = going(), get_worker().get_current_task()  # (before it leaves the profiler)
+
+    def counted(n: int) -> bool:
+        if not go(n):
+            raise _LetGo
+        return True
+
+    tally = Tally(runs + budget, None, outcome, runs)
+    with gcscope.paused(), unprofiled():
+        try:
+            return _subtrees(scenario, protocol, workers, fp, bound, reduce, tally, invariants,
+                             states, previous, roots, budget, counted, name)
+        except _LetGo:
+            return None
 
 
 #: How many of its draws a share (forked, or on a dask worker) counts between two notes of

@@ -920,6 +920,71 @@ def test_an_interrupted_search_on_dask_stops_its_shares_on_the_workers():
 
 
 @pytest.mark.dask
+def test_a_shared_pass_goes_to_the_dask_cluster_and_counts_as_forked_helpers_count_it():
+    """``explore(client=)`` deals the systematic search's last pass to the cluster's worker
+    processes, a task per worker thread, as ``processes`` deals it to forked helpers: #5379's
+    bound 2 (its last pass shared) gives the same schedules, pruned runs, distinct states,
+    revisits, failure groups and counts either way; the random shares, sent with the in-order
+    run, are let go for the pass and sent again after it for the draws left, so a search
+    with random runs too counts as the forked one does.  The workers are other processes:
+    a state must name itself alike there (not by this process's hash or table order)."""
+    distributed = pytest.importorskip("distributed")
+    from jupyter_refs.zoo import RACES
+
+    race = RACES["5379"]
+    forked = race.find(bound=2, sample=False, processes=2)
+    forked_sampled = race.find(bound=2, max_schedules=2000, processes=2)
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as client:
+        with distributed.get_task_stream(client) as stream:
+            there = race.find(bound=2, sample=False, client=client)
+        sampled = race.find(bound=2, max_schedules=2000, client=client)
+    passes = {task["key"] for task in stream.data if "-pass-" in str(task["key"])}
+    assert len(passes) == 2 and len({task["worker"] for task in stream.data}) == 2
+    for mine, theirs in ((there, forked), (sampled, forked_sampled)):
+        assert (mine.schedules, mine.systematic, mine.sampled, mine.pruned, mine.states,
+                mine.revisited) == (theirs.schedules, theirs.systematic, theirs.sampled,
+                                    theirs.pruned, theirs.states, theirs.revisited)
+        assert _counts(mine) == _counts(theirs)
+        assert [f.schedule for f in mine.failures] == [f.schedule for f in theirs.failures]
+    assert sampled.sampled > 0 and there.exhaustive
+
+
+@pytest.mark.dask
+def test_an_interrupted_shared_pass_on_dask_stops_its_tasks_on_the_workers(monkeypatch):
+    """A search interrupted while its last pass runs on the workers (its progress callback
+    raises, as a notebook's interrupt would) lets go of the pass's tasks, and each stops at
+    its next run: the workers are free for the next search at once."""
+    distributed = pytest.importorskip("distributed")
+    from jupyter_refs.zoo import RACES
+
+    monkeypatch.setattr(explore_module, "_PROGRESS_SECONDS", 0.02)
+    race = RACES["5379"]
+
+    def executing(client):
+        return sorted(client.run(lambda dask_worker: len(dask_worker.state.executing)).values())
+
+    class Interrupted(Exception):
+        pass
+
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as client:
+        def progress(runs, total, groups):
+            if executing(client) == [1, 1]:  # the pass's two tasks under way
+                raise Interrupted
+
+        with pytest.raises(Interrupted):
+            race.find(bound=2, sample=False, client=client, progress=progress)
+        stopped = time.monotonic() + 10
+        while executing(client) != [0, 0]:
+            assert time.monotonic() < stopped, "a released subtree task still runs on its worker"
+            time.sleep(0.02)
+        assert race.find(bound=1, sample=False, client=client).exhaustive
+
+
+@pytest.mark.dask
 def test_a_search_on_dask_shows_its_shares_progress_while_it_waits(monkeypatch):
     """While the shares run on the workers, the search's ``progress`` hears how far they have
     got (read on each worker), rising, before the last call that counts everything in."""
