@@ -1666,7 +1666,9 @@ def explore(scenario: Scenario, protocol: str | ProtocolVariant = "dask",
     failures, counts, smallest schedules — is this process's alone, exactly, whatever the
     number of shares.  **On a dask cluster** (``client``): a share per worker thread, a
     task pinned to its worker (a cluster of this process's own threads gets one
-    share, run in this thread); the systematic search stays here.  The
+    share, run in this thread); the systematic search's last pass, when it is shared
+    (``processes``' rule), goes to the cluster too, a task per worker thread, and counts
+    exactly as forked helpers count it (a state is named alike in every process).  The
     scenario travels by cloudpickle: one that cannot is refused before anything runs, with
     what cloudpickle said.
 
