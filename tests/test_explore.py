@@ -919,6 +919,42 @@ def test_an_interrupted_search_on_dask_stops_its_shares_on_the_workers():
         assert explore(race, client=client, protocol="dask", max_schedules=400).schedules == 400
 
 
+_DIGESTS = """
+import sys
+from jupyter_refs.explore import _run, fingerprint, state_digest
+from jupyter_refs.zoo import RACES
+
+def digest(name):
+    race = RACES[name]
+    run = _run(race.scenario, race.found_under, race.workers, fingerprint(race.scenario), [],
+               strict=False)
+    return name, state_digest(run.cluster).hex()
+
+print(dict(digest(name) for name in sys.argv[1:]))
+"""
+
+
+def test_a_state_is_named_alike_in_every_process():
+    """``state_digest`` names a state the same in every process, whatever its hash seed and
+    whatever states it met before (a dask worker is a process of its own, and a search
+    shared there compares its states with the ones met here): two interpreters with other
+    hash seeds, digesting two zoo races' end states in opposite orders, agree.  (A plan's
+    number was its place in the process's table, so the order mattered.)"""
+    import ast
+    import os
+    import subprocess
+    import sys
+
+    def digests(seed: str, *names: str) -> dict:
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        done = subprocess.run([sys.executable, "-c", _DIGESTS, *names], env=env, check=True,
+                              capture_output=True, text=True)
+        return ast.literal_eval(done.stdout.strip().splitlines()[-1])
+
+    one = digests("1", "5379", "7498")
+    assert digests("2", "7498", "5379") == one and len(set(one.values())) == 2
+
+
 @pytest.mark.dask
 def test_a_shared_pass_goes_to_the_dask_cluster_and_counts_as_forked_helpers_count_it():
     """``explore(client=)`` deals the systematic search's last pass to the cluster's worker
