@@ -573,7 +573,8 @@ class RefsMagics(Magics):
               help="processes sharing the random runs and a large last pass of the bounded "
                    "search (default: one per core; 1: only this kernel)")
     @argument("--client", "-c", metavar="NAME",
-              help="a distributed.Client in the notebook: its workers share the random runs")
+              help="a distributed.Client in the notebook: its workers share the random runs "
+                   "and the bounded search's last pass")
     @cell_magic
     def explore(self, line: str, cell: str) -> None:
         """Run the cell under many message orders and report the distinct failures.
@@ -581,9 +582,9 @@ class RefsMagics(Magics):
         The cell is the scenario: it uses ``client`` (a fresh one each run).  Shows a
         progress bar, a summary, the smallest failing schedule explained, and its
         timeline; ``%replay SCHEDULE`` reruns any schedule it reports.  With ``--client
-        NAME`` (a ``distributed.Client`` of worker processes) the random runs are shared by
-        its workers' threads, with the same result; the cell and the names it reads travel
-        there by cloudpickle.
+        NAME`` (a ``distributed.Client`` of worker processes) the random runs, and the
+        bounded search's last pass, are shared by its workers' threads, with the same
+        result; the cell and the names it reads travel there by cloudpickle.
         """
         args = _parse(self.explore, line)
         if args.max < 1 or args.bound < 0:
