@@ -1664,10 +1664,10 @@ def explore(scenario: Scenario, protocol: str | ProtocolVariant = "dask",
     **Shared** (``processes``, or ``client``): the random runs are split by order, not only
     by draw (:class:`_Share`): each order is run by one process, so the result — schedules,
     failures, counts, smallest schedules — is this process's alone, exactly, whatever the
-    number of shares.  **On a dask cluster** (``client``): a share per worker thread, a
+    number of shares.  **On a dask cluster** (``client``): a share per worker process, a
     task pinned to its worker (a cluster of this process's own threads gets one
     share, run in this thread); the systematic search's last pass, when it is shared
-    (``processes``' rule), goes to the cluster too, a task per worker thread, and counts
+    (``processes``' rule), goes to the cluster too, a task per worker, and counts
     exactly as forked helpers count it (a state is named alike in every process).  The
     scenario travels by cloudpickle: one that cannot is refused before anything runs, with
     what cloudpickle said.
@@ -1914,7 +1914,7 @@ def _search(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, f
     With ``processes``, the last pass — the largest, by far — is shared with forked helpers
     (:func:`_shared_pass`) once the passes before it have made :data:`_SHARED_PASS_MIN_RUNS`
     runs (a smaller search is over before a helper would start); with ``away`` (a dask
-    cluster's, ``explore(client=…)``), with a task per worker thread there instead.
+    cluster's, ``explore(client=…)``), with a task per worker there instead.
     """
     pruned = 0
     previous: dict | None = None
@@ -2026,7 +2026,7 @@ def _shared_pass(scenario: Scenario, protocol: str | ProtocolVariant, workers: i
                  previous: dict | None, processes: int, away: _Remote | None = None
                  ) -> tuple[bool, bool, int]:
     """The search's last pass shared with a forked helper per process, as :func:`_pass`
-    returns it; with ``away``, shared among a dask cluster's worker threads instead, each
+    returns it; with ``away``, shared among a dask cluster's workers instead, each
     share a task there, while this process waits (:meth:`_Remote.subtrees`).
 
     The pass's first run is made here, then the first run of each subtree below it
@@ -2310,9 +2310,13 @@ def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: i
 
 
 class _Remote:
-    """A search's work on a dask cluster (``explore(client=…)``), a task per worker thread,
-    each pinned to its worker: the random runs' shares (:func:`_share_away`), and the last
-    pass's subtrees when it is shared (:func:`_subtrees_away`).
+    """A search's work on a dask cluster (``explore(client=…)``), a task per worker — per
+    process, not per thread: runs are pure Python, so two in one interpreter take turns on
+    its GIL, and they do not stay replayable there (a worker of two threads made #5379's
+    shared pass meet 1,083 and 1,187 distinct states in two searches, against 1,046, and
+    turned a share's memo off on #8576) — each pinned to its worker: the random runs' shares
+    (:func:`_share_away`), and the last pass's subtrees when it is shared
+    (:func:`_subtrees_away`).
 
     The random shares start as soon as the in-order run is made (what the random runs are
     judged against), while this process searches: it cannot know yet how many draws the
@@ -2325,7 +2329,7 @@ class _Remote:
 
     def __init__(self, client: Any, addresses: list[str], search: tuple):
         self.client = client
-        #: A worker's address per thread: one share each.
+        #: The workers' addresses: a share each.
         self.addresses = addresses
         self.search = search
         self.token = f"explore-{search[3]}-{search[4]}-{os.getpid()}-{next(_SEARCHES)}"
@@ -2344,7 +2348,7 @@ class _Remote:
         nthreads = client.nthreads()
         if all(str(address).startswith("inproc://") for address in nthreads):
             return None
-        addresses = [address for address, n in sorted(nthreads.items()) for _ in range(n)]
+        addresses = sorted(address for address, n in nthreads.items() if n)
         if not addresses:
             raise ArgumentValueError("explore(client=…): the client's cluster has no worker")
         return cls(client, addresses, (scenario, protocol, workers, fp, seed, invariants, depth))
@@ -2376,7 +2380,7 @@ class _Remote:
         time.sleep(0)
 
     def subtrees(self, args: tuple, dealt: list[list[_Root]], budget: int) -> list[tuple]:
-        """A shared pass's ``dealt`` subtrees, a task per worker thread (:func:`_subtrees_away`):
+        """A shared pass's ``dealt`` subtrees, a task per worker (:func:`_subtrees_away`):
         what each searched, as :func:`_subtrees` returns it.  The random shares out are let
         go first, and sent again by :meth:`finish`."""
         if self.futures:

@@ -583,7 +583,7 @@ class RefsMagics(Magics):
         progress bar, a summary, the smallest failing schedule explained, and its
         timeline; ``%replay SCHEDULE`` reruns any schedule it reports.  With ``--client
         NAME`` (a ``distributed.Client`` of worker processes) the random runs, and the
-        bounded search's last pass, are shared by its workers' threads, with the same
+        bounded search's last pass, are shared by its workers (a task each), with the same
         result; the cell and the names it reads travel there by cloudpickle.
         """
         args = _parse(self.explore, line)

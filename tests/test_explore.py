@@ -988,6 +988,29 @@ def test_a_shared_pass_goes_to_the_dask_cluster_and_counts_as_forked_helpers_cou
 
 
 @pytest.mark.dask
+def test_a_worker_of_several_threads_takes_one_share():
+    """A search's shares go one per worker process, whatever its threads: runs are pure
+    Python (two in one interpreter only take turns on its GIL), and two at once there did
+    not replay alike — the memo of a share turned itself off, and a shared pass met other
+    states from search to search.  On one worker of two threads: one share of the random
+    runs, the bounded search made here, and the one process's result."""
+    distributed = pytest.importorskip("distributed")
+
+    race = _race_sent_whole()
+    kwargs = dict(protocol="dask", bound=2, max_schedules=3000, seed=3)
+    here = explore(race, processes=1, **kwargs)
+    with distributed.LocalCluster(n_workers=1, processes=True, threads_per_worker=2,
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as client:
+        with distributed.get_task_stream(client) as stream:
+            there = explore(race, client=client, **kwargs)
+    assert len([t for t in stream.data if "-draws-" in str(t["key"])]) == 1
+    assert (there.schedules, there.systematic, there.repeats, there.states) == \
+        (here.schedules, here.systematic, here.repeats, here.states)
+    assert _counts(there) == _counts(here)
+
+
+@pytest.mark.dask
 def test_an_interrupted_shared_pass_on_dask_stops_its_tasks_on_the_workers(monkeypatch):
     """A search interrupted while its last pass runs on the workers (its progress callback
     raises, as a notebook's interrupt would) lets go of the pass's tasks, and each stops at
