@@ -881,6 +881,15 @@ def test_explore_on_worker_processes_replays_every_share_under_a_busy_profiler()
         assert replay(race, failure.schedule).failed
 
 
+def _executing(client) -> list[int]:
+    """How many tasks each worker of ``client``'s cluster is running, sorted."""
+    return sorted(client.run(lambda dask_worker: len(dask_worker.state.executing)).values())
+
+
+class _Interrupted(Exception):
+    """What a progress callback raises, as a notebook's interrupt would."""
+
+
 @pytest.mark.dask
 def test_an_interrupted_search_on_dask_stops_its_shares_on_the_workers():
     """dask cannot stop a running task: a search interrupted while its shares run (here its
@@ -891,11 +900,7 @@ def test_an_interrupted_search_on_dask_stops_its_shares_on_the_workers():
     distributed = pytest.importorskip("distributed")
 
     race = _race_sent_whole()
-    def executing(client):
-        return sorted(client.run(lambda dask_worker: len(dask_worker.state.executing)).values())
-
-    class Interrupted(Exception):
-        pass
+    executing = _executing
 
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
                                   dashboard_address=":0") as cluster, \
@@ -906,9 +911,9 @@ def test_an_interrupted_search_on_dask_stops_its_shares_on_the_workers():
             while executing(client) != [1, 1]:
                 assert time.monotonic() < deadline, executing(client)
                 time.sleep(0.01)
-            raise Interrupted
+            raise _Interrupted
 
-        with pytest.raises(Interrupted):
+        with pytest.raises(_Interrupted):
             explore(race, client=client, protocol="dask", max_schedules=10_000_000,
                     progress=progress)
         stopped = time.monotonic() + 10
@@ -1020,21 +1025,16 @@ def test_an_interrupted_shared_pass_on_dask_stops_its_tasks_on_the_workers(monke
 
     monkeypatch.setattr(explore_module, "_PROGRESS_SECONDS", 0.02)
     race = RACES["5379"]
-
-    def executing(client):
-        return sorted(client.run(lambda dask_worker: len(dask_worker.state.executing)).values())
-
-    class Interrupted(Exception):
-        pass
+    executing = _executing
 
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
                                   dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as client:
         def progress(runs, total, groups):
             if executing(client) == [1, 1]:  # the pass's two tasks under way
-                raise Interrupted
+                raise _Interrupted
 
-        with pytest.raises(Interrupted):
+        with pytest.raises(_Interrupted):
             race.find(bound=2, sample=False, client=client, progress=progress)
         stopped = time.monotonic() + 10
         while executing(client) != [0, 0]:
