@@ -2344,13 +2344,17 @@ class _Remote:
         """The search's remote, or None when every worker is in this process: their threads
         share this interpreter (its GIL, and the state every run's clients set, such as
         dask's default scheduler), so shares side by side would neither run faster nor stay
-        replayable — the search is then made here, in one process."""
+        replayable — the search is then made here, in one process.  A worker of this
+        process beside others takes no share (by its ``inproc://`` address, or as one of
+        this process's workers: ``LocalCluster(processes=False, protocol="tcp")``'s)."""
         nthreads = client.nthreads()
-        if all(str(address).startswith("inproc://") for address in nthreads):
-            return None
-        addresses = sorted(address for address, n in nthreads.items() if n)
-        if not addresses:
+        if not any(nthreads.values()):
             raise ArgumentValueError("explore(client=…): the client's cluster has no worker")
+        here = _workers_here()
+        addresses = sorted(address for address, n in nthreads.items()
+                           if n and address not in here and not address.startswith("inproc://"))
+        if not addresses:
+            return None
         return cls(client, addresses, (scenario, protocol, workers, fp, seed, invariants, depth))
 
     def start(self, tally: Tally, left: int | None = None) -> None:
@@ -2445,6 +2449,14 @@ class _Remote:
         for future in self.futures:
             future.release()
         self.futures = []
+
+
+def _workers_here() -> set[str]:
+    """The addresses of the dask workers running in this process (``distributed`` keeps
+    every worker it makes in ``Worker._instances``)."""
+    from distributed import Worker
+
+    return {worker.address for worker in list(Worker._instances)}
 
 
 #: Numbers the searches sent to a dask cluster, for their shares' names there.

@@ -993,6 +993,28 @@ def test_a_shared_pass_goes_to_the_dask_cluster_and_counts_as_forked_helpers_cou
 
 
 @pytest.mark.dask
+def test_workers_in_this_process_take_no_share_whatever_their_addresses():
+    """Workers of this process are this interpreter's threads, even on TCP
+    (``LocalCluster(processes=False, protocol="tcp")``): their shares would take turns with
+    the search on its GIL and not replay alike, so the search is made here, as one process
+    makes it, and nothing is sent to them."""
+    distributed = pytest.importorskip("distributed")
+
+    race = _race_sent_whole()
+    kwargs = dict(protocol="dask", bound=1, max_schedules=1500, seed=4)
+    here = explore(race, processes=1, **kwargs)
+    with distributed.LocalCluster(n_workers=2, processes=False, protocol="tcp",
+                                  threads_per_worker=1, dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as client:
+        assert all(a.startswith("tcp://") for a in client.nthreads())
+        with distributed.get_task_stream(client) as stream:
+            there = explore(race, client=client, **kwargs)
+    assert stream.data == []
+    assert (there.schedules, there.repeats) == (here.schedules, here.repeats)
+    assert _counts(there) == _counts(here)
+
+
+@pytest.mark.dask
 def test_a_worker_of_several_threads_takes_one_share():
     """A search's shares go one per worker process, whatever its threads: runs are pure
     Python (two in one interpreter only take turns on its GIL), and two at once there did
