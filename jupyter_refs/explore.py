@@ -1010,8 +1010,7 @@ def _plan(kind: type, fields: dict) -> Callable[[Any, dict, dict], tuple] | None
     # order (#5379's shared pass met 1,324 distinct states there against 1,046 here).
     number = _KEPT.get(kept)
     if number is None:
-        number = _KEPT[kept] = int.from_bytes(
-            hashlib.blake2b("\0".join(kept).encode(), digest_size=4).digest(), "little")
+        number = _KEPT[kept] = _stable_hash("\0".join(kept).encode(), 4)
     head = (kind.__qualname__, "=", number)
     order = tuple((k, _ID_FAMILIES.get(k)) for k in kept)
     robin = kept.index("_next_worker") if "_next_worker" in kept else None
@@ -1271,12 +1270,12 @@ def _digest(cluster: Cluster, hashing: Callable[[bytes], int] = hash) -> tuple[i
     return hashing(data), id(cluster) in memo
 
 
-def _stable_hash(data: bytes) -> int:
-    """A state's bytes hashed alike in every process: Python's hash of bytes is salted per
-    process (``PYTHONHASHSEED``), and a dask worker is a process of its own, not a fork, so
-    the states a search met here would be strangers there (measured on #5379's shared pass:
-    1,324 distinct states against 1,046, and 16 more runs)."""
-    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
+def _stable_hash(data: bytes, size: int = 8) -> int:
+    """``data`` hashed alike in every process, in ``size`` bytes: Python's hash of bytes is
+    salted per process (``PYTHONHASHSEED``), and a dask worker is a process of its own, not a
+    fork, so the states a search met here would be strangers there (measured on #5379's
+    shared pass: 1,324 distinct states against 1,046, and 16 more runs)."""
+    return int.from_bytes(hashlib.blake2b(data, digest_size=size).digest(), "little")
 
 
 class _NotPlain(Exception):
@@ -2122,7 +2121,8 @@ def _subtrees(scenario: Scenario, protocol: str | ProtocolVariant, workers: int,
     states seen, revisits, own states)``, ``failing`` each new count of a failure group with
     its smallest run's picks.  ``going``, in a helper (forked, or a dask task), is told the
     runs counted so far; ``name`` tells its states apart from every other share's (the
-    process id by default: a dask worker may run two shares)."""
+    process id by default; a dask task's key, since a worker may run a second share once
+    another worker leaves)."""
     runs, same, before = tally.runs, tally.same, {g: f.count for g, f in tally.groups.items()}
     revisits, own = (states.revisits, states.own) if states is not None else (0, 0)
     if going is not None:
@@ -2332,7 +2332,8 @@ class _Remote:
         #: The workers' addresses: a share each.
         self.addresses = addresses
         self.search = search
-        self.token = f"explore-{search[3]}-{search[4]}-{os.getpid()}-{next(_SEARCHES)}"
+        fp, seed = search[3:5]
+        self.token = f"explore-{fp}-{seed}-{os.getpid()}-{next(_SEARCHES)}"
         self.args: tuple = ()
         self.futures: list = []
         self._sent = itertools.count()  # each sending's keys are new (see start)

@@ -900,7 +900,6 @@ def test_an_interrupted_search_on_dask_stops_its_shares_on_the_workers():
     distributed = pytest.importorskip("distributed")
 
     race = _race_sent_whole()
-    executing = _executing
 
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
                                   dashboard_address=":0") as cluster, \
@@ -908,8 +907,8 @@ def test_an_interrupted_search_on_dask_stops_its_shares_on_the_workers():
         def progress(runs, total, groups):
             # The shares started (sent with the in-order run): both workers busy with one.
             deadline = time.monotonic() + 30
-            while executing(client) != [1, 1]:
-                assert time.monotonic() < deadline, executing(client)
+            while _executing(client) != [1, 1]:
+                assert time.monotonic() < deadline, _executing(client)
                 time.sleep(0.01)
             raise _Interrupted
 
@@ -917,7 +916,7 @@ def test_an_interrupted_search_on_dask_stops_its_shares_on_the_workers():
             explore(race, client=client, protocol="dask", max_schedules=10_000_000,
                     progress=progress)
         stopped = time.monotonic() + 10
-        while executing(client) != [0, 0]:
+        while _executing(client) != [0, 0]:
             assert time.monotonic() < stopped, "a released share still runs on its worker"
             time.sleep(0.05)
         # The workers are free for the next search at once.
@@ -963,7 +962,7 @@ def test_a_state_is_named_alike_in_every_process():
 @pytest.mark.dask
 def test_a_shared_pass_goes_to_the_dask_cluster_and_counts_as_forked_helpers_count_it():
     """``explore(client=)`` deals the systematic search's last pass to the cluster's worker
-    processes, a task per worker thread, as ``processes`` deals it to forked helpers: #5379's
+    processes, a task per worker, as ``processes`` deals it to forked helpers: #5379's
     bound 2 (its last pass shared) gives the same schedules, pruned runs, distinct states,
     revisits, failure groups and counts either way; the random shares, sent with the in-order
     run, are let go for the pass and sent again after it for the draws left, so a search
@@ -1047,19 +1046,18 @@ def test_an_interrupted_shared_pass_on_dask_stops_its_tasks_on_the_workers(monke
 
     monkeypatch.setattr(explore_module, "_PROGRESS_SECONDS", 0.02)
     race = RACES["5379"]
-    executing = _executing
 
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
                                   dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as client:
         def progress(runs, total, groups):
-            if executing(client) == [1, 1]:  # the pass's two tasks under way
+            if _executing(client) == [1, 1]:  # the pass's two tasks under way
                 raise _Interrupted
 
         with pytest.raises(_Interrupted):
             race.find(bound=2, sample=False, client=client, progress=progress)
         stopped = time.monotonic() + 10
-        while executing(client) != [0, 0]:
+        while _executing(client) != [0, 0]:
             assert time.monotonic() < stopped, "a released subtree task still runs on its worker"
             time.sleep(0.02)
         assert race.find(bound=1, sample=False, client=client).exhaustive
