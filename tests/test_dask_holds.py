@@ -204,6 +204,9 @@ class _Witness:
     def must_wait(self, sig, occurrence):
         return False
 
+    def sent(self, sig, occurrence):
+        pass
+
     def delivered(self, sig, occurrence):
         (_, _, op, keys) = sig
         if op == "update-data-reply":
@@ -375,6 +378,44 @@ def test_the_late_worker_release_group(inproc, race_failures):
     result = confirm(scatter_race, failure, inproc, orders="every", attempts=1)
     assert result.confirmed, str(result)
     assert result.attempts == 1 and result.enforced
+
+
+def cancel_then_same_key_slowly(client):
+    """dask#8215's scenario with a user thread that lags behind dask's event loop."""
+    f = client.submit(inc, 1, key="k")
+    client.cancel([f])
+    time.sleep(0.3)  # the first run ends, and its key-in-memory is on its way, meanwhile
+    g = client.submit(inc, 1, key="k")
+    return g.result()
+
+
+def test_a_lagging_user_thread_still_meets_the_models_order(inproc):
+    """The model runs the user's code until it waits; dask's user thread may lag behind its
+    loop.  A message to the client waits until the client sent what the model's sent first
+    (key-in-memory waits for the second update-graph; cancelled-keys for the gather, a request
+    gated while confirm steers, whose reply then waits behind cancelled-keys): #8215's
+    returning order is made in every run (CI: 3 of 3 runs cancelled under load, and the
+    gather, never gated, left every choice of the model unmade)."""
+    from jupyter_refs.dask.confirm import sent_first
+
+    race = RACES["8215"]
+    returning = next(f for f in race.find(max_schedules=300, processes=1, sample=False).failures
+                     if f.names == ("outcome_differs",)).schedule
+    # The same messages in the same order: only the scenario's fingerprint differs.
+    returning = returning.replace(fingerprint(race.scenario),
+                                  fingerprint(cancel_then_same_key_slowly))
+    first = sent_first(replay(cancel_then_same_key_slowly, returning), {},
+                       lambda receiver, op: op != "execute")
+    update_graph = ("client:1", "scheduler", "update-graph", ("k",))
+    gather = next(n for n in first[(("scheduler", "client:1", "cancelled-keys", ("k",)), 1)]
+                  if n[0][2] == "gather")
+    assert gather == (("client:1", "scheduler", "gather", ("k",)), 1)
+    assert first[(("scheduler", "client:1", "key-in-memory", ("k",)), 1)] == {(update_graph, 2)}
+    for _ in range(3):
+        result = confirm(cancel_then_same_key_slowly, returning, inproc, orders="every",
+                         attempts=1)
+        assert result.confirmed and result.enforced, str(result)
+        assert result.outcome == "returned 2"
 
 
 @pytest.mark.slow

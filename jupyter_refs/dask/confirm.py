@@ -4,8 +4,11 @@ The explorer finds a failing schedule on the kernel-side cluster.  This replays 
 reads which messages it delayed and which overtook them, and runs the same scenario with a
 real dask ``Client`` (an in-process cluster) while the holds of :mod:`.holds` enforce the
 same overtakes: a message the schedule delays is held at its gate — and its channel behind
-it — until every message that overtook it has been delivered.  Nothing else is steered:
-real dask delivers the rest in its own order.  Real dask then *confirms* the failure when
+it — until every message that overtook it has been delivered.  The model runs the user's
+code until it waits, and real dask's user thread may lag behind its event loop: so a message
+to the client also waits until the client sent what the model's had sent before it came
+(:func:`sent_first`).  Nothing else is steered: real dask delivers the rest in its own order
+(``orders="every"`` makes each default choice of the model too).  Real dask then *confirms* the failure when
 its own trace shows the same check failing on the same key: the model's first violation a
 dask trace can judge.  One judged only once the channels drain cannot be (a dask trace
 records no drain), and a failure with nothing else is refused rather than reported as
@@ -26,6 +29,7 @@ import gc
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,27 +102,45 @@ class Confirmation:
 
 
 class _Overtakes:
-    """The holds' controller: a message waits until everything that overtook it is delivered.
+    """The holds' controller: a message waits until everything that overtook it is delivered,
+    and, on its way to a client, until that client sent what the model's client sent first.
 
     Real dask's messages are translated to the model's by key first (:class:`_Keys`): a
     task's key holds its arguments' futures' ids, which no two runs share.
     """
 
-    def __init__(self, waits: dict[Sig, set[Sig]], keys: _Keys):
+    def __init__(self, waits: dict[Sig, set[Sig]], keys: _Keys,
+                 sends: dict[Sig, set[Sig]] | None = None):
         self.waits = waits
+        self.sends = sends or {}
         self.keys = keys
         self.done: set[Sig] = set()
+        self.out: set[Sig] = set()  # sent
 
     def must_wait(self, sig: tuple, occurrence: int) -> bool:
-        need = self.waits.get((self.keys.sig(sig), occurrence))
-        return bool(need) and not need <= self.done
+        at = (self.keys.sig(sig), occurrence)
+        need = self.waits.get(at)
+        if need and not need <= self.done:
+            return True
+        first = self.sends.get(at)
+        return bool(first) and not first <= self.out
 
     def delivered(self, sig: tuple, occurrence: int) -> None:
         self.done.add((self.keys.sig(sig), occurrence))
 
-    def unmet(self) -> list[tuple[Sig, list[Sig]]]:
-        return [(d, sorted(need - self.done)) for d, need in self.waits.items()
-                if d not in self.done and not need <= self.done]
+    def sent(self, sig: tuple, occurrence: int) -> None:
+        self.out.add((self.keys.sig(sig), occurrence))
+
+    def unmet(self) -> list[str]:
+        """Each wait not met, in words."""
+        out = [f"{_say(d)} was to wait for {', '.join(_say(n) for n in sorted(need - self.done))}"
+               for d, need in self.waits.items() if d not in self.done and not need <= self.done]
+        # A message real dask never sent did not wait: only one that came and waits counts.
+        out += [f"{_say(d)} was to wait until its receiver sent "
+                f"{', '.join(_say(n) for n in sorted(first - self.out))}"
+                for d, first in self.sends.items()
+                if d in self.out and d not in self.done and not first <= self.out]
+        return out
 
 
 class _Keys:
@@ -159,14 +181,11 @@ class _Keys:
         return known
 
 
-def overtakes(run: Run, names: dict[str, str], every: bool = False) -> dict[Sig, set[Sig]]:
-    """Each delayed message of ``run`` → the messages that overtook it (renamed by ``names``).
-
-    With ``every``, each choice the run made counts, the default ones too: at every
-    decision, the messages not picked wait for the one picked.
-    """
+def _occurrences(run: Run, names: dict[str, str]) -> dict[int, tuple[Sig, str]]:
+    """Each message of ``run`` (by id) → its signature, renamed by ``names``, and its receiver
+    as the model names it; a task run (``execute``) and a message never received are left out."""
     receivers = {e.msg_id: e.actor for e in run.trace.events(kind="msg.received")}
-    occurrence: dict[int, Sig] = {}
+    occurrence: dict[int, tuple[Sig, str]] = {}
     counts: dict[tuple, int] = {}
     for e in run.trace.events(kind="msg.sent"):
         receiver = receivers.get(e.msg_id)
@@ -175,19 +194,55 @@ def overtakes(run: Run, names: dict[str, str], every: bool = False) -> dict[Sig,
         sig = (names.get(e.actor, e.actor), names.get(receiver, receiver), e.op,
                tuple(e.fields["keys"]))
         counts[sig] = counts.get(sig, 0) + 1
-        occurrence[e.msg_id] = (sig, counts[sig])
+        occurrence[e.msg_id] = ((sig, counts[sig]), receiver)
+    return occurrence
+
+
+def overtakes(run: Run, names: dict[str, str], every: bool = False,
+              held: Callable[[str, str], bool] | None = None) -> dict[Sig, set[Sig]]:
+    """Each delayed message of ``run`` → the messages that overtook it (renamed by ``names``).
+
+    With ``every``, each choice the run made counts, the default ones too: at every
+    decision, the messages not picked wait for the one picked — among those ``held(receiver,
+    op)`` says a gate holds: the order of the others cannot be made, and a wait for one
+    would never end.
+    """
+    occurrence = _occurrences(run, names)
+    gated = (lambda msg_id: True) if held is None or not every else (
+        lambda msg_id: held(occurrence[msg_id][1], occurrence[msg_id][0][0][2]))
     waits: dict[Sig, set[Sig]] = {}
     for d in run.decisions:
         if not d.pick and not every:
             continue
         chosen = d.heads[d.pick]
-        if chosen.op == "execute" or chosen.msg_id not in occurrence:
+        if chosen.msg_id not in occurrence or not gated(chosen.msg_id):
             continue
         for late in (d.heads[:d.pick] + d.heads[d.pick + 1:] if every else d.heads[:d.pick]):
-            if late.op == "execute" or late.msg_id not in occurrence:
+            if late.msg_id not in occurrence or not gated(late.msg_id):
                 continue
-            waits.setdefault(occurrence[late.msg_id], set()).add(occurrence[chosen.msg_id])
+            waits.setdefault(occurrence[late.msg_id][0], set()).add(occurrence[chosen.msg_id][0])
     return waits
+
+
+def sent_first(run: Run, names: dict[str, str],
+               held: Callable[[str, str], bool]) -> dict[Sig, set[Sig]]:
+    """Each message to a client in ``run`` → what that client sent before it came, on each
+    channel the last such message (a channel keeps its order): the model runs the user's code
+    until it waits, real dask's user thread may lag behind its event loop.  Only messages a
+    gate holds (``held(receiver, op)``) can wait, or be seen sent (they reach a gate)."""
+    occurrence = _occurrences(run, names)
+    last: dict[str, dict[tuple[str, str], Sig]] = {}  # client → (receiver, channel) → last sent
+    sends: dict[Sig, set[Sig]] = {}
+    for e in run.trace.events():
+        if not e.actor.startswith("client:") or e.msg_id not in occurrence:
+            continue
+        sig, receiver = occurrence[e.msg_id]
+        op = sig[0][2]
+        if e.kind == "msg.sent" and held(receiver, op):
+            last.setdefault(e.actor, {})[(receiver, e.channel or "")] = sig
+        elif e.kind == "msg.received" and held(e.actor, op) and last.get(e.actor):
+            sends[sig] = set(last[e.actor].values())
+    return sends
 
 
 def _forgotten(client: Any, keys: set[str], timeout: float) -> None:
@@ -309,9 +364,10 @@ def _confirm(scenario: Scenario, run: Run, expected: Violation, fresh: set[str],
                                "elsewhere")
         names = {m: holds.actor_name(w) for m, w in zip(model_workers, workers)}
         names.update({"client:1": tracer.me})
-        waits = overtakes(run, names, every)
+        waits = overtakes(run, names, every, holds.can_hold)
+        sends = sent_first(run, names, holds.can_hold)
         keys = _Keys(_keys(run), fresh)
-        control = _Overtakes(waits, keys)
+        control = _Overtakes(waits, keys, sends)
         # A future of an earlier run kept alive by a cycle releases its key whenever the
         # collector next finds it — in the middle of this run, where its release looked
         # like the run's own (dask#8215's key was cancelled under a test suite's load of
@@ -343,8 +399,7 @@ def _confirm(scenario: Scenario, run: Run, expected: Violation, fresh: set[str],
             if not thread.is_alive() and not held and quiet > 0.3:
                 break
             if held and quiet > stall or time.monotonic() > deadline:
-                unmet = [f"{_say(d)} was to wait for {', '.join(_say(n) for n in need)}, "
-                         "which never came" for d, need in control.unmet()]
+                unmet = [f"{wait}, which never came" for wait in control.unmet()]
                 unmet = unmet or [f"still busy after {timeout} s"]
                 holds.controller = None
                 holds.release()
@@ -354,8 +409,8 @@ def _confirm(scenario: Scenario, run: Run, expected: Violation, fresh: set[str],
             # The run ended with a delayed message never matched: real dask sent it under
             # another name (another sender, another op) or not at all, ungated — the order
             # was not made, whatever real dask then showed.
-            unmet = [f"{_say(d)} was to wait for {', '.join(_say(n) for n in need)}, but "
-                     "real dask's run never sent it as such" for d, need in control.unmet()]
+            unmet = [f"{wait}, but real dask's run never sent it as such"
+                     for wait in control.unmet()]
         holds.steer(None)
         # The run's own task keys are new to every later run's wait: it waits for them here.
         _forgotten(dask_client, set(keys.real), stall)

@@ -18,7 +18,8 @@ comm's reads and writes); here every place the races live is one gate:
 * the RPCs on the scatter path: the request at its handler (the scheduler's
   ``scatter`` and ``update_data``, the worker's ``update_data`` — the data put),
   the reply where the caller awaits it (the client's ``client.scheduler`` proxy of
-  :mod:`.tracer`, and a proxy of the scheduler's connection pool).
+  :mod:`.tracer`, and a proxy of the scheduler's connection pool);
+* while a controller steers (``confirm``), the client's ``gather`` the same way.
 
 The gates wrap what the tracer already hooks (:class:`.hooks.Hooks` keeps the undo),
 outermost, so a held message's receipt enters the trace when it is delivered.
@@ -95,6 +96,21 @@ RECEIPTS_TRACED |= {("client", op) for op in (*remote.REPORT_OPS,
 RECEIPTS_TRACED |= {("worker", op) for op in remote.WORKER_OPS}
 #: How long a blocking deliver waits for the receiver's loop.
 DELIVER_TIMEOUT_S = 10.0
+#: The client's requests gated only while a controller steers (``confirm``), and only the
+#: traced client's (its ``client.scheduler`` proxy announces them): dask's ``Future.result()``
+#: sends ``gather`` once the future's state wakes it, and the model orders it too.
+STEERED_REQUESTS = ("gather",)
+
+
+class Controller(Protocol):
+    """What steers holds beyond the patterns (``confirm``'s overtakes): asked of each message
+    at its gate, told of each delivery, and of each send (whatever reaches a gate was sent)."""
+
+    def must_wait(self, sig: tuple, occurrence: int) -> bool: ...
+
+    def delivered(self, sig: tuple, occurrence: int) -> None: ...
+
+    def sent(self, sig: tuple, occurrence: int) -> None: ...
 
 
 class HoldsUnavailableError(JupyterRefsError, RuntimeError):
@@ -191,6 +207,9 @@ class Holds:
         self._queues: dict[str, deque[HeldMessage]] = {}
         self._cond = threading.Condition(threading.RLock())
         self._seen: dict[tuple, int] = defaultdict(int)
+        self._sends: dict[tuple, int] = defaultdict(int)  # sends seen without a gate
+        #: (receiver kind, op) of every message a gate here can hold.
+        self.gated: set[tuple[str, str]] = set()
         self._expected: dict[tuple, deque[str]] = defaultdict(deque)
         self._draining: set[str] = set()
         self._settling: set[asyncio.Task] = set()  # let-through messages not yet handled
@@ -198,7 +217,7 @@ class Holds:
         #: When a gate last saw a message arrive or go (``time.monotonic()``).
         self.last_activity = time.monotonic()
         #: Optional: decides holds beyond the patterns, told of every delivery (``confirm``).
-        self.controller: Any = None
+        self.controller: Controller | None = None
         #: Record every message the gates see (not only held ones) in the trace.
         self.record_all = False
         self.hooks = Hooks(tracer.hook_failed)
@@ -293,13 +312,14 @@ class Holds:
                 # sees (a future done), so it is asked again now and then.
                 self._cond.wait(min(left, 0.02))
 
-    def steer(self, controller: Any) -> None:
+    def steer(self, controller: Controller | None) -> None:
         """Let ``controller`` decide holds beyond the patterns (``confirm``), recording every
         message the gates see; ``None`` stops.  Occurrences (the n-th message of a signature,
         by which a controller knows a message) count from here: what this tracer saw before
         — an earlier run, the user's own traffic — is not part of the run being steered."""
         with self._cond:
             self._seen.clear()
+            self._sends.clear()
             self.controller = controller
             self.record_all = controller is not None
 
@@ -338,9 +358,16 @@ class Holds:
         self._gate_request(s.handlers, "update_data", "scheduler", "update-data", s_loop,
                            lambda kw: kw.get("client", "?"),
                            lambda kw: tuple(remote.key_text(k) for k in kw.get("who_has") or ()))
+        for name in STEERED_REQUESTS:
+            self._gate_request(s.handlers, name, "scheduler", name, s_loop,
+                               functools.partial(self._announced, name, _keys), _keys)
         pool = s.rpc
         s.rpc = _PoolProxy(pool, self)
         hooks.on_undo("scheduler.rpc", lambda: setattr(s, "rpc", pool))
+        # The replies held where their callers await them (the proxies' ``reply``).
+        self.gated |= {("client", "scatter-reply"), ("client", "update-data-reply"),
+                       ("scheduler", "update-data-reply")}
+        self.gated |= {("client", f"{name}-reply") for name in STEERED_REQUESTS}
 
     def _gate_worker(self, worker: Any) -> None:
         address, loop = worker.address, worker.loop.asyncio_loop
@@ -360,9 +387,11 @@ class Holds:
 
     def _gate_streams(self, table: dict, receiver: str, sender_of: Callable[[dict], str],
                       loop: Any, label: str) -> None:
+        kind = label.split(" ", 1)[0]
         for op in list(table):
             if op in NEVER_HELD:
                 continue
+            self.gated.add((kind, op))
             self.hooks.replace(table, op, functools.partial(self._stream_gate, op, receiver,
                                                             sender_of, loop),
                                label=f"hold {label} {op}")
@@ -399,13 +428,15 @@ class Holds:
                       sender_of: Callable[[dict], str], keys_of: Callable[[dict], tuple]) -> None:
         if name not in table:
             return
+        self.gated.add(("scheduler" if receiver == "scheduler" else "worker", op))
 
         def make(original: Callable[..., Any]) -> Callable[..., Any]:
             @functools.wraps(original)
             async def gate(*args: Any, **kwargs: Any) -> Any:
                 keys = keys_of(kwargs)
                 sender = sender_of(kwargs)
-                msg = self._arrive(sender, receiver, op, keys, False, loop, None)
+                msg = None if sender is None else self._arrive(sender, receiver, op, keys, False,
+                                                               loop, None)
                 if msg is not None:
                     await msg._go
                 result = original(*args, **kwargs)
@@ -434,10 +465,23 @@ class Holds:
             return expected.popleft(), True
         return self.tracer.rpc_channel(sender), False
 
+    def _announced(self, op: str, keys_of: Callable[[dict], tuple], kwargs: dict) -> str | None:
+        """The traced client, if its proxy announced this request (:data:`STEERED_REQUESTS`
+        name no sender); None — not gated — for any other's."""
+        me = self.tracer.me
+        with self._cond:
+            return (self.tracer.client.id
+                    if self._expected.get((me, "scheduler", op, keys_of(kwargs))) else None)
+
     def expect(self, channel: str, sender: str, receiver: str, op: str, keys: tuple) -> None:
         """A request sent on ``channel`` (by a proxy here): its handler's gate will know it by it."""
         with self._cond:
             self._expected[(sender, receiver, op, keys)].append(channel)
+
+    def can_hold(self, receiver: str, op: str) -> bool:
+        """Whether a gate here holds ``op`` on its way to ``receiver`` (a trace's actor name):
+        only such a message's delivery is seen, and only its order can be made."""
+        return (receiver.split(":", 1)[0], op) in self.gated
 
     def _arrive(self, sender_raw: str, receiver_raw: str, op: str, keys: tuple, batched: bool,
                 loop: Any, call: Any, channel: str | None = None) -> HeldMessage | None:
@@ -455,6 +499,10 @@ class Holds:
             occurrence = self._seen[sig]
             queue = self._queues.get(channel)
             controller = self.controller
+            if controller is not None:
+                # Whatever reaches a gate was sent: a message that waits for its send goes.
+                controller.sent(sig, occurrence)
+                self._kick()
             hold = not self._closed and (
                 bool(queue) or any(fnmatchcase(channel, p) for p in self.patterns)
                 or (controller is not None and controller.must_wait(sig, occurrence)))

@@ -179,6 +179,8 @@ class _SchedulerProxy:
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._rpc, name)
+        if name in holds_mod.STEERED_REQUESTS:
+            return self._steered(name, attr)
         if name not in ("scatter", "update_data"):
             return attr
         tracer = self._tracer
@@ -198,6 +200,24 @@ class _SchedulerProxy:
             if op in remote.REPLIED:  # the scheduler's plugin recorded its send
                 tracer._local("msg.received", None, f"{op}-reply", "scheduler", keys,
                               extra=(CHANNEL, channel))
+            return result
+
+        return call
+
+    def _steered(self, op: str, attr: Any) -> Any:
+        """A request gated only while the holds' controller steers (``gather``): announced
+        to the scheduler's gate, its reply held where the client awaits it."""
+        tracer = self._tracer
+        holds = tracer._holds
+        if holds is None or holds.controller is None:
+            return attr
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            keys = tuple(remote.key_text(k) for k in kwargs.get("keys") or ())
+            channel = tracer.rpc_channel(tracer.me)
+            holds.expect(channel, tracer.me, "scheduler", op, keys)
+            result = await attr(*args, **kwargs)
+            await holds.reply(channel, "scheduler", tracer.client.id, f"{op}-reply", keys)
             return result
 
         return call
