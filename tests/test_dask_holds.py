@@ -8,6 +8,7 @@ message to reach its gate (a condition, not a race).  Select with ``pytest -m da
 from __future__ import annotations
 
 import concurrent.futures
+import gc
 import threading
 import time
 
@@ -123,7 +124,24 @@ def test_ordered_scatter_keeps_the_key_under_the_same_steps(inproc, variant):
         assert tracer.violations == []
 
 
+def wants_nothing(client, timeout: float = 10.0) -> None:
+    """Wait until the scheduler knows no key wanted by ``client``: a future of an earlier test
+    that the collector frees sends its release on the client's stream, where a test that
+    holds that stream would find it beside its own (once under load)."""
+    gc.collect()
+
+    def wanted(dask_scheduler, client=client.id):
+        state = dask_scheduler.clients.get(client)
+        return len(state.wants_what) if state is not None else 0
+
+    deadline = time.monotonic() + timeout
+    while client.run_on_scheduler(wanted):
+        assert time.monotonic() < deadline, "the client's earlier keys are still wanted"
+        time.sleep(0.02)
+
+
 def test_held_means_held_in_dask_and_ids_are_the_traces(inproc):
+    wants_nothing(inproc)
     with attach(inproc) as tracer:
         x = inproc.scatter(7)
         key = x.key
