@@ -434,6 +434,10 @@ def test_a_lagging_user_thread_still_meets_the_models_order(inproc):
                          attempts=1)
         assert result.confirmed and result.enforced, str(result)
         assert result.outcome == "returned 2"
+        # The gated gather is in real dask's trace, its send paired with its receipt.
+        gathers = [e for e in result.trace.events() if e.op == "gather"]
+        sent = {e.msg_id for e in gathers if e.kind == "msg.sent"}
+        assert sent and sent == {e.msg_id for e in gathers if e.kind == "msg.received"}
 
 
 @pytest.mark.slow

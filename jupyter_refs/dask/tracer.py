@@ -215,7 +215,8 @@ class _SchedulerProxy:
         async def call(*args: Any, **kwargs: Any) -> Any:
             keys = tuple(remote.key_text(k) for k in kwargs.get("keys") or ())
             channel = tracer.rpc_channel(tracer.me)
-            holds.expect(channel, tracer.me, "scheduler", op, keys)
+            holds.expect(channel, tracer.me, "scheduler", op, keys)  # (its gate records no send)
+            tracer._local("msg.sent", None, op, "scheduler", keys, extra=(CHANNEL, channel))
             result = await attr(*args, **kwargs)
             await holds.reply(channel, "scheduler", tracer.client.id, f"{op}-reply", keys)
             return result
