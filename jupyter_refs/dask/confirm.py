@@ -109,10 +109,9 @@ class _Overtakes:
     task's key holds its arguments' futures' ids, which no two runs share.
     """
 
-    def __init__(self, waits: dict[Sig, set[Sig]], keys: _Keys,
-                 sends: dict[Sig, set[Sig]] | None = None):
+    def __init__(self, waits: dict[Sig, set[Sig]], sends: dict[Sig, set[Sig]], keys: _Keys):
         self.waits = waits
-        self.sends = sends or {}
+        self.sends = sends
         self.keys = keys
         self.done: set[Sig] = set()
         self.out: set[Sig] = set()  # sent
@@ -208,19 +207,19 @@ def overtakes(run: Run, names: dict[str, str], every: bool = False,
     would never end.
     """
     occurrence = _occurrences(run, names)
-    gated = (lambda msg_id: True) if held is None or not every else (
-        lambda msg_id: held(occurrence[msg_id][1], occurrence[msg_id][0][0][2]))
+    if every and held is not None:
+        occurrence = {i: (sig, receiver) for i, (sig, receiver) in occurrence.items()
+                      if held(receiver, sig[0][2])}
     waits: dict[Sig, set[Sig]] = {}
     for d in run.decisions:
         if not d.pick and not every:
             continue
-        chosen = d.heads[d.pick]
-        if chosen.msg_id not in occurrence or not gated(chosen.msg_id):
+        chosen = occurrence.get(d.heads[d.pick].msg_id)
+        if chosen is None:
             continue
         for late in (d.heads[:d.pick] + d.heads[d.pick + 1:] if every else d.heads[:d.pick]):
-            if late.msg_id not in occurrence or not gated(late.msg_id):
-                continue
-            waits.setdefault(occurrence[late.msg_id][0], set()).add(occurrence[chosen.msg_id][0])
+            if late.msg_id in occurrence:
+                waits.setdefault(occurrence[late.msg_id][0], set()).add(chosen[0])
     return waits
 
 
@@ -237,7 +236,7 @@ def sent_first(run: Run, names: dict[str, str],
         if not e.actor.startswith("client:") or e.msg_id not in occurrence:
             continue
         sig, receiver = occurrence[e.msg_id]
-        op = sig[0][2]
+        (_, _, op, _), _ = sig
         if e.kind == "msg.sent" and held(receiver, op):
             last.setdefault(e.actor, {})[(receiver, e.channel or "")] = sig
         elif e.kind == "msg.received" and held(e.actor, op) and last.get(e.actor):
@@ -367,7 +366,7 @@ def _confirm(scenario: Scenario, run: Run, expected: Violation, fresh: set[str],
         waits = overtakes(run, names, every, holds.can_hold)
         sends = sent_first(run, names, holds.can_hold)
         keys = _Keys(_keys(run), fresh)
-        control = _Overtakes(waits, keys, sends)
+        control = _Overtakes(waits, sends, keys)
         # A future of an earlier run kept alive by a cycle releases its key whenever the
         # collector next finds it — in the middle of this run, where its release looked
         # like the run's own (dask#8215's key was cancelled under a test suite's load of

@@ -207,7 +207,6 @@ class Holds:
         self._queues: dict[str, deque[HeldMessage]] = {}
         self._cond = threading.Condition(threading.RLock())
         self._seen: dict[tuple, int] = defaultdict(int)
-        self._sends: dict[tuple, int] = defaultdict(int)  # sends seen without a gate
         #: (receiver kind, op) of every message a gate here can hold.
         self.gated: set[tuple[str, str]] = set()
         self._expected: dict[tuple, deque[str]] = defaultdict(deque)
@@ -319,7 +318,6 @@ class Holds:
         — an earlier run, the user's own traffic — is not part of the run being steered."""
         with self._cond:
             self._seen.clear()
-            self._sends.clear()
             self.controller = controller
             self.record_all = controller is not None
 

@@ -169,9 +169,16 @@ class AlreadyTracedError(JupyterRefsError, RuntimeError):
     """One tracer per dask cluster: their hooks would wrap each other."""
 
 
+#: The client's requests its ``client.scheduler`` proxy observes: dask's method → the op.
+#: The scatter path's always; :data:`.holds.STEERED_REQUESTS` only while ``confirm`` steers.
+_OBSERVED = {"scatter": "scatter", "update_data": "update-data",
+             **{name: name for name in holds_mod.STEERED_REQUESTS}}
+
+
 class _SchedulerProxy:
     """``client.scheduler`` with the scatter-path RPCs observed (sent, with keys) and, while
-    holds are installed, their replies held where the client awaits them."""
+    holds are installed, their replies held where the client awaits them; while ``confirm``
+    steers, its requests too (``gather``)."""
 
     def __init__(self, rpc: Any, tracer: DaskTracer):
         self._rpc = rpc
@@ -179,20 +186,25 @@ class _SchedulerProxy:
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._rpc, name)
-        if name in holds_mod.STEERED_REQUESTS:
-            return self._steered(name, attr)
-        if name not in ("scatter", "update_data"):
+        op = _OBSERVED.get(name)
+        if op is None:
             return attr
         tracer = self._tracer
-        op = "scatter" if name == "scatter" else "update-data"
+        steered = op in holds_mod.STEERED_REQUESTS
+        if steered and (tracer._holds is None or tracer._holds.controller is None):
+            return attr
 
         async def call(*args: Any, **kwargs: Any) -> Any:
-            keys = tuple(remote.key_text(k) for k in (kwargs.get("data") or kwargs.get("who_has") or ()))
+            keys = tuple(remote.key_text(k) for k in (kwargs.get("data") or kwargs.get("who_has")
+                                                        or kwargs.get("keys") or ()))
             channel = tracer.rpc_channel(tracer.me)
             holds = tracer._holds
             if holds is not None:
                 holds.expect(channel, tracer.me, "scheduler", op, keys)
-            tracer._sent_scatter(op, keys, channel)
+            if steered:  # (its gate, told a proxy sent it, records only its receipt)
+                tracer._local("msg.sent", None, op, "scheduler", keys, extra=(CHANNEL, channel))
+            else:
+                tracer._sent_scatter(op, keys, channel)
             result = await attr(*args, **kwargs)
             holds = tracer._holds
             if holds is not None:
@@ -200,25 +212,6 @@ class _SchedulerProxy:
             if op in remote.REPLIED:  # the scheduler's plugin recorded its send
                 tracer._local("msg.received", None, f"{op}-reply", "scheduler", keys,
                               extra=(CHANNEL, channel))
-            return result
-
-        return call
-
-    def _steered(self, op: str, attr: Any) -> Any:
-        """A request gated only while the holds' controller steers (``gather``): announced
-        to the scheduler's gate, its reply held where the client awaits it."""
-        tracer = self._tracer
-        holds = tracer._holds
-        if holds is None or holds.controller is None:
-            return attr
-
-        async def call(*args: Any, **kwargs: Any) -> Any:
-            keys = tuple(remote.key_text(k) for k in kwargs.get("keys") or ())
-            channel = tracer.rpc_channel(tracer.me)
-            holds.expect(channel, tracer.me, "scheduler", op, keys)  # (its gate records no send)
-            tracer._local("msg.sent", None, op, "scheduler", keys, extra=(CHANNEL, channel))
-            result = await attr(*args, **kwargs)
-            await holds.reply(channel, "scheduler", tracer.client.id, f"{op}-reply", keys)
             return result
 
         return call
