@@ -6,6 +6,11 @@ process alone (``processes=1``) is timed alternately with it, so both see the sa
 Prints schedules per second for each, the ratio (target >= 1.7 with 2 workers), and whether the
 two found the same failure groups.
 
+Then the random runs of a long scenario, the zoo's ``--race`` (#5379: an in-order run of 26
+decisions, few orders drawn twice, each run ~1.6 ms), ``--long`` of them with no systematic
+search (``bound=0``), in one process and on the cluster, alternating: how evenly the shares
+split a scenario whose work lies in a few of its first picks' prefixes (``sampling.Owners``).
+
 Then the systematic search, whose last pass goes to the cluster's workers (a task per worker
 thread) as ``processes`` deals it to forked helpers: the zoo's ``--race`` (#5379: its bound 2
 is 1,262 runs in one process, all but 85 in the last pass) exhausted at ``--bound``, without
@@ -15,7 +20,7 @@ cluster's search counted exactly what the forked one did (schedules, states, gro
 counts).  ``--race ""`` skips it.
 
 Usage: ``python benchmarks/bench_explore_dask.py [--runs N] [--schedules N] [--workers N]
-[--race 5379] [--bound 2]``.
+[--race 5379] [--long 4000] [--bound 2]``.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--protocol", default="dask")
     parser.add_argument("--race", default="5379")
+    parser.add_argument("--long", type=int, default=4_000)
     parser.add_argument("--bound", type=int, default=2)
     args = parser.parse_args()
     # The workers import this checkout of jupyter_refs, as this process does.
@@ -75,7 +81,34 @@ def main() -> None:
               f"(median of {args.runs} runs of {args.schedules:,}; target >= 1.7x with 2)")
         print(f"the same failure groups found both ways in every run: {same}")
         if args.race:
+            if args.long:
+                long_random(client, args)
             systematic(client, args)
+
+
+def long_random(client, args: argparse.Namespace) -> None:
+    """The zoo race's random runs alone (no systematic search) in one process and on the
+    cluster, alternating: medians, the ratio, and whether both found the same failure groups
+    with the same counts."""
+    from jupyter_refs.explore import _group
+    from jupyter_refs.zoo import RACES
+
+    race = RACES[args.race]
+    race.find(bound=0, max_schedules=200, client=client)  # warm
+    seconds: dict[str, list[float]] = {"one": [], "cluster": []}
+    same = True
+    for _ in range(args.runs):
+        found = []
+        for name, how in (("one", dict(processes=1)), ("cluster", dict(client=client))):
+            start = time.perf_counter()
+            result = race.find(bound=0, max_schedules=args.long, **how)
+            seconds[name].append(time.perf_counter() - start)
+            found.append(sorted((_group(f.run), f.count) for f in result.failures))
+        same &= found[0] == found[1]
+    one, there = statistics.median(seconds["one"]), statistics.median(seconds["cluster"])
+    print(f"#{args.race}'s random runs ({args.long:,}, no systematic search), median of "
+          f"{args.runs}: one process {one:.2f} s; the cluster {there:.2f} s ({one / there:.2f}x)")
+    print(f"the same failure groups and counts both ways in every run: {same}")
 
 
 def systematic(client, args: argparse.Namespace) -> None:

@@ -80,7 +80,7 @@ from .network import Chooser
 from .protocol.messages import EXECUTE, Message
 from .protocol.ready import ReadyQueue
 from .protocol.variants import ALIASES, VARIANTS, ProtocolVariant, is_registered, release_variant
-from .sampling import SPLIT_PICKS, Draw, Memo, Seen, owner, split_picks
+from .sampling import SPLIT_PICKS, Draw, Memo, Owners, Seen
 from .task_runs import current_run
 from .trace import Trace
 from .userline import Unshortened
@@ -1881,8 +1881,7 @@ def _explore(scenario: Scenario, protocol: str | ProtocolVariant, max_schedules:
             length = len(tally.baseline.picks) if tally.baseline is not None else 1
             sampled = _sample_runs(scenario, protocol, workers, fp, seed, left, first,
                                    processes, tally, invariants,
-                                   (depth, max(1, length)) if depth else None,
-                                   split_picks(length))
+                                   (depth, max(1, length)) if depth else None)
     finally:
         if remote is not None:
             remote.close()
@@ -2278,16 +2277,14 @@ def _remade(kept: tuple, states: _States | None, prefix: Sequence[int], path: di
 
 def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: int, fp: str,
                  seed: int, left: int, first: bool, processes: int, tally: Tally,
-                 invariants: tuple = (), pct: tuple[int, int] | None = None,
-                 split: int = SPLIT_PICKS) -> int:
+                 invariants: tuple = (), pct: tuple[int, int] | None = None) -> int:
     """``left`` random runs, the draws ``0 … left - 1`` of :class:`_Share`: here alone, or
-    shared with a forked helper per process, each order counted by the share its first
-    ``split`` picks name; how many were counted.  Whatever the shares,
+    shared with a forked helper per process; how many were counted.  Whatever the shares,
     each draw is counted once and the result is the one this process alone gives (the
     failures that come back as picks are replayed here)."""
     shares = 1 + (min(processes - 1, left // _FORK_MIN_RUNS) if not first else 0)
     args = (scenario, protocol, workers, fp, seed, tally.outcome, invariants, pct)
-    own = _Share(*args, 0, shares, split)
+    own = _Share(*args, 0, shares)
     forked: list[_Helper] = []
     try:
         for i in range(1, shares):
@@ -2295,7 +2292,7 @@ def _sample_runs(scenario: Scenario, protocol: str | ProtocolVariant, workers: i
             # a helper nobody reaps.
             shield = interrupts.enter()
             try:
-                forked.append(_fork(functools.partial(_Share(*args, i, shares, split).summary,
+                forked.append(_fork(functools.partial(_Share(*args, i, shares).summary,
                                                       range(left))))
             finally:
                 interrupts.leave(shield)
@@ -2373,8 +2370,7 @@ class _Remote:
         draws = range(tally.max_schedules - 1 if left is None else left)
         sent = next(self._sent)
         self.futures = [self.client.submit(_share_away, self.args, s, len(self.addresses),
-                                           draws, split_picks(length),
-                                           key=f"{self.token}-draws-{sent}-{s}",
+                                           draws, key=f"{self.token}-draws-{sent}-{s}",
                                            workers=[address], allow_other_workers=True,
                                            pure=False)
                         for s, address in enumerate(self.addresses)]
@@ -2470,8 +2466,7 @@ _SEARCHES = itertools.count()
 _PROGRESS_SECONDS = 0.5
 
 
-def _share_away(args: tuple, share: int, shares: int, draws: Sequence[int],
-                split: int = SPLIT_PICKS) -> tuple:
+def _share_away(args: tuple, share: int, shares: int, draws: Sequence[int]) -> tuple:
     """A share's runs (:meth:`_Share.summary`) in a dask worker.  With the garbage collector
     paused, as :func:`explore` pauses it here (each run leaves young cycles; collected every
     100 runs); out of the worker's profiler, whose samples would hold a run's frames and so
@@ -2482,7 +2477,7 @@ def _share_away(args: tuple, share: int, shares: int, draws: Sequence[int],
 
     go = going()  # (asked before it leaves the profiler: it reads the worker's threads)
     with gcscope.paused(), unprofiled():
-        return _Share(*args, share, shares, split).summary(draws, go)
+        return _Share(*args, share, shares).summary(draws, go)
 
 
 class _LetGo(Exception):
@@ -2605,10 +2600,10 @@ class _Share:
     its own (:class:`~jupyter_refs.sampling.Draw`, so any share can make any draw), each
     counted by exactly one share whatever their number.
 
-    Every share is given every draw and follows each as far as its first ``split`` picks
-    (:func:`~jupyter_refs.sampling.split_picks`: 6, or more for a long scenario), which name
-    the share whose order it is (:func:`~jupyter_refs.sampling.owner`); it goes on only with
-    its own.  So the shares
+    Every share is given every draw and follows each as far as its first picks
+    (:data:`~jupyter_refs.sampling.SPLIT_PICKS`), which name the share whose order it is
+    (:class:`~jupyter_refs.sampling.Owners`: every share deals each prefix alike, to the
+    share with the least load when it is first met); it goes on only with its own.  So the shares
     split the tree of orders, not only the draws: each order is run by one share, once, and
     drawn again it is counted from its :class:`~jupyter_refs.sampling.Memo` without running
     — the memo pays as much to two shares as to one (PCT draws an order again often: 1,100
@@ -2620,15 +2615,15 @@ class _Share:
 
     def __init__(self, scenario: Scenario, protocol: str | ProtocolVariant, workers: int,
                  fp: str, seed: int, baseline: Outcome | None, invariants: tuple,
-                 pct: tuple[int, int] | None, share: int = 0, shares: int = 1,
-                 split: int = SPLIT_PICKS):
+                 pct: tuple[int, int] | None, share: int = 0, shares: int = 1):
         self.args = (scenario, protocol, workers, fp)
         self.seed = seed
         self.baseline, self.invariants, self.pct = baseline, invariants, pct
         self.share, self.shares = share, shares
-        #: How many first picks name the share that counts an order (``sampling.owner``).
-        self.split = split
         self.memo = Memo()
+        #: Which share counts each order, by its first picks: dealt alike in every share,
+        #: each told every draw's prefix in order.
+        self.owners = Owners(shares)
         #: The failing orders this share ran: ``(group, size, picks)``, by ``Seen.order``.
         self.failing: list[tuple[tuple, tuple, list[int]]] = []
 
@@ -2638,7 +2633,7 @@ class _Share:
         ``(draw, made, verdict)``, the verdict of its order a ``Seen`` (``made`` itself when
         counted from the memo)."""
         seed, pct, memo = self.seed, self.pct, self.memo
-        share, shares, split = self.share, self.shares, self.split
+        share, shares, took = self.share, self.shares, self.owners.took
         for i in draws:
             draw = Draw(seed, i, pct)
             picks: list[int] = []
@@ -2647,13 +2642,13 @@ class _Share:
             if node is not None and not mine:
                 # Most of a share's draws end here, the other shares' orders: followed in
                 # this loop to their first picks, with no call of their own (1 µs a draw).
-                node = draw.follow(node, picks, split)
-                if node is not None and (len(picks) == split or node[2] is not None):
+                node = draw.follow(node, picks, SPLIT_PICKS)
+                if node is not None and (len(picks) == SPLIT_PICKS or node[2] is not None):
                     # Its first picks, or all of a shorter order's: whose it is.
-                    if owner(picks, shares, split) != share:
+                    if took(picks) != share:
                         continue
                     mine = True
-            made = self._draw(i, draw, picks, node, mine)
+            made = self._draw(i, draw, picks, node, mine, mine)
             if made is not None:
                 yield i, *made
 
@@ -2693,13 +2688,14 @@ class _Share:
                 break
         return _Counted(counted, made, same, failed, list(self.failing))
 
-    def _draw(self, i: int, draw: Draw, picks: list[int], node: list | None, mine: bool
-              ) -> tuple[Run | Seen, Seen] | None:
+    def _draw(self, i: int, draw: Draw, picks: list[int], node: list | None, mine: bool,
+              dealt: bool) -> tuple[Run | Seen, Seen] | None:
         """Draw ``i``, followed in the memo (by :meth:`runs`) to ``node`` with ``picks`` and
-        ``mine`` if its first picks are this share's: followed on as far as the memo knows
-        the channels, drawing on them exactly what the run would draw; then made for real,
-        by the same chooser.  None: it is another share's order."""
-        share, shares = self.share, self.shares
+        ``mine`` if its first picks are this share's (``dealt``: told to :attr:`owners`
+        already): followed on as far as the memo knows the channels, drawing on them
+        exactly what the run would draw; then made for real, by the same chooser.  None: it
+        is another share's order."""
+        share = self.share
         if node is not None and mine:
             node = draw.follow(node, picks, _ALL)
         if node is not None and node[2] is not None:
@@ -2717,14 +2713,15 @@ class _Share:
             # off, and the draw made again from its start, as every draw is from now on.
             self.memo.on = False
             run.cluster.dispose()
-            return self._draw(i, Draw(self.seed, i, self.pct), [], None, shares == 1)
+            return self._draw(i, Draw(self.seed, i, self.pct), [], None, mine, dealt)
         run.draw = i
         made = [(tuple([h.channel for h in d.heads]), d.pick) for d in decisions]
+        if not dealt:  # its prefix known only now: dealt once the run stands
+            mine = self.owners.took([pick for _, pick in made]) == share
         if run.pruned:  # stopped after its first picks: another share's order
             self.memo.add(made, None)
             run.cluster.dispose()
             return None
-        mine = mine or owner(run.picks, shares, self.split) == share  # (a shorter order)
         if run.failed:
             seen = Seen(_group(run), 0, len(self.failing) if mine else -1)
             if mine:
@@ -2741,17 +2738,17 @@ class _Share:
                  decisions: list[_Decision], mine: bool) -> tuple[_Policy, list[int]]:
         """A sampled run's policy: ``picks``, drawn on the memo's ``walked`` channels, made
         again on the run's real heads, then ``draw``'s own picks — and, unless ``mine``, a
-        :class:`Stop` at the decision after the first ``split`` picks when they name another
-        share.  With it, a flag set once real heads were not the remembered
+        :class:`Stop` at the decision after the first :data:`SPLIT_PICKS` picks when they
+        name another share.  With it, a flag set once real heads were not the remembered
         ones."""
         differs = [0]
-        share, shares, split = self.share, self.shares, self.split
+        share, owners = self.share, self.owners
         done = len(walked)
 
         def choose(heads: Sequence[Message]) -> Message:
             i = len(decisions)
-            if i == split and not mine and \
-                    owner([d.pick for d in decisions], shares, split) != share:
+            if i == SPLIT_PICKS and not mine and \
+                    owners.of([d.pick for d in decisions]) != share:
                 raise Stop
             if i < done:
                 chosen = picks[i]

@@ -173,32 +173,65 @@ class Seen:
 #: past it, orders not met yet are run and not remembered.
 MEMO_NODES = 50_000
 
-#: How many picks of an order say which share counts it, at least (see :func:`split_picks`):
-#: enough that the orders fall evenly between shares (#8576 under legacy: 1,019 / 1,030 of
-#: 2,049 PCT orders at 6, 760 / 1,289 at 3), few enough that a share meets the other shares'
-#: prefixes in a few dozen short runs (132 prefixes of 6 picks there).
+#: How many picks of an order say which share counts it (see :class:`Owners`): enough that
+#: a scenario's orders fall into many prefixes to deal (#8576: 132 among its 2,036 PCT
+#: orders), few enough that a share meets the other shares' prefixes in a few dozen short
+#: runs.  More picks stop more runs there: #5379 (an in-order run of 26 decisions) split
+#: by 10 left each share 1.68x one share's CPU time at best, by 6 1.78x (medians of two).
 SPLIT_PICKS = 6
 
 
-def split_picks(length: int) -> int:
-    """How many first picks name the share that counts an order (:func:`owner`), for a
-    scenario whose in-order run makes ``length`` decisions: :data:`SPLIT_PICKS`, or 0.4 of a
-    longer run's.
-
-    A long run's first picks vary little between PCT's draws — the channel on top keeps
-    its priority, so it goes again and again — and a few prefixes hold most of the orders:
-    dealt by 6 picks, #5379's 3,249 orders of 4,000 draws (in-order run 26 decisions) fell
-    2,322 / 927 between two shares, 1.37x one share's time at best; by 10, 1,537 / 1,712,
-    1.82x.  Deeper still, each share stops more runs at the other shares' prefixes (by 14,
-    1.63x).  On #8576 (12 decisions) 6 is the best of 4 to 12."""
-    return max(SPLIT_PICKS, round(0.4 * length))
+#: What a prefix met for the first time weighs in a share's load (:class:`Owners`), in draws.
+NEW_PREFIX_DRAWS = 20
 
 
-def owner(picks: Sequence[int], shares: int, split: int = SPLIT_PICKS) -> int:
-    """The share that counts an order: by its first ``split`` picks (all of them, for a
-    shorter order) — ``hash`` of a tuple of ints, the same in every process whatever its
-    hash seed."""
-    return hash(tuple(picks[:split])) % shares
+class Owners:
+    """Which share counts each order: its *prefix*, its first ``split`` picks (all of them,
+    for a shorter order), goes to the share with the least load when the prefix is first
+    met (the lowest-numbered of those), and every later order with that prefix with it.
+    A share's load is the draws dealt to it so far, and :data:`NEW_PREFIX_DRAWS` more for
+    each prefix.
+
+    Every share is given every draw, in order, and tells :meth:`took` each draw's prefix
+    once it is known, so every share deals alike with no message between them.  The load
+    stands in for what only the owner knows, the orders a prefix will bring to run: a new
+    prefix brings some at once, its later draws fewer and fewer as PCT draws its orders
+    again.  Dealt by a hash of the prefix instead, the same few heavy prefixes fell to one
+    share whatever the seed: of the zoo's 14 races with many orders (4 seeds of 4,000 draws
+    each, work counted as a run per new order and 1/60 of one per order drawn again), the
+    busier of two shares had 1.44x the even share on #5379, 1.36x on #7583, 1.22x on
+    #6016, and 1.14x on average; dealt by the load, 1.09x, 1.05x, 1.03x, and 1.05x on
+    average (#8576: 1.02x hashed, 1.04x by the load; at 20,000 draws 1.03x and 1.02x).
+    """
+
+    __slots__ = ("split", "_of", "_load")
+
+    def __init__(self, shares: int, split: int = SPLIT_PICKS):
+        #: How many first picks make a prefix.
+        self.split = split
+        #: Each prefix met so far: its share.
+        self._of: dict[tuple[int, ...], int] = {}
+        self._load = [0] * shares
+
+    def of(self, picks: Sequence[int]) -> int:
+        """The share that counts an order beginning with ``picks`` (its prefix, or more):
+        the share its prefix went to, or would go to now."""
+        share = self._of.get(tuple(picks[:self.split]))
+        if share is None:
+            load = self._load
+            share = load.index(min(load))
+        return share
+
+    def took(self, picks: Sequence[int]) -> int:
+        """A draw whose order begins with ``picks`` (its prefix, or more) dealt: its share."""
+        prefix = tuple(picks[:self.split])
+        share = self._of.get(prefix)
+        load = self._load
+        if share is None:
+            share = self._of[prefix] = load.index(min(load))
+            load[share] += NEW_PREFIX_DRAWS
+        load[share] += 1
+        return share
 
 
 class Memo:

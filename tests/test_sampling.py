@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from jupyter_refs.sampling import SPLIT_PICKS, Draw, Memo, Seen, owner
+from jupyter_refs.sampling import SPLIT_PICKS, Draw, Memo, Owners, Seen
 
 CHANNELS = [f"c{j}" for j in range(5)]
 
@@ -77,12 +77,21 @@ def test_each_draw_has_numbers_of_its_own_and_the_same_in_any_process():
     assert len({tuple(picks(0, i)) for i in range(20)} | {tuple(picks(1, 5))}) == 21
 
 
-def test_an_order_belongs_to_the_share_its_first_picks_name():
+def test_an_order_belongs_to_the_share_its_first_picks_were_dealt_to():
     """Orders that share their first picks go to one share; shorter orders by all their
-    picks; the shares get about as many prefixes each."""
-    assert owner([1, 0, 2, 0, 0, 1, 5, 5], 3) == owner([1, 0, 2, 0, 0, 1], 3)
+    picks; shares told the same draws in the same order deal alike; and the prefixes drawn
+    as unevenly as PCT draws them, the shares' loads stay closer than a hash of the prefix
+    leaves them."""
     rng = random.Random(2)
-    counts = [0, 0]
-    for _ in range(400):
-        counts[owner([rng.randrange(3) for _ in range(SPLIT_PICKS)], 2)] += 1
-    assert min(counts) > 150
+    orders = [[rng.randrange(3) for _ in range(SPLIT_PICKS + rng.randrange(3))]
+              for _ in range(60)] + [[1, 0], [2]]
+    drawn = rng.choices(orders, [rng.paretovariate(1.5) for _ in orders], k=3000)
+    one, two = Owners(2), Owners(2)
+    dealt = [one.took(order) for order in drawn]
+    assert dealt == [two.took(order) for order in drawn]
+    by_prefix: dict = {}
+    for order, share in zip(drawn, dealt):
+        assert by_prefix.setdefault(tuple(order[:SPLIT_PICKS]), share) == share
+        assert one.of(order) == share
+    assert one.of([1, 0, 2, 0, 0, 1, 5, 5]) == one.of([1, 0, 2, 0, 0, 1])
+    assert Owners(2, 3).of([1, 0, 2, 7]) == 0  # a prefix not met yet: the least load's
