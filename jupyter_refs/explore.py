@@ -2648,7 +2648,7 @@ class _Share:
                     if took(picks) != share:
                         continue
                     mine = True
-            made = self._draw(i, draw, picks, node, mine, mine)
+            made = self._draw(i, draw, picks, node, mine)
             if made is not None:
                 yield i, *made
 
@@ -2688,13 +2688,13 @@ class _Share:
                 break
         return _Counted(counted, made, same, failed, list(self.failing))
 
-    def _draw(self, i: int, draw: Draw, picks: list[int], node: list | None, mine: bool,
-              dealt: bool) -> tuple[Run | Seen, Seen] | None:
+    def _draw(self, i: int, draw: Draw, picks: list[int], node: list | None, mine: bool
+              ) -> tuple[Run | Seen, Seen] | None:
         """Draw ``i``, followed in the memo (by :meth:`runs`) to ``node`` with ``picks`` and
-        ``mine`` if its first picks are this share's (``dealt``: told to :attr:`owners`
-        already): followed on as far as the memo knows the channels, drawing on them
-        exactly what the run would draw; then made for real, by the same chooser.  None: it
-        is another share's order."""
+        ``mine`` if its first picks are this share's (so already told to :attr:`owners`):
+        followed on as far as the memo knows the channels, drawing on them exactly what the
+        run would draw; then made for real, by the same chooser.  None: it is another
+        share's order."""
         share = self.share
         if node is not None and mine:
             node = draw.follow(node, picks, _ALL)
@@ -2713,10 +2713,10 @@ class _Share:
             # off, and the draw made again from its start, as every draw is from now on.
             self.memo.on = False
             run.cluster.dispose()
-            return self._draw(i, Draw(self.seed, i, self.pct), [], None, mine, dealt)
+            return self._draw(i, Draw(self.seed, i, self.pct), [], None, mine)
         run.draw = i
         made = [(tuple([h.channel for h in d.heads]), d.pick) for d in decisions]
-        if not dealt:  # its prefix known only now: dealt once the run stands
+        if not mine:  # its prefix known only now: dealt once the run stands
             mine = self.owners.took([pick for _, pick in made]) == share
         if run.pruned:  # stopped after its first picks: another share's order
             self.memo.add(made, None)

@@ -49,6 +49,7 @@ from ..explore import (
     value_text,
 )
 from ..promises import AT_DRAIN
+from ..protocol.payloads import CLIENT, kind_of
 from ..protocol.variants import VARIANTS, ProtocolVariant
 from ..trace import Trace
 from .tracer import DaskTracer, attach
@@ -233,7 +234,7 @@ def sent_first(run: Run, names: dict[str, str],
     last: dict[str, dict[tuple[str, str], Sig]] = {}  # client → (receiver, channel) → last sent
     sends: dict[Sig, set[Sig]] = {}
     for e in run.trace.events():
-        if not e.actor.startswith("client:") or e.msg_id not in occurrence:
+        if kind_of(e.actor) != CLIENT or e.msg_id not in occurrence:
             continue
         sig, receiver = occurrence[e.msg_id]
         (_, _, op, _), _ = sig

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import JupyterRefsError, NotDeliverableError, UnknownMessageError
 from ..protocol import messages as m
+from ..protocol.payloads import kind_of
 from . import remote
 
 if TYPE_CHECKING:
@@ -479,7 +480,7 @@ class Holds:
     def can_hold(self, receiver: str, op: str) -> bool:
         """Whether a gate here holds ``op`` on its way to ``receiver`` (a trace's actor name):
         only such a message's delivery is seen, and only its order can be made."""
-        return (receiver.split(":", 1)[0], op) in self.gated
+        return (kind_of(receiver), op) in self.gated
 
     def _arrive(self, sender_raw: str, receiver_raw: str, op: str, keys: tuple, batched: bool,
                 loop: Any, call: Any, channel: str | None = None) -> HeldMessage | None:
