@@ -9,10 +9,9 @@ two found the same failure groups.
 Between those runs, the machine's room for two processes: the one-process search forked once
 alone, then twice side by side, so that both see the load the searches saw; the ratio (twice
 the work over the pair's time, against one's) is the most any split of this very work over
-two processes gets from the machine at that moment (its virtual cores share their host, and
-a tight loop gets less of it than the search does: two busy loops side by side ran 1.49-1.87x
-one alone in the minutes that this search, twice, ran 1.77-2.26x), and the explorer's ratio
-is printed as a part of it.
+two processes gets from the machine at that moment (its virtual cores share their host; a
+tight busy loop gets less of them than the search does, so it would understate the room:
+docs/benchmarks.md), and the explorer's ratio is printed as a part of it.
 
 Then the random runs of a long scenario, the zoo's ``--race`` (#5379: an in-order run of 26
 decisions, few orders drawn twice, each run ~1.6 ms), ``--long`` of them with no systematic
@@ -105,10 +104,10 @@ def main() -> None:
 
 
 def room(work: Callable[[], object], processes: int) -> float:
-    """How many times one run of ``work``'s output ``processes`` copies side by side give in
-    the same time: ``processes`` on a machine of as many idle cores, less when its cores are
-    shared.  Each run forked (so the one alone and those side by side start alike; left by
-    ``os._exit``: nothing of this process, its cluster's threads, runs on there)."""
+    """The work ``processes`` copies of ``work`` side by side do, over one copy's alone in the
+    same time: ``processes`` on as many idle cores, less when the cores are shared.  Every copy
+    forked, the lone one too, so all start alike (left by ``os._exit``: nothing of this
+    process, its cluster's threads, runs on there)."""
 
     def forked(copies: int) -> float:
         start = time.perf_counter()

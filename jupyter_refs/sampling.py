@@ -217,21 +217,22 @@ class Owners:
         """The share that counts an order beginning with ``picks`` (its prefix, or more):
         the share its prefix went to, or would go to now."""
         share = self._of.get(tuple(picks[:self.split]))
-        if share is None:
-            load = self._load
-            share = load.index(min(load))
-        return share
+        return self._least() if share is None else share
 
     def took(self, picks: Sequence[int]) -> int:
         """A draw whose order begins with ``picks`` (its prefix, or more) dealt: its share."""
         prefix = tuple(picks[:self.split])
         share = self._of.get(prefix)
-        load = self._load
         if share is None:
-            share = self._of[prefix] = load.index(min(load))
-            load[share] += NEW_PREFIX_DRAWS
-        load[share] += 1
+            share = self._of[prefix] = self._least()
+            self._load[share] += NEW_PREFIX_DRAWS
+        self._load[share] += 1
         return share
+
+    def _least(self) -> int:
+        """The share a prefix met now goes to: the least loaded, the lowest-numbered of those."""
+        load = self._load
+        return load.index(min(load))
 
 
 class Memo:
