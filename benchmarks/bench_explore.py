@@ -6,7 +6,11 @@
 * the size of the bounded space under fixed: every order within bound 2, counted;
 * what counting a random order drawn again costs: each of a search's draws followed down the
   memo of the orders already run, once every order is in it (µs a draw, best of ``--runs``;
-  the memo's walk is what every share of a split search pays for every draw).
+  the memo's walk is what every share of a split search pays for every draw);
+* what a run costs besides its deliveries (a scenario that calls nothing), what of it is the
+  cluster and its client made and disposed, and what a reset of the cluster between runs
+  (issue 44's "reset instead of rebuild") could save of it at most (µs of CPU, best of
+  ``--runs``).
 
 Usage: ``python benchmarks/bench_explore.py [--runs N]``.
 """
@@ -68,6 +72,7 @@ def main() -> None:
     print(f"legacy: first 8576 failure after {statistics.median(firsts) * 1e3:.1f} ms median "
           f"({statistics.median(counts):g} schedules; target < 1 s)")
     walk(args.runs, args.schedules * 4)
+    own_cost(args.runs)
     result = explore(scatter_race, protocol="fixed", max_schedules=1_000_000, bound=2, sample=False)
     verdict = "no failure" if not result.failures else f"FAILURES: {result.summary()}"
     states = getattr(result, "states", 0)  # distinct states (not counted before issue 44)
@@ -95,6 +100,67 @@ def walk(runs: int, draws: int) -> None:
     assert len(counted.draws) == draws and not counted.made  # every one counted again
     print(f"legacy: a random order drawn again, followed down the memo: "
           f"{min(times) / draws * 1e6:.1f} µs a draw (best of {runs}, {draws:,} draws)")
+
+
+def own_cost(runs: int, n: int = 2_000) -> None:
+    """What a run costs besides its deliveries, and what a reset could save of it (issue 44's
+    "reset instead of rebuild"): CPU µs a run, best of ``runs`` rounds of ``n``, of a #8576
+    run (its in-order order) and of a scenario that calls nothing (the cluster made, its
+    client, the drain, the verdict, the dispose); then the cluster made with its client and
+    disposed, alone; then the parts a reset would make anew all the same — the scheduler's,
+    the worker's and the client's states, the channels, the trace and the checks (any state
+    a run left there would change the next) — alone.  A reset keeps only the difference."""
+    from jupyter_refs import Cluster
+    from jupyter_refs.checks import Checks, quiet_limit_for
+    from jupyter_refs.network import Network
+    from jupyter_refs.protocol.client import ClientState
+    from jupyter_refs.protocol.scheduler import SchedulerState
+    from jupyter_refs.protocol.variants import get_variant
+    from jupyter_refs.protocol.worker import WorkerState
+    from jupyter_refs.trace import Trace
+
+    ex = importlib.import_module("jupyter_refs.explore")
+
+    def nothing(client) -> None:
+        pass
+
+    def run_of(scenario):
+        fp = ex.fingerprint(scenario)
+        return lambda: ex._run(scenario, "legacy", 1, fp, [], strict=False).cluster.dispose()
+
+    def cluster() -> None:
+        made = Cluster(protocol="legacy", workers=1, network="manual", trace_capacity=100_000,
+                       threads_per_worker=ex.THREADS_PER_WORKER)
+        made.client()
+        made.dispose()
+
+    variant = get_variant("legacy")
+
+    def parts() -> None:
+        trace = Trace(100_000)
+        Network()
+        SchedulerState(variant, ["worker:0"], trace.record)
+        WorkerState("worker:0", variant, trace.record, nthreads=ex.THREADS_PER_WORKER)
+        ClientState("client:1", variant, trace.record)
+        Checks(trace, quiet_limit=quiet_limit_for(100_000)).close()
+
+    best = {}
+    with gcscope.paused():
+        for name, job in (("8576", run_of(scatter_race)), ("nothing", run_of(nothing)),
+                          ("cluster", cluster), ("parts", parts)):
+            times = []
+            for _ in range(runs):
+                start = time.process_time()
+                for _ in range(n):
+                    job()
+                times.append(time.process_time() - start)
+            best[name] = min(times) / n * 1e6
+    print(f"legacy: a run's own cost (CPU, best of {runs} x {n:,}): {best['nothing']:.0f} µs a run "
+          f"of a scenario that calls nothing, against {best['8576']:.0f} µs for #8576's "
+          f"in-order run; of it, the cluster and its client made and disposed "
+          f"{best['cluster']:.0f} µs, their states, channels, trace and checks alone "
+          f"{best['parts']:.0f} µs: a reset would save at most {best['cluster'] - best['parts']:.0f}"
+          f" µs a run ({(best['cluster'] - best['parts']) / best['8576']:.0%})")
 
 
 if __name__ == "__main__":
