@@ -70,13 +70,25 @@ def enter(full: bool = True) -> bool:
 
 
 def leave(full: bool = True) -> None:
-    """A call ends (``full`` as it entered): the last one restores the thresholds it found."""
+    """A call ends (``full`` as it entered): the last one restores the thresholds it found,
+    and collects the young generation — the garbage cycles the call made.
+
+    A library's cycle can hold a call's frames: an exception kept in a local of the frame its
+    traceback holds (Cython's shadow modules, which pickle meets when it looks for a function
+    in every module).  The frames below it then keep their locals — the futures ``submit``
+    returned — until the collector runs, and in an idle kernel it may not run for minutes:
+    ``del future`` would not let the key go.  (dask's event loop allocates all the time, so
+    its collector runs within moments.)  Only what the call allocated is young: a few µs.
+    """
     global _depth, _held
     with _lock:
         _depth -= 1
         _held -= not full
-        if _depth == 0 or (not full and _held == 0):
+        last = _depth == 0
+        if last or (not full and _held == 0):
             _apply()
+    if last:
+        gc.collect(0)
 
 
 @contextlib.contextmanager

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gc
+import sys
+import types
 
 import pytest
 from helpers import inc
@@ -292,6 +294,41 @@ def test_a_block_that_holds_full_collections_back_defers_them_and_loses_none():
     assert ("held", 1) in started  # young and middle collections went on
     assert ("held", 2) not in started
     assert ("after", 2) in started
+
+
+class _ShadowModule(types.ModuleType):
+    """A module whose ``__getattr__`` raises as Cython's shadow modules do (``Cython.Shadow``,
+    imported by scipy where Cython is installed): the exception is a local of the frame its
+    traceback holds, a cycle that keeps that frame, and through it the frames below it."""
+
+    def __getattr__(self, item: str):
+        ex = AttributeError(item)
+        raise ex
+
+
+def test_a_dropped_future_is_released_though_a_librarys_cycle_held_the_calls_frames(monkeypatch):
+    """A function with no module (defined by ``exec`` without ``__name__``) makes pickle look
+    for it in every module: the shadow module's cycle then held ``submit``'s frames, and the
+    future they returned, until the collector next ran — in an idle kernel, maybe never, so
+    ``del future`` did not let the key go (dask's event loop allocates all the time, and its
+    collector runs within moments: CI met it in dask's docs' ``del future`` example)."""
+    monkeypatch.setitem(sys.modules, "shadow_like_cython", _ShadowModule("shadow_like_cython"))
+    env: dict = {}
+    exec("def inc(x):\n    return x + 1\n", env)  # noqa: S102 - a function with no module
+    assert env["inc"].__module__ is None
+    before = gc.get_threshold()
+    gc.collect()
+    gc.set_threshold(10**6)  # the collector does not run on its own meanwhile
+    try:
+        with Cluster(network="immediate") as cluster:
+            client = cluster.client()
+            future = client.submit(env["inc"], 1)
+            assert future.result() == 2
+            key = future.key
+            del future
+            assert key not in client.futures
+    finally:
+        gc.set_threshold(*before)
 
 
 def test_a_scheduler_handler_that_raises_answers_its_caller_and_the_cluster_goes_on(monkeypatch):
