@@ -3054,6 +3054,11 @@ def cell_scenario(source: str, namespace: dict[str, Any], client_name: str = "cl
     read = _names_read(code) | (_names_read(last) if last is not None else set())
     base = (dict(namespace) if read & _DYNAMIC_NAMES
             else {name: namespace[name] for name in read if name in namespace})
+    # The cell's module, as a notebook's code has one: a function the cell defines then names
+    # it, so pickle finds it at once, not by asking every module for it (where a library's
+    # ``__getattr__`` can make a cycle that keeps the run's frames, and a dropped future with
+    # them, past the ``del`` — the explorer's runs collect no cycles).
+    base.setdefault("__name__", namespace.get("__name__", "__main__"))
 
     def scenario(client: Any) -> Any:
         env = base.copy()

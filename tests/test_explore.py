@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import importlib
 import io
+import sys
 import threading
 import time
+import types
 from collections import defaultdict
 
 import pytest
@@ -1174,6 +1176,28 @@ def test_a_cell_carries_the_names_it_reads_and_all_of_them_when_it_reads_by_name
         for cell in ('eval("client.submit(inc, n).result()")',
                      'globals()["inc"](globals()["n"])'):
             assert cell_scenario(cell, namespace)(client) == 5
+
+
+def test_a_cells_future_dropped_is_released_though_a_library_makes_cycles(monkeypatch):
+    """A function a cell defines has the cell's module (``__main__``, as in a notebook): pickle
+    found one with no module by asking every module for it, and a module whose
+    ``__getattr__`` makes a cycle (Cython's shadow modules do, where Cython is installed) then
+    kept the run's frames, and the dropped future with them: the explorer collects no cycles
+    in a run, so the cell's ``del`` released nothing."""
+    from jupyter_refs.explore import cell_scenario
+
+    class Shadow(types.ModuleType):
+        def __getattr__(self, item):
+            ex = AttributeError(item)
+            raise ex
+
+    monkeypatch.setitem(sys.modules, "shadow_like_cython", Shadow("shadow_like_cython"))
+    cell = ("def inc(x):\n    return x + 1\n"
+            "a = client.submit(inc, 1)\na.result()\nk = a.key\ndel a\n"
+            "assert k not in client.futures, 'the dropped future is still held'\n")
+    # (Held, the in-order run raises it: ScenarioError, the scenario's own error.)
+    result = explore(cell_scenario(cell, {}), protocol="dask", max_schedules=50, processes=1)
+    assert result.failures == []
 
 
 @pytest.mark.parametrize("protocol, sampler", [("legacy", "pct"), ("fixed", "pct"),
