@@ -7,6 +7,9 @@
 * what counting a random order drawn again costs: each of a search's draws followed down the
   memo of the orders already run, once every order is in it (µs a draw, best of ``--runs``;
   the memo's walk is what every share of a split search pays for every draw);
+* the same scenario as a notebook cell that defines its own function (``%%explore``'s way: the
+  function is made anew, pickled and tokenized again, in every run), against the module's
+  function, schedules per second in this process alone;
 * what a run costs besides its deliveries (a scenario that calls nothing), what of it is the
   cluster and its client made and disposed, and what a reset of the cluster between runs
   (issue 44's "reset instead of rebuild") could save of it at most (µs of CPU, best of
@@ -35,6 +38,17 @@ def scatter_race(client) -> None:
     del x
     x = client.scatter(123)
     client.submit(inc, x)
+
+
+#: The 8576 scenario as a notebook cell writes it, its function defined in the cell.
+CELL = """
+def inc(v):
+    return v + 1
+x = client.scatter(123)
+del x
+x = client.scatter(123)
+client.submit(inc, x)
+"""
 
 
 def main() -> None:
@@ -71,6 +85,7 @@ def main() -> None:
         counts.append(result.schedules)
     print(f"legacy: first 8576 failure after {statistics.median(firsts) * 1e3:.1f} ms median "
           f"({statistics.median(counts):g} schedules; target < 1 s)")
+    cell(args.runs, args.schedules // 5)
     walk(args.runs, args.schedules * 4)
     own_cost(args.runs)
     result = explore(scatter_race, protocol="fixed", max_schedules=1_000_000, bound=2, sample=False)
@@ -80,6 +95,23 @@ def main() -> None:
           f"({result.pruned} pruned by sleep sets and states, {states:,} distinct states, "
           f"{states / result.elapsed:,.0f} states/s), exhausted in "
           f"{result.elapsed * 1e3:.0f} ms: {verdict}")
+
+
+def cell(runs: int, schedules: int) -> None:
+    """Schedules per second of :data:`CELL` as ``%%explore`` runs it (a notebook's namespace),
+    alternating with the module's ``scatter_race``: the same search, the same failures."""
+    ex = importlib.import_module("jupyter_refs.explore")  # (the name is the function's)
+    scenarios = {"cell": ex.cell_scenario(CELL, {"__name__": "__main__"}),
+                 "function": scatter_race}
+    rates: dict[str, list[float]] = {name: [] for name in scenarios}
+    for _ in range(runs):
+        for name, scenario in scenarios.items():
+            result = explore(scenario, protocol="legacy", max_schedules=schedules, processes=1)
+            rates[name].append(result.rate)
+    print(f"legacy: the scenario as a notebook cell that defines its function (%%explore): "
+          f"{statistics.median(rates['cell']):,.0f} schedules/s in 1 process, against "
+          f"{statistics.median(rates['function']):,.0f} as a module's function (median of {runs} "
+          f"runs of {schedules:,})")
 
 
 def walk(runs: int, draws: int) -> None:
