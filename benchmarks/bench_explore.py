@@ -85,7 +85,7 @@ def main() -> None:
         counts.append(result.schedules)
     print(f"legacy: first 8576 failure after {statistics.median(firsts) * 1e3:.1f} ms median "
           f"({statistics.median(counts):g} schedules; target < 1 s)")
-    cell(args.runs, args.schedules // 5)
+    cell(args.runs, args.schedules)
     walk(args.runs, args.schedules * 4)
     own_cost(args.runs)
     result = explore(scatter_race, protocol="fixed", max_schedules=1_000_000, bound=2, sample=False)
