@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+import types
 from collections.abc import Callable
 from pathlib import Path
 from queue import Empty
@@ -192,3 +193,15 @@ def lesson_env() -> dict[str, str]:
 
     root = str(Path(__file__).resolve().parents[1])
     return {"PYTHONPATH": root, ANSWERS_ENV: str(COURSE_ANSWERS)}
+
+
+class CyclingModule(types.ModuleType):
+    """A module whose ``__getattr__`` raises as Cython's shadow modules do (``Cython.Shadow``,
+    imported by scipy where Cython is installed): the exception is a local of the frame its
+    traceback holds — a cycle that keeps that frame, and through ``f_back`` the frames below
+    it, until the collector runs.  pickle meets it when it asks every module for a function
+    that has none."""
+
+    def __getattr__(self, item: str):
+        ex = AttributeError(item)
+        raise ex

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import gc
 import sys
-import types
 
 import pytest
-from helpers import inc
+from helpers import CyclingModule, inc
 
 from jupyter_refs import (
     Cluster,
@@ -296,23 +295,13 @@ def test_a_block_that_holds_full_collections_back_defers_them_and_loses_none():
     assert ("after", 2) in started
 
 
-class _ShadowModule(types.ModuleType):
-    """A module whose ``__getattr__`` raises as Cython's shadow modules do (``Cython.Shadow``,
-    imported by scipy where Cython is installed): the exception is a local of the frame its
-    traceback holds, a cycle that keeps that frame, and through it the frames below it."""
-
-    def __getattr__(self, item: str):
-        ex = AttributeError(item)
-        raise ex
-
-
 def test_a_dropped_future_is_released_though_a_librarys_cycle_held_the_calls_frames(monkeypatch):
     """A function with no module (defined by ``exec`` without ``__name__``) makes pickle look
     for it in every module: the shadow module's cycle then held ``submit``'s frames, and the
     future they returned, until the collector next ran — in an idle kernel, maybe never, so
     ``del future`` did not let the key go (dask's event loop allocates all the time, and its
     collector runs within moments: CI met it in dask's docs' ``del future`` example)."""
-    monkeypatch.setitem(sys.modules, "shadow_like_cython", _ShadowModule("shadow_like_cython"))
+    monkeypatch.setitem(sys.modules, "shadow_like_cython", CyclingModule("shadow_like_cython"))
     env: dict = {}
     exec("def inc(x):\n    return x + 1\n", env)  # noqa: S102 - a function with no module
     assert env["inc"].__module__ is None

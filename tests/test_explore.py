@@ -7,11 +7,10 @@ import io
 import sys
 import threading
 import time
-import types
 from collections import defaultdict
 
 import pytest
-from helpers import Box, inc, keep, scatter_race
+from helpers import Box, CyclingModule, inc, keep, scatter_race
 
 from jupyter_refs import Cluster, ScenarioError, ScheduleError, explore, replay
 from jupyter_refs.explore import _run, fingerprint
@@ -1186,12 +1185,7 @@ def test_a_cells_future_dropped_is_released_though_a_library_makes_cycles(monkey
     in a run, so the cell's ``del`` released nothing."""
     from jupyter_refs.explore import cell_scenario
 
-    class Shadow(types.ModuleType):
-        def __getattr__(self, item):
-            ex = AttributeError(item)
-            raise ex
-
-    monkeypatch.setitem(sys.modules, "shadow_like_cython", Shadow("shadow_like_cython"))
+    monkeypatch.setitem(sys.modules, "shadow_like_cython", CyclingModule("shadow_like_cython"))
     cell = ("def inc(x):\n    return x + 1\n"
             "a = client.submit(inc, 1)\na.result()\nk = a.key\ndel a\n"
             "assert k not in client.futures, 'the dropped future is still held'\n")
