@@ -26,7 +26,7 @@ import statistics
 import time
 
 from jupyter_refs import explore, gcscope
-from jupyter_refs.explore import default_processes
+from jupyter_refs.explore import cell_scenario, default_processes
 
 
 def inc(v: int) -> int:
@@ -100,8 +100,7 @@ def main() -> None:
 def cell(runs: int, schedules: int) -> None:
     """Schedules per second of :data:`CELL` as ``%%explore`` runs it (a notebook's namespace),
     alternating with the module's ``scatter_race``: the same search, the same failures."""
-    ex = importlib.import_module("jupyter_refs.explore")  # (the name is the function's)
-    scenarios = {"cell": ex.cell_scenario(CELL, {"__name__": "__main__"}),
+    scenarios = {"cell": cell_scenario(CELL, {"__name__": "__main__"}),
                  "function": scatter_race}
     rates: dict[str, list[float]] = {name: [] for name in scenarios}
     for _ in range(runs):
