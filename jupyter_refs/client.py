@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import json
+import pickle
 import queue
 import sys
 import threading
@@ -33,6 +34,7 @@ from hashlib import md5
 from itertools import count, repeat
 from typing import Any
 
+import cloudpickle
 import dask
 
 try:
@@ -256,6 +258,10 @@ serialize.unbound = Future  # unpickled where no client adopts it: unbound, as i
 # by the function), and tokenizing a function defined in a notebook pickles it up to three
 # times: per submit, that was most of a submit's cost.  Both are kept per function object,
 # 100 of them, as dask's cache does.
+#
+# A notebook's function is a new object each time its cell runs — in every run of an
+# explored cell (``%%explore``) — so the tokens of ``__main__``'s functions are kept by what
+# dask hashes of them, their cloudpickle, as well.
 
 _FUNCTIONS: dict[Callable[..., Any], list[Any]] = {}  # func -> [pickled, normalized token]
 
@@ -278,6 +284,48 @@ def _dumps_function(func: Callable[..., Any]) -> bytes:
     if hit[0] is None:
         hit[0] = dumps(func)
     return hit[0]
+
+
+#: Normalized tokens of ``__main__``'s functions, by their cloudpickle (see :func:`_main_pickle`).
+_MAIN_TOKENS: dict[bytes, _Normalized] = {}
+_main_agree: list[bool] = []
+
+
+def _main_pickle(func: types.FunctionType) -> bytes | None:
+    """What dask's ``normalize_token`` hashes of ``func``, if that is all it hashes: the
+    cloudpickle of a plain function of ``__main__`` (``_normalize_pickle`` pickles it by
+    reference, finds ``__main__`` in the bytes and cloudpickles it, twice, loading each),
+    with no out-of-band buffer (their hashes would be part of the token) and no
+    ``__dask_tokenize__`` of its own; None for any other, or if it cannot be pickled.
+
+    Its blob to the workers too: ``dumps`` would make these very bytes once plain pickle
+    refused it, as it refuses a function a cell run made (``__main__`` has another by
+    that name)."""
+    if func.__module__ != "__main__" or hasattr(func, "__dask_tokenize__"):
+        return None
+    buffers: list[Any] = []
+    try:
+        out = cloudpickle.dumps(func, protocol=5, buffer_callback=buffers.append)
+    except Exception:  # noqa: BLE001 - dask's own tokenize decides what this gets
+        return None
+    return None if buffers else out
+
+
+def _main_tokens_agree() -> bool:
+    """Whether this dask tokenizes two functions of ``__main__`` that pickle alike alike: two
+    made by one source, each in its own namespace (as two runs of a cell make them)."""
+    if not _main_agree:
+        source = compile("def f(x, y=2):\n    return x + y\n", "<check>", "exec")
+        made = []
+        for _ in range(2):
+            namespace: dict[str, Any] = {"__name__": "__main__"}
+            exec(source, namespace)  # noqa: S102 - our own source
+            made.append(namespace["f"])
+        first, second = made
+        blob = _main_pickle(first)
+        _main_agree.append(blob is not None and blob == _main_pickle(second)
+                           and normalize_token(first) == normalize_token(second))
+    return _main_agree[0]
 
 
 #: Pickled builtin types (what a scattered value's ``type`` travels as), made once each.
@@ -315,7 +363,24 @@ def _tokenized(func: Callable[..., Any]) -> Any:
         return func  # builtins, partials, callables: dask's own rules, uncached
     hit = _remember(func)
     if hit[1] is None:
-        hit[1] = _Normalized(normalize_token(func))
+        blob = _main_pickle(func)
+        token = None if blob is None else _MAIN_TOKENS.get(blob)
+        if token is None or not _main_tokens_agree():
+            token = _Normalized(normalize_token(func))
+            # Kept when it is the hash of those bytes: a pickle that does not load back
+            # normalizes to a random number, new at every call (``_normalize_pickle``).
+            normalized = token.token
+            if (blob is not None and type(normalized) is tuple and normalized
+                    and type(normalized[0]) is str):
+                if len(_MAIN_TOKENS) >= 256:
+                    del _MAIN_TOKENS[next(iter(_MAIN_TOKENS))]
+                _MAIN_TOKENS[blob] = token
+        hit[1] = token
+        if blob is not None and hit[0] is None:
+            try:
+                hit[0] = pickle.dumps(func, protocol=5)  # ``dumps``'s first try, kept
+            except Exception:  # noqa: BLE001 - refused: cloudpickle's bytes, made already
+                hit[0] = blob
     return hit[1]
 
 

@@ -61,6 +61,43 @@ def test_map_keys_are_dasks(cluster):
     assert client.gather(futures) == values
 
 
+
+def _made_by_a_cell(source: str, **names: object):
+    """The function ``add`` a notebook cell's ``source`` defines, made anew as each run of the
+    cell makes it: in a namespace of its own whose ``__name__`` is ``__main__``."""
+    namespace = {"__name__": "__main__", **names}
+    exec(source, namespace)
+    return namespace["add"]
+
+
+def test_a_cells_function_made_anew_keys_as_dask_tokenizes_it(cluster, monkeypatch):
+    """A function a cell defines is a new object each time the cell runs (every run of an
+    explored cell): its token is kept by its cloudpickle, which is what dask hashes.  Each
+    key is dask's; a function that pickles otherwise — another value of a global it reads,
+    another default, a ``__dask_tokenize__`` of its own — keys otherwise, as dask says."""
+    from dask.base import tokenize
+
+    import jupyter_refs.client as client_module
+    from jupyter_refs.protocol.serialize import dumps
+
+    normalized = []
+    real = client_module.normalize_token
+    monkeypatch.setattr(client_module, "normalize_token",
+                        lambda obj: normalized.append(obj) or real(obj))
+    client = cluster.client()
+    source = "def add(x, y=1):\n    return x + y + bias\n"
+    own = _made_by_a_cell(source, bias=0)
+    own.__dask_tokenize__ = lambda: "mine"
+    made = [_made_by_a_cell(source, bias=0), _made_by_a_cell(source, bias=0),
+            _made_by_a_cell(source, bias=5), _made_by_a_cell(source.replace("y=1", "y=2"), bias=0),
+            own]
+    keys = [client.submit(f, 1).key for f in made]
+    assert keys == [f"add-{tokenize(f, {}, 1)}" for f in made]
+    assert keys[0] == keys[1] and len(set(keys[1:])) == 4
+    assert [client.submit(f, 1).result() for f in made] == [2, 2, 7, 3, 2]
+    assert made[1] not in normalized  # its token was the first one's, by their bytes
+    assert client_module._FUNCTIONS[made[1]][0] == dumps(made[1])  # its blob, as dumps makes it
+
 def test_submit_map_gather(cluster):
     client = cluster.client()
     x = client.scatter(10)
