@@ -266,6 +266,17 @@ serialize.unbound = Future  # unpickled where no client adopts it: unbound, as i
 _FUNCTIONS: dict[Callable[..., Any], list[Any]] = {}  # func -> [pickled, normalized token]
 
 
+def _room(table: dict[Any, Any], limit: int) -> None:
+    """Room in ``table`` for one entry more, below ``limit``: its oldest entries go.  Safe
+    from any thread (worker threads submit too): another thread making room at the same
+    moment takes the same entry or the next one."""
+    while len(table) >= limit:
+        try:
+            table.pop(next(iter(table)), None)
+        except RuntimeError:  # the table changed while it was being read: read it again
+            pass
+
+
 def _remember(func: Callable[..., Any]) -> list[Any]:
     """The function's cache entry (a fresh, unkept one for an unhashable callable)."""
     try:
@@ -273,8 +284,7 @@ def _remember(func: Callable[..., Any]) -> list[Any]:
     except TypeError:
         return [None, None]
     if hit is None:
-        if len(_FUNCTIONS) >= 100:
-            del _FUNCTIONS[next(iter(_FUNCTIONS))]
+        _room(_FUNCTIONS, 100)
         hit = _FUNCTIONS[func] = [None, None]
     return hit
 
@@ -372,8 +382,7 @@ def _tokenized(func: Callable[..., Any]) -> Any:
             normalized = token.token
             if (blob is not None and type(normalized) is tuple and normalized
                     and type(normalized[0]) is str):
-                if len(_MAIN_TOKENS) >= 256:
-                    del _MAIN_TOKENS[next(iter(_MAIN_TOKENS))]
+                _room(_MAIN_TOKENS, 256)
                 _MAIN_TOKENS[blob] = token
         hit[1] = token
         if blob is not None and hit[0] is None:
@@ -411,8 +420,7 @@ def _token(*args: Any) -> str:
         return tokenize(*args)
     token = md5(str(normalized).encode(), usedforsecurity=False).hexdigest()
     if single is not None:
-        if len(_SINGLE) >= 1024:
-            del _SINGLE[next(iter(_SINGLE))]
+        _room(_SINGLE, 1024)
         _SINGLE[single] = token
     return token
 

@@ -98,6 +98,20 @@ def test_a_cells_function_made_anew_keys_as_dask_tokenizes_it(cluster, monkeypat
     assert made[1] not in normalized  # its token was the first one's, by their bytes
     assert client_module._FUNCTIONS[made[1]][0] == dumps(made[1])  # its blob, as dumps makes it
 
+
+def test_a_bounded_cache_lets_its_oldest_entries_go():
+    """The client's caches (functions, tokens) keep their newest entries below their limit,
+    whichever thread adds one: room is made by letting the oldest go."""
+    from jupyter_refs.client import _room
+
+    table = dict.fromkeys(range(5))
+    _room(table, 5)
+    assert list(table) == [1, 2, 3, 4]
+    _room(table, 2)
+    assert list(table) == [4]
+    _room(table, 2)
+    assert list(table) == [4]
+
 def test_submit_map_gather(cluster):
     client = cluster.client()
     x = client.scatter(10)
