@@ -322,8 +322,9 @@ def _main_pickle(func: types.FunctionType) -> bytes | None:
 
 
 def _main_tokens_agree() -> bool:
-    """Whether this dask tokenizes two functions of ``__main__`` that pickle alike alike: two
-    made by one source, each in its own namespace (as two runs of a cell make them)."""
+    """Whether this dask gives two functions of ``__main__`` that pickle to the same bytes the
+    same token: two made by one source, each in its own namespace (as two runs of a cell
+    make them)."""
     if not _main_agree:
         source = compile("def f(x, y=2):\n    return x + y\n", "<check>", "exec")
         made = []
