@@ -273,7 +273,7 @@ def _room(table: dict[Any, Any], limit: int) -> None:
     while len(table) >= limit:
         try:
             table.pop(next(iter(table)), None)
-        except RuntimeError:  # the table changed while it was being read: read it again
+        except (RuntimeError, StopIteration):  # changed while it was read: read it again
             pass
 
 
