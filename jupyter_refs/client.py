@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import copy
 import json
-import pickle
 import queue
 import sys
 import threading
@@ -387,10 +386,7 @@ def _tokenized(func: Callable[..., Any]) -> Any:
                 _MAIN_TOKENS[blob] = token
         hit[1] = token
         if blob is not None and hit[0] is None:
-            try:
-                hit[0] = pickle.dumps(func, protocol=5)  # ``dumps``'s first try, kept
-            except Exception:  # noqa: BLE001 - refused: cloudpickle's bytes, made already
-                hit[0] = blob
+            hit[0] = dumps(func, cloudpickled=blob)  # (what _dumps_function makes)
     return hit[1]
 
 

@@ -61,7 +61,6 @@ def test_map_keys_are_dasks(cluster):
     assert client.gather(futures) == values
 
 
-
 def _made_by_a_cell(source: str, **names: object):
     """The function ``add`` a notebook cell's ``source`` defines, made anew as each run of the
     cell makes it: in a namespace of its own whose ``__name__`` is ``__main__``."""
@@ -111,6 +110,7 @@ def test_a_bounded_cache_lets_its_oldest_entries_go():
     assert list(table) == [4]
     _room(table, 2)
     assert list(table) == [4]
+
 
 def test_submit_map_gather(cluster):
     client = cluster.client()

@@ -24,11 +24,14 @@ import cloudpickle
 from ..errors import SerializationError
 
 
-def dumps(obj: Any) -> bytes:
+def dumps(obj: Any, cloudpickled: bytes | None = None) -> bytes:
+    """``obj``'s bytes; ``cloudpickled``: its cloudpickle made already (a notebook's function,
+    pickled to be tokenized), sent as it is if plain pickle refuses ``obj``."""
     try:
         return pickle.dumps(obj, protocol=5)
     except Exception:  # noqa: BLE001 - plain pickle refuses more than cloudpickle
-        pass
+        if cloudpickled is not None:
+            return cloudpickled
     try:
         return cloudpickle.dumps(obj, protocol=5)
     except Exception as exc:  # noqa: BLE001 - any failure means "cannot send this"
