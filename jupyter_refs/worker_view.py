@@ -4,8 +4,10 @@ dask hands the ``Worker`` object itself; the model's worker is a sans-IO state m
 this is a view of it under dask's names, for what a user's code reads there: ``address``
 (what ``scheduler_info()["workers"]`` is keyed by), ``name`` (a ``LocalCluster`` names its
 workers 0, 1, …), ``status``, ``data``, ``nthreads``, ``get_current_task()``,
-``log_event()``, ``scheduler`` (an rpc with the scheduler's address) and the
-transfer logs (on the live network, whose driver times them).
+``log_event()``, ``scheduler`` (an rpc with the scheduler's address), the
+transfer logs (on the live network, whose driver times them) and, of ``state`` (dask's
+``WorkerState``), how many tasks are ready and executing: what a task that waits for the
+tasks queued behind it reads.
 Anything else of dask's ``Worker`` raises :class:`NotModelledError`
 naming it, rather than answering with something dask's would not.
 """
@@ -30,6 +32,61 @@ def _status() -> Any:
     except ImportError:  # pragma: no cover - without dask, the plain word
         return "running"
     return Status.running
+
+
+class _Counted:
+    """A collection of dask's ``WorkerState`` (``ready``, ``executing``) of which the model
+    gives the size: dask's holds ``TaskState`` objects, which the model's worker has not."""
+
+    __slots__ = ("_name", "_read")
+
+    def __init__(self, name: str, read: Any):
+        self._name, self._read = name, read
+
+    def __len__(self) -> int:
+        return len(self._read())
+
+    def __bool__(self) -> bool:
+        return bool(self._read())
+
+    def __getattr__(self, name: str) -> Any:
+        raise NotModelledError(f"WorkerState.{self._name}.{name}",
+                               "the model gives its size (len()), not dask's TaskState objects")
+
+    def __iter__(self) -> Any:
+        raise NotModelledError(f"iterating WorkerState.{self._name}",
+                               "the model gives its size (len()), not dask's TaskState objects")
+
+    def __contains__(self, item: object) -> bool:
+        raise NotModelledError(f"'in' WorkerState.{self._name}",
+                               "the model gives its size (len()), not dask's TaskState objects")
+
+
+class _StateView:
+    """dask's ``Worker.state`` (its ``WorkerState``), as far as the model's worker shows it."""
+
+    __slots__ = ("_view",)
+
+    def __init__(self, view: WorkerView):
+        self._view = view
+
+    @property
+    def ready(self) -> _Counted:
+        """The tasks waiting for a thread (not those waiting for resources: ``constrained``)."""
+        return _Counted("ready", lambda: self._view._state.ready)
+
+    @property
+    def executing(self) -> _Counted:
+        """The tasks running on a thread now."""
+        return _Counted("executing", lambda: self._view._state.executing)
+
+    @property
+    def nthreads(self) -> int:
+        return self._view.nthreads
+
+    def __getattr__(self, name: str) -> Any:
+        raise NotModelledError(f"WorkerState.{name}", "the model's worker state view has "
+                               "ready and executing (their sizes) and nthreads")
 
 
 class WorkerView:
@@ -63,6 +120,11 @@ class WorkerView:
         """dask's: the transfers this worker served (to a worker, or ``who`` None: a gather)."""
         return self._transfers("transfer_outgoing_log")
 
+    @property
+    def state(self) -> _StateView:
+        """dask's ``WorkerState``: of it, the sizes of ``ready`` and ``executing``."""
+        return _StateView(self)
+
     def get_current_task(self) -> str:
         """The key of the task running on this thread (dask's ``active_threads[ident]``)."""
         entry = current_run.get()
@@ -81,8 +143,8 @@ class WorkerView:
         if name.startswith("__"):
             raise AttributeError(name)
         raise NotModelledError(f"Worker.{name}", "the model's worker view has address, name, "
-                               "status, data, nthreads, scheduler, get_current_task, log_event "
-                               "and the transfer logs")
+                               "status, data, nthreads, scheduler, get_current_task, log_event, "
+                               "the transfer logs and state (ready and executing)")
 
     def __repr__(self) -> str:
         return (f"<Worker {self.address!r}, name: {self.name}, status: running, "

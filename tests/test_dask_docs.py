@@ -941,8 +941,11 @@ compared("priority_order", PRIORITY, "User priorities (submit(..., priority=10 /
     def func(name):
         Queue("ran").put(name)
         return name
-    def busy():
-        time.sleep(0.5)  # the worker's one thread is taken while the next two arrive
+    def busy():  # the worker's one thread is taken until the next two are queued behind it
+        from dask.distributed import get_worker
+        state, deadline = get_worker().state, time.monotonic() + 30
+        while len(state.ready) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
     w = sorted(client.scheduler_info()["workers"])[0]
     blocker = client.submit(busy, workers=[w])
     low = client.submit(func, "low", priority=-10, workers=[w])    # low priority task

@@ -2,7 +2,8 @@
 client's repr and ``scheduler_info``) and, in a task, ``get_worker().scheduler.address`` and
 ``get_client().scheduler.address``; a second client by that address or a scheduler file —
 run on real dask and under the switch, with the same outcome (dask's test_repr_sync,
-test_get_client_sync and test_write_scheduler_file found them not modelled)."""
+test_get_client_sync and test_write_scheduler_file found them not modelled); and what a task reads of its
+worker's state (``get_worker().state``: how many tasks are ready and executing, the threads)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,13 @@ SNIPPETS = {
         "out = [client.submit(lambda: (get_worker().scheduler.address, "
         "get_client().scheduler.address, get_worker().address), workers=[w], pure=False)"
         ".result() == (a, a, w) for w in workers]"),
+    "a_task_reads_its_workers_state": (
+        "from distributed import get_worker\n"
+        "def ask():\n"
+        "    state = get_worker().state\n"
+        "    return (len(state.executing), bool(state.executing), len(state.ready),"
+        " state.nthreads)\n"
+        "out = client.submit(ask).result()"),
     "get_worker_outside_a_task": "from distributed import get_worker\nout = get_worker()",
     "a_second_client_by_scheduler_file_or_address": (
         "import os, tempfile\nfrom distributed import Client\n"
@@ -63,6 +71,21 @@ def test_what_get_worker_does_not_have_says_so():
 
         return get_worker().transfer_outgoing_bytes
 
+    def tasks() -> object:
+        from jupyter_refs.worker_context import get_worker
+
+        return get_worker().state.tasks
+
+    def ready_ones() -> object:
+        from jupyter_refs.worker_context import get_worker
+
+        return list(get_worker().state.ready)
+
     with jr.Cluster(network="immediate") as cluster:
+        client = cluster.client()
         with pytest.raises(jr.NotModelledError, match=r"Worker.transfer_outgoing_bytes"):
-            cluster.client().submit(ask).result()
+            client.submit(ask).result()
+        with pytest.raises(jr.NotModelledError, match=r"WorkerState.tasks"):
+            client.submit(tasks).result()
+        with pytest.raises(jr.NotModelledError, match=r"iterating WorkerState.ready"):
+            client.submit(ready_ones).result()
