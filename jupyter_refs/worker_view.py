@@ -50,6 +50,8 @@ class _Counted:
         return bool(self._read())
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
         raise NotModelledError(f"WorkerState.{self._name}.{name}",
                                "the model gives its size (len()), not dask's TaskState objects")
 
@@ -85,6 +87,8 @@ class _StateView:
         return self._view.nthreads
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
         raise NotModelledError(f"WorkerState.{name}", "the model's worker state view has "
                                "ready and executing (their sizes) and nthreads")
 
