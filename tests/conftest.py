@@ -153,11 +153,16 @@ def dask_cli(tmp_path):
     try:
         yield start
     finally:
+        # One grace period for all, then SIGKILL: a ``dask worker`` whose peer was killed can
+        # sit in asyncio's cancelling of its tasks for 30 s and more after SIGTERM (py-spy:
+        # ``Runner.close`` -> ``_cancel_all_tasks``), and a wait of its own for each such
+        # worker made the eight-worker test's teardown 180 s.  Nothing a test reads is there.
         for p in reversed(procs):
             p.terminate()
+        deadline = time.monotonic() + 10
         for p in procs:
             try:
-                p.wait(timeout=30)
+                p.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait(timeout=30)
