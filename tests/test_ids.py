@@ -127,14 +127,13 @@ def test_fixed_ids_never_collide_and_every_result_is_right():
     # One run: each of the legacy test's runs collides hundreds of times (688 duplicate ids
     # of 64,000 in one measured run), so a run with none is the contrast; more runs of
     # uuid4 keys would add a minute of CI and nothing a run does not show.
-    for _ in range(1):
-        cluster, futures = many_threads("fixed")
-        # dask's keys for pure=False are uuid4s: nothing to coordinate, nothing to collide.
-        keys = [f.key for fs in futures for f in fs]
-        assert len(set(keys)) == THREADS * PER_THREAD and not cluster.trace.events(kind="id.alloc")
-        assert cluster.violations == []
-        data = {k: v for w in cluster.workers.values() for k, v in w.data.items()}
-        for fs in futures:
-            assert [f.status for f in fs] == ["finished"] * PER_THREAD
-            assert [data[f.key] for f in fs] == [j + 1 for j in range(PER_THREAD)]
-        cluster.close()
+    cluster, futures = many_threads("fixed")
+    # dask's keys for pure=False are uuid4s: nothing to coordinate, nothing to collide.
+    keys = [f.key for fs in futures for f in fs]
+    assert len(set(keys)) == THREADS * PER_THREAD and not cluster.trace.events(kind="id.alloc")
+    assert cluster.violations == []
+    data = {k: v for w in cluster.workers.values() for k, v in w.data.items()}
+    for fs in futures:
+        assert [f.status for f in fs] == ["finished"] * PER_THREAD
+        assert [data[f.key] for f in fs] == [j + 1 for j in range(PER_THREAD)]
+    cluster.close()
