@@ -31,8 +31,10 @@ def dask_observation():
     return get
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def remote_clusters():
+    """The multi-process clusters, ended with this module: their idle processes (a scheduler
+    and two workers, heartbeating) took a core's tenth for the rest of the suite."""
     clusters = RemoteClusters()
     yield clusters
     clusters.close()
