@@ -54,7 +54,7 @@ def pytest_report_header(config):
     chromium = shutil.which("chromium") or "missing: the browser tests skip (CI fails)"
     return [f"jupyter_refs {jupyter_refs.__version__} from {Path(jupyter_refs.__file__).parent}",
             f"{dask}; chromium: {chromium}",
-            "a full run takes about 20 minutes on 2 cores, the browser tests (tests/browser/) last; "
+            "a full run takes about 30 minutes on 2 cores, the browser tests (tests/browser/) last; "
             "the slowest are listed at the end; the fast suite (under 3 minutes): -m 'not slow and "
             "not dask and not conformance' --ignore=tests/browser"]
 
