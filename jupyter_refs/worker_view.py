@@ -38,30 +38,28 @@ class _Counted:
     """A collection of dask's ``WorkerState`` (``ready``, ``executing``) of which the model
     gives the size: dask's holds ``TaskState`` objects, which the model's worker has not."""
 
-    __slots__ = ("_name", "_read")
+    __slots__ = ("_view", "_name")
 
-    def __init__(self, name: str, read: Any):
-        self._name, self._read = name, read
+    def __init__(self, view: WorkerView, name: str):
+        self._view, self._name = view, name
 
-    def __len__(self) -> int:
-        return len(self._read())
+    def __len__(self) -> int:  # (and truth: Python reads it when there is no __bool__)
+        return len(getattr(self._view._state, self._name))
 
-    def __bool__(self) -> bool:
-        return bool(self._read())
+    def _loud(self, what: str) -> NotModelledError:
+        return NotModelledError(what, "the model gives its size (len()), not dask's "
+                                "TaskState objects")
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
-        raise NotModelledError(f"WorkerState.{self._name}.{name}",
-                               "the model gives its size (len()), not dask's TaskState objects")
+        raise self._loud(f"WorkerState.{self._name}.{name}")
 
     def __iter__(self) -> Any:
-        raise NotModelledError(f"iterating WorkerState.{self._name}",
-                               "the model gives its size (len()), not dask's TaskState objects")
+        raise self._loud(f"iterating WorkerState.{self._name}")
 
     def __contains__(self, item: object) -> bool:
-        raise NotModelledError(f"'in' WorkerState.{self._name}",
-                               "the model gives its size (len()), not dask's TaskState objects")
+        raise self._loud(f"'in' WorkerState.{self._name}")
 
 
 class _StateView:
@@ -75,12 +73,12 @@ class _StateView:
     @property
     def ready(self) -> _Counted:
         """The tasks waiting for a thread (not those waiting for resources: ``constrained``)."""
-        return _Counted("ready", lambda: self._view._state.ready)
+        return _Counted(self._view, "ready")
 
     @property
     def executing(self) -> _Counted:
         """The tasks running on a thread now."""
-        return _Counted("executing", lambda: self._view._state.executing)
+        return _Counted(self._view, "executing")
 
     @property
     def nthreads(self) -> int:
