@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import queue
 import sys
 import threading
@@ -574,6 +575,39 @@ class Refcounts(Mapping[str, int]):
 #: The one event loop every kernel-side client hands out as ``client.loop``.
 _LOOP = EventLoop()
 
+#: Where done callbacks run: one thread for the process, whichever client's future is done,
+#: as dask's ``Future._cb_executor`` (one worker thread, remade in a forked copy).  A thread
+#: per client outlived the client: every closed client that had a callback kept one.
+_CALLBACKS: tuple[int, queue.SimpleQueue] | None = None
+_CALLBACKS_MADE = threading.Lock()  # two clusters' clients may ask first at once
+
+
+def _callbacks() -> queue.SimpleQueue:
+    """The queue of (future, callback) that the process's callback thread runs in order."""
+    global _CALLBACKS
+    made = _CALLBACKS
+    if made is not None and made[0] == os.getpid():
+        return made[1]
+    with _CALLBACKS_MADE:
+        if _CALLBACKS is not None and _CALLBACKS[0] == os.getpid():
+            return _CALLBACKS[1]
+        q: queue.SimpleQueue = queue.SimpleQueue()
+
+        def run() -> None:
+            while True:
+                f, callback = q.get()
+                try:
+                    callback(f)
+                except Exception as exc:  # noqa: BLE001 - a user's callback: tell, go on
+                    print(f"jupyter_refs: done callback {callback!r} raised {exc!r}",
+                          file=sys.stderr)
+                del f, callback  # not kept alive until the next callback comes
+
+        threading.Thread(target=run, name="jupyter-refs-callbacks", daemon=True).start()
+        _CALLBACKS = (os.getpid(), q)
+    return _CALLBACKS[1]
+
+
 #: Gathers that found no data: how often to ask the scheduler again before giving up
 #: (dask asks forever; the model says the data is lost).
 _GATHER_ATTEMPTS = 3
@@ -749,7 +783,6 @@ class Client(ClusterCalls, TopicCalls, PluginCalls, TaskStreamCalls, ProfileCall
         self._state = state
         self._closed = False
         self._callbacks: dict[str, list[tuple[Future, Callable[[Future], Any]]]] = {}
-        self._callback_queue: queue.SimpleQueue | None = None
         self.scheduler_file: str | None = None  # dask's: given, or written by this client
         state.on_event = self._on_event
 
@@ -1400,21 +1433,7 @@ class Client(ClusterCalls, TopicCalls, PluginCalls, TaskStreamCalls, ProfileCall
             self._run_callback(future, fn)
 
     def _run_callback(self, future: Future, fn: Callable[[Future], Any]) -> None:
-        """Callbacks run on a thread of their own, in order, as dask's callback executor."""
-        if self._callback_queue is None:
-            self._callback_queue = q = queue.SimpleQueue()
-
-            def run() -> None:
-                while True:
-                    f, callback = q.get()
-                    try:
-                        callback(f)
-                    except Exception as exc:  # noqa: BLE001 - a user's callback: tell, go on
-                        print(f"jupyter_refs: done callback {callback!r} raised {exc!r}",
-                              file=sys.stderr)
-
-            threading.Thread(target=run, name=f"{self.name}-callbacks", daemon=True).start()
-        self._callback_queue.put((future, fn))
+        _callbacks().put((future, fn))
 
     # -- what dask has and the model does not ----------------------------------------------
 

@@ -5,8 +5,8 @@ print and warn here.
 A mixin of :class:`~jupyter_refs.client.Client`, as dask 2026.8.0's ``Client`` does it:
 ``log_event`` is an RPC (done when it returns), ``get_events`` asks the scheduler, a
 subscription rides the client's stream, and each event of a subscribed topic comes on the
-scheduler's stream to the client, whose handler runs on the client's callback thread (dask's
-runs on its event loop, also not the user's thread).  The scheduler's side is
+scheduler's stream to the client, whose handler runs on the process's callback thread, where
+done callbacks run (dask's runs on its event loop, also not the user's thread).  The scheduler's side is
 ``protocol/broker.py``.
 """
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import sys
+import threading
 
 import pytest
 from helpers import CyclingModule, inc
@@ -388,3 +389,24 @@ def test_a_scheduler_handler_that_raises_answers_its_caller_and_the_cluster_goes
                                                         "ZeroDivisionError: a handler's own bug"):
             client.processing()
         assert client.submit(len, "abc").result() == 3  # the network thread is alive
+
+
+def test_done_callbacks_run_on_one_thread_for_the_process(cluster):
+    """As dask's ``Future._cb_executor``: every client's callbacks on one thread, in the order
+    their futures were done, and no thread left behind per closed client (there was one)."""
+    ran: list[tuple[int, threading.Thread]] = []
+    for i in range(3):
+        client = cluster.client()
+        done = threading.Event()
+        future = client.submit(inc, i)
+        future.add_done_callback(
+            lambda f, done=done: (ran.append((f.result(), threading.current_thread())), done.set()))
+        assert future.result() == i + 1  # immediate: the cluster moves while a call waits
+        assert done.wait(10)
+        client.close()
+    assert [value for value, _ in ran] == [1, 2, 3]
+    assert len({thread for _, thread in ran}) == 1
+    assert ran[0][1] is not threading.current_thread()
+    assert [t.name for t in threading.enumerate() if t.name.endswith("-callbacks")] == [
+        "jupyter-refs-callbacks"]
+
