@@ -202,6 +202,35 @@ def test_live_window_keeps_the_latest_rows_and_update_redraws_all():
         timeline.close()
 
 
+def test_a_timeline_not_live_holds_nothing_back_and_update_reads_the_trace():
+    """Not live, a timeline queued every batch the trace flushed and nothing drained it:
+    it kept every row recorded after it was made, past the trace's own bound.  Now it follows
+    nothing, and ``update()`` reads what the trace holds — from the start again when the
+    trace dropped rows it had not taken in."""
+    with Cluster(protocol="legacy", network="immediate", trace_capacity=2_000) as cluster:
+        client = cluster.client()
+        client.gather(client.map(inc, range(10)))
+        watching = cluster.trace.subscribers
+        timeline = Timeline(cluster, live=False)
+        first = timeline.model.events.cols["x"][0]
+        drawn = len(timeline.model.events)
+        assert cluster.trace.subscribers == watching  # the checks', not the timeline's
+        client.gather(client.map(inc, range(10, 20)))
+        assert len(timeline.model.events) == drawn  # a snapshot until asked
+        assert not timeline._queue
+        timeline.update()
+        assert len(timeline.model.events) > drawn
+        assert timeline.model.events.cols["x"][0] == first  # nothing was dropped: taken in after
+        assert len(timeline.figure.sources["events"].data["x"]) == len(timeline.model.events)
+        for i in range(3):
+            client.gather(client.map(inc, range(100 * i + 100, 100 * i + 200)))
+        timeline.update()
+        xs = timeline.model.events.cols["x"]
+        assert xs[0] > first  # the trace dropped its oldest rows: drawn from what it holds
+        assert xs[-1] < cluster.trace.next_seq
+        assert len(timeline.figure.sources["events"].data["x"]) == len(timeline.model.events)
+
+
 def test_refs_text_fits_a_notebook_cell():
     """Issue 18.7: ``%refs --text`` was about 150 columns wide and wrapped in the output area."""
     from jupyter_refs.views.refs import TEXT_WIDTH, refs_text

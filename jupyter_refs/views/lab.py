@@ -35,7 +35,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from ..trace import Batch
-from .pump import Pump
+from .pump import Pump, not_following
 
 if TYPE_CHECKING:
     from ..handle import ClusterHandle
@@ -91,7 +91,7 @@ class LabChannel:
         self.source: ClusterHandle | None = None
         self.sent = 0
         self._lock = threading.Lock()
-        self._unsubscribe = _nothing
+        self._unsubscribe = not_following
         self._saved: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
         self._manager = get_comm_manager()
         self._manager.register_target(TARGET, self._on_comm_open)
@@ -148,7 +148,7 @@ class LabChannel:
         """Show ``source`` from now on (``%cluster`` calls this when it replaces the cluster)."""
         self._unsubscribe()
         self.source = source
-        self._unsubscribe = _nothing
+        self._unsubscribe = not_following
         if source is not None:
             self._unsubscribe = source.trace.subscribe(self._on_batch)
         self._broadcast(refs_message(source))
@@ -229,10 +229,6 @@ class LabChannel:
                 comm.close()
             except Exception:  # noqa: BLE001, S110 - closing a comm whose kernel went away
                 pass
-
-
-def _nothing() -> None:
-    pass
 
 
 def _open_timelines() -> list[Any]:

@@ -69,6 +69,10 @@ class Pump:
             self.thread.join(timeout=10)
 
 
+def not_following() -> None:
+    """The ``unsubscribe`` of a view that follows no trace (not live, or its source gone)."""
+
+
 class LiveView:
     """How a live view ends: by ``close()``, or by its update failing (said once, in the view).
 

@@ -33,7 +33,7 @@ from bokeh.transform import linear_cmap
 
 from .. import arguments
 from ..trace import Batch, Trace, trace_source
-from .pump import LiveView, Pump
+from .pump import LiveView, Pump, not_following
 from .refs import focus_line
 from .saved import MIME, trace_bundle
 from .svg import SVG_MIME, picture
@@ -352,6 +352,10 @@ class Timeline(LiveView):
     """
 
     _view_name = "the live timeline"
+    #: The model was started again (``_pull``): the figure must be redrawn whole.
+    _redraw = False
+    #: Whether the model holds rows (not live: a gap before the first is no gap).
+    _pulled = False
 
     @property
     def _status_widget(self) -> Any:
@@ -381,7 +385,14 @@ class Timeline(LiveView):
         self._queue: deque[Batch] = deque()
         self._lock = threading.RLock()
         self._pump: Pump | None = None
-        self._unsubscribe = self.trace.subscribe(self._on_batch, from_start=True)
+        #: Live, the trace hands every batch it flushes to the pump's queue.  Not live, nothing
+        #: is queued (a queue nobody drains kept every row recorded after the timeline was
+        #: made, past the trace's own bound): ``update()`` reads what the trace holds from
+        #: ``_next``, the seq after the last row this timeline took in.
+        self._live = live
+        self._next = since
+        self._unsubscribe = (self.trace.subscribe(self._on_batch, from_start=True) if live
+                             else not_following)
         self.trace.flush()
         self.model = TimelineModel(self._keys, view, max_key_lanes, since)
         self._drain()
@@ -408,6 +419,8 @@ class Timeline(LiveView):
             pump.wake.set()
 
     def _drain(self) -> bool:
+        if not self._live:
+            return self._pull()
         got = False
         queue = self._queue
         live = self._pump is not None
@@ -422,6 +435,23 @@ class Timeline(LiveView):
                 time.sleep(0)
                 slice_end = time.perf_counter() + _SLICE_S
         return got
+
+    def _pull(self) -> bool:
+        """Not live: take in the rows the trace holds past this timeline's last.  If the trace
+        dropped some of them meanwhile (it is bounded), the timeline starts again from what it
+        holds, as a filter change does: a timeline's rows have no gaps."""
+        batch = self.trace.batch(self._next)
+        if not batch.rows:
+            return False
+        if batch.start > self._next and self._pulled:
+            self.model = TimelineModel(self._keys, self.model.view, self._max_key_lanes,
+                                       self._since)
+            self.figure.model = self.model
+            self._redraw = True
+        self.model.add_rows(batch.start, batch.rows)
+        self._next = batch.start + len(batch.rows)
+        self._pulled = True
+        return True
 
     def apply_pending(self) -> None:
         with self._lock, self._bokeh.batched():
@@ -440,9 +470,11 @@ class Timeline(LiveView):
         self.trace.settle()
         self.trace.flush()
         self.apply_pending()
-        if any(len(self.figure.sources[n].data.get("x", self.figure.sources[n].data.get("x0", [])))
-               < len(getattr(self.model, n)) for n in ("events", "messages")):
+        if self._redraw or any(
+                len(self.figure.sources[n].data.get("x", self.figure.sources[n].data.get("x0", [])))
+                < len(getattr(self.model, n)) for n in ("events", "messages")):
             with self._lock, self._bokeh.batched():
+                self._redraw = False
                 self.figure.refresh()
 
     # -- widget ------------------------------------------------------------------------
@@ -488,7 +520,9 @@ class Timeline(LiveView):
         with self._lock, self._bokeh.batched():
             self._queue.clear()
             self.model = TimelineModel(keys, view, self._max_key_lanes, self._since)
-            self.model.add_events(self.trace.events(since=self._since))
+            batch = self.trace.batch(self._since)
+            self.model.add_rows(batch.start, batch.rows)
+            self._next, self._pulled = batch.start + len(batch.rows), bool(batch.rows)
             self.figure.model = self.model
             self.figure.fig.xaxis.axis_label = ("event seq (logical order)" if view == "logical"
                                                 else "time (ms)")
