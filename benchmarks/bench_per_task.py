@@ -35,7 +35,7 @@ def inc(x: int) -> int:
 def inner(n: int, bare: bool = False, count: bool = True) -> None:
     """One run of ``n`` tasks after a warm-up (imports and first-call caches filled, so that both
     runs pay them alike); prints the trace's counts as JSON (``count``: reading them builds an
-    event per row, ~7% of a task's instructions, so a counted run is not the one measured).
+    event per row, about 50,000 instructions a task, so a counted run is not the one measured).
     ``bare``: nothing recorded."""
     from jupyter_refs import Cluster
     from jupyter_refs.trace import Trace

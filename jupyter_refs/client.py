@@ -576,36 +576,35 @@ class Refcounts(Mapping[str, int]):
 _LOOP = EventLoop()
 
 #: Where done callbacks run: one thread for the process, whichever client's future is done,
-#: as dask's ``Future._cb_executor`` (one worker thread, remade in a forked copy).  A thread
-#: per client outlived the client: every closed client that had a callback kept one.
+#: as dask's ``Future._cb_executor`` (one worker thread, remade in a forked copy); started on
+#: first use, as ``loop.py``'s loop.  A thread per client outlived the client: every closed
+#: client that had a callback kept one.
 _CALLBACKS: tuple[int, queue.SimpleQueue] | None = None
-_CALLBACKS_MADE = threading.Lock()  # two clusters' clients may ask first at once
+_callbacks_lock = threading.Lock()
+
+
+def _run_callbacks(q: queue.SimpleQueue) -> None:
+    """The callback thread: each (future, callback) in turn; a callback's error is told."""
+    while True:
+        f, callback = q.get()
+        try:
+            callback(f)
+        except Exception as exc:  # noqa: BLE001 - a user's callback: tell, go on
+            print(f"jupyter_refs: done callback {callback!r} raised {exc!r}", file=sys.stderr)
+        del f, callback  # not kept alive until the next callback comes
 
 
 def _callbacks() -> queue.SimpleQueue:
-    """The queue of (future, callback) that the process's callback thread runs in order."""
+    """The queue the process's callback thread runs (its thread started here first, and again
+    in a forked copy, where the parent's thread does not run)."""
     global _CALLBACKS
-    made = _CALLBACKS
-    if made is not None and made[0] == os.getpid():
-        return made[1]
-    with _CALLBACKS_MADE:
-        if _CALLBACKS is not None and _CALLBACKS[0] == os.getpid():
-            return _CALLBACKS[1]
-        q: queue.SimpleQueue = queue.SimpleQueue()
-
-        def run() -> None:
-            while True:
-                f, callback = q.get()
-                try:
-                    callback(f)
-                except Exception as exc:  # noqa: BLE001 - a user's callback: tell, go on
-                    print(f"jupyter_refs: done callback {callback!r} raised {exc!r}",
-                          file=sys.stderr)
-                del f, callback  # not kept alive until the next callback comes
-
-        threading.Thread(target=run, name="jupyter-refs-callbacks", daemon=True).start()
-        _CALLBACKS = (os.getpid(), q)
-    return _CALLBACKS[1]
+    with _callbacks_lock:
+        if _CALLBACKS is None or _CALLBACKS[0] != os.getpid():
+            q: queue.SimpleQueue = queue.SimpleQueue()
+            threading.Thread(target=_run_callbacks, args=(q,), name="jupyter-refs-callbacks",
+                             daemon=True).start()
+            _CALLBACKS = (os.getpid(), q)
+        return _CALLBACKS[1]
 
 
 #: Gathers that found no data: how often to ask the scheduler again before giving up

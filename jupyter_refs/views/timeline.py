@@ -354,8 +354,6 @@ class Timeline(LiveView):
     _view_name = "the live timeline"
     #: The model was started again (``_pull``): the figure must be redrawn whole.
     _redraw = False
-    #: Whether the model holds rows (not live: a gap before the first is no gap).
-    _pulled = False
 
     @property
     def _status_widget(self) -> Any:
@@ -387,10 +385,9 @@ class Timeline(LiveView):
         self._pump: Pump | None = None
         #: Live, the trace hands every batch it flushes to the pump's queue.  Not live, nothing
         #: is queued (a queue nobody drains kept every row recorded after the timeline was
-        #: made, past the trace's own bound): ``update()`` reads what the trace holds from
-        #: ``_next``, the seq after the last row this timeline took in.
+        #: made, past the trace's own bound): ``update()`` reads what the trace holds past the
+        #: model's last row (``_pull``).
         self._live = live
-        self._next = since
         self._unsubscribe = (self.trace.subscribe(self._on_batch, from_start=True) if live
                              else not_following)
         self.trace.flush()
@@ -440,18 +437,21 @@ class Timeline(LiveView):
         """Not live: take in the rows the trace holds past this timeline's last.  If the trace
         dropped some of them meanwhile (it is bounded), the timeline starts again from what it
         holds, as a filter change does: a timeline's rows have no gaps."""
-        batch = self.trace.batch(self._next)
+        model = self.model
+        batch = self.trace.batch(model.next_seq)
         if not batch.rows:
             return False
-        if batch.start > self._next and self._pulled:
-            self.model = TimelineModel(self._keys, self.model.view, self._max_key_lanes,
-                                       self._since)
-            self.figure.model = self.model
+        if batch.start > model.next_seq > self._since:  # rows dropped after the model's last
+            model = self._new_model(self._keys, model.view)
             self._redraw = True
-        self.model.add_rows(batch.start, batch.rows)
-        self._next = batch.start + len(batch.rows)
-        self._pulled = True
+        model.add_rows(batch.start, batch.rows)
         return True
+
+    def _new_model(self, keys: list[str] | None, view: str) -> TimelineModel:
+        """An empty model of ``keys`` in ``view``, the one the figure draws from now on."""
+        self.model = self.figure.model = TimelineModel(keys, view, self._max_key_lanes,
+                                                       self._since)
+        return self.model
 
     def apply_pending(self) -> None:
         with self._lock, self._bokeh.batched():
@@ -519,11 +519,8 @@ class Timeline(LiveView):
     def _rebuild(self, keys: list[str] | None, view: str) -> None:
         with self._lock, self._bokeh.batched():
             self._queue.clear()
-            self.model = TimelineModel(keys, view, self._max_key_lanes, self._since)
             batch = self.trace.batch(self._since)
-            self.model.add_rows(batch.start, batch.rows)
-            self._next, self._pulled = batch.start + len(batch.rows), bool(batch.rows)
-            self.figure.model = self.model
+            self._new_model(keys, view).add_rows(batch.start, batch.rows)
             self.figure.fig.xaxis.axis_label = ("event seq (logical order)" if view == "logical"
                                                 else "time (ms)")
             self.figure.refresh()
