@@ -867,6 +867,28 @@ def future_add_done_callback(b):
 
 
 @program
+def future_done_callbacks_of_two_clients_share_a_thread(b):
+    """dask's ``add_done_callback``: "The callback is executed in a separate thread" — one
+    for the process (``Future._cb_executor``), whichever client's future is done."""
+    threads = []
+    done = threading.Event()
+
+    def cb(fut):
+        threads.append(threading.current_thread())
+        if len(threads) == 2:
+            done.set()
+
+    other = b.new_client()
+    futures = [c.submit(inc, i, key=f"cb-{i}") for i, c in enumerate((b.client, other))]
+    for f in futures:
+        f.add_done_callback(cb)
+        f.result()
+    done.wait(5)
+    other.close()
+    return len(threads), len(set(threads)), threading.main_thread() in threads
+
+
+@program
 def future_add_done_callback_after_done(b):
     seen = []
     done = threading.Event()

@@ -117,7 +117,8 @@ def switch_section() -> str:
         "asynchronous clients (`asynchronous=True`, `await`; the model "
         "has no event loop to await on); actors; what a task's `get_worker()` (or `Client.run`'s "
         "`dask_worker`) has beyond `address`, `name`, `status`, `data`, `nthreads`, "
-        "`get_current_task`, `log_event` and the transfer logs (those on the live network); "
+        "`get_current_task`, `log_event`, the transfer logs (those on the live network) and, of its "
+        "`state`, the sizes of `ready` and `executing` and `nthreads`; "
         "a `WorkerPlugin`'s `transition` hook; `progress` "
         "in a notebook (its widget); `get_events` of the scheduler's own topics.  Names "
         "imported before the switch stay dask's.")
